@@ -1,0 +1,57 @@
+/**
+ * Opens the one SQLite file, sets its durability explicitly, and applies the
+ * embedded migrations. Nothing here reads db/ from disk, so the compiled binary
+ * works from an empty folder.
+ */
+import { Database } from "bun:sqlite";
+import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import { journal, migrationSql } from "./migrations";
+import * as schema from "./schema";
+
+export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
+export { schema };
+
+export type SyncMode = "FULL" | "NORMAL";
+
+export function openDatabase(path: string, opts: { synchronous?: SyncMode } = {}): Db {
+  const sqlite = new Database(path, { create: true, strict: true });
+  // Only takes effect on a new file (before the first table): lets retention give pages back.
+  sqlite.exec("PRAGMA auto_vacuum = INCREMENTAL");
+  sqlite.exec("PRAGMA journal_mode = WAL");
+  // FULL: an acknowledged event survives a power cut (fsync on every commit). NORMAL:
+  // survives a process crash only. Set explicitly: bun:sqlite's default differs by mode.
+  sqlite.exec(`PRAGMA synchronous = ${opts.synchronous ?? "FULL"}`);
+  sqlite.exec("PRAGMA foreign_keys = ON");
+  sqlite.exec("PRAGMA busy_timeout = 5000");
+  // Checkpoints are run by the server on its own schedule, off the hot path.
+  sqlite.exec("PRAGMA wal_autocheckpoint = 10000");
+  sqlite.exec("PRAGMA temp_store = MEMORY");
+  const db = drizzle({ client: sqlite, schema }) as Db;
+  migrate(db);
+  return db;
+}
+
+/** The journal and SQL text are bundled; the hash matches drizzle's own migrator. */
+function migrate(db: Db) {
+  const migrations = journal.entries.map((entry) => {
+    const text = migrationSql[entry.tag];
+    if (text === undefined) throw new Error(`migration ${entry.tag} is in the journal but not embedded; run npm run db:generate`);
+    return {
+      sql: text.split("--> statement-breakpoint"),
+      bps: entry.breakpoints,
+      folderMillis: entry.when,
+      hash: new Bun.CryptoHasher("sha256").update(text).digest("hex"),
+    };
+  });
+  // drizzle's migrator takes migration files from disk; its dialect applies an in-memory list.
+  (db as any).dialect.migrate(migrations, (db as any).session, {});
+}
+
+/**
+ * Runs fn in a transaction on the raw connection. bun:sqlite turns nested calls into
+ * savepoints, so services that open their own transaction compose (the workspace
+ * file applies many of them as one).
+ */
+export function transact<T>(db: Db, fn: () => T): T {
+  return db.$client.transaction(fn)();
+}

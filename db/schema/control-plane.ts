@@ -1,0 +1,110 @@
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+const createdAt = () => integer("created_at", { mode: "number" }).notNull();
+
+export const workspaces = sqliteTable("workspaces", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  createdAt: createdAt(),
+});
+
+export const accounts = sqliteTable("accounts", {
+  id: text("id").primaryKey(),
+  workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+  email: text("email").notNull().unique(),
+  role: text("role").notNull().default("owner"),
+  createdAt: createdAt(),
+});
+
+/**
+ * Only a SHA-256 of the token is kept. `lookup` (a short prefix of that hash) finds
+ * candidate rows; the full hashes are then compared in constant time.
+ */
+export const accessTokens = sqliteTable(
+  "access_tokens",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id").notNull().references(() => accounts.id),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    lookup: text("lookup").notNull(),
+    secretHash: text("secret_hash").notNull(),
+    name: text("name").notNull().default(""),
+    createdAt: createdAt(),
+  },
+  (t) => [index("access_tokens_lookup").on(t.lookup)],
+);
+
+export const sources = sqliteTable(
+  "sources",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    name: text("name").notNull(),
+    writeKey: text("write_key").notNull().unique(),
+    enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
+    /** JSON: source settings such as lenientValidation. */
+    settings: text("settings", { mode: "json" }).$type<SourceSettings>().notNull().default(sql`'{}'`),
+    createdAt: createdAt(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [uniqueIndex("sources_workspace_name").on(t.workspaceId, t.name)],
+);
+
+export interface SourceSettings {
+  lenientValidation?: boolean;
+}
+
+export const destinations = sqliteTable(
+  "destinations",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    name: text("name").notNull(),
+    /** A destination-definition name, e.g. WEBHOOK. */
+    type: text("type").notNull(),
+    config: text("config", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
+    createdAt: createdAt(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [uniqueIndex("destinations_workspace_name").on(t.workspaceId, t.name)],
+);
+
+export const connections = sqliteTable(
+  "connections",
+  {
+    sourceId: text("source_id").notNull().references(() => sources.id, { onDelete: "cascade" }),
+    destinationId: text("destination_id").notNull().references(() => destinations.id, { onDelete: "cascade" }),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.sourceId, t.destinationId] }), index("connections_destination").on(t.destinationId)],
+);
+
+export const transformations = sqliteTable(
+  "transformations",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    name: text("name").notNull(),
+    /** The current version; every save makes a new one. */
+    versionId: text("version_id").notNull(),
+    createdAt: createdAt(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [uniqueIndex("transformations_workspace_name").on(t.workspaceId, t.name)],
+);
+
+/** Versions are kept so a delivery can say which code it ran. */
+export const transformationVersions = sqliteTable("transformation_versions", {
+  id: text("id").primaryKey(),
+  transformationId: text("transformation_id").notNull().references(() => transformations.id, { onDelete: "cascade" }),
+  code: text("code").notNull(),
+  createdAt: createdAt(),
+});
+
+/** A destination runs at most one transformation: the primary key says so. */
+export const destinationTransformations = sqliteTable("destination_transformations", {
+  destinationId: text("destination_id").primaryKey().references(() => destinations.id, { onDelete: "cascade" }),
+  transformationId: text("transformation_id").notNull().references(() => transformations.id, { onDelete: "cascade" }),
+});

@@ -1,0 +1,2 @@
+export * from "./control-plane";
+export * from "./pipeline";

@@ -1,0 +1,206 @@
+/**
+ * The Elysia root: error mapping, request logs and metrics, and each feature's routes.
+ * `createSluice` wires storage, caches and apps once; main.ts only listens.
+ */
+import { cors } from "@elysiajs/cors";
+import { openapi } from "@elysiajs/openapi";
+import { Elysia, ValidationError } from "elysia";
+import { type Db, openDatabase } from "../db";
+import { ensureOwner } from "./control-plane/bootstrap";
+import { ConfigStore } from "./control-plane/config-store";
+import { controlPlaneRoutes } from "./control-plane/routes";
+import { applyWorkspaceFile } from "./control-plane/workspace-file";
+import { GroupCommitWriter } from "./gateway/group-commit";
+import type { IntakeDeps } from "./gateway/intake";
+import { gatewayRoutes } from "./gateway/routes";
+import type { ServiceContext } from "./lib/context";
+import { AppError } from "./lib/errors";
+import { type Logger, createLogger } from "./lib/logger";
+import { Metrics } from "./lib/metrics";
+import { describeError } from "./lib/schema";
+import { opsRoutes } from "./ops";
+import { LiveEvents } from "./pipeline/live-events";
+import { OutcomeWriter } from "./pipeline/outcomes";
+import { Processor } from "./pipeline/processor";
+import { startMaintenance } from "./pipeline/retention";
+import { Router } from "./pipeline/router";
+import { pipelineRoutes } from "./pipeline/routes";
+import { SandboxPool } from "./transformations/sandbox";
+import { transformationRoutes } from "./transformations/routes";
+import { noSuppression } from "./regulations/suppression";
+import type { Settings } from "./settings";
+import { VERSION } from "./version";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+/** Maps every error to a status and a JSON `{message}` naming what is wrong. */
+export function errorMapping(log: Logger) {
+  return new Elysia({ name: "errors" }).onError({ as: "global" }, ({ code, error, set, request }) => {
+    if (error instanceof AppError) {
+      set.status = error.status;
+      return { message: error.message, ...error.body };
+    }
+    if (code === "VALIDATION" || error instanceof ValidationError) {
+      const v = error as ValidationError;
+      set.status = 400;
+      const first = v.valueError;
+      const where = v.type === "body" ? "" : `${v.type}.`;
+      return { message: first ? `${where}${describeError(first)}` : `invalid ${v.type}` };
+    }
+    if (code === "PARSE") {
+      set.status = 400;
+      return { message: "request body is not valid JSON" };
+    }
+    if (code === "NOT_FOUND") {
+      set.status = 404;
+      return { message: `no route for ${request.method} ${new URL(request.url).pathname}` };
+    }
+    if (code === "INVALID_COOKIE_SIGNATURE" || code === "INVALID_FILE_TYPE") {
+      set.status = 400;
+      return { message: String((error as Error).message) };
+    }
+    log.error("unhandled error", { err: error, path: new URL(request.url).pathname });
+    set.status = 500;
+    return { message: "internal error" };
+  });
+}
+
+/** One log line per request and Prometheus counters/latencies by route and status. */
+function observability(ctx: ServiceContext) {
+  const started = new WeakMap<Request, number>();
+  return new Elysia({ name: "observability" })
+    .onRequest(({ request }) => {
+      started.set(request, performance.now());
+    })
+    .onAfterResponse({ as: "global" }, ({ request, set, route }) => {
+      const t0 = started.get(request);
+      const seconds = t0 === undefined ? 0 : (performance.now() - t0) / 1000;
+      const status = String(set.status ?? 200);
+      const r = route || "unmatched";
+      ctx.metrics.httpRequests.inc({ route: r, method: request.method, status });
+      ctx.metrics.httpDuration.observe({ route: r }, seconds);
+      // Accepted event calls are the hot path: logged at debug, everything else at info.
+      const level = r.startsWith("/v1/") && status === "200" ? "debug" : "info";
+      if (ctx.log.enabled(level)) {
+        ctx.log[level]("request", { method: request.method, route: r, status: Number(status), ms: Math.round(seconds * 1e4) / 10 });
+      }
+    });
+}
+
+export interface Sluice {
+  ctx: ServiceContext;
+  db: Db;
+  writer: GroupCommitWriter;
+  live: LiveEvents;
+  processor: Processor;
+  router: Router;
+  sandbox: SandboxPool;
+  /** Event calls (the data plane). */
+  dataPlane: Elysia<any, any, any, any, any, any, any>;
+  /** Regulation, test, definition and control-plane APIs (the spec's {api_url}). */
+  api: Elysia<any, any, any, any, any, any, any>;
+  /** Both on one app, for a single port. */
+  combined: Elysia<any, any, any, any, any, any, any>;
+  workspaceId: string;
+  /** Set only on the first start when no SLUICE_ADMIN_TOKEN was given. */
+  generatedToken?: string;
+  close(): Promise<void>;
+}
+
+export async function createSluice(settings: Settings, opts: { log?: Logger; now?: () => number } = {}): Promise<Sluice> {
+  const log = opts.log ?? createLogger(settings.logLevel);
+  const now = opts.now ?? Date.now;
+  mkdirSync(settings.dataDir, { recursive: true });
+  const db = openDatabase(join(settings.dataDir, "sluice.db"), { synchronous: settings.synchronous });
+  const config = new ConfigStore(db);
+  const metrics = new Metrics();
+  const ctx: ServiceContext = { db, log, config, metrics, now };
+
+  const owner = ensureOwner(db, { email: settings.adminEmail, token: settings.adminToken, now: now() });
+  if (owner.created) log.info("first start: workspace and owner account created", { workspaceId: owner.workspaceId, email: settings.adminEmail });
+  if (settings.config) {
+    const summary = await applyWorkspaceFile({ ...ctx, workspaceId: owner.workspaceId }, settings.config);
+    log.info("workspace file applied", { file: settings.config, ...summary });
+  }
+
+  const writer = new GroupCommitWriter(db.$client);
+  const live = new LiveEvents();
+  const intake: IntakeDeps = { config, writer, suppressor: noSuppression, live, metrics, log };
+
+  const sandbox = new SandboxPool({
+    memoryBytes: settings.transformMemoryMb * 1024 * 1024,
+    timeoutMs: settings.transformTimeoutMs,
+    workers: settings.transformWorkers,
+  });
+  const stages = { sandbox, baseUrls: settings.destinationBaseUrls };
+  const outcomes = new OutcomeWriter(db.$client, log);
+  const processor = new Processor(db, config, log, now);
+  const router = new Router(db, config, stages, outcomes, live, metrics, log, {
+    concurrency: settings.destinationConcurrency,
+    timeoutMs: settings.destinationTimeoutMs,
+    backoffMs: settings.retryBackoffMs,
+    maxBackoffMs: 10 * 60_000,
+    retryMaxMs: settings.retryMaxHours * 3600_000,
+    retryMinAttempts: settings.retryMinAttempts,
+  }, now);
+  writer.onCommit(() => processor.wake());
+  processor.onDeliveries((ids) => router.wake(ids));
+  // Events committed before a crash but not yet fanned out are picked up here.
+  processor.run();
+  router.start();
+  const stopMaintenance = startMaintenance(db, log, { retentionMs: settings.retentionHours * 3600_000, now });
+
+  const api = new Elysia({ name: "api" })
+    .use(opsRoutes(ctx))
+    .use(controlPlaneRoutes(ctx))
+    .use(pipelineRoutes(ctx, router, live))
+    .use(transformationRoutes(ctx, sandbox));
+  const dataPlane = new Elysia({ name: "data-plane" }).use(gatewayRoutes(intake));
+  const root = () =>
+    new Elysia()
+      .use(errorMapping(log))
+      .use(observability(ctx))
+      .use(cors({ origin: true, credentials: true, maxAge: 86400 }));
+  // A fresh plugin per app: the OpenAPI plugin describes the routes of the app that uses it.
+  const docs = () => openapi({
+    path: "/openapi",
+    documentation: {
+      info: {
+        title: "Sluice",
+        version: VERSION,
+        description:
+          "A self-hosted customer-event data plane, compatible with RudderStack's HTTP API. Event calls are served on the data plane address; the regulation, test, definition and control-plane APIs on the API address (the same port unless --api-port is set). The raw OpenAPI document is at /openapi/json.",
+      },
+    },
+  });
+  const combined = root().use(docs()).use(dataPlane).use(api);
+  const dataPlaneOnly = root().use(docs()).use(opsRoutes(ctx)).use(dataPlane);
+  const apiOnly = root().use(docs()).use(api);
+
+  return {
+    ctx,
+    db,
+    writer,
+    live,
+    processor,
+    router,
+    sandbox,
+    dataPlane: dataPlaneOnly,
+    api: apiOnly,
+    combined,
+    workspaceId: owner.workspaceId,
+    generatedToken: owner.generatedToken,
+    async close() {
+      stopMaintenance();
+      writer.close();
+      processor.run();
+      processor.stop();
+      await router.stop();
+      await sandbox.close();
+      try {
+        db.$client.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+      } catch {}
+      db.$client.close();
+    },
+  };
+}

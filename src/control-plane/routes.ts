@@ -1,0 +1,46 @@
+/** Control-plane API: sources, destinations, connections and destination definitions. Routes only parse, call, map. */
+import { Elysia, t } from "elysia";
+import { listDefinitions, publicDefinition } from "../destinations/registry";
+import type { ScopedContext, ServiceContext } from "../lib/context";
+import { authenticate } from "./auth";
+import { createConnection, deleteConnection, listConnections } from "./connections";
+import { createDestination, deleteDestination, getDestination, listDestinations, updateDestination } from "./destinations";
+import { Connection, Destination, DestinationCreate, DestinationUpdate, IdParams, Source, SourceCreate, SourceUpdate } from "./schemas";
+import { createSource, deleteSource, getSource, listSources, updateSource } from "./sources";
+
+const AUTH_NOTE = "Authenticate with `Authorization: Bearer <access token>` or HTTP Basic `<email>:<access token>`; the token's workspace is the scope.";
+
+/** Adds `scope`: the service context of the caller's workspace (401 before anything else). */
+export function withWorkspace(ctx: ServiceContext) {
+  return new Elysia({ name: "workspace-auth" }).derive({ as: "scoped" }, ({ request }) => {
+    const principal = authenticate(ctx.db, request.headers.get("authorization"));
+    const scope: ScopedContext = { ...ctx, workspaceId: principal.workspaceId };
+    return { principal, scope };
+  });
+}
+
+export function controlPlaneRoutes(ctx: ServiceContext) {
+  const tag = (name: string, summary: string) => ({ tags: [name], summary, description: AUTH_NOTE });
+  return new Elysia({ name: "control-plane" })
+    .get("/destination-definitions", () => listDefinitions().map(publicDefinition), {
+      detail: {
+        tags: ["Definitions"],
+        summary: "Destination definitions",
+        description: "Every destination kind with its `defaultConfig` (the keys usable in a destination's config and in the Test API's destinationConfig) and supported message types. No authentication.",
+      },
+    })
+    .use(withWorkspace(ctx))
+    .get("/v2/sources", ({ scope }) => ({ sources: listSources(scope) }), { detail: tag("Sources", "List sources"), response: t.Object({ sources: t.Array(Source) }) })
+    .post("/v2/sources", ({ scope, body, set }) => { set.status = 201; return createSource(scope, body); }, { body: SourceCreate, detail: tag("Sources", "Create a source"), response: { 201: Source } })
+    .get("/v2/sources/:id", ({ scope, params }) => getSource(scope, params.id), { params: IdParams, detail: tag("Sources", "Get a source") })
+    .patch("/v2/sources/:id", ({ scope, params, body }) => updateSource(scope, params.id, body), { params: IdParams, body: SourceUpdate, detail: tag("Sources", "Update a source") })
+    .delete("/v2/sources/:id", ({ scope, params, set }) => { deleteSource(scope, params.id); set.status = 204; }, { params: IdParams, detail: tag("Sources", "Delete a source and its connections") })
+    .get("/v2/destinations", ({ scope }) => ({ destinations: listDestinations(scope) }), { detail: tag("Destinations", "List destinations"), response: t.Object({ destinations: t.Array(Destination) }) })
+    .post("/v2/destinations", ({ scope, body, set }) => { set.status = 201; return createDestination(scope, body); }, { body: DestinationCreate, detail: tag("Destinations", "Create a destination") })
+    .get("/v2/destinations/:id", ({ scope, params }) => getDestination(scope, params.id), { params: IdParams, detail: tag("Destinations", "Get a destination") })
+    .patch("/v2/destinations/:id", ({ scope, params, body }) => updateDestination(scope, params.id, body), { params: IdParams, body: DestinationUpdate, detail: tag("Destinations", "Update a destination (config, enabled, connected sources)") })
+    .delete("/v2/destinations/:id", ({ scope, params, set }) => { deleteDestination(scope, params.id); set.status = 204; }, { params: IdParams, detail: tag("Destinations", "Delete a destination") })
+    .get("/v2/connections", ({ scope }) => ({ connections: listConnections(scope) }), { detail: tag("Connections", "List connections") })
+    .post("/v2/connections", ({ scope, body, set }) => { set.status = 201; return createConnection(scope, body); }, { body: Connection, detail: tag("Connections", "Connect a source to a destination (idempotent)") })
+    .delete("/v2/connections", ({ scope, body, set }) => { deleteConnection(scope, body); set.status = 204; }, { body: Connection, detail: tag("Connections", "Disconnect a source from a destination") });
+}

@@ -1,0 +1,71 @@
+/** Request and response schemas of the control-plane API: they validate, type and document. */
+import { t } from "elysia";
+
+const Name = t.String({ minLength: 1, maxLength: 200, description: "Unique within the workspace." });
+
+export const SourceSettings = t.Object(
+  {
+    lenientValidation: t.Optional(
+      t.Boolean({ description: "Accept event calls missing call-specific fields (track without event, ...). Off by default." }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const SourceCreate = t.Object(
+  {
+    name: Name,
+    writeKey: t.Optional(t.String({ minLength: 8, maxLength: 200, description: "Generated when omitted." })),
+    enabled: t.Optional(t.Boolean()),
+    settings: t.Optional(SourceSettings),
+  },
+  { additionalProperties: false },
+);
+export type SourceCreate = typeof SourceCreate.static;
+
+export const SourceUpdate = t.Partial(SourceCreate, { additionalProperties: false });
+export type SourceUpdate = typeof SourceUpdate.static;
+
+export const Source = t.Object({
+  id: t.String(),
+  name: t.String(),
+  writeKey: t.String(),
+  enabled: t.Boolean(),
+  settings: SourceSettings,
+  createdAt: t.String({ format: "date-time" }),
+  destinationIds: t.Array(t.String()),
+});
+
+export const DestinationCreate = t.Object(
+  {
+    name: Name,
+    type: t.String({ minLength: 1, description: "A destination-definition name, e.g. WEBHOOK." }),
+    config: t.Record(t.String(), t.Unknown()),
+    enabled: t.Optional(t.Boolean()),
+    sourceIds: t.Optional(t.Array(t.String(), { description: "Sources to connect." })),
+  },
+  { additionalProperties: false },
+);
+export type DestinationCreate = typeof DestinationCreate.static;
+
+export const DestinationUpdate = t.Partial(DestinationCreate, { additionalProperties: false });
+export type DestinationUpdate = typeof DestinationUpdate.static;
+
+export const Destination = t.Object({
+  id: t.String(),
+  name: t.String(),
+  type: t.String(),
+  enabled: t.Boolean(),
+  config: t.Record(t.String(), t.Unknown()),
+  sourceIds: t.Array(t.String()),
+  transformationId: t.Union([t.String(), t.Null()]),
+  createdAt: t.String({ format: "date-time" }),
+});
+
+export const Connection = t.Object(
+  { sourceId: t.String({ minLength: 1 }), destinationId: t.String({ minLength: 1 }) },
+  { additionalProperties: false },
+);
+export type Connection = typeof Connection.static;
+
+export const IdParams = t.Object({ id: t.String() });

@@ -1,0 +1,18 @@
+import type { Db } from "../../db";
+import type { ConfigStore } from "../control-plane/config-store";
+import type { Logger } from "./logger";
+import type { Metrics } from "./metrics";
+
+/** What every service function gets: built once at start, never per request. */
+export interface ServiceContext {
+  db: Db;
+  log: Logger;
+  config: ConfigStore;
+  metrics: Metrics;
+  now: () => number;
+}
+
+/** A service context scoped to the workspace of the caller's token. */
+export interface ScopedContext extends ServiceContext {
+  workspaceId: string;
+}

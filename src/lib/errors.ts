@@ -1,0 +1,50 @@
+/**
+ * The one error type of Sluice. `code` decides the HTTP status; `message` is
+ * written for the person who sent the request, and names the field at fault.
+ */
+export type ErrorCode =
+  | "BAD_REQUEST"
+  | "UNAUTHORIZED"
+  | "FORBIDDEN"
+  | "NOT_FOUND"
+  | "CONFLICT"
+  | "PAYLOAD_TOO_LARGE"
+  | "UNAVAILABLE"
+  | "INTERNAL";
+
+const STATUS: Record<ErrorCode, number> = {
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  // The spec answers oversized event calls with 400, so the gateway maps this code to 400;
+  // elsewhere it is 413.
+  PAYLOAD_TOO_LARGE: 413,
+  UNAVAILABLE: 503,
+  INTERNAL: 500,
+};
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  /** Extra fields merged into a JSON error body (e.g. the Test API's disabled-destination form). */
+  readonly body?: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, body?: Record<string, unknown>) {
+    super(message);
+    this.name = "AppError";
+    this.code = code;
+    this.body = body;
+  }
+
+  get status(): number {
+    return STATUS[this.code];
+  }
+}
+
+export const badRequest = (message: string) => new AppError("BAD_REQUEST", message);
+export const unauthorized = (message = "Unauthorized") => new AppError("UNAUTHORIZED", message);
+export const notFound = (message: string) => new AppError("NOT_FOUND", message);
+export const conflict = (message: string) => new AppError("CONFLICT", message);
+
+export const statusOf = (code: ErrorCode) => STATUS[code];

@@ -1,0 +1,129 @@
+/**
+ * The `sluice` command: serve, token create, --version, --help.
+ * Settings → database + migrations → listen; signals for a graceful stop.
+ */
+import { join } from "node:path";
+import { mkdirSync } from "node:fs";
+import { openDatabase } from "../db";
+import { createSluice } from "./app";
+import { createTokenForEmail } from "./control-plane/tokens";
+import { WorkspaceFileError } from "./control-plane/workspace-file";
+import { createLogger } from "./lib/logger";
+import { SettingsError, parseSettings, settingsHelp } from "./settings";
+import { VERSION } from "./version";
+
+const HELP = `Sluice ${VERSION}: a self-hosted customer-event data plane (RudderStack-compatible HTTP API).
+
+Usage:
+  sluice [serve] [options]            serve event calls and the APIs
+  sluice token create --email E       issue another personal access token for an account
+  sluice --version                    print the version
+  sluice --help                       print this help
+
+Options (flags win over environment variables):
+${settingsHelp()}
+`;
+
+function fail(message: string): never {
+  process.stderr.write(`sluice: ${message}\n`);
+  process.exit(2);
+}
+
+async function serve(args: string[]) {
+  let settings;
+  try {
+    settings = parseSettings(args, process.env);
+  } catch (e) {
+    if (e instanceof SettingsError) fail(e.message);
+    throw e;
+  }
+  const log = createLogger(settings.logLevel);
+  let sluice;
+  try {
+    sluice = await createSluice(settings, { log });
+  } catch (e) {
+    if (e instanceof WorkspaceFileError) fail(e.message);
+    fail(`could not start: ${(e as Error).message}`);
+  }
+  if (sluice.generatedToken) {
+    // Printed once, to stderr, so it is not mixed into the JSON log stream.
+    process.stderr.write(
+      `\nSluice created the owner account ${settings.adminEmail}.\nIts personal access token (shown only this once):\n\n  ${sluice.generatedToken}\n\n`,
+    );
+  }
+  const servers: Array<{ stop(force?: boolean): Promise<void> | void }> = [];
+  try {
+    if (settings.apiPort !== undefined) {
+      const dp = sluice.dataPlane.listen({ port: settings.port, hostname: settings.host });
+      const api = sluice.api.listen({ port: settings.apiPort, hostname: settings.host });
+      servers.push(dp.server!, api.server!);
+      log.info("listening", { dataPlane: `http://${settings.host}:${dp.server!.port}`, api: `http://${settings.host}:${api.server!.port}`, dataDir: settings.dataDir, version: VERSION });
+    } else {
+      const app = sluice.combined.listen({ port: settings.port, hostname: settings.host });
+      servers.push(app.server!);
+      log.info("listening", { url: `http://${settings.host}:${app.server!.port}`, dataDir: settings.dataDir, version: VERSION });
+    }
+  } catch (e) {
+    fail(`could not listen on port ${settings.port}: ${(e as Error).message}`);
+  }
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info("shutting down", { signal });
+    const deadline = setTimeout(() => {
+      log.error("shutdown took longer than 10 s; exiting");
+      process.exit(1);
+    }, 10_000);
+    // Stop accepting, let in-flight requests finish (their commits flush), then close storage.
+    await Promise.all(servers.map((s) => s.stop(false)));
+    await sluice.close();
+    clearTimeout(deadline);
+    log.info("stopped");
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+function tokenCreate(args: string[]) {
+  const i = args.indexOf("--email");
+  const email = i >= 0 ? args[i + 1] : undefined;
+  if (!email) fail("token create needs --email <account e-mail>");
+  const rest = args.filter((_, j) => j !== i && j !== i + 1);
+  let settings;
+  try {
+    settings = parseSettings(rest, process.env);
+  } catch (e) {
+    if (e instanceof SettingsError) fail(e.message);
+    throw e;
+  }
+  mkdirSync(settings.dataDir, { recursive: true });
+  const db = openDatabase(join(settings.dataDir, "sluice.db"), { synchronous: settings.synchronous });
+  try {
+    const { token } = createTokenForEmail(db, email, Date.now());
+    process.stdout.write(`${token}\n`);
+  } catch (e) {
+    fail((e as Error).message);
+  } finally {
+    db.$client.close();
+  }
+}
+
+const argv = process.argv.slice(2);
+const [cmd, ...rest] = argv;
+if (cmd === "--version" || cmd === "-v" || cmd === "version") {
+  process.stdout.write(`sluice ${VERSION}\n`);
+} else if (cmd === "--help" || cmd === "-h" || cmd === "help") {
+  process.stdout.write(HELP);
+} else if (cmd === "token") {
+  if (rest[0] !== "create") fail("usage: sluice token create --email <account e-mail>");
+  tokenCreate(rest.slice(1));
+} else if (cmd === "serve") {
+  await serve(rest);
+} else if (cmd === undefined || cmd.startsWith("--")) {
+  await serve(argv);
+} else {
+  fail(`unknown command '${cmd}'; see sluice --help`);
+}

@@ -1,0 +1,133 @@
+/**
+ * Every setting of Sluice: a flag with an environment twin. Parsed and validated
+ * once at start; nothing else in the program reads process.env.
+ */
+import { parseArgs } from "node:util";
+
+export interface Settings {
+  port: number;
+  host: string;
+  apiPort?: number;
+  dataDir: string;
+  config?: string;
+  adminEmail: string;
+  adminToken?: string;
+  logLevel: "debug" | "info" | "warn" | "error";
+  synchronous: "FULL" | "NORMAL";
+  retentionHours: number;
+  retryMaxHours: number;
+  retryMinAttempts: number;
+  retryBackoffMs: number;
+  destinationTimeoutMs: number;
+  destinationConcurrency: number;
+  transformMemoryMb: number;
+  transformTimeoutMs: number;
+  transformWorkers: number;
+  /** Destination kind → base URL replacing the service's scheme and host (for offline tests). */
+  destinationBaseUrls: Record<string, string>;
+}
+
+type Spec = {
+  key: keyof Settings;
+  flag?: string;
+  env?: string;
+  default?: string;
+  help: string;
+  parse: (raw: string, name: string) => unknown;
+};
+
+export class SettingsError extends Error {}
+
+const int = (min: number, max: number) => (raw: string, name: string) => {
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || n < min || n > max) throw new SettingsError(`${name} must be a whole number from ${min} to ${max}, got '${raw}'`);
+  return n;
+};
+const positive = (raw: string, name: string) => {
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new SettingsError(`${name} must be a positive number, got '${raw}'`);
+  return n;
+};
+const oneOf = (...values: string[]) => (raw: string, name: string) => {
+  const v = raw.trim();
+  const match = values.find((x) => x.toLowerCase() === v.toLowerCase());
+  if (!match) throw new SettingsError(`${name} must be one of ${values.join(", ")}, got '${raw}'`);
+  return match;
+};
+const nonEmpty = (raw: string, name: string) => {
+  if (!raw.trim()) throw new SettingsError(`${name} must not be empty`);
+  return raw.trim();
+};
+const email = (raw: string, name: string) => {
+  if (!/^[^\s@]+@[^\s@]+$/.test(raw.trim())) throw new SettingsError(`${name} must be an e-mail address, got '${raw}'`);
+  return raw.trim();
+};
+const token = (raw: string, name: string) => {
+  if (raw.length < 16) throw new SettingsError(`${name} must be at least 16 characters`);
+  return raw;
+};
+const baseUrls = (raw: string, name: string) => {
+  const out: Record<string, string> = {};
+  for (const part of raw.split(",").map((s) => s.trim()).filter(Boolean)) {
+    const eq = part.indexOf("=");
+    const kind = part.slice(0, eq).trim().toUpperCase();
+    const url = part.slice(eq + 1).trim();
+    if (eq <= 0 || !URL.canParse(url)) throw new SettingsError(`${name} takes KIND=URL pairs separated by commas, got '${part}'`);
+    out[kind] = url;
+  }
+  return out;
+};
+
+export const SETTINGS: Spec[] = [
+  { key: "port", flag: "port", env: "PORT", default: "8080", help: "Port of the data plane (event calls) and, without --api-port, of every API.", parse: int(0, 65535) },
+  { key: "host", flag: "host", env: "HOST", default: "0.0.0.0", help: "Address to listen on.", parse: nonEmpty },
+  { key: "apiPort", flag: "api-port", env: "API_PORT", help: "Serve the regulation, test, definition and control-plane APIs on their own port (the spec's {api_url}).", parse: int(0, 65535) },
+  { key: "dataDir", flag: "data-dir", env: "SLUICE_DATA_DIR", default: "./data", help: "Folder of the SQLite database.", parse: nonEmpty },
+  { key: "config", flag: "config", env: "SLUICE_CONFIG", help: "Workspace file (YAML or JSON, or RudderStack's workspaceConfig.json) applied at every start.", parse: nonEmpty },
+  { key: "adminEmail", env: "SLUICE_ADMIN_EMAIL", default: "admin@localhost", help: "E-mail of the owner account created on first start.", parse: email },
+  { key: "adminToken", env: "SLUICE_ADMIN_TOKEN", help: "Personal access token of the owner on first start (else one is generated and printed once).", parse: token },
+  { key: "logLevel", flag: "log-level", env: "LOG_LEVEL", default: "info", help: "debug, info, warn or error.", parse: oneOf("debug", "info", "warn", "error") },
+  { key: "synchronous", flag: "sync", env: "SLUICE_SYNC", default: "FULL", help: "FULL: every commit is fsynced, an acknowledged event survives a power cut. NORMAL: survives a process crash, not a power cut; faster.", parse: oneOf("FULL", "NORMAL") },
+  { key: "retentionHours", flag: "retention-hours", env: "SLUICE_RETENTION_HOURS", default: "24", help: "How long delivered events are kept (replay, debugging, deduplication window).", parse: positive },
+  { key: "retryMaxHours", flag: "retry-max-hours", env: "SLUICE_RETRY_MAX_HOURS", default: "3", help: "A failing delivery is retried for at least this long...", parse: positive },
+  { key: "retryMinAttempts", flag: "retry-min-attempts", env: "SLUICE_RETRY_MIN_ATTEMPTS", default: "5", help: "...and at least this many attempts, before it is aborted.", parse: int(1, 1000) },
+  { key: "retryBackoffMs", flag: "retry-backoff-ms", env: "SLUICE_RETRY_BACKOFF_MS", default: "1000", help: "First retry delay; it doubles per attempt (with jitter) up to 10 minutes. A Retry-After answer wins.", parse: int(1, 3_600_000) },
+  { key: "destinationTimeoutMs", flag: "destination-timeout-ms", env: "SLUICE_DESTINATION_TIMEOUT_MS", default: "30000", help: "Time limit of one request to a destination; a time-out is retried.", parse: int(1, 600_000) },
+  { key: "destinationConcurrency", flag: "destination-concurrency", env: "SLUICE_DESTINATION_CONCURRENCY", default: "8", help: "Concurrent requests (and connections) per destination.", parse: int(1, 256) },
+  { key: "transformMemoryMb", flag: "transform-memory-mb", env: "SLUICE_TRANSFORM_MEMORY_MB", default: "64", help: "Memory limit of a user transformation's sandbox.", parse: int(1, 4096) },
+  { key: "transformTimeoutMs", flag: "transform-timeout-ms", env: "SLUICE_TRANSFORM_TIMEOUT_MS", default: "1000", help: "Time limit of one user transformation call.", parse: int(1, 600000) },
+  { key: "transformWorkers", flag: "transform-workers", env: "SLUICE_TRANSFORM_WORKERS", default: "2", help: "Worker threads running user transformations.", parse: int(1, 64) },
+  { key: "destinationBaseUrls", flag: "destination-base-url", env: "SLUICE_DESTINATION_BASE_URLS", help: "KIND=URL[,KIND=URL...]: send a destination kind's requests to another base URL (tests, proxies).", parse: baseUrls },
+];
+
+/**
+ * Reads flags (which win) and environment variables. Throws SettingsError with one
+ * line naming the setting at fault.
+ */
+export function parseSettings(args: string[], env: Record<string, string | undefined>): Settings {
+  const options: Record<string, { type: "string" }> = {};
+  for (const s of SETTINGS) if (s.flag) options[s.flag] = { type: "string" };
+  let values: Record<string, string | undefined>;
+  try {
+    values = parseArgs({ args, options, strict: true, allowPositionals: false }).values as Record<string, string>;
+  } catch (e) {
+    throw new SettingsError((e as Error).message.split("\n")[0]);
+  }
+  const out: Record<string, unknown> = {};
+  for (const s of SETTINGS) {
+    const fromFlag = s.flag ? values[s.flag] : undefined;
+    const fromEnv = s.env ? env[s.env] : undefined;
+    const raw = fromFlag ?? (fromEnv !== undefined && fromEnv !== "" ? fromEnv : undefined) ?? s.default;
+    const name = fromFlag !== undefined ? `--${s.flag}` : fromEnv ? s.env! : (s.flag ? `--${s.flag}` : s.env!);
+    if (raw !== undefined) out[s.key] = s.parse(raw, name);
+  }
+  out.destinationBaseUrls ??= {};
+  return out as unknown as Settings;
+}
+
+export function settingsHelp(): string {
+  return SETTINGS.map((s) => {
+    const names = [s.flag && `--${s.flag}`, s.env].filter(Boolean).join(" / ");
+    return `  ${names}${s.default ? ` (default ${s.default})` : ""}\n      ${s.help}`;
+  }).join("\n");
+}

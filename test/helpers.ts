@@ -1,0 +1,138 @@
+/** Shared test scaffolding: real SQLite files in temp dirs, real HTTP on 127.0.0.1. */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Sluice, createSluice } from "../src/app";
+import { silentLogger } from "../src/lib/logger";
+import { parseSettings } from "../src/settings";
+
+export const ADMIN_EMAIL = "owner@example.com";
+export const ADMIN_TOKEN = "test-admin-token-0123456789";
+
+export function tempDir(prefix = "sluice-test-"): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export interface TestServer {
+  sluice: Sluice;
+  url: string;
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+/** Starts an in-process Sluice on a random port with its own data dir. */
+export async function startSluice(opts: { args?: string[]; env?: Record<string, string>; dataDir?: string } = {}): Promise<TestServer> {
+  const dataDir = opts.dataDir ?? tempDir();
+  const settings = parseSettings(["--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...(opts.args ?? [])], {
+    SLUICE_ADMIN_EMAIL: ADMIN_EMAIL,
+    SLUICE_ADMIN_TOKEN: ADMIN_TOKEN,
+    ...opts.env,
+  });
+  const sluice = await createSluice(settings, { log: silentLogger });
+  const app = sluice.combined.listen({ port: 0, hostname: "127.0.0.1" });
+  const url = `http://127.0.0.1:${app.server!.port}`;
+  return {
+    sluice,
+    url,
+    dataDir,
+    async stop() {
+      await app.server!.stop(true);
+      await sluice.close();
+    },
+  };
+}
+
+export function cleanup(dir: string) {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+export const basic = (user: string, password = "") => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
+export const bearer = (token = ADMIN_TOKEN) => `Bearer ${token}`;
+
+/** JSON request to the API with the admin token. */
+export async function api(url: string, method: string, path: string, body?: unknown, token = ADMIN_TOKEN) {
+  const res = await fetch(url + path, {
+    method,
+    headers: { authorization: bearer(token), ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+    body: body !== undefined ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, json, text, headers: res.headers };
+}
+
+/** Polls until `check` returns a truthy value or the deadline passes. Never sleeps blindly. */
+export async function waitFor<T>(check: () => T | Promise<T>, { timeoutMs = 10_000, what = "condition" } = {}): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Creates a source through the API and returns it. */
+export async function createSource(url: string, input: Record<string, unknown> = {}) {
+  const res = await api(url, "POST", "/v2/sources", { name: `src-${crypto.randomUUID().slice(0, 8)}`, ...input });
+  if (res.status !== 201) throw new Error(`create source failed: ${res.status} ${res.text}`);
+  return res.json as { id: string; writeKey: string; name: string };
+}
+
+/** Sends an event call with the write key. */
+export function sendEvent(url: string, writeKey: string, call: string, body: unknown, headers: Record<string, string> = {}) {
+  return fetch(`${url}/v1/${call}`, {
+    method: "POST",
+    headers: { authorization: basic(writeKey), "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+
+export function storedEvents(server: TestServer): Array<Record<string, any>> {
+  return (server.sluice.db.$client.query("SELECT payload FROM events ORDER BY id").all() as any[]).map((r) => JSON.parse(r.payload));
+}
+
+export interface SluiceProcess {
+  url: string;
+  proc: ReturnType<typeof Bun.spawn>;
+  dataDir: string;
+  /** Lines the process printed so far. */
+  output(): string;
+}
+
+/**
+ * Starts Sluice as a real process (`bun src/main.ts serve`, or the compiled binary) on a
+ * free port and waits until it listens.
+ */
+export async function spawnSluice(opts: { dataDir?: string; args?: string[]; env?: Record<string, string>; binary?: string; cwd?: string } = {}): Promise<SluiceProcess> {
+  const dataDir = opts.dataDir ?? tempDir();
+  const root = join(import.meta.dir, "..");
+  const cmd = opts.binary ? [opts.binary] : [process.execPath, join(root, "src", "main.ts")];
+  const proc = Bun.spawn([...cmd, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...(opts.args ?? [])], {
+    cwd: opts.cwd ?? root,
+    env: { ...process.env, SLUICE_ADMIN_EMAIL: ADMIN_EMAIL, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN, LOG_LEVEL: "info", ...opts.env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let out = "";
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) out += decoder.decode(chunk);
+  };
+  void pump(proc.stdout as ReadableStream<Uint8Array>);
+  void pump(proc.stderr as ReadableStream<Uint8Array>);
+  const url = (await waitFor(
+    () => {
+      if (proc.exitCode !== null) throw new Error(`sluice exited with ${proc.exitCode}: ${out}`);
+      const m = /"url":"http:\/\/[^:]+:(\d+)"/.exec(out);
+      return m ? `http://127.0.0.1:${m[1]}` : undefined;
+    },
+    { timeoutMs: 20_000, what: "sluice to listen" },
+  )) as string;
+  return { url, proc, dataDir, output: () => out };
+}
