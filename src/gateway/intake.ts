@@ -1,0 +1,156 @@
+/**
+ * Event intake: everything that can reject or drop a request happens here, before
+ * the disk; then the events go to the group commit, and the caller is answered only
+ * after that commit.
+ */
+import { AppError, badRequest } from "../lib/errors";
+import type { Logger } from "../lib/logger";
+import type { Metrics } from "../lib/metrics";
+import { compile, describeError } from "../lib/schema";
+import type { ConfigStore, SourceRuntime } from "../control-plane/config-store";
+import type { LiveEvents } from "../pipeline/live-events";
+import type { Suppressor } from "../regulations/suppression";
+import { type RequestMeta, enrichEvent } from "./enrich";
+import type { EventRow, GroupCommitWriter } from "./group-commit";
+import { BATCH_TYPES, BatchCall, CallSchemas, type CallType, LenientCallSchemas, MAX_CALL_BYTES } from "./schemas";
+
+export interface IntakeDeps {
+  config: ConfigStore;
+  writer: GroupCommitWriter;
+  suppressor: Suppressor;
+  live: LiveEvents;
+  metrics: Metrics;
+  log: Logger;
+}
+
+/** Resolves a write key to an enabled source: 401 for an unknown key, 404 for a disabled source. */
+export function authenticateSource(deps: IntakeDeps, writeKey: string): SourceRuntime {
+  const source = deps.config.sourceByWriteKey(writeKey);
+  if (!source) throw new AppError("UNAUTHORIZED", "Invalid write key");
+  if (!source.enabled) throw new AppError("NOT_FOUND", "Source is disabled");
+  return source;
+}
+
+const strict = Object.fromEntries(Object.entries(CallSchemas).map(([k, s]) => [k, compile(s)])) as Record<CallType, ReturnType<typeof compile>>;
+const lenient = Object.fromEntries(Object.entries(LenientCallSchemas).map(([k, s]) => [k, compile(s)])) as Record<CallType, ReturnType<typeof compile>>;
+const batchCheck = compile(BatchCall);
+
+/** Throws a 400 naming the first field at fault (prefixed `batch[i].` inside a batch). */
+function validateCall(source: SourceRuntime, type: CallType, call: Record<string, any>, prefix: string) {
+  const check = (source.settings.lenientValidation ? lenient : strict)[type];
+  if (!check.Check(call)) {
+    const first = check.Errors(call).First();
+    throw badRequest(first ? describeError(first, prefix) : `${prefix || "body"}: invalid ${type} call`);
+  }
+  checkDates(call, prefix);
+  const hasUser = typeof call.userId === "string" && call.userId !== "";
+  const hasAnon = typeof call.anonymousId === "string" && call.anonymousId !== "";
+  if (!hasUser && !hasAnon) throw badRequest(`${prefix ? prefix + "." : ""}userId or anonymousId is required`);
+}
+
+const DATE_FIELDS = ["timestamp", "originalTimestamp", "sentAt"] as const;
+
+/** The schema checks the shape of a date-time; this catches impossible ones like month 13. */
+function checkDates(call: Record<string, any>, prefix: string) {
+  for (const f of DATE_FIELDS) {
+    if (typeof call[f] === "string" && Number.isNaN(Date.parse(call[f]))) {
+      throw badRequest(`${prefix ? prefix + "." : ""}${f}: '${call[f].slice(0, 40)}' is not a valid date-time`);
+    }
+  }
+}
+
+/** The browser SDK's per-event calls may carry the anonymous id in an `AnonymousId` header only. */
+function fillAnonymousId(call: Record<string, any>, header: string) {
+  if (call.anonymousId === undefined || call.anonymousId === "") call.anonymousId = header;
+}
+
+function entrySize(entry: unknown): number {
+  const s = JSON.stringify(entry);
+  // A UTF-16 length under a third of the limit cannot exceed it in UTF-8.
+  return s.length * 3 <= MAX_CALL_BYTES ? s.length : Buffer.byteLength(s);
+}
+
+/** Validates a request body into the list of (type, call) it holds. Nothing is stored if any part is bad. */
+export function parseCalls(
+  source: SourceRuntime,
+  path: CallType | "batch",
+  body: Record<string, any>,
+  anonymousIdHeader?: string,
+): Array<{ type: CallType; call: Record<string, any> }> {
+  if (path !== "batch") {
+    if (anonymousIdHeader) fillAnonymousId(body, anonymousIdHeader);
+    validateCall(source, path, body, "");
+    return [{ type: path, call: body }];
+  }
+  if (!Array.isArray(body.batch)) throw badRequest("batch: is required and must be an array of calls");
+  if (body.batch.length === 0) throw badRequest("batch: must hold at least one call");
+  if (!batchCheck.Check(body)) {
+    const first = batchCheck.Errors(body).First();
+    throw badRequest(first ? describeError(first) : "batch: invalid");
+  }
+  checkDates(body, "");
+  const out: Array<{ type: CallType; call: Record<string, any> }> = [];
+  for (let i = 0; i < body.batch.length; i++) {
+    const entry = body.batch[i];
+    const prefix = `batch[${i}]`;
+    if (entry === null || typeof entry !== "object" || Array.isArray(entry)) throw badRequest(`${prefix}: must be an object`);
+    if (typeof entry.type !== "string" || entry.type === "") throw badRequest(`${prefix}.type: is required`);
+    if (!BATCH_TYPES.has(entry.type)) throw badRequest(`${prefix}.type: '${entry.type}' is not one of identify, track, page, screen, group, alias`);
+    if (entrySize(entry) > MAX_CALL_BYTES) throw badRequest(`${prefix}: call is larger than 32 KB`);
+    if (anonymousIdHeader) fillAnonymousId(entry, anonymousIdHeader);
+    validateCall(source, entry.type as CallType, entry, prefix);
+    out.push({ type: entry.type as CallType, call: entry });
+  }
+  return out;
+}
+
+/**
+ * Stores the calls of one accepted request. Suppressed users' events are dropped
+ * here; duplicates (same messageId from this source) are acknowledged, not stored.
+ */
+export async function acceptCalls(
+  deps: IntakeDeps,
+  source: SourceRuntime,
+  calls: Array<{ type: CallType; call: Record<string, any> }>,
+  meta: RequestMeta,
+): Promise<void> {
+  const rows: EventRow[] = [];
+  const events: Record<string, any>[] = [];
+  let suppressed = 0;
+  for (const { type, call } of calls) {
+    if (typeof call.userId === "string" && call.userId !== "" && deps.suppressor.isSuppressed(source.workspaceId, source.id, call.userId)) {
+      suppressed++;
+      continue;
+    }
+    const event = enrichEvent(call, type, meta);
+    events.push(event);
+    rows.push({
+      workspaceId: source.workspaceId,
+      sourceId: source.id,
+      messageId: event.messageId,
+      userKey: event.userId || event.anonymousId,
+      type,
+      payload: JSON.stringify(event),
+      receivedAt: meta.receivedAt,
+    });
+  }
+  if (suppressed) deps.metrics.eventsSuppressed.inc({ source: source.id }, suppressed);
+  if (rows.length === 0) return;
+  let stored: boolean[];
+  try {
+    stored = await deps.writer.write(rows);
+  } catch (err) {
+    deps.log.error("event storage failed", { err, source: source.id });
+    throw new AppError("UNAVAILABLE", "events could not be stored; retry later");
+  }
+  let accepted = 0;
+  const topic = `source:${source.id}`;
+  const live = deps.live.hasSubscribers(topic);
+  for (let i = 0; i < stored.length; i++) {
+    if (!stored[i]) continue;
+    accepted++;
+    if (live) deps.live.publish(topic, events[i]);
+  }
+  deps.metrics.eventsAccepted.inc({ source: source.id }, accepted);
+  if (accepted < stored.length) deps.metrics.eventsDuplicate.inc({ source: source.id }, stored.length - accepted);
+}

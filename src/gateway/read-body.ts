@@ -1,0 +1,84 @@
+/**
+ * Turns an event request into a JSON object under the size limits, without ever
+ * buffering a body far over the limit: Content-Length is checked first, a body of
+ * unknown length is read until it crosses the limit, and gzip output is capped.
+ */
+import { gunzipSync } from "node:zlib";
+import { badRequest } from "../lib/errors";
+
+export class BodyError extends Error {}
+
+const tooLarge = (limit: number) => badRequest(`request body is larger than ${limit / 1024} KB`);
+
+async function readLimited(request: Request, readLimit: number, limit: number): Promise<Uint8Array> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null) {
+    const n = Number(declared);
+    if (!Number.isFinite(n) || n < 0) throw badRequest("Content-Length header is invalid");
+    if (n > readLimit) throw tooLarge(limit);
+    return new Uint8Array(await request.arrayBuffer());
+  }
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > readLimit) {
+      reader.cancel().catch(() => {});
+      throw tooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Reads, decompresses and parses the body. `limit` counts the decoded bytes, so a
+ * small gzip bomb is refused as soon as its output crosses the limit.
+ */
+export async function readJsonBody(request: Request, limit: number): Promise<{ value: Record<string, unknown>; bytes: number }> {
+  // A compressed body may legitimately be far smaller than its decoded form, but never larger
+  // than the limit: gzip of incompressible data grows by a few bytes only.
+  let bytes: Uint8Array = await readLimited(request, limit + 1024, limit);
+  const encoding = request.headers.get("content-encoding")?.trim().toLowerCase();
+  if (encoding === "gzip" || encoding === "x-gzip") {
+    try {
+      bytes = gunzipSync(bytes, { maxOutputLength: limit + 1 });
+    } catch (e) {
+      if ((e as any)?.code === "ERR_BUFFER_TOO_LARGE" || e instanceof RangeError) throw tooLarge(limit);
+      throw badRequest("request body is not a valid gzip stream");
+    }
+  } else if (encoding && encoding !== "identity") {
+    throw badRequest(`Content-Encoding '${encoding}' is not supported (use gzip or none)`);
+  }
+  if (bytes.byteLength > limit) throw tooLarge(limit);
+  if (bytes.byteLength === 0) throw badRequest("request body is empty; expected a JSON object");
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
+  } catch {
+    throw badRequest("request body is not valid JSON");
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw badRequest("request body must be a JSON object");
+  return { value: value as Record<string, unknown>, bytes: bytes.byteLength };
+}
+
+/** Parses `Authorization: Basic base64(writeKey:)`; throws 400 for a missing or malformed header. */
+export function writeKeyFromAuthorization(header: string | null): string {
+  if (!header) throw badRequest("Authorization header is missing; send Basic auth with the source write key as user name");
+  const m = /^Basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header);
+  if (!m) throw badRequest("Authorization header is malformed; expected 'Basic <base64 of writeKey:>'");
+  let decoded: string;
+  try {
+    decoded = Buffer.from(m[1], "base64").toString("utf8");
+  } catch {
+    throw badRequest("Authorization header is malformed; expected 'Basic <base64 of writeKey:>'");
+  }
+  const colon = decoded.indexOf(":");
+  const writeKey = colon === -1 ? decoded : decoded.slice(0, colon);
+  if (!writeKey) throw badRequest("Authorization header is malformed; the write key (user name) is empty");
+  return writeKey;
+}

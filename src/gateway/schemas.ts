@@ -1,0 +1,72 @@
+/**
+ * Event call schemas (spec §2.1). The same TypeBox objects validate requests, type the
+ * code and document the calls in OpenAPI. Unknown fields are kept: SDKs send many.
+ */
+import { t, type TSchema } from "elysia";
+
+const Obj = (description: string) => t.Record(t.String(), t.Unknown(), { description, errorMessage: "expected an object" });
+const Str = (description: string, minLength = 0) => t.String({ description, minLength, errorMessage: minLength ? "expected a non-empty string" : "expected a string" });
+
+/** ISO 8601 date-time, e.g. 2024-05-01T12:00:00.000Z; offsets and fewer fraction digits are accepted. */
+export const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)$/i;
+const DateTime = (description: string) =>
+  t.String({ description, pattern: ISO_DATE_TIME.source, errorMessage: "expected an ISO 8601 date-time such as 2024-05-01T12:00:00.000Z" });
+
+const common = {
+  anonymousId: t.Optional(Str("Identifier of a user without a unique identifier. userId or anonymousId is required.")),
+  userId: t.Optional(Str("Unique identifier of the user.")),
+  messageId: t.Optional(Str("Deduplication key; generated when absent.")),
+  context: t.Optional(Obj("Information about the message (traits, ip, library, ...).")),
+  integrations: t.Optional(Obj("Destinations to enable or disable, e.g. {\"All\": false, \"WEBHOOK\": true}.")),
+  timestamp: t.Optional(DateTime("When the event happened (historical import). Defaults to the server's corrected time.")),
+  originalTimestamp: t.Optional(DateTime("Client time when the event was made.")),
+  sentAt: t.Optional(DateTime("Client time when the event was sent.")),
+};
+
+const open = { additionalProperties: true } as const;
+
+export const CALL_TYPES = ["identify", "track", "page", "screen", "group", "alias", "merge"] as const;
+export type CallType = (typeof CALL_TYPES)[number];
+export const BATCH_TYPES = new Set(["identify", "track", "page", "screen", "group", "alias"]);
+
+const MergeProperty = t.Object({ type: Str("Identifier kind, e.g. email."), value: Str("Identifier value.") }, open);
+
+/** Strict schemas: call-specific fields required. */
+export const CallSchemas: Record<CallType, TSchema> = {
+  identify: t.Object({ ...common, traits: t.Optional(Obj("Traits of the user.")) }, open),
+  track: t.Object({ ...common, event: Str("Name of the action performed.", 1), properties: t.Optional(Obj("Properties of the event.")) }, open),
+  page: t.Object({ ...common, name: Str("Name of the viewed page.", 1), properties: t.Optional(Obj("Properties of the page.")) }, open),
+  screen: t.Object({ ...common, name: Str("Name of the viewed screen.", 1), properties: t.Optional(Obj("Properties of the screen.")) }, open),
+  group: t.Object({ ...common, groupId: Str("Unique identifier of the group.", 1), traits: t.Optional(Obj("Traits of the group.")) }, open),
+  alias: t.Object({ ...common, previousId: Str("Previous identifier of the user.", 1), userId: Str("New identifier of the user.", 1), traits: t.Optional(Obj("Traits.")) }, open),
+  merge: t.Object({ ...common, mergeProperties: t.Array(MergeProperty, { minItems: 1, description: "Identifiers to merge into one profile.", errorMessage: "expected an array of {type, value} strings" }) }, open),
+};
+
+/**
+ * Lenient schemas (source setting lenientValidation): call-specific fields may be
+ * missing, but when present they must still have the right type.
+ */
+export const LenientCallSchemas: Record<CallType, TSchema> = {
+  identify: CallSchemas.identify,
+  track: t.Object({ ...common, event: t.Optional(Str("Name of the action performed.")), properties: t.Optional(Obj("Properties of the event.")) }, open),
+  page: t.Object({ ...common, name: t.Optional(Str("Name of the viewed page.")), properties: t.Optional(Obj("Properties of the page.")) }, open),
+  screen: t.Object({ ...common, name: t.Optional(Str("Name of the viewed screen.")), properties: t.Optional(Obj("Properties of the screen.")) }, open),
+  group: t.Object({ ...common, groupId: t.Optional(Str("Unique identifier of the group.")), traits: t.Optional(Obj("Traits of the group.")) }, open),
+  alias: t.Object({ ...common, previousId: t.Optional(Str("Previous identifier of the user.")), traits: t.Optional(Obj("Traits.")) }, open),
+  merge: t.Object({ ...common, mergeProperties: t.Optional(t.Array(MergeProperty, { errorMessage: "expected an array of {type, value} strings" })) }, open),
+};
+
+export const BatchCall = t.Object(
+  {
+    batch: t.Array(t.Object({ type: t.String({ description: "identify, track, page, screen, group or alias" }) }, open), {
+      minItems: 1,
+      description: "The calls, each with a `type` and that call's fields.",
+    }),
+    sentAt: t.Optional(DateTime("Client time when the batch was sent; applies to every entry without its own.")),
+    context: t.Optional(Obj("Context merged into entries that carry none.")),
+  },
+  open,
+);
+
+export const MAX_CALL_BYTES = 32 * 1024;
+export const MAX_BATCH_BYTES = 4 * 1024 * 1024;

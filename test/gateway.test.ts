@@ -1,0 +1,289 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { gzipSync } from "node:zlib";
+import { type TestServer, api, basic, cleanup, createSource, sendEvent, startSluice, storedEvents } from "./helpers";
+
+let s: TestServer;
+let key: string;
+let sourceId: string;
+
+beforeAll(async () => {
+  s = await startSluice();
+  const src = await createSource(s.url);
+  key = src.writeKey;
+  sourceId = src.id;
+});
+afterAll(async () => {
+  await s.stop();
+  cleanup(s.dataDir);
+});
+
+const count = () => (s.sluice.db.$client.query("SELECT count(*) AS n FROM events").get() as any).n as number;
+const lastEvent = () => storedEvents(s).at(-1)!;
+
+async function expect400(res: Response, fragment: string) {
+  const text = await res.text();
+  expect(res.status).toBe(400);
+  expect(text).toContain(fragment);
+}
+
+describe("every call of spec §4.1 → 200 OK after commit", () => {
+  const calls: Record<string, Record<string, unknown>> = {
+    identify: { userId: "u1", traits: { email: "a@b.c" } },
+    track: { userId: "u1", event: "Order Completed", properties: { total: 10 } },
+    page: { anonymousId: "a1", name: "Home", properties: { url: "https://x" } },
+    screen: { userId: "u1", name: "Settings" },
+    group: { userId: "u1", groupId: "g1", traits: { plan: "pro" } },
+    alias: { userId: "u2", previousId: "u1" },
+    merge: { userId: "u1", mergeProperties: [{ type: "email", value: "a@b.c" }, { type: "phone", value: "1" }] },
+  };
+  for (const [call, body] of Object.entries(calls)) {
+    test(`/v1/${call}`, async () => {
+      const before = count();
+      const res = await sendEvent(s.url, key, call, body);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe("OK");
+      expect(count()).toBe(before + 1);
+      expect(lastEvent().type).toBe(call);
+    });
+  }
+
+  test("/v1/batch stores every entry", async () => {
+    const before = count();
+    const res = await sendEvent(s.url, key, "batch", {
+      batch: [
+        { type: "track", userId: "u1", event: "A" },
+        { type: "identify", userId: "u1" },
+        { type: "alias", userId: "u9", previousId: "u1" },
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect(count()).toBe(before + 3);
+  });
+});
+
+describe("enrichment", () => {
+  test("messageId, receivedAt, sentAt, originalTimestamp and a skew-corrected timestamp", async () => {
+    const t0 = Date.now();
+    // The client's clock runs one hour ahead.
+    const skew = 3600_000;
+    const original = new Date(t0 + skew - 5000).toISOString();
+    const sent = new Date(t0 + skew).toISOString();
+    await sendEvent(s.url, key, "track", { userId: "u1", event: "E", originalTimestamp: original, sentAt: sent });
+    const e = lastEvent();
+    expect(e.messageId).toMatch(/^[0-9a-f-]{36}$/);
+    const received = Date.parse(e.receivedAt);
+    expect(received).toBeGreaterThanOrEqual(t0 - 1);
+    expect(e.sentAt).toBe(sent);
+    expect(e.originalTimestamp).toBe(original);
+    expect(Date.parse(e.timestamp)).toBe(received - 5000);
+    expect(e.timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  });
+
+  test("a timestamp the client sent is kept (historical import)", async () => {
+    await sendEvent(s.url, key, "track", { userId: "u1", event: "E", timestamp: "2020-01-02T03:04:05+01:00" });
+    expect(lastEvent().timestamp).toBe("2020-01-02T02:04:05.000Z");
+  });
+
+  test("batch-level sentAt applies to entries; messageId kept; type from the path", async () => {
+    await sendEvent(s.url, key, "batch", { sentAt: "2024-01-01T00:00:10.000Z", batch: [{ type: "track", userId: "u", event: "E", messageId: "m-keep", originalTimestamp: "2024-01-01T00:00:00.000Z" }] });
+    const e = lastEvent();
+    expect(e.messageId).toBe("m-keep");
+    expect(e.sentAt).toBe("2024-01-01T00:00:10.000Z");
+    expect(Date.parse(e.receivedAt) - Date.parse(e.timestamp)).toBe(10_000);
+    await sendEvent(s.url, key, "track", { type: "identify", userId: "u", event: "E" });
+    expect(lastEvent().type).toBe("track");
+  });
+
+  test("context.ip and request_ip from X-Forwarded-For or the peer; context.ip kept when sent", async () => {
+    await sendEvent(s.url, key, "track", { userId: "u", event: "E" }, { "x-forwarded-for": "203.0.113.9, 10.0.0.1" });
+    expect(lastEvent().context.ip).toBe("203.0.113.9");
+    expect(lastEvent().request_ip).toBe("203.0.113.9");
+    await sendEvent(s.url, key, "track", { userId: "u", event: "E", context: { ip: "198.51.100.1" } });
+    expect(lastEvent().context.ip).toBe("198.51.100.1");
+    expect(lastEvent().request_ip).toBe("127.0.0.1");
+  });
+
+  test("the write key in the body is not stored", async () => {
+    await sendEvent(s.url, key, "track", { userId: "u", event: "E", writeKey: key });
+    expect(lastEvent().writeKey).toBeUndefined();
+  });
+
+  test("AnonymousId header fills a missing anonymousId (browser SDK)", async () => {
+    const res = await sendEvent(s.url, key, "page", { name: "Home" }, { anonymousid: "anon-from-header" });
+    expect(res.status).toBe(200);
+    expect(lastEvent().anonymousId).toBe("anon-from-header");
+  });
+});
+
+describe("authentication", () => {
+  test("missing Authorization → 400", async () => {
+    const res = await fetch(`${s.url}/v1/track`, { method: "POST", body: JSON.stringify({ userId: "u", event: "E" }) });
+    await expect400(res, "Authorization");
+  });
+  test("malformed Authorization → 400", async () => {
+    const res = await fetch(`${s.url}/v1/track`, { method: "POST", headers: { authorization: "Bearer x" }, body: "{}" });
+    await expect400(res, "Authorization");
+  });
+  test("unknown write key → 401", async () => {
+    const res = await sendEvent(s.url, "no-such-key", "track", { userId: "u", event: "E" });
+    expect(res.status).toBe(401);
+  });
+  test("disabled source → 404, enabled again → 200", async () => {
+    const src = await createSource(s.url);
+    await api(s.url, "PATCH", `/v2/sources/${src.id}`, { enabled: false });
+    expect((await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "E" })).status).toBe(404);
+    await api(s.url, "PATCH", `/v2/sources/${src.id}`, { enabled: true });
+    expect((await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "E" })).status).toBe(200);
+  });
+});
+
+describe("bad bodies → 400 naming the problem", () => {
+  test("invalid JSON, non-object, empty", async () => {
+    await expect400(await sendEvent(s.url, key, "track", "{nope"), "not valid JSON");
+    await expect400(await sendEvent(s.url, key, "track", "[1,2]"), "JSON object");
+    await expect400(await sendEvent(s.url, key, "track", "42"), "JSON object");
+    await expect400(await sendEvent(s.url, key, "track", ""), "empty");
+  });
+
+  test("gzip honoured whatever the Content-Type; a bad gzip stream → 400", async () => {
+    const body = gzipSync(JSON.stringify({ userId: "gz", event: "Zipped" }));
+    const ok = await fetch(`${s.url}/v1/track`, { method: "POST", headers: { authorization: basic(key), "content-encoding": "gzip", "content-type": "application/x-www-form-urlencoded" }, body });
+    expect(ok.status).toBe(200);
+    expect(lastEvent().event).toBe("Zipped");
+    const bad = await fetch(`${s.url}/v1/track`, { method: "POST", headers: { authorization: basic(key), "content-encoding": "gzip" }, body: "not gzip at all" });
+    await expect400(bad, "gzip");
+  });
+
+  test("a call over 32 KB, a batch entry over 32 KB, a batch over 4 MB → 400", async () => {
+    const big = "x".repeat(33 * 1024);
+    await expect400(await sendEvent(s.url, key, "track", { userId: "u", event: "E", properties: { big } }), "32 KB");
+    await expect400(await sendEvent(s.url, key, "batch", { batch: [{ type: "track", userId: "u", event: "E", properties: { big } }] }), "batch[0]");
+    const entries = Array.from({ length: 140 }, () => ({ type: "track", userId: "u", event: "E", properties: { s: "y".repeat(30 * 1024) } }));
+    await expect400(await sendEvent(s.url, key, "batch", { batch: entries }), "4096 KB");
+  });
+
+  test("decoded size counts: a small gzip that inflates past 32 KB → 400", async () => {
+    const body = gzipSync(JSON.stringify({ userId: "u", event: "E", properties: { s: "z".repeat(200_000) } }));
+    expect(body.length).toBeLessThan(32 * 1024);
+    const res = await fetch(`${s.url}/v1/track`, { method: "POST", headers: { authorization: basic(key), "content-encoding": "gzip" }, body });
+    await expect400(res, "32 KB");
+  });
+
+  test("a body of unknown length is cut off at the limit", async () => {
+    const chunk = new TextEncoder().encode("x".repeat(16 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream({
+      pull(controller) {
+        if (sent++ > 400) controller.close();
+        else controller.enqueue(chunk);
+      },
+    });
+    const res = await fetch(`${s.url}/v1/track`, { method: "POST", headers: { authorization: basic(key) }, body: stream, duplex: "half" } as any);
+    expect(res.status).toBe(400);
+    expect(sent).toBeLessThan(400);
+  });
+
+  test("neither userId nor anonymousId → 400", async () => {
+    await expect400(await sendEvent(s.url, key, "track", { event: "E" }), "userId or anonymousId");
+    await expect400(await sendEvent(s.url, key, "track", { event: "E", userId: "" }), "userId or anonymousId");
+  });
+
+  test("fields of the wrong type name the field", async () => {
+    await expect400(await sendEvent(s.url, key, "track", { userId: "u", event: 5 }), "event");
+    await expect400(await sendEvent(s.url, key, "track", { userId: "u", event: "E", properties: [] }), "properties");
+    await expect400(await sendEvent(s.url, key, "identify", { userId: "u", traits: "x" }), "traits");
+    await expect400(await sendEvent(s.url, key, "track", { userId: "u", event: "E", context: 1 }), "context");
+    await expect400(await sendEvent(s.url, key, "track", { userId: "u", event: "E", integrations: "all" }), "integrations");
+    await expect400(await sendEvent(s.url, key, "track", { userId: 7, event: "E" }), "userId");
+    await expect400(await sendEvent(s.url, key, "track", { userId: "u", event: "E", timestamp: "yesterday" }), "timestamp");
+  });
+
+  test("call-specific required fields", async () => {
+    await expect400(await sendEvent(s.url, key, "track", { userId: "u" }), "event");
+    await expect400(await sendEvent(s.url, key, "page", { userId: "u" }), "name");
+    await expect400(await sendEvent(s.url, key, "screen", { userId: "u" }), "name");
+    await expect400(await sendEvent(s.url, key, "group", { userId: "u" }), "groupId");
+    await expect400(await sendEvent(s.url, key, "alias", { userId: "u" }), "previousId");
+    await expect400(await sendEvent(s.url, key, "alias", { anonymousId: "a", previousId: "p" }), "userId");
+    await expect400(await sendEvent(s.url, key, "merge", { userId: "u" }), "mergeProperties");
+    await expect400(await sendEvent(s.url, key, "merge", { userId: "u", mergeProperties: [{ type: "email" }] }), "mergeProperties[0].value");
+  });
+
+  test("lenientValidation accepts missing call-specific fields but not wrong types", async () => {
+    const src = await createSource(s.url, { settings: { lenientValidation: true } });
+    expect((await sendEvent(s.url, src.writeKey, "track", { userId: "u" })).status).toBe(200);
+    expect((await sendEvent(s.url, src.writeKey, "page", { userId: "u" })).status).toBe(200);
+    await expect400(await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: 1 }), "event");
+  });
+
+  test("batch: missing or bad type names the index; empty or missing batch; one bad entry stores nothing", async () => {
+    await expect400(await sendEvent(s.url, key, "batch", { batch: [{ userId: "u", event: "E" }] }), "batch[0].type");
+    await expect400(await sendEvent(s.url, key, "batch", { batch: [{ type: "track", userId: "u", event: "E" }, { type: "merge", userId: "u" }] }), "batch[1].type");
+    await expect400(await sendEvent(s.url, key, "batch", { batch: [] }), "batch");
+    await expect400(await sendEvent(s.url, key, "batch", {}), "batch");
+    const before = count();
+    await expect400(await sendEvent(s.url, key, "batch", { batch: [{ type: "track", userId: "u", event: "ok" }, { type: "track", userId: "u" }] }), "batch[1].event");
+    expect(count()).toBe(before);
+  });
+});
+
+describe("deduplication", () => {
+  test("the same messageId from the same source is acknowledged but stored once", async () => {
+    const body = { userId: "u", event: "E", messageId: `dup-${crypto.randomUUID()}` };
+    const before = count();
+    expect((await sendEvent(s.url, key, "track", body)).status).toBe(200);
+    expect((await sendEvent(s.url, key, "track", body)).status).toBe(200);
+    expect(count()).toBe(before + 1);
+    // Another source may use the same messageId.
+    const other = await createSource(s.url);
+    expect((await sendEvent(s.url, other.writeKey, "track", body)).status).toBe(200);
+    expect(count()).toBe(before + 2);
+  });
+});
+
+describe("browser SDK support", () => {
+  test("CORS preflight is answered for any origin", async () => {
+    const res = await fetch(`${s.url}/v1/track`, {
+      method: "OPTIONS",
+      headers: { origin: "https://shop.example", "access-control-request-method": "POST", "access-control-request-headers": "authorization, content-type, anonymousid" },
+    });
+    expect(res.status).toBeLessThan(300);
+    expect(res.headers.get("access-control-allow-origin")).toBe("https://shop.example");
+    expect((res.headers.get("access-control-allow-headers") ?? "").toLowerCase()).toContain("authorization");
+  });
+
+  test("POST /beacon/v1/batch?writeKey= with a text/plain body", async () => {
+    const before = count();
+    const res = await fetch(`${s.url}/beacon/v1/batch?writeKey=${key}`, {
+      method: "POST",
+      headers: { "content-type": "text/plain;charset=UTF-8" },
+      body: JSON.stringify({ batch: [{ type: "page", anonymousId: "a", name: "Home" }], sentAt: new Date().toISOString() }),
+    });
+    expect(res.status).toBe(200);
+    expect(count()).toBe(before + 1);
+    expect((await fetch(`${s.url}/beacon/v1/batch`, { method: "POST", body: "{}" })).status).toBe(400);
+  });
+
+  test("GET /sourceConfig/?writeKey= answers the source's config", async () => {
+    const res = await fetch(`${s.url}/sourceConfig/?writeKey=${key}`);
+    expect(res.status).toBe(200);
+    const body = (await res.json() as any);
+    expect(body.source).toMatchObject({ id: sourceId, enabled: true, config: {}, destinations: [] });
+    expect((await fetch(`${s.url}/sourceConfig/?writeKey=nope`)).status).toBe(401);
+  });
+});
+
+test("accepted, duplicate and rejected events are counted in /metrics", async () => {
+  const text = await (await fetch(`${s.url}/metrics`)).text();
+  expect(text).toMatch(new RegExp(`sluice_events_accepted_total\\{source="${sourceId}"\\} \\d+`));
+  expect(text).toContain("sluice_events_duplicate_total");
+  expect(text).toMatch(/sluice_events_rejected_total\{status="400"\} \d+/);
+});
+
+test("a timestamp shaped like a date but impossible (month 13) → 400 naming it", async () => {
+  const res = await sendEvent(s.url, key, "track", { userId: "u", event: "E", timestamp: "2024-13-45T99:99:99Z" });
+  expect(res.status).toBe(400);
+  expect(await res.text()).toContain("timestamp");
+  const batch = await sendEvent(s.url, key, "batch", { sentAt: "2024-02-31T25:00:00Z", batch: [{ type: "track", userId: "u", event: "E" }] });
+  expect(batch.status).toBe(400);
+});
