@@ -1,0 +1,237 @@
+/**
+ * HTTP: RudderStack's generic HTTP destination. The user describes the request (URL with
+ * templated path segments, method, auth, headers, query, body mapping and format); every
+ * value can be a constant or a JSON path into the event (`$.properties.id`).
+ */
+import { t } from "elysia";
+import { endpointFor } from "../base-url";
+import {
+  EVENT_FILTERING_KEYS,
+  batchConsecutive,
+  basicAuth,
+  chunkItems,
+  compactDeep,
+  eventFilteringSchema,
+  isEventAllowed,
+  isPlainObject,
+  requestKey,
+  setPath,
+} from "../shared";
+import {
+  type DestinationContext,
+  type DestinationDefinition,
+  type DestinationRequest,
+  type SluiceEvent,
+  TransformError,
+  requireConfig,
+  restRequest,
+} from "../types";
+
+type Mapping = { from?: string; to?: string };
+
+const MappingList = t.Array(t.Object({ from: t.Optional(t.String()), to: t.Optional(t.String()) }, { additionalProperties: true }));
+
+export const HttpConfig = t.Object(
+  {
+    apiUrl: t.String({ minLength: 1 }),
+    auth: t.Optional(t.Union([t.Literal("noAuth"), t.Literal("basicAuth"), t.Literal("bearerTokenAuth"), t.Literal("apiKeyAuth")])),
+    username: t.Optional(t.String()),
+    password: t.Optional(t.String()),
+    bearerToken: t.Optional(t.String()),
+    apiKeyName: t.Optional(t.String()),
+    apiKeyValue: t.Optional(t.String()),
+    method: t.Optional(t.Union([t.Literal("POST"), t.Literal("PUT"), t.Literal("PATCH"), t.Literal("GET"), t.Literal("DELETE")])),
+    format: t.Optional(t.Union([t.Literal("JSON"), t.Literal("XML"), t.Literal("FORM")])),
+    isDefaultMapping: t.Optional(t.Boolean()),
+    propertiesMapping: t.Optional(MappingList),
+    queryParams: t.Optional(MappingList),
+    headers: t.Optional(MappingList),
+    pathParams: t.Optional(t.Array(t.Object({ path: t.Optional(t.String()) }, { additionalProperties: true }))),
+    xmlRootKey: t.Optional(t.String()),
+    isBatchingEnabled: t.Optional(t.Boolean()),
+    maxBatchSize: t.Optional(t.Union([t.Number({ minimum: 1 }), t.String()])),
+    ...eventFilteringSchema,
+  },
+  { additionalProperties: true },
+);
+
+/** Used when batching is on but no size is configured, so one call never grows unbounded. */
+const DEFAULT_MAX_BATCH_SIZE = 100;
+const METHODS = ["POST", "PUT", "PATCH", "GET", "DELETE"] as const;
+
+/** Evaluates the small JSON-path subset RudderStack's UI produces: `$`, `$.a.b`, `$.a[0]`, `$['a b']`. */
+function jsonPath(event: unknown, path: string): unknown {
+  const trimmed = path.trim();
+  if (trimmed === "$") return event;
+  if (!trimmed.startsWith("$")) return undefined;
+  const parts: string[] = [];
+  const re = /\.([^.[\]]+)|\[(\d+)\]|\[['"]([^'"]+)['"]\]/g;
+  let rest = trimmed.slice(1);
+  let m: RegExpExecArray | null;
+  let consumed = 0;
+  while ((m = re.exec(rest)) !== null) {
+    if (m.index !== consumed) break;
+    parts.push(m[1] ?? m[2] ?? m[3]!);
+    consumed = re.lastIndex;
+  }
+  if (consumed !== rest.length || parts.includes("*")) {
+    throw new TransformError(`HTTP mapping path '${path}' is not supported (use $.a.b or $.a[0])`);
+  }
+  let cur: any = event;
+  for (const p of parts) {
+    if (cur === null || cur === undefined || typeof cur !== "object") return undefined;
+    cur = cur[p];
+  }
+  return cur;
+}
+
+/** A mapping's value: a JSON path into the event, or a constant (optionally 'quoted'). */
+function mappedValue(event: SluiceEvent, from: string): unknown {
+  if (from.trim().startsWith("$")) return jsonPath(event, from);
+  const q = from.match(/^'(.*)'$/s);
+  return q ? q[1] : from;
+}
+
+/** Builds an object from `{from, to}` mappings; `to` is a JSON path for bodies, a plain key otherwise. */
+function applyMappings(event: SluiceEvent, mappings: unknown, toIsPath: boolean): Record<string, any> {
+  let out: Record<string, any> = {};
+  if (!Array.isArray(mappings)) return out;
+  for (const { from, to } of mappings as Mapping[]) {
+    if (!from || !to) continue;
+    const value = mappedValue(event, from);
+    if (value === undefined) continue;
+    if (toIsPath && to.trim() === "$") {
+      if (isPlainObject(value)) out = { ...out, ...structuredClone(value) };
+    } else if (toIsPath && to.trim().startsWith("$.")) {
+      setPath(out, to.trim().slice(2), structuredClone(value));
+    } else {
+      out[to] = value;
+    }
+  }
+  return out;
+}
+
+function authHeaders(ctx: DestinationContext): Record<string, string> {
+  const c = ctx.config;
+  switch (c.auth) {
+    case "basicAuth":
+      requireConfig(ctx, "username");
+      return { Authorization: basicAuth(String(c.username), String(c.password ?? "")) };
+    case "bearerTokenAuth":
+      return { Authorization: `Bearer ${requireConfig(ctx, "bearerToken")}` };
+    case "apiKeyAuth":
+      return { [String(requireConfig(ctx, "apiKeyName"))]: String(requireConfig(ctx, "apiKeyValue")) };
+    default:
+      return {};
+  }
+}
+
+const CONTENT_TYPES = { JSON: "application/json", XML: "application/xml", FORM: "application/x-www-form-urlencoded" };
+
+/** apiUrl with `{{$.path}}` placeholders filled (URI-encoded) and RudderStack's pathParams appended. */
+function buildUrl(event: SluiceEvent, apiUrl: string, pathParams: unknown): string {
+  let url = apiUrl.replace(/\{\{\s*(\$[^}]*?)\s*\}\}/g, (_, path: string) => {
+    const v = jsonPath(event, path);
+    if (v === undefined || v === null || typeof v === "object") {
+      throw new TransformError(`HTTP apiUrl placeholder '${path}' has no value in the event`);
+    }
+    return encodeURIComponent(String(v));
+  });
+  if (Array.isArray(pathParams) && pathParams.length > 0) {
+    const segments = pathParams.map(({ path }: { path?: string }) => {
+      const p = String(path ?? "");
+      if (p.includes("/")) throw new TransformError('HTTP path parameter cannot contain "/"');
+      const v = p.startsWith("$") ? jsonPath(event, p) : p;
+      if (v === undefined || v === null) throw new TransformError(`HTTP path parameter '${p}' has no value in the event`);
+      return encodeURIComponent(String(v));
+    });
+    url = `${url}/${segments.join("/")}`.replace(/([^:]\/)\/+/g, "$1");
+  }
+  return url;
+}
+
+function xmlName(key: string): string {
+  return key.replace(/[^\w.-]/g, "_").replace(/^[^A-Za-z_]/, "_");
+}
+
+function xmlEscape(s: string): string {
+  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/'/g, "&apos;").replace(/"/g, "&quot;");
+}
+
+/** Arrays repeat their element, as RudderStack's XML builder does; empty nodes self-close. */
+function xmlElement(tag: string, value: unknown): string {
+  if (Array.isArray(value)) return value.map((v) => xmlElement(tag, v)).join("");
+  if (value === null || value === undefined) return "";
+  if (typeof value === "object") {
+    const inner = Object.entries(value).map(([k, v]) => xmlElement(xmlName(k), v)).join("");
+    return inner === "" ? `<${tag}/>` : `<${tag}>${inner}</${tag}>`;
+  }
+  const text = String(value);
+  return text === "" ? `<${tag}/>` : `<${tag}>${xmlEscape(text)}</${tag}>`;
+}
+
+export function toXml(payload: Record<string, unknown>, rootKey = "root"): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>${xmlElement(xmlName(rootKey), payload)}`;
+}
+
+export const http: DestinationDefinition = {
+  name: "HTTP",
+  displayName: "HTTP",
+  config: {
+    defaultConfig: [
+      "apiUrl", "auth", "username", "password", "bearerToken", "apiKeyName", "apiKeyValue", "method", "format",
+      "isDefaultMapping", "propertiesMapping", "queryParams", "headers", "pathParams", "xmlRootKey",
+      "isBatchingEnabled", "maxBatchSize", ...EVENT_FILTERING_KEYS,
+    ],
+    supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
+    requiredKeys: ["apiUrl"],
+  },
+  configSchema: HttpConfig,
+  transform(event, ctx) {
+    const apiUrl = String(requireConfig(ctx, "apiUrl"));
+    if (!isEventAllowed(event, ctx.config)) return [];
+    const c = ctx.config;
+    const method = String(c.method || "POST").toUpperCase() as DestinationRequest["method"];
+    if (!METHODS.includes(method as any)) throw new TransformError(`destination config 'method' must be one of ${METHODS.join(", ")}`);
+    const format = (c.format || "JSON") as keyof typeof CONTENT_TYPES;
+    if (!(format in CONTENT_TYPES)) throw new TransformError("destination config 'format' must be one of JSON, XML, FORM");
+
+    const extra = applyMappings(event, c.headers, false);
+    for (const [k, v] of Object.entries(extra)) {
+      if (typeof v !== "string") throw new TransformError(`Header "${k}" has a non-string value of type "${typeof v}"`);
+    }
+    const headers = { ...authHeaders(ctx), ...extra, "Content-Type": CONTENT_TYPES[format] };
+
+    const params: Record<string, string> = {};
+    for (const [k, v] of Object.entries(applyMappings(event, c.queryParams, false))) {
+      if (v !== null) params[k] = typeof v === "string" ? v : JSON.stringify(v);
+    }
+
+    const useWholeEvent = c.isDefaultMapping === true || (c.isDefaultMapping === undefined && !Array.isArray(c.propertiesMapping));
+    const payload = compactDeep(useWholeEvent ? structuredClone(event) : applyMappings(event, c.propertiesMapping, true));
+    const empty = Object.keys(payload).length === 0;
+
+    const endpoint = endpointFor(ctx, buildUrl(event, apiUrl, c.pathParams));
+    if (format === "XML") {
+      return [restRequest({ method, endpoint, headers, params, xml: empty ? {} : { payload: toXml(payload, c.xmlRootKey || "root") } })];
+    }
+    if (format === "FORM") {
+      const form: Record<string, string> = {};
+      for (const [k, v] of Object.entries(payload)) form[k] = typeof v === "string" ? v : JSON.stringify(v);
+      return [restRequest({ method, endpoint, headers, params, form })];
+    }
+    return [restRequest({ method, endpoint, headers, params, json: payload })];
+  },
+  batch(requests, ctx) {
+    const format = ctx.config.format || "JSON";
+    if (!ctx.config.isBatchingEnabled || format !== "JSON") return requests;
+    const size = Number(ctx.config.maxBatchSize) > 0 ? Number(ctx.config.maxBatchSize) : DEFAULT_MAX_BATCH_SIZE;
+    return batchConsecutive(requests, requestKey, (run) =>
+      chunkItems(run, size).map((chunk) => {
+        const first = chunk[0]!;
+        const bodies = chunk.map((r) => r.body.JSON).filter((b) => Object.keys(b).length > 0);
+        return restRequest({ method: first.method, endpoint: first.endpoint, headers: first.headers, params: first.params, json: bodies });
+      }),
+    );
+  },
+};

@@ -1,0 +1,46 @@
+/**
+ * Every destination kind Sluice can deliver to. To add a kind, create its folder
+ * and list it here; nothing in the pipeline changes.
+ */
+import type { DestinationDefinition } from "./types";
+import { amplitude } from "./amplitude";
+import { braze } from "./braze";
+import { customerio } from "./customerio";
+import { ga4 } from "./ga4";
+import { heap } from "./heap";
+import { http } from "./http";
+import { mixpanel } from "./mixpanel";
+import { posthog } from "./posthog";
+import { segment } from "./segment";
+import { slack } from "./slack";
+import { webhook } from "./webhook";
+
+const KINDS: DestinationDefinition[] = [webhook, http, slack, segment, posthog, amplitude, mixpanel, ga4, heap, customerio, braze];
+
+const BY_NAME = new Map(KINDS.map((k) => [k.name, k]));
+
+export function listDefinitions(): DestinationDefinition[] {
+  return KINDS;
+}
+
+export function findDefinition(name: string): DestinationDefinition | undefined {
+  return BY_NAME.get(name);
+}
+
+/** The public view of a definition, as GET /destination-definitions shows it. */
+export function publicDefinition(d: DestinationDefinition) {
+  return {
+    name: d.name,
+    displayName: d.displayName,
+    config: {
+      defaultConfig: d.config.defaultConfig,
+      supportedMessageTypes: d.config.supportedMessageTypes,
+      requiredKeys: d.config.requiredKeys ?? [],
+    },
+    capabilities: {
+      batching: typeof d.batch === "function",
+      userDeletion: typeof d.deleteUsers === "function",
+      testable: !d.serverDelivered,
+    },
+  };
+}

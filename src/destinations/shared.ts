@@ -1,0 +1,219 @@
+/**
+ * Small helpers the destination kinds share: reading paths out of events, RudderStack's
+ * event filtering, flattening, and merging consecutive requests into batches.
+ */
+import { t } from "elysia";
+import type { DestinationRequest, SluiceEvent } from "./types";
+
+type Obj = Record<string, any>;
+
+/** Reads `a.b.0.c` (or `a.b[0].c`) from a value; undefined when any step is missing. */
+export function getPath(value: unknown, path: string): any {
+  if (!path) return undefined;
+  let cur: any = value;
+  for (const part of path.replace(/\[(\d+)\]/g, ".$1").split(".")) {
+    if (cur === null || cur === undefined || typeof cur !== "object") return undefined;
+    cur = cur[part];
+  }
+  return cur;
+}
+
+/** The first of `paths` holding a value other than undefined/null. */
+export function firstOf(value: unknown, paths: string[]): any {
+  for (const p of paths) {
+    const v = getPath(value, p);
+    if (v !== undefined && v !== null) return v;
+  }
+  return undefined;
+}
+
+/** Sets `a.b.c` on an object, creating intermediate objects. */
+export function setPath(target: Obj, path: string, value: unknown): void {
+  const parts = path.split(".");
+  let cur = target;
+  for (const part of parts.slice(0, -1)) {
+    if (cur[part] === null || typeof cur[part] !== "object") cur[part] = {};
+    cur = cur[part];
+  }
+  cur[parts[parts.length - 1]!] = value;
+}
+
+/** A copy without top-level undefined/null values (RudderStack's removeUndefinedAndNullValues). */
+export function compact<T extends Obj>(obj: T): T {
+  const out: Obj = {};
+  for (const [k, v] of Object.entries(obj)) if (v !== undefined && v !== null) out[k] = v;
+  return out as T;
+}
+
+/** A copy without undefined/null values at any depth (arrays keep their length minus holes). */
+export function compactDeep<T>(value: T): T {
+  if (Array.isArray(value)) return value.filter((v) => v !== undefined && v !== null).map(compactDeep) as T;
+  if (value && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
+    const out: Obj = {};
+    for (const [k, v] of Object.entries(value)) if (v !== undefined && v !== null) out[k] = compactDeep(v);
+    return out as T;
+  }
+  return value;
+}
+
+export function isPlainObject(v: unknown): v is Obj {
+  return !!v && typeof v === "object" && !Array.isArray(v);
+}
+
+/**
+ * RudderStack's flattenJson: nested keys joined by `separator`; arrays as `a[0]`, or as
+ * `a<sep>0` in strict mode.
+ */
+export function flattenJson(value: unknown, separator = ".", strict = false): Obj {
+  const out: Obj = {};
+  const walk = (cur: unknown, prefix: string) => {
+    if (Array.isArray(cur)) {
+      if (cur.length === 0 && prefix) out[prefix] = [];
+      cur.forEach((v, i) => walk(v, strict ? `${prefix}${separator}${i}` : `${prefix}[${i}]`));
+    } else if (cur !== null && typeof cur === "object") {
+      const keys = Object.keys(cur);
+      if (keys.length === 0 && prefix) out[prefix] = {};
+      for (const k of keys) walk((cur as Obj)[k], prefix ? `${prefix}${separator}${k}` : k);
+    } else if (prefix) {
+      out[prefix] = cur;
+    }
+  };
+  walk(value, "");
+  return out;
+}
+
+/** `traits`, else `context.traits` (RudderStack's generic "traits" field). */
+export function traitsOf(event: SluiceEvent): Obj | undefined {
+  return firstOf(event, ["traits", "context.traits"]);
+}
+
+/** RudderStack's generic user id: userId, then ids in traits, then anonymousId. */
+export function genericUserId(event: SluiceEvent, includeAnonymous = true): any {
+  const paths = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id"];
+  if (includeAnonymous) paths.push("anonymousId");
+  return firstOf(event, paths);
+}
+
+export function timestampOf(event: SluiceEvent): string | undefined {
+  return firstOf(event, ["timestamp", "originalTimestamp"]);
+}
+
+/** Milliseconds since the epoch for an ISO timestamp (or a number already in ms). */
+export function toMillis(ts: unknown): number | undefined {
+  if (ts === undefined || ts === null || ts === "") return undefined;
+  const ms = typeof ts === "number" ? ts : new Date(String(ts)).getTime();
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+export function basicAuth(user: string, password = ""): string {
+  return `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
+}
+
+/** Event names from a RudderStack list (`[{eventName}]`), trimmed, blanks dropped. */
+export function eventNameList(list: unknown): string[] {
+  if (!Array.isArray(list)) return [];
+  return list
+    .map((item) => (typeof item === "string" ? item : item?.eventName))
+    .filter((n): n is string => typeof n === "string" && n.trim() !== "")
+    .map((n) => n.trim());
+}
+
+/**
+ * RudderStack's event filtering: only track events are filtered, by name, against the
+ * allow list or the deny list that `eventFilteringOption` selects ("disable" lets all through).
+ */
+export function isEventAllowed(event: SluiceEvent, config: Obj): boolean {
+  if (event.type !== "track") return true;
+  const name = typeof event.event === "string" ? event.event.trim() : "";
+  switch (config.eventFilteringOption) {
+    case "whitelistedEvents":
+      return eventNameList(config.whitelistedEvents).includes(name);
+    case "blacklistedEvents":
+      return !eventNameList(config.blacklistedEvents).includes(name);
+    default:
+      return true;
+  }
+}
+
+export function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? "");
+}
+
+/** Splits items into chunks of at most `maxItems` and (when given) `maxBytes` of JSON each. */
+export function chunkItems<T>(items: T[], maxItems: number, maxBytes = Infinity): T[][] {
+  const chunks: T[][] = [];
+  let cur: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = maxBytes === Infinity ? 0 : jsonBytes(item) + 1;
+    if (cur.length > 0 && (cur.length >= maxItems || bytes + size > maxBytes)) {
+      chunks.push(cur);
+      cur = [];
+      bytes = 0;
+    }
+    cur.push(item);
+    bytes += size;
+  }
+  if (cur.length > 0) chunks.push(cur);
+  return chunks;
+}
+
+/**
+ * Merges runs of consecutive requests sharing a batch key; requests whose key is null pass
+ * through unchanged. Only consecutive requests merge, so the order the service sees is the
+ * order of the events.
+ */
+export function batchConsecutive(
+  requests: DestinationRequest[],
+  keyOf: (r: DestinationRequest) => string | null,
+  mergeRun: (run: DestinationRequest[]) => DestinationRequest[],
+): DestinationRequest[] {
+  const out: DestinationRequest[] = [];
+  let run: DestinationRequest[] = [];
+  let runKey: string | null = null;
+  const flush = () => {
+    if (run.length > 0) out.push(...mergeRun(run).map((r) => withUserKey(r, run)));
+    run = [];
+    runKey = null;
+  };
+  for (const req of requests) {
+    const key = keyOf(req);
+    if (key === null) {
+      flush();
+      out.push(req);
+      continue;
+    }
+    if (key !== runKey) flush();
+    runKey = key;
+    run.push(req);
+  }
+  flush();
+  return out;
+}
+
+/** A merged request belongs to one user only if every request in it did. */
+function withUserKey(merged: DestinationRequest, run: DestinationRequest[]): DestinationRequest {
+  const keys = new Set(run.map((r) => r.userKey));
+  const { userKey: _drop, ...rest } = merged;
+  return keys.size === 1 && run[0]!.userKey !== undefined ? { ...rest, userKey: run[0]!.userKey } : rest;
+}
+
+/** A batch key from the parts that must match for two requests to share one HTTP call. */
+export function requestKey(r: DestinationRequest): string {
+  return JSON.stringify([r.method, r.endpoint, r.headers, r.params]);
+}
+
+/** The items of a JSON_ARRAY body. */
+export function jsonArrayItems(r: DestinationRequest): unknown[] {
+  const raw = r.body.JSON_ARRAY.batch;
+  return typeof raw === "string" ? (JSON.parse(raw) as unknown[]) : [];
+}
+
+/** Config schema parts for RudderStack's event filtering keys, spread into a kind's schema. */
+export const eventFilteringSchema = {
+  eventFilteringOption: t.Optional(t.String()),
+  whitelistedEvents: t.Optional(t.Array(t.Any())),
+  blacklistedEvents: t.Optional(t.Array(t.Any())),
+};
+
+export const EVENT_FILTERING_KEYS = ["blacklistedEvents", "whitelistedEvents", "eventFilteringOption"];

@@ -1,0 +1,176 @@
+/**
+ * SLACK: identify and track events as messages to a Slack incoming webhook, rendered from
+ * handlebars-style templates configured per event. Config keys follow RudderStack's SLACK
+ * definition so workspace files carry over.
+ */
+import { t } from "elysia";
+import { endpointFor } from "../base-url";
+import { eventNameList, getPath, traitsOf } from "../shared";
+import { type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+
+const SLACK_USER_NAME = "RudderStack";
+const SLACK_ICON_URL = "https://cdn.rudderlabs.com/rudderstack.png";
+
+const Loose = (props: Record<string, any>) => t.Object(props, { additionalProperties: true });
+
+export const SlackConfig = t.Object(
+  {
+    webhookUrl: t.String({ minLength: 1 }),
+    incomingWebhooksType: t.Optional(t.String()),
+    identifyTemplate: t.Optional(t.String()),
+    eventTemplateSettings: t.Optional(
+      t.Array(Loose({ eventName: t.Optional(t.String()), eventTemplate: t.Optional(t.String()), eventRegex: t.Optional(t.Boolean()) })),
+    ),
+    eventChannelSettings: t.Optional(
+      t.Array(
+        Loose({
+          eventName: t.Optional(t.String()),
+          eventChannel: t.Optional(t.String()),
+          eventChannelWebhook: t.Optional(t.String()),
+          eventRegex: t.Optional(t.Boolean()),
+        }),
+      ),
+    ),
+    whitelistedTraitsSettings: t.Optional(t.Array(Loose({ trait: t.Optional(t.String()) }))),
+    denyListOfEvents: t.Optional(t.Array(t.Any())),
+    blacklistedEvents: t.Optional(t.Array(t.Any())),
+  },
+  { additionalProperties: true },
+);
+
+const HTML_ESCAPES: Record<string, string> = {
+  "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;", "`": "&#x60;", "=": "&#x3D;",
+};
+
+/** Handlebars' rendering of a value: objects as [object Object], arrays comma-joined, nullish empty. */
+function display(value: unknown): string {
+  if (value === undefined || value === null || value === false) return value === false ? "false" : "";
+  return String(value);
+}
+
+/**
+ * The subset of Handlebars RudderStack templates use: `{{path.to.value}}` (HTML-escaped, as
+ * Handlebars does) and `{{{path}}}` (raw). Block helpers are not supported.
+ */
+export function renderTemplate(template: string, input: Record<string, unknown>): string {
+  return template.replace(/\{\{(\{?)\s*([^{}]+?)\s*\}?\}\}/g, (whole, raw: string, path: string) => {
+    if (/^[#/^!>]/.test(path)) throw new TransformError(`Slack template helper '{{${path}}}' is not supported`);
+    const name = path === "this" ? "" : path.replace(/^this\./, "");
+    const value = name === "" ? input : getPath(input, name);
+    const text = display(value);
+    return raw ? text : text.replace(/[&<>"'`=]/g, (ch) => HTML_ESCAPES[ch]!);
+  });
+}
+
+/** Who the message is about, in RudderStack's order of preference. */
+function userName(event: SluiceEvent): string {
+  const traits = traitsOf(event) ?? {};
+  const full = traits.firstName ? `${traits.firstName}${traits.lastName ?? ""}` : undefined;
+  return (
+    traits.name ||
+    full ||
+    traits.username ||
+    event.properties?.email ||
+    traits.email ||
+    (event.userId ? `User ${event.userId}` : undefined) ||
+    `Anonymous user ${event.anonymousId}`
+  );
+}
+
+function whitelistedTraits(config: Record<string, any>): string[] {
+  if (!Array.isArray(config.whitelistedTraitsSettings)) return [];
+  return config.whitelistedTraitsSettings
+    .map((s: any) => (typeof s?.trait === "string" ? s.trait.trim() : ""))
+    .filter((s: string) => s !== "");
+}
+
+/** `key: value ` pairs, limited to the whitelist when there is one. */
+function listPairs(obj: Record<string, any>, whitelist: string[] = []): string {
+  return Object.keys(obj)
+    .filter((k) => whitelist.length === 0 || whitelist.includes(k))
+    .map((k) => `${k}: ${obj[k]} `)
+    .join("");
+}
+
+function nameMatches(configName: string, isRegex: boolean | undefined, eventName: string): boolean {
+  if (!isRegex) return configName === eventName;
+  try {
+    return new RegExp(configName, "g").test(eventName);
+  } catch {
+    throw new TransformError(`destination config has an invalid event regex '${configName}'`);
+  }
+}
+
+function slackRequest(ctx: Parameters<DestinationDefinition["transform"]>[1], url: string, payload: Record<string, unknown>) {
+  return restRequest({
+    endpoint: endpointFor(ctx, url),
+    headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    form: { payload: JSON.stringify(payload) },
+  });
+}
+
+const withBranding = (p: Record<string, unknown>) => ({ ...p, username: SLACK_USER_NAME, icon_url: SLACK_ICON_URL });
+
+export const slack: DestinationDefinition = {
+  name: "SLACK",
+  displayName: "Slack",
+  config: {
+    defaultConfig: [
+      "eventChannelSettings", "incomingWebhooksType", "identifyTemplate", "eventTemplateSettings",
+      "webhookUrl", "whitelistedTraitsSettings", "denyListOfEvents",
+    ],
+    supportedMessageTypes: ["identify", "track"],
+    requiredKeys: ["webhookUrl"],
+  },
+  configSchema: SlackConfig,
+  transform(event, ctx) {
+    const webhookUrl = String(requireConfig(ctx, "webhookUrl"));
+    const c = ctx.config;
+    const whitelist = whitelistedTraits(c);
+    const traits = traitsOf(event) ?? {};
+
+    if (event.type === "identify") {
+      const configured = typeof c.identifyTemplate === "string" && c.identifyTemplate.trim() !== "" ? c.identifyTemplate : undefined;
+      const keys = whitelist.length > 0 ? whitelist : Object.keys(traits);
+      const template = configured ?? `Identified {{name}} with ${keys.map((k) => `${k}: {{${k}}} `).join("")}`;
+      const text = renderTemplate(template, { name: userName(event), ...traits, traits: listPairs(traits, whitelist), traitsList: traits });
+      return [slackRequest(ctx, webhookUrl, withBranding({ text }))];
+    }
+
+    if (event.type !== "track") throw new TransformError(`Event type ${event.type} is not supported`);
+    const eventName = event.event;
+    if (typeof eventName !== "string" || eventName === "") throw new TransformError("Event name is required");
+    // RudderStack's UI stores the deny list as denyListOfEvents; older configs used blacklistedEvents.
+    if ([...eventNameList(c.denyListOfEvents), ...eventNameList(c.blacklistedEvents)].includes(eventName)) return [];
+
+    const templates = Array.isArray(c.eventTemplateSettings) ? c.eventTemplateSettings : [];
+    const match = templates.find(
+      (s: any) =>
+        typeof s?.eventName === "string" && s.eventName.trim() !== "" &&
+        typeof s?.eventTemplate === "string" && s.eventTemplate.trim() !== "" &&
+        nameMatches(s.eventName, s.eventRegex, eventName),
+    );
+    const properties = event.properties ?? {};
+    const text = renderTemplate(match?.eventTemplate ?? "{{name}} did {{event}}", {
+      name: userName(event),
+      event: eventName,
+      ...properties,
+      properties: event.properties,
+      propertiesList: listPairs(properties),
+      traits: listPairs(traits, whitelist),
+      traitsList: traits,
+    });
+
+    const channels = Array.isArray(c.eventChannelSettings) ? c.eventChannelSettings : [];
+    const named = (s: any) => typeof s?.eventName === "string" && s.eventName.trim() !== "" && nameMatches(s.eventName, s.eventRegex, eventName);
+    if (c.incomingWebhooksType === "modern") {
+      // A modern webhook is bound to one channel, so per-event routing picks another webhook URL.
+      const route = channels.find((s: any) => typeof s?.eventChannelWebhook === "string" && s.eventChannelWebhook !== "" && named(s));
+      if (route) return [slackRequest(ctx, route.eventChannelWebhook, { text })];
+      return [slackRequest(ctx, webhookUrl, withBranding({ text }))];
+    }
+    const route = channels.find((s: any) => typeof s?.eventChannel === "string" && s.eventChannel.trim() !== "" && named(s));
+    const payload = route ? { channel: route.eventChannel, text } : { text };
+    return [slackRequest(ctx, webhookUrl, withBranding(payload))];
+  },
+};

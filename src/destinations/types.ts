@@ -1,0 +1,117 @@
+/**
+ * What a destination kind is: a definition (as listed by GET /destination-definitions),
+ * a config schema, and a pure transform from one event to the requests the service expects.
+ * The pipeline knows nothing else about a kind, so adding one never touches the pipeline.
+ */
+import type { TSchema } from "elysia";
+
+export type MessageType = "identify" | "track" | "page" | "screen" | "group" | "alias" | "merge";
+
+/** An analytics event as stored by the gateway (spec §2.1, after enrichment). */
+export type SluiceEvent = Record<string, any> & {
+  type: string;
+  messageId: string;
+  userId?: string;
+  anonymousId?: string;
+};
+
+/** One outgoing request in the shape of the Test API's `dest_transformed_payload` entries (spec §2.4). */
+export interface DestinationRequest {
+  version: "1";
+  type: "REST";
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+  endpoint: string;
+  headers: Record<string, string>;
+  params: Record<string, string>;
+  body: {
+    JSON: Record<string, unknown>;
+    JSON_ARRAY: Record<string, unknown>;
+    XML: Record<string, unknown>;
+    FORM: Record<string, unknown>;
+  };
+  files: Record<string, unknown>;
+  /** The user whose per-user order this request belongs to; filled by the pipeline. */
+  userKey?: string;
+}
+
+export interface DestinationContext {
+  /** The destination's stored config (or the Test API's destinationConfig). */
+  config: Record<string, any>;
+  destination: { id: string; name: string; workspaceId: string };
+  /** Base URL override for this kind (settings `--destination-base-url KIND=URL`), for offline tests. */
+  baseUrl?: string;
+}
+
+export interface DestinationDefinition {
+  /** RudderStack's definition name, e.g. WEBHOOK, AM, MP. */
+  name: string;
+  displayName: string;
+  config: {
+    /** Config keys that may be set on a destination of this kind (and in the Test API's destinationConfig). */
+    defaultConfig: string[];
+    supportedMessageTypes: MessageType[];
+    /** Keys that must be present; a missing one aborts the event naming the key. */
+    requiredKeys?: string[];
+  };
+  /** TypeBox schema of the config, used to validate destinations on save. */
+  configSchema: TSchema;
+  /**
+   * Turns one event into zero or more requests. Throws a TransformError for config
+   * problems or events the kind cannot send; that aborts the event with its message.
+   */
+  transform(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[];
+  /**
+   * Optional: merges transformed requests of several events into fewer requests, keeping order.
+   * Only requests for the same endpoint are merged.
+   */
+  batch?(requests: DestinationRequest[], ctx: DestinationContext): DestinationRequest[];
+  /** Optional: the requests that delete these users at the service (regulations, suppress_with_delete). */
+  deleteUsers?(users: Array<{ userId: string; [k: string]: string }>, ctx: DestinationContext): DestinationRequest[];
+  /** Set for kinds the server delivers itself (queues, storage); the Test API refuses them (spec §4.4). */
+  serverDelivered?: boolean;
+  /** Set for key-value-store and object-storage kinds: deletion takes userId only (spec §4.2 rule 2). */
+  deletionByUserIdOnly?: boolean;
+}
+
+/** A transform failure: the event is aborted with this message (never retried). */
+export class TransformError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "TransformError";
+  }
+}
+
+/** Builds a request with the empty parts filled in, so each kind names only what it sets. */
+export function restRequest(parts: {
+  method?: DestinationRequest["method"];
+  endpoint: string;
+  headers?: Record<string, string>;
+  params?: Record<string, string>;
+  json?: Record<string, unknown> | unknown[];
+  form?: Record<string, unknown>;
+  xml?: Record<string, unknown>;
+}): DestinationRequest {
+  const isArray = Array.isArray(parts.json);
+  return {
+    version: "1",
+    type: "REST",
+    method: parts.method ?? "POST",
+    endpoint: parts.endpoint,
+    headers: parts.headers ?? {},
+    params: parts.params ?? {},
+    body: {
+      JSON: !isArray && parts.json ? (parts.json as Record<string, unknown>) : {},
+      JSON_ARRAY: isArray ? { batch: JSON.stringify(parts.json) } : {},
+      XML: parts.xml ?? {},
+      FORM: parts.form ?? {},
+    },
+    files: {},
+  };
+}
+
+/** Reads a required config key or throws naming it. */
+export function requireConfig(ctx: DestinationContext, key: string): any {
+  const v = ctx.config[key];
+  if (v === undefined || v === null || v === "") throw new TransformError(`destination config is missing '${key}'`);
+  return v;
+}

@@ -1,0 +1,95 @@
+import { expect, test } from "bun:test";
+import { heap } from "../src/destinations/heap";
+import type { DestinationContext, SluiceEvent } from "../src/destinations/types";
+
+const ctx = (config: Record<string, any> = { appId: "4141" }, baseUrl?: string): DestinationContext => ({
+  config,
+  destination: { id: "dest-heap", name: "Heap", workspaceId: "ws-1" },
+  baseUrl,
+});
+const HEADERS = { Accept: "application/json", "Content-Type": "application/json" };
+const ts = "2024-05-01T10:00:00.000Z";
+
+test("HEAP track → POST heapanalytics.com/api/track with identity, event, timestamp and flattened properties", () => {
+  const event: SluiceEvent = {
+    type: "track",
+    messageId: "m-1",
+    userId: "u-1",
+    anonymousId: "a-1",
+    event: "Purchase",
+    timestamp: ts,
+    properties: { amount: 99, cart: { items: 2, coupon: "X" }, tags: ["a", "b"], idempotencyKey: "idem-1" },
+  };
+  expect(heap.transform(event, ctx())).toEqual([
+    {
+      version: "1",
+      type: "REST",
+      method: "POST",
+      endpoint: "https://heapanalytics.com/api/track",
+      headers: HEADERS,
+      params: {},
+      body: {
+        JSON: {
+          identity: "u-1",
+          properties: { amount: 99, "cart.items": 2, "cart.coupon": "X", "tags[0]": "a", "tags[1]": "b" },
+          app_id: "4141",
+          event: "Purchase",
+          timestamp: ts,
+          idempotency_key: "idem-1",
+        },
+        JSON_ARRAY: {},
+        XML: {},
+        FORM: {},
+      },
+      files: {},
+    },
+  ]);
+});
+
+test("HEAP identify → POST /api/add_user_properties with identity and flattened traits", () => {
+  const event: SluiceEvent = {
+    type: "identify",
+    messageId: "m-2",
+    anonymousId: "a-9",
+    context: { traits: { email: "ada@example.com", address: { city: "London" } } },
+  };
+  const [req] = heap.transform(event, ctx());
+  expect(req!.endpoint).toBe("https://heapanalytics.com/api/add_user_properties");
+  expect(req!.headers).toEqual(HEADERS);
+  expect(req!.body.JSON).toEqual({ identity: "a-9", properties: { email: "ada@example.com", "address.city": "London" }, app_id: "4141" });
+  expect(() => heap.transform({ type: "identify", messageId: "m", userId: "u" }, ctx())).toThrow("traits are required");
+});
+
+test("HEAP refuses other message types; missing appId; baseUrl override", () => {
+  expect(() => heap.transform({ type: "page", messageId: "m", userId: "u" }, ctx())).toThrow("not supported");
+  const event: SluiceEvent = { type: "track", messageId: "m", userId: "u", event: "E" };
+  expect(() => heap.transform(event, ctx({}))).toThrow("destination config is missing 'appId'");
+  expect(heap.transform(event, ctx(undefined, "http://localhost:9090"))[0]!.endpoint).toBe("http://localhost:9090/api/track");
+});
+
+test("HEAP event filtering (whitelist / blacklist)", () => {
+  const event: SluiceEvent = { type: "track", messageId: "m", userId: "u", event: "Page Scrolled" };
+  expect(heap.transform(event, ctx({ appId: "1", eventFilteringOption: "blacklistedEvents", blacklistedEvents: [{ eventName: "Page Scrolled" }] }))).toEqual([]);
+  expect(heap.transform(event, ctx({ appId: "1", eventFilteringOption: "whitelistedEvents", whitelistedEvents: [{ eventName: "Page Scrolled" }] }))).toHaveLength(1);
+});
+
+test("HEAP batch → bulk /api/track {app_id, events} and /api/add_user_properties {app_id, users}, 1000 per call, order kept", () => {
+  const track = (i: number) => heap.transform({ type: "track", messageId: `m${i}`, userId: `u${i}`, event: "E", timestamp: ts }, ctx())[0]!;
+  const identify = heap.transform({ type: "identify", messageId: "i", userId: "u1", traits: { plan: "pro" } }, ctx())[0]!;
+  const batched = heap.batch!([track(1), track(2), identify, track(3)], ctx());
+  expect(batched.map((r) => r.endpoint)).toEqual([
+    "https://heapanalytics.com/api/track",
+    "https://heapanalytics.com/api/add_user_properties",
+    "https://heapanalytics.com/api/track",
+  ]);
+  expect(batched[0]!.body.JSON).toEqual({
+    app_id: "4141",
+    events: [
+      { identity: "u1", properties: {}, event: "E", timestamp: ts },
+      { identity: "u2", properties: {}, event: "E", timestamp: ts },
+    ],
+  });
+  expect(batched[1]!.body.JSON).toEqual({ app_id: "4141", users: [{ identity: "u1", properties: { plan: "pro" } }] });
+  const many = heap.batch!(Array.from({ length: 1001 }, (_, i) => track(i)), ctx());
+  expect(many.map((r) => (r.body.JSON.events as unknown[]).length)).toEqual([1000, 1]);
+});
