@@ -1,0 +1,692 @@
+/**
+ * Worker-thread side of the transformation sandbox: runs customers' code in
+ * QuickJS (compiled to WebAssembly), one QuickJS runtime per transformation
+ * version. Only strings cross into and out of QuickJS, so nothing of the host
+ * is reachable from the customer's code.
+ *
+ * This file is a worker entry point: `bun build --compile` must be given it as
+ * an extra entry point (see sandbox.ts).
+ */
+import { isMainThread } from "node:worker_threads";
+import variant from "@jitl/quickjs-singlefile-cjs-release-sync";
+import {
+  newQuickJSWASMModuleFromVariant,
+  type QuickJSContext,
+  type QuickJSHandle,
+  type QuickJSRuntime,
+  type QuickJSWASMModule,
+} from "quickjs-emscripten-core";
+import {
+  CONTEXT_CACHE_SIZE,
+  MAX_LOG_LINE_CHARS,
+  MAX_LOG_LINES,
+  VALIDATE_BUFFER_BYTES,
+  VALIDATE_HEADER_BYTES,
+  type RunReply,
+  type RunRequest,
+  type TransformationKind,
+  type ValidateReply,
+  type ValidateRequest,
+  type WorkerRequest,
+} from "./contract.ts";
+
+declare var self: Worker;
+
+/**
+ * QuickJS's own memory limit undercounts in this build (emscripten has no
+ * malloc_usable_size, so each allocation counts as a few bytes whatever its
+ * size). The interrupt handler therefore also measures the heap; measuring walks
+ * every object, so it is spaced out and never takes more than ~20% of the time.
+ */
+const MEMORY_CHECK_INTERVAL_MS = 10;
+
+/**
+ * QuickJS's C recursion guard. Every JS frame also uses host (JSC) stack for the
+ * wasm frames; above roughly this size the host stack runs out first, which
+ * surfaces as a host RangeError and leaves the wasm module unusable.
+ */
+const MAX_STACK_BYTES = 256 * 1024;
+
+/** The wasm heap never shrinks; past this size the worker starts over with a fresh module. */
+function heapRecycleBytes(memoryBytes: number) {
+  return Math.min(1536 * 1024 * 1024, Math.max(512 * 1024 * 1024, 4 * memoryBytes));
+}
+
+/** Time allowed to turn a thrown value into a message (its getters run in the sandbox). */
+const ERROR_FORMAT_MS = 100;
+
+/**
+ * Runs inside QuickJS before the customer's code. It captures the built-ins it
+ * relies on before customer code can replace them, installs log/console, and
+ * returns the driver that the host calls with JSON and that answers with JSON.
+ */
+const PRELUDE = String.raw`(function (emit, maxLineChars) {
+  "use strict";
+  var G = globalThis;
+  var stringify = JSON.stringify;
+  var parse = JSON.parse;
+  var isArray = Array.isArray;
+  var NativePromise = Promise;
+  var NativeError = Error;
+  var NativeMap = Map;
+  var toStr = String;
+  var define = Object.defineProperty;
+  var create = Object.create;
+  var locationRe = /:(\d+):(\d+)/;
+
+  function typeName(v) {
+    if (v === null) return "null";
+    if (isArray(v)) return "array";
+    if (v instanceof NativePromise) return "promise";
+    return typeof v;
+  }
+  function isEvent(v) {
+    return v !== null && typeof v === "object" && !isArray(v) && !(v instanceof NativePromise);
+  }
+  function contractError(message) {
+    var e = new NativeError(message);
+    e.name = "SluiceContractError";
+    return e;
+  }
+  function fmtError(e) {
+    try {
+      if (e !== null && typeof e === "object") {
+        var name = e.name, message = e.message;
+        if (name === "SluiceContractError") return toStr(message);
+        if (typeof message === "string") {
+          var n = typeof name === "string" && name !== "" ? name : "Error";
+          var text = message === "" ? n : n + ": " + message;
+          if (n === "SyntaxError" && typeof e.stack === "string") {
+            var m = locationRe.exec(e.stack);
+            if (m) text += " (line " + m[1] + ", column " + m[2] + ")";
+          }
+          return text;
+        }
+        var s = stringify(e);
+        if (typeof s === "string") return "Uncaught " + s;
+      }
+      if (typeof e === "string") return e;
+      return "Uncaught " + toStr(e);
+    } catch (x) {
+      return "Uncaught exception (it could not be printed)";
+    }
+  }
+  function fmt(v) {
+    if (typeof v === "string") return v;
+    if (v instanceof NativeError) return fmtError(v);
+    if (v !== null && typeof v === "object") {
+      try {
+        var s = stringify(v);
+        if (typeof s === "string") return s;
+      } catch (e) {}
+    }
+    try { return toStr(v); } catch (e) { return "[" + typeof v + "]"; }
+  }
+  function log() {
+    var line = "";
+    for (var i = 0; i < arguments.length; i++) {
+      line += (i > 0 ? " " : "") + fmt(arguments[i]);
+      if (line.length > maxLineChars) break;
+    }
+    if (line.length > maxLineChars) line = line.slice(0, maxLineChars);
+    emit(line);
+  }
+  var consoleObject = { log: log, info: log, warn: log, error: log, debug: log };
+  define(G, "log", { value: log, writable: true, configurable: true });
+  define(G, "console", { value: consoleObject, writable: true, configurable: true });
+
+  var registered = false, fe, fb;
+  define(G, "__sluice_register__", {
+    configurable: true,
+    value: function (te, tb) {
+      if (registered) return;
+      registered = true;
+      fe = te;
+      fb = tb;
+      delete G.__sluice_register__;
+    },
+  });
+
+  function describe() {
+    if (!registered) return "error:the code did not finish loading";
+    var hasE = fe !== undefined, hasB = fb !== undefined;
+    if (hasE && typeof fe !== "function") return "error:transformEvent must be a function (got " + typeName(fe) + ")";
+    if (hasB && typeof fb !== "function") return "error:transformBatch must be a function (got " + typeName(fb) + ")";
+    if (hasE && hasB) return "error:define only one of transformEvent(event, metadata) or transformBatch(events, metadata), not both";
+    if (!hasE && !hasB) return "error:define a function transformEvent(event, metadata) or transformBatch(events, metadata)";
+    return hasE ? "transformEvent" : "transformBatch";
+  }
+
+  function run(inputJson) {
+    var items = parse(inputJson);
+    var n = items.length;
+    var events = [];
+    var byIdentity = new NativeMap();
+    var byMessageId = create(null);
+    for (var k = 0; k < n; k++) {
+      events[k] = items[k].event;
+      if (events[k] !== null && typeof events[k] === "object") byIdentity.set(events[k], k);
+      var mid = items[k].metadata && items[k].metadata.messageId;
+      if (typeof mid === "string" && !(mid in byMessageId)) byMessageId[mid] = k;
+    }
+    // Customer code may hand metadata() a copy of the event, so fall back to its messageId.
+    function sourceOf(ev, fallback) {
+      if (ev !== null && typeof ev === "object") {
+        var i = byIdentity.get(ev);
+        if (i !== undefined) return i;
+        var id = ev.messageId;
+        if (typeof id === "string" && id in byMessageId) return byMessageId[id];
+      }
+      return fallback;
+    }
+    var out = [];
+
+    if (fe !== undefined) {
+      var collect = function (i, r) {
+        if (r === null || r === undefined) return;
+        if (isArray(r)) {
+          for (var j = 0; j < r.length; j++) {
+            if (!isEvent(r[j])) throw contractError("transformEvent must return an object, an array of objects, null or undefined (got an array containing " + typeName(r[j]) + ")");
+            out.push([i, r[j]]);
+          }
+          return;
+        }
+        if (!isEvent(r)) throw contractError("transformEvent must return an object, an array of objects, null or undefined (got " + typeName(r) + ")");
+        out.push([i, r]);
+      };
+      var next = 0;
+      // Synchronous unless the customer's function is async; then each event waits for the previous one.
+      var step = function () {
+        while (next < n) {
+          var i = next++;
+          var metadata = (function (own) {
+            return function metadata(ev) { return items[sourceOf(ev, own)].metadata; };
+          })(i);
+          var r = fe(events[i], metadata);
+          if (r instanceof NativePromise) {
+            return r.then(function (v) { collect(i, v); return step(); });
+          }
+          collect(i, r);
+        }
+        return stringify(out);
+      };
+      return step();
+    }
+
+    var batchMetadata = function metadata(ev) {
+      var i = sourceOf(ev, -1);
+      return i >= 0 ? items[i].metadata : {};
+    };
+    var finish = function (r) {
+      if (!isArray(r)) throw contractError("transformBatch must return an array of objects (got " + typeName(r) + ")");
+      for (var j = 0; j < r.length; j++) {
+        if (!isEvent(r[j])) throw contractError("transformBatch must return an array of objects (got an array containing " + typeName(r[j]) + ")");
+        out.push([sourceOf(r[j], j < n ? j : 0), r[j]]);
+      }
+      return stringify(out);
+    };
+    var result = fb(events, batchMetadata);
+    return result instanceof NativePromise ? result.then(finish) : finish(result);
+  }
+
+  return { run: run, describe: describe, fmtError: fmtError };
+})`;
+
+/** Appended to the customer's code: hands the two functions to the prelude, whether declared plainly, with export, or as let/const. */
+const TAIL = `
+;__sluice_register__(typeof transformEvent === "undefined" ? undefined : transformEvent, typeof transformBatch === "undefined" ? undefined : transformBatch);
+`;
+
+const FILENAME = "transformation.js";
+
+const UNPRINTABLE = "Uncaught exception (it could not be printed)";
+
+/** `export`/`import` statements need module evaluation; everything else runs as a classic script (sloppy mode allowed). */
+const MODULE_SYNTAX = /^[ \t]*(export|import)[\s{*]/m;
+const MAYBE_MODULE_SYNTAX = /\b(export|import)\b/;
+
+type CallOutcome = { ok: true; value: string } | { ok: false; error: string; discard: boolean };
+
+class Program {
+  kind: TransformationKind = "transformEvent";
+  private readonly rt: QuickJSRuntime;
+  private readonly ctx: QuickJSContext;
+  private readonly memory: WebAssembly.Memory;
+  private runFn: QuickJSHandle | null = null;
+  private fmtErrorFn: QuickJSHandle | null = null;
+  private deadline = Number.POSITIVE_INFINITY;
+  private timeoutMs = 0;
+  private interrupted: "timeout" | "memory" | null = null;
+  private nextMemoryCheck = Number.POSITIVE_INFINITY;
+  private heapAtLastCheck = 0;
+  private logs: string[] = [];
+  private droppedLogs = 0;
+  private disposed = false;
+
+  /** Throws only host-side errors (the wasm module is then suspect); failures of the customer's code come back as `error`. */
+  static load(
+    qjs: QuickJSWASMModule,
+    code: string,
+    memoryBytes: number,
+    timeoutMs: number,
+  ): { program: Program; logs: string[] } | { error: string; logs: string[] } {
+    const program = new Program(qjs, memoryBytes);
+    let ok = false;
+    try {
+      const error = program.init(code, timeoutMs);
+      const logs = program.takeLogs();
+      if (error !== null) return { error, logs };
+      ok = true;
+      return { program, logs };
+    } finally {
+      if (!ok) program.dispose();
+    }
+  }
+
+  private constructor(
+    qjs: QuickJSWASMModule,
+    readonly memoryBytes: number,
+  ) {
+    this.memory = qjs.getWasmMemory();
+    this.rt = qjs.newRuntime();
+    try {
+      this.rt.setMemoryLimit(memoryBytes);
+      this.rt.setMaxStackSize(MAX_STACK_BYTES);
+      this.rt.setInterruptHandler(() => this.shouldInterrupt());
+      // The runtime's own context, so that computeMemoryUsage does not create a second one.
+      this.ctx = this.rt.getSystemContext();
+    } catch (e) {
+      this.rt.dispose();
+      throw e;
+    }
+  }
+
+  private shouldInterrupt(): boolean {
+    const now = Date.now();
+    if (now > this.deadline) {
+      this.interrupted = "timeout";
+      return true;
+    }
+    const heap = this.memory.buffer.byteLength;
+    if (now >= this.nextMemoryCheck || heap > this.heapAtLastCheck + this.memoryBytes / 2) {
+      const used = this.memoryUsed();
+      const after = Date.now();
+      this.heapAtLastCheck = this.memory.buffer.byteLength;
+      this.nextMemoryCheck = after + Math.max(MEMORY_CHECK_INTERVAL_MS, 4 * (after - now));
+      if (used > this.memoryBytes) {
+        this.interrupted = "memory";
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private memoryUsed(): number {
+    try {
+      const usage = this.rt.computeMemoryUsage();
+      try {
+        const size = this.ctx.getProp(usage, "memory_used_size");
+        try {
+          return this.ctx.getNumber(size);
+        } finally {
+          size.dispose();
+        }
+      } finally {
+        usage.dispose();
+      }
+    } catch {
+      // Measuring allocates; failing to means the heap is full.
+      return Number.POSITIVE_INFINITY;
+    }
+  }
+
+  private arm(timeoutMs: number) {
+    const now = Date.now();
+    this.timeoutMs = timeoutMs;
+    this.deadline = now + timeoutMs;
+    this.interrupted = null;
+    this.nextMemoryCheck = now + MEMORY_CHECK_INTERVAL_MS;
+    this.heapAtLastCheck = this.memory.buffer.byteLength;
+  }
+
+  private disarm() {
+    this.deadline = Number.POSITIVE_INFINITY;
+    this.nextMemoryCheck = Number.POSITIVE_INFINITY;
+  }
+
+  private takeLogs(): string[] {
+    const logs = this.logs;
+    if (this.droppedLogs > 0) logs.push(`... ${this.droppedLogs} more log lines dropped (limit ${MAX_LOG_LINES} per call)`);
+    this.logs = [];
+    this.droppedLogs = 0;
+    return logs;
+  }
+
+  /** Returns null when loaded, else the message that refuses the code. */
+  private init(code: string, timeoutMs: number): string | null {
+    const { ctx } = this;
+    this.arm(timeoutMs);
+    try {
+      const emit = ctx.newFunction("emit", (line) => {
+        if (this.logs.length >= MAX_LOG_LINES) {
+          this.droppedLogs++;
+          return;
+        }
+        const text = ctx.getString(line);
+        this.logs.push(text.length > MAX_LOG_LINE_CHARS ? text.slice(0, MAX_LOG_LINE_CHARS) : text);
+      });
+      const maxChars = ctx.newNumber(MAX_LOG_LINE_CHARS);
+      let api: QuickJSHandle;
+      try {
+        const factory = ctx.unwrapResult(ctx.evalCode(PRELUDE, "sluice:prelude", { type: "global", strict: true }));
+        try {
+          api = ctx.unwrapResult(ctx.callFunction(factory, ctx.undefined, emit, maxChars));
+        } finally {
+          factory.dispose();
+        }
+      } finally {
+        emit.dispose();
+        maxChars.dispose();
+      }
+      let describeFn: QuickJSHandle;
+      try {
+        this.runFn = ctx.getProp(api, "run");
+        this.fmtErrorFn = ctx.getProp(api, "fmtError");
+        describeFn = ctx.getProp(api, "describe");
+      } finally {
+        api.dispose();
+      }
+
+      try {
+        const evaluated = this.evaluate(code);
+        if (evaluated !== null) return evaluated;
+        const described = ctx.callFunction(describeFn, ctx.undefined);
+        if (described.error) return this.failure(described.error).error;
+        const text = ctx.getString(described.value);
+        described.value.dispose();
+        if (text.startsWith("error:")) return text.slice("error:".length);
+        this.kind = text as TransformationKind;
+        return null;
+      } finally {
+        describeFn.dispose();
+      }
+    } finally {
+      this.disarm();
+    }
+  }
+
+  /** Runs the customer's top level. Returns null on success, else the error message. */
+  private evaluate(code: string): string | null {
+    const { ctx } = this;
+    const source = code + TAIL;
+    const asModule = MODULE_SYNTAX.test(code);
+    let result = ctx.evalCode(source, FILENAME, { type: asModule ? "module" : "global" });
+    if (result.error && !asModule && MAYBE_MODULE_SYNTAX.test(code) && this.isSyntaxError(result.error)) {
+      // e.g. `/* header */ export function ...`: a parse error ran nothing, so retrying as a module is safe.
+      result.error.dispose();
+      result = ctx.evalCode(source, FILENAME, { type: "module" });
+    }
+    if (result.error) return this.failure(result.error).error;
+    // Module evaluation yields a promise (top-level await is allowed); settle it.
+    const settled = this.settle(result.value, true);
+    if (!settled.ok) return settled.error;
+    settled.handle.dispose();
+    return null;
+  }
+
+  private isSyntaxError(error: QuickJSHandle): boolean {
+    const name = this.ctx.getProp(error, "name");
+    try {
+      return this.ctx.typeof(name) === "string" && this.ctx.getString(name) === "SyntaxError";
+    } finally {
+      name.dispose();
+    }
+  }
+
+  /**
+   * Consumes `handle`. Runs QuickJS's job queue first (there is no I/O or timer
+   * inside, so this settles every promise that can settle), so that no leftover
+   * job runs during a later call.
+   */
+  private settle(
+    handle: QuickJSHandle,
+    allowPlainValue: boolean,
+  ): { ok: true; handle: QuickJSHandle } | { ok: false; error: string; discard: boolean } {
+    const { ctx, rt } = this;
+    while (rt.hasPendingJob()) {
+      const jobs = rt.executePendingJobs();
+      if (jobs.error) {
+        const failure = this.failure(jobs.error);
+        if (this.interrupted) {
+          handle.dispose();
+          return failure;
+        }
+      }
+    }
+    if (ctx.typeof(handle) !== "object") {
+      if (allowPlainValue || ctx.typeof(handle) === "string") return { ok: true, handle };
+    }
+    const state = ctx.getPromiseState(handle);
+    if (state.type === "fulfilled" && state.notAPromise) {
+      if (allowPlainValue) return { ok: true, handle };
+      handle.dispose();
+      return { ok: false, error: "internal error: the sandbox driver returned an unexpected value", discard: true };
+    }
+    handle.dispose();
+    if (state.type === "pending") return { ok: false, error: "the transformation returned a promise that never settled", discard: false };
+    if (state.type === "rejected") return this.failure(state.error);
+    return { ok: true, handle: state.value };
+  }
+
+  /** Consumes the thrown value and turns it into the caller's message. */
+  private failure(thrown: QuickJSHandle): { ok: false; error: string; discard: boolean } {
+    try {
+      if (this.interrupted === "timeout") return { ok: false, error: `transformation timed out after ${this.timeoutMs} ms`, discard: true };
+      if (this.interrupted === "memory") return { ok: false, error: this.outOfMemory(), discard: true };
+      const message = this.formatThrown(thrown);
+      // A full heap can also fail the formatting itself, hence the second test.
+      if (message === "InternalError: out of memory" || (message === UNPRINTABLE && this.memoryUsed() > this.memoryBytes)) {
+        return { ok: false, error: this.outOfMemory(), discard: true };
+      }
+      return { ok: false, error: message, discard: false };
+    } finally {
+      thrown.dispose();
+    }
+  }
+
+  private outOfMemory() {
+    return `transformation ran out of memory (limit ${Math.round(this.memoryBytes / (1024 * 1024))} MB)`;
+  }
+
+  private formatThrown(thrown: QuickJSHandle): string {
+    const { ctx } = this;
+    const fmt = this.fmtErrorFn;
+    if (!fmt) return "Error (unprintable)";
+    // Its own small budget: the call's deadline may be what ended the call.
+    const saved = this.deadline;
+    this.deadline = Date.now() + ERROR_FORMAT_MS;
+    try {
+      const r = ctx.callFunction(fmt, ctx.undefined, thrown);
+      if (r.error) {
+        r.error.dispose();
+        return UNPRINTABLE;
+      }
+      const text = ctx.typeof(r.value) === "string" ? ctx.getString(r.value) : "Uncaught exception";
+      r.value.dispose();
+      return text;
+    } finally {
+      this.deadline = saved;
+    }
+  }
+
+  /** Runs one call: `input` is JSON of [{event, metadata}], the answer JSON of [[inputIndex, event]]. */
+  call(input: string, timeoutMs: number): { outcome: CallOutcome; logs: string[] } {
+    const { ctx } = this;
+    const runFn = this.runFn!;
+    this.arm(timeoutMs);
+    try {
+      const arg = ctx.newString(input);
+      let result;
+      try {
+        result = ctx.callFunction(runFn, ctx.undefined, arg);
+      } finally {
+        arg.dispose();
+      }
+      let outcome: CallOutcome;
+      if (result.error) {
+        outcome = this.failure(result.error);
+      } else {
+        const settled = this.settle(result.value, false);
+        if (!settled.ok) outcome = settled;
+        else {
+          const h = settled.handle;
+          outcome =
+            ctx.typeof(h) === "string"
+              ? { ok: true, value: ctx.getString(h) }
+              : { ok: false, error: "internal error: the sandbox driver returned an unexpected value", discard: true };
+          h.dispose();
+        }
+      }
+      return { outcome, logs: this.takeLogs() };
+    } finally {
+      this.disarm();
+    }
+  }
+
+  dispose() {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.runFn?.dispose();
+    this.fmtErrorFn?.dispose();
+    this.rt.dispose();
+  }
+}
+
+/** Per-worker state: one QuickJS wasm module and the compiled programs, by version. */
+class Engine {
+  private qjs: QuickJSWASMModule | null = null;
+  private programs = new Map<string, { code: string; program: Program }>();
+
+  private async module(): Promise<QuickJSWASMModule> {
+    this.qjs ??= await newQuickJSWASMModuleFromVariant(variant);
+    return this.qjs;
+  }
+
+  /**
+   * After a host-side failure inside wasm (stack exhaustion, abort) QuickJS's
+   * memory may be inconsistent, so every program goes with the module.
+   */
+  private resetModule(disposePrograms: boolean) {
+    if (disposePrograms) {
+      for (const { program } of this.programs.values()) {
+        try {
+          program.dispose();
+        } catch {
+          break;
+        }
+      }
+    }
+    this.programs.clear();
+    this.qjs = null;
+  }
+
+  private drop(versionId: string) {
+    const entry = this.programs.get(versionId);
+    if (!entry) return;
+    this.programs.delete(versionId);
+    entry.program.dispose();
+  }
+
+  async run(req: RunRequest): Promise<RunReply> {
+    const qjs = await this.module();
+    try {
+      let logs: string[] = [];
+      let entry = this.programs.get(req.versionId);
+      if (entry && (entry.code !== req.code || entry.program.memoryBytes !== req.memoryBytes)) {
+        this.drop(req.versionId);
+        entry = undefined;
+      }
+      if (entry) {
+        // Map order is the LRU order.
+        this.programs.delete(req.versionId);
+        this.programs.set(req.versionId, entry);
+      } else {
+        const loaded = Program.load(qjs, req.code, req.memoryBytes, req.timeoutMs);
+        if ("error" in loaded) return { id: req.id, ok: false, error: loaded.error, logs: loaded.logs };
+        logs = loaded.logs;
+        entry = { code: req.code, program: loaded.program };
+        this.programs.set(req.versionId, entry);
+        while (this.programs.size > CONTEXT_CACHE_SIZE) this.drop(this.programs.keys().next().value!);
+      }
+      const { outcome, logs: callLogs } = entry.program.call(req.input, req.timeoutMs);
+      logs = logs.length ? logs.concat(callLogs) : callLogs;
+      if (!outcome.ok && outcome.discard) this.drop(req.versionId);
+      if (qjs.getWasmMemory().buffer.byteLength > heapRecycleBytes(req.memoryBytes)) this.resetModule(true);
+      return outcome.ok ? { id: req.id, ok: true, output: outcome.value, logs } : { id: req.id, ok: false, error: outcome.error, logs };
+    } catch (e) {
+      this.resetModule(false);
+      return { id: req.id, ok: false, error: hostFailure(e), logs: [] };
+    }
+  }
+
+  async validate(req: ValidateRequest): Promise<ValidateReply> {
+    const qjs = await this.module();
+    try {
+      const loaded = Program.load(qjs, req.code, req.memoryBytes, req.timeoutMs);
+      if ("error" in loaded) return { ok: false, error: loaded.error };
+      const kind = loaded.program.kind;
+      loaded.program.dispose();
+      return { ok: true, kind };
+    } catch (e) {
+      this.resetModule(false);
+      return { ok: false, error: hostFailure(e) };
+    }
+  }
+}
+
+function hostFailure(e: unknown): string {
+  if (e instanceof RangeError && /call stack/i.test(e.message)) return "transformation exceeded the maximum call stack size";
+  return `transformation sandbox failed: ${e instanceof Error ? e.message : String(e)}`;
+}
+
+function writeValidateReply(buffer: SharedArrayBuffer, reply: ValidateReply) {
+  const room = VALIDATE_BUFFER_BYTES - VALIDATE_HEADER_BYTES;
+  let bytes = new TextEncoder().encode(JSON.stringify(reply));
+  if (bytes.length > room && !reply.ok) {
+    bytes = new TextEncoder().encode(JSON.stringify({ ok: false, error: reply.error.slice(0, room / 4) }));
+  }
+  new Uint8Array(buffer, VALIDATE_HEADER_BYTES, bytes.length).set(bytes);
+  const header = new Int32Array(buffer, 0, 2);
+  header[1] = bytes.length;
+  Atomics.store(header, 0, 1);
+  Atomics.notify(header, 0);
+}
+
+if (!isMainThread) {
+  const engine = new Engine();
+  // One request at a time: QuickJS is single-threaded and the pool sends one per worker anyway.
+  let queue: Promise<unknown> = Promise.resolve();
+  // Installed before any await so that no early message is dropped.
+  self.onmessage = (event: MessageEvent<WorkerRequest>) => {
+    const req = event.data;
+    queue = queue.then(async () => {
+      if (req.op === "validate") {
+        let reply: ValidateReply;
+        try {
+          reply = await engine.validate(req);
+        } catch (e) {
+          reply = { ok: false, error: hostFailure(e) };
+        }
+        writeValidateReply(req.buffer, reply);
+        return;
+      }
+      let reply: RunReply;
+      try {
+        reply = await engine.run(req);
+      } catch (e) {
+        reply = { id: req.id, ok: false, error: hostFailure(e), logs: [] };
+      }
+      postMessage(reply);
+    });
+  };
+}

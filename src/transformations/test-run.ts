@@ -1,0 +1,23 @@
+/** Runs unsaved code over events in the sandbox, for POST /v2/transformations/test. */
+import { badRequest } from "../lib/errors";
+import { validateTransformationCode, type SandboxPool } from "./sandbox";
+
+export async function testTransformation(sandbox: SandboxPool, input: { code: string; events: Record<string, unknown>[] }) {
+  try {
+    validateTransformationCode(input.code);
+  } catch (e) {
+    throw badRequest(`code: ${(e as Error).message}`);
+  }
+  const versionId = `test-${new Bun.CryptoHasher("sha256").update(input.code).digest("hex").slice(0, 16)}`;
+  const meta = (e: Record<string, unknown>) => ({
+    sourceId: "",
+    destinationId: "",
+    destinationType: "",
+    workspaceId: "",
+    messageId: String(e.messageId ?? ""),
+    transformationId: "",
+    transformationVersionId: versionId,
+  });
+  const res = await sandbox.run({ versionId, code: input.code, events: input.events.map((event) => ({ event, metadata: meta(event) })) });
+  return { output: res.output.map((o) => o.event), logs: res.logs, errors: res.error ? [res.error] : [] };
+}
