@@ -1,0 +1,98 @@
+/**
+ * The processor reads newly committed events by id cursor and inserts one delivery
+ * per (event, destination), advancing its cursor in the same transaction. Intake stays
+ * one insert per event however many destinations there are.
+ */
+import type { Statement } from "bun:sqlite";
+import type { ConfigStore } from "../control-plane/config-store";
+import type { Logger } from "../lib/logger";
+import { routeEvent } from "./route";
+
+const CURSOR = "processor";
+const BATCH = 2000;
+
+export class Processor {
+  private scheduled = false;
+  private readEvents: Statement;
+  private insertDelivery: Statement;
+  private saveCursor: Statement;
+  private cursor: number;
+  private listeners: Array<(destinationIds: Set<string>) => void> = [];
+  private stopped = false;
+
+  constructor(
+    private db: import("../../db").Db,
+    private config: ConfigStore,
+    private log: Logger,
+    private now: () => number,
+  ) {
+    const c = db.$client;
+    this.readEvents = c.prepare(
+      "SELECT id, source_id AS sourceId, workspace_id AS workspaceId, user_key AS userKey, type, payload FROM events WHERE id > ? ORDER BY id LIMIT ?",
+    );
+    this.insertDelivery = c.prepare(
+      `INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, state, attempts, next_attempt_at, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
+    );
+    this.saveCursor = c.prepare("INSERT INTO cursors (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value");
+    const row = c.query("SELECT value FROM cursors WHERE name = ?").get(CURSOR) as { value: number } | null;
+    this.cursor = row?.value ?? 0;
+  }
+
+  /** Called with the destinations that got new deliveries (the router's wake-up). */
+  onDeliveries(fn: (destinationIds: Set<string>) => void) {
+    this.listeners.push(fn);
+  }
+
+  /** Coalesces wake-ups: many commits in one turn of the loop cause one run. */
+  wake() {
+    if (this.scheduled || this.stopped) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.run();
+    });
+  }
+
+  stop() {
+    this.stopped = true;
+  }
+
+  /** Processes everything committed so far, in slices so the loop stays responsive. */
+  run() {
+    if (this.stopped) return;
+    let rows: any[];
+    try {
+      rows = this.readEvents.all(this.cursor, BATCH) as any[];
+    } catch (err) {
+      this.log.error("processor could not read events", { err });
+      return;
+    }
+    if (rows.length === 0) return;
+    const snapshot = this.config.snapshot();
+    const touched = new Set<string>();
+    const now = this.now();
+    const last = rows[rows.length - 1].id as number;
+    try {
+      this.db.$client.transaction(() => {
+        for (const r of rows) {
+          const connected = snapshot.bySource.get(r.sourceId);
+          if (!connected?.length) continue;
+          // Routing needs only the type and the integrations object: parse only when the latter is there.
+          const event = r.payload.includes('"integrations"') ? JSON.parse(r.payload) : { type: r.type };
+          for (const d of routeEvent(event, connected)) {
+            this.insertDelivery.run(r.id, d.id, r.sourceId, r.workspaceId, r.userKey, now, now, now);
+            touched.add(d.id);
+          }
+        }
+        this.saveCursor.run(CURSOR, last);
+      }).immediate();
+    } catch (err) {
+      this.log.error("processor could not write deliveries", { err });
+      return;
+    }
+    this.cursor = last;
+    if (touched.size) for (const fn of this.listeners) fn(touched);
+    if (rows.length === BATCH) this.wake();
+  }
+}

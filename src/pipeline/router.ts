@@ -1,0 +1,302 @@
+/**
+ * The router delivers queued deliveries. Per destination it keeps a window of the
+ * queue in memory, one FIFO per user, and runs at most `concurrency` deliveries at
+ * once. One rule gives per-user order: only the head of a user's FIFO may run, and it
+ * leaves the FIFO only when it succeeded, was aborted, or was dropped; a head waiting
+ * for a retry holds that user's later events while other users flow on.
+ */
+import type { Statement } from "bun:sqlite";
+import type { Db } from "../../db";
+import type { ConfigStore, DestinationRuntime } from "../control-plane/config-store";
+import type { Logger } from "../lib/logger";
+import type { Metrics } from "../lib/metrics";
+import type { LiveEvents } from "./live-events";
+import type { OutcomeWriter, OutcomeRow } from "./outcomes";
+import { type Outcome, RESPONSE_KEEP_BYTES, sendRequest } from "./send";
+import { type StageContext, destinationTransform, userTransform } from "./stages";
+
+export interface RouterSettings {
+  concurrency: number;
+  timeoutMs: number;
+  backoffMs: number;
+  maxBackoffMs: number;
+  retryMaxMs: number;
+  retryMinAttempts: number;
+}
+
+interface Queued {
+  id: number;
+  eventId: number;
+  userKey: string;
+  sourceId: string;
+  attempts: number;
+  firstAttemptAt: number | null;
+  nextAttemptAt: number;
+  attemptLog: string | null;
+  payload: string;
+}
+
+const WINDOW = 5000;
+const REFILL_BELOW = 1000;
+const KEEP_ATTEMPTS = 10;
+
+class DestinationQueue {
+  users = new Map<string, Queued[]>();
+  /** Users whose head is due and not running, in the order they became ready. */
+  ready = new Set<string>();
+  running = new Set<string>();
+  timers = new Map<string, Timer>();
+  loadedUpTo = 0;
+  size = 0;
+  drained = false;
+  resetWanted = false;
+
+  constructor(readonly destinationId: string) {}
+
+  clear() {
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    this.users.clear();
+    this.ready.clear();
+    this.size = 0;
+    this.loadedUpTo = 0;
+    this.drained = false;
+  }
+}
+
+export class Router {
+  private queues = new Map<string, DestinationQueue>();
+  private load: Statement;
+  private abortAll: Statement;
+  private stopped = false;
+  private inFlight = new Set<Promise<void>>();
+  private safetyNet?: Timer;
+
+  constructor(
+    private db: Db,
+    private config: ConfigStore,
+    private stages: StageContext,
+    private outcomes: OutcomeWriter,
+    private live: LiveEvents,
+    private metrics: Metrics,
+    private log: Logger,
+    private settings: RouterSettings,
+    private now: () => number = Date.now,
+  ) {
+    this.load = db.$client.prepare(
+      `SELECT d.id, d.event_id AS eventId, d.user_key AS userKey, d.source_id AS sourceId, d.attempts,
+              d.first_attempt_at AS firstAttemptAt, d.next_attempt_at AS nextAttemptAt, d.attempt_log AS attemptLog, e.payload
+         FROM deliveries d JOIN events e ON e.id = d.event_id
+        WHERE d.destination_id = ? AND d.id > ? AND d.state IN ('pending', 'retrying')
+        ORDER BY d.id LIMIT ?`,
+    );
+    this.abortAll = db.$client.prepare(
+      `UPDATE deliveries SET state = 'aborted', last_error = ?, updated_at = ? WHERE destination_id = ? AND state IN ('pending', 'retrying')`,
+    );
+    config.onChange(() => this.reconcile());
+  }
+
+  /** Loads every destination with queued work (start-up) and keeps a slow poll as a safety net. */
+  start() {
+    const ids = this.db.$client.query("SELECT DISTINCT destination_id AS id FROM deliveries WHERE state IN ('pending', 'retrying')").all() as Array<{ id: string }>;
+    this.wake(new Set(ids.map((r) => r.id)));
+    this.safetyNet = setInterval(() => this.wake(new Set(this.queues.keys())), 5000);
+  }
+
+  /** Called by the processor when it inserted deliveries for these destinations. */
+  wake(destinationIds: Iterable<string>) {
+    for (const id of destinationIds) {
+      let q = this.queues.get(id);
+      if (!q) this.queues.set(id, (q = new DestinationQueue(id)));
+      q.drained = false;
+      this.pump(q);
+    }
+  }
+
+  /** Aborted deliveries were put back to pending: reload the destination's queue from the start. */
+  reload(destinationId: string) {
+    const q = this.queues.get(destinationId) ?? new DestinationQueue(destinationId);
+    this.queues.set(destinationId, q);
+    q.resetWanted = true;
+    this.pump(q);
+  }
+
+  /** After a config change: resume held destinations, abort the queues of deleted ones. */
+  private reconcile() {
+    const snap = this.config.snapshot();
+    for (const [id, q] of this.queues) {
+      if (!snap.destinations.has(id)) {
+        this.abortAll.run("destination deleted", this.now(), id);
+        q.clear();
+        this.queues.delete(id);
+        continue;
+      }
+      // Users held because their source was disabled may be ready again.
+      for (const [user, fifo] of q.users) if (fifo.length && !q.running.has(user) && !q.timers.has(user)) q.ready.add(user);
+      this.pump(q);
+    }
+  }
+
+  private refill(q: DestinationQueue) {
+    if (q.drained || q.size >= REFILL_BELOW) return;
+    const rows = this.load.all(q.destinationId, q.loadedUpTo, WINDOW - q.size) as Queued[];
+    if (rows.length < WINDOW - q.size) q.drained = true;
+    const now = this.now();
+    for (const r of rows) {
+      q.loadedUpTo = r.id;
+      let fifo = q.users.get(r.userKey);
+      if (!fifo) q.users.set(r.userKey, (fifo = []));
+      fifo.push(r);
+      q.size++;
+      if (fifo.length === 1) this.schedule(q, r.userKey, r.nextAttemptAt, now);
+    }
+  }
+
+  /** Makes a user's head ready now, or when it is due. */
+  private schedule(q: DestinationQueue, user: string, dueAt: number, now = this.now()) {
+    if (dueAt <= now) {
+      q.ready.add(user);
+      return;
+    }
+    const t = setTimeout(() => {
+      q.timers.delete(user);
+      q.ready.add(user);
+      this.pump(q);
+    }, dueAt - now);
+    q.timers.set(user, t);
+  }
+
+  private pump(q: DestinationQueue) {
+    if (this.stopped) return;
+    if (q.resetWanted && q.running.size === 0) {
+      q.resetWanted = false;
+      // Outcomes still queued for the group commit must be in the database before it is re-read.
+      this.outcomes.flush();
+      q.clear();
+    }
+    const snap = this.config.snapshot();
+    const dest = snap.destinations.get(q.destinationId);
+    // A disabled destination holds its queue; re-enabling triggers reconcile → pump.
+    if (!dest || !dest.enabled) return;
+    try {
+      this.refill(q);
+    } catch (err) {
+      this.log.error("could not load deliveries", { err, destinationId: q.destinationId });
+      return;
+    }
+    for (const user of q.ready) {
+      if (q.running.size >= this.settings.concurrency) break;
+      q.ready.delete(user);
+      const head = q.users.get(user)?.[0];
+      if (!head) continue;
+      // A disabled source holds its events; reconcile makes the user ready again.
+      if (snap.sources.get(head.sourceId)?.enabled === false) continue;
+      q.running.add(user);
+      const p = this.execute(dest, head)
+        .then((result) => this.finish(q, user, head, result))
+        .catch((err) => this.log.error("delivery failed unexpectedly", { err, deliveryId: head.id }))
+        .finally(() => {
+          this.inFlight.delete(p);
+          q.running.delete(user);
+          this.pump(q);
+        });
+      this.inFlight.add(p);
+    }
+  }
+
+  /** Runs the stages for one delivery and returns its outcome; never throws for a destination's failure. */
+  private async execute(dest: DestinationRuntime, item: Queued): Promise<Outcome | { kind: "filtered"; ms: number }> {
+    const started = performance.now();
+    const event = JSON.parse(item.payload);
+    const transformed = await userTransform(this.stages, dest, [{ sourceId: item.sourceId, event }]);
+    if (transformed.error) {
+      return { kind: "abort", response: "", error: `user transformation failed: ${transformed.error}`, ms: performance.now() - started };
+    }
+    if (transformed.output.length === 0) return { kind: "filtered", ms: performance.now() - started };
+    let last: Outcome | undefined;
+    for (const out of transformed.output) {
+      const dt = destinationTransform(this.stages, dest, out.event);
+      if (!dt.ok) return { kind: "abort", response: "", error: dt.error, ms: performance.now() - started };
+      for (const req of dt.requests) {
+        last = await sendRequest(req, { timeoutMs: this.settings.timeoutMs, messageId: String(out.event.messageId ?? event.messageId ?? "") });
+        if (last.kind !== "delivered") return last;
+      }
+    }
+    // An event the kind maps to no request (e.g. filtered by the kind's own event filter) is done.
+    return last ?? { kind: "filtered", ms: performance.now() - started };
+  }
+
+  private backoff(attempts: number, retryAfterMs?: number): number {
+    if (retryAfterMs !== undefined) return Math.min(retryAfterMs, 3_600_000);
+    const base = Math.min(this.settings.maxBackoffMs, this.settings.backoffMs * 2 ** (attempts - 1));
+    return Math.round(base / 2 + Math.random() * (base / 2));
+  }
+
+  private finish(q: DestinationQueue, user: string, item: Queued, result: Outcome | { kind: "filtered"; ms: number }) {
+    const now = this.now();
+    const attempts = item.attempts + 1;
+    const firstAttemptAt = item.firstAttemptAt ?? now;
+    const status = "status" in result ? (result.status ?? null) : null;
+    const response = "response" in result ? result.response : null;
+    const error = "error" in result ? (result.error ?? null) : null;
+    let log: unknown[] = [];
+    try {
+      log = item.attemptLog ? JSON.parse(item.attemptLog) : [];
+    } catch {}
+    log.push({ at: new Date(now).toISOString(), status, response: response?.slice(0, RESPONSE_KEEP_BYTES) ?? null, error, ms: Math.round(result.ms) });
+    if (log.length > KEEP_ATTEMPTS) log = log.slice(-KEEP_ATTEMPTS);
+    const attemptLog = JSON.stringify(log);
+
+    let state: OutcomeRow["state"];
+    let nextAttemptAt = now;
+    let finalError = error;
+    if (result.kind === "delivered") state = "succeeded";
+    else if (result.kind === "filtered") state = "filtered";
+    else if (result.kind === "abort") state = "aborted";
+    else {
+      const exhausted = attempts >= this.settings.retryMinAttempts && now - firstAttemptAt >= this.settings.retryMaxMs;
+      if (exhausted) {
+        state = "aborted";
+        finalError = `retry limit reached after ${attempts} attempts: ${error ?? `status ${status}`}`;
+      } else {
+        state = "retrying";
+        nextAttemptAt = now + this.backoff(attempts, result.retryAfterMs);
+      }
+    }
+    this.outcomes.write({ id: item.id, state, attempts, nextAttemptAt, firstAttemptAt, lastStatus: status, lastResponse: response, lastError: finalError, attemptLog, updatedAt: now });
+    this.metrics.deliveries.inc({ destination: q.destinationId, outcome: state });
+    const topic = `destination:${q.destinationId}`;
+    if (this.live.hasSubscribers(topic)) {
+      this.live.publish(topic, { deliveryId: item.id, eventId: item.eventId, userKey: user, state, attempt: attempts, status, response, error: finalError, at: new Date(now).toISOString() });
+    }
+
+    const fifo = q.users.get(user)!;
+    if (state === "retrying") {
+      item.attempts = attempts;
+      item.firstAttemptAt = firstAttemptAt;
+      item.nextAttemptAt = nextAttemptAt;
+      item.attemptLog = attemptLog;
+      this.schedule(q, user, nextAttemptAt, now);
+      return;
+    }
+    fifo.shift();
+    q.size--;
+    if (fifo.length === 0) q.users.delete(user);
+    else this.schedule(q, user, fifo[0].nextAttemptAt, now);
+  }
+
+  /** Stops starting deliveries and waits (bounded) for the running ones to record their outcome. */
+  async stop(deadlineMs = 5000) {
+    this.stopped = true;
+    if (this.safetyNet) clearInterval(this.safetyNet);
+    for (const q of this.queues.values()) for (const t of q.timers.values()) clearTimeout(t);
+    await Promise.race([Promise.allSettled([...this.inFlight]), new Promise((r) => setTimeout(r, deadlineMs))]);
+    this.outcomes.flush();
+  }
+
+  /** For stats and tests: how many deliveries are in memory and running per destination. */
+  inMemory(destinationId: string) {
+    const q = this.queues.get(destinationId);
+    return { queued: q?.size ?? 0, running: q?.running.size ?? 0 };
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * The delivery stages, as plain functions the router and the Test API both call:
+ * user transformation → destination transform → HTTP. Nothing here touches the queue.
+ */
+import type { DestinationRuntime } from "../control-plane/config-store";
+import { TransformError, type DestinationRequest, type SluiceEvent } from "../destinations/types";
+import type { EventMetadata, TransformationResult } from "../transformations/contract";
+import type { SandboxPool } from "../transformations/sandbox";
+
+export interface StageContext {
+  sandbox: SandboxPool;
+  /** Destination kind → base URL override (settings). */
+  baseUrls: Record<string, string>;
+}
+
+export function eventMetadata(d: DestinationRuntime, sourceId: string, event: Record<string, any>): EventMetadata {
+  return {
+    sourceId,
+    destinationId: d.id,
+    destinationType: d.type,
+    workspaceId: d.workspaceId,
+    messageId: String(event.messageId ?? ""),
+    transformationId: d.transformation?.id ?? "",
+    transformationVersionId: d.transformation?.versionId ?? "",
+  };
+}
+
+/** Runs the destination's user transformation over events; without one, the events pass unchanged. */
+export async function userTransform(
+  ctx: StageContext,
+  d: DestinationRuntime,
+  items: Array<{ sourceId: string; event: Record<string, any> }>,
+): Promise<TransformationResult & { ran: boolean }> {
+  if (!d.transformation) {
+    return { ran: false, logs: [], output: items.map((i) => ({ event: i.event, metadata: eventMetadata(d, i.sourceId, i.event) })) };
+  }
+  const res = await ctx.sandbox.run({
+    versionId: d.transformation.versionId,
+    code: d.transformation.code,
+    events: items.map((i) => ({ event: i.event, metadata: eventMetadata(d, i.sourceId, i.event) })),
+  });
+  return { ...res, ran: true };
+}
+
+export type DestTransformResult = { ok: true; requests: DestinationRequest[] } | { ok: false; error: string };
+
+/** The destination kind's transform; config problems come back as an error naming the key. */
+export function destinationTransform(ctx: StageContext, d: DestinationRuntime, event: Record<string, any>, config = d.config): DestTransformResult {
+  const def = d.definition;
+  if (!def) return { ok: false, error: `unknown destination type '${d.type}'` };
+  if (!def.config.supportedMessageTypes.includes(event.type)) {
+    return { ok: false, error: `${def.name} does not take '${event.type}' messages` };
+  }
+  try {
+    const requests = def.transform(event as SluiceEvent, {
+      config,
+      destination: { id: d.id, name: d.name, workspaceId: d.workspaceId },
+      baseUrl: ctx.baseUrls[def.name],
+    });
+    return { ok: true, requests };
+  } catch (err) {
+    if (err instanceof TransformError) return { ok: false, error: err.message };
+    return { ok: false, error: `transform failed: ${(err as Error)?.message ?? String(err)}` };
+  }
+}
