@@ -136,3 +136,48 @@ export async function spawnSluice(opts: { dataDir?: string; args?: string[]; env
   )) as string;
   return { url, proc, dataDir, output: () => out };
 }
+
+export interface SinkRequest {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  headers: Record<string, string>;
+  body: any;
+  at: number;
+}
+
+/**
+ * A real HTTP server on 127.0.0.1 standing in for a destination. `respond` decides
+ * each answer (default 200); every request is recorded, answered or not.
+ */
+export function startSink(respond?: (req: SinkRequest, n: number) => Response | Promise<Response>) {
+  const received: SinkRequest[] = [];
+  let n = 0;
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(request) {
+      const url = new URL(request.url);
+      const text = await request.text();
+      let body: any = text;
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {}
+      const rec: SinkRequest = {
+        method: request.method,
+        path: url.pathname,
+        query: Object.fromEntries(url.searchParams),
+        headers: Object.fromEntries(request.headers),
+        body,
+        at: Date.now(),
+      };
+      received.push(rec);
+      return respond ? respond(rec, n++) : new Response("ok");
+    },
+  });
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    received,
+    stop: () => server.stop(true),
+  };
+}

@@ -35,7 +35,7 @@ export function destinationStats(ctx: ScopedContext, destinationId: string) {
   ).map((r) => ({ minute: new Date(r.minute).toISOString(), delivered: r.n }));
   const lastError = c
     .query(
-      `SELECT last_error AS error, last_status AS status, last_response AS response, updated_at AS at FROM deliveries
+      `SELECT last_error AS error, updated_at AS at FROM deliveries
         WHERE destination_id = ? AND last_error IS NOT NULL ORDER BY updated_at DESC LIMIT 1`,
     )
     .get(destinationId) as any;
@@ -43,6 +43,6 @@ export function destinationStats(ctx: ScopedContext, destinationId: string) {
     destinationId,
     counts,
     deliveredPerMinute: perMinute,
-    lastError: lastError ? { error: lastError.error, status: lastError.status, response: lastError.response, at: new Date(lastError.at).toISOString() } : null,
+    lastError: lastError ? { error: lastError.error, at: new Date(lastError.at).toISOString() } : null,
   };
 }

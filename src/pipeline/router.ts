@@ -33,6 +33,8 @@ interface Queued {
   firstAttemptAt: number | null;
   nextAttemptAt: number;
   attemptLog: string | null;
+  /** The latest failure, kept after a later success so stats can show it. */
+  lastError: string | null;
   payload: string;
 }
 
@@ -85,7 +87,7 @@ export class Router {
   ) {
     this.load = db.$client.prepare(
       `SELECT d.id, d.event_id AS eventId, d.user_key AS userKey, d.source_id AS sourceId, d.attempts,
-              d.first_attempt_at AS firstAttemptAt, d.next_attempt_at AS nextAttemptAt, d.attempt_log AS attemptLog, e.payload
+              d.first_attempt_at AS firstAttemptAt, d.next_attempt_at AS nextAttemptAt, d.attempt_log AS attemptLog, d.last_error AS lastError, e.payload
          FROM deliveries d JOIN events e ON e.id = d.event_id
         WHERE d.destination_id = ? AND d.id > ? AND d.state IN ('pending', 'retrying')
         ORDER BY d.id LIMIT ?`,
@@ -119,6 +121,27 @@ export class Router {
     this.queues.set(destinationId, q);
     q.resetWanted = true;
     this.pump(q);
+  }
+
+  /**
+   * Drops these users' queued deliveries for a destination from memory (a regulation
+   * deleted them from the database). A delivery already running finishes.
+   */
+  forgetUsers(destinationId: string, userKeys: Iterable<string>) {
+    const q = this.queues.get(destinationId);
+    if (!q) return;
+    for (const user of userKeys) {
+      const fifo = q.users.get(user);
+      if (!fifo) continue;
+      const keep = q.running.has(user) ? fifo.slice(0, 1) : [];
+      q.size -= fifo.length - keep.length;
+      if (keep.length) q.users.set(user, keep);
+      else q.users.delete(user);
+      q.ready.delete(user);
+      const t = q.timers.get(user);
+      if (t) clearTimeout(t);
+      q.timers.delete(user);
+    }
   }
 
   /** After a config change: resume held destinations, abort the queues of deleted ones. */
@@ -249,7 +272,7 @@ export class Router {
 
     let state: OutcomeRow["state"];
     let nextAttemptAt = now;
-    let finalError = error;
+    let finalError = error ?? item.lastError;
     if (result.kind === "delivered") state = "succeeded";
     else if (result.kind === "filtered") state = "filtered";
     else if (result.kind === "abort") state = "aborted";
@@ -276,6 +299,7 @@ export class Router {
       item.firstAttemptAt = firstAttemptAt;
       item.nextAttemptAt = nextAttemptAt;
       item.attemptLog = attemptLog;
+      item.lastError = finalError;
       this.schedule(q, user, nextAttemptAt, now);
       return;
     }

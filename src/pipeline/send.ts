@@ -67,6 +67,6 @@ export async function sendRequest(req: DestinationRequest, opts: { timeoutMs: nu
   const response = text.length > RESPONSE_KEEP_BYTES ? text.slice(0, RESPONSE_KEEP_BYTES) : text;
   const ms = performance.now() - started;
   if (res.status >= 200 && res.status < 300) return { kind: "delivered", status: res.status, response, ms };
-  if (RETRYABLE(res.status)) return { kind: "retry", status: res.status, response, retryAfterMs: parseRetryAfter(res.headers.get("retry-after")), ms };
+  if (RETRYABLE(res.status)) return { kind: "retry", status: res.status, response, error: `destination answered ${res.status}`, retryAfterMs: parseRetryAfter(res.headers.get("retry-after")), ms };
   return { kind: "abort", status: res.status, response, error: `destination answered ${res.status}`, ms };
 }

@@ -33,10 +33,16 @@ import {
 declare var self: Worker;
 
 /**
- * QuickJS's own memory limit undercounts in this build (emscripten has no
- * malloc_usable_size, so each allocation counts as a few bytes whatever its
- * size). The interrupt handler therefore also measures the heap; measuring walks
- * every object, so it is spaced out and never takes more than ~20% of the time.
+ * Memory is bounded three ways, because QuickJS's own limit undercounts in this
+ * build (emscripten has no malloc_usable_size, so an allocation counts as a few
+ * bytes whatever its size; only a single allocation above the limit is refused):
+ * - the wasm heap may not grow during a call past its size at the start of the
+ *   call plus the limit (see loadQuickJS), which stops big-allocation bombs
+ *   before the heap reaches wasm's 2 GB;
+ * - the interrupt handler measures the runtime's heap from time to time, for
+ *   code that reuses heap that other calls freed (measuring walks every object,
+ *   so it is spaced out to take at most ~20% of the time);
+ * - QuickJS's own limit, which still catches floods of small objects.
  */
 const MEMORY_CHECK_INTERVAL_MS = 10;
 
@@ -46,6 +52,46 @@ const MEMORY_CHECK_INTERVAL_MS = 10;
  * surfaces as a host RangeError and leaves the wasm module unusable.
  */
 const MAX_STACK_BYTES = 256 * 1024;
+
+/** The program running right now in this worker; the wasm heap-growth hook asks it. */
+let activeProgram: Program | null = null;
+
+/**
+ * Loads a QuickJS wasm module whose heap growth goes through activeProgram.
+ * Emscripten asks the host to grow memory through one import (emscripten_resize_heap,
+ * minified; recognised by its 2 GB ceiling); refusing makes malloc fail, which
+ * QuickJS reports as an out-of-memory error. There is no option for this, so
+ * WebAssembly.instantiate is wrapped while the module loads (this worker's own
+ * global, restored at once). If the import cannot be recognised, the other two
+ * memory guards still apply.
+ */
+async function loadQuickJS(): Promise<QuickJSWASMModule> {
+  const original = WebAssembly.instantiate;
+  const patched = function (this: unknown, source: unknown, imports?: Record<string, Record<string, unknown>>) {
+    const candidates: Array<[Record<string, unknown>, string, (requested: number) => unknown]> = [];
+    for (const mod of Object.values(imports ?? {})) {
+      for (const [name, fn] of Object.entries(mod ?? {})) {
+        if (typeof fn === "function" && /\b2147483648\b/.test(Function.prototype.toString.call(fn))) {
+          candidates.push([mod, name, fn as (requested: number) => unknown]);
+        }
+      }
+    }
+    if (candidates.length === 1) {
+      const [mod, name, resize] = candidates[0]!;
+      mod[name] = (requested: number) => {
+        if (activeProgram && !activeProgram.allowHeapGrowth(requested >>> 0)) return 0;
+        return resize(requested);
+      };
+    }
+    return (original as (...args: unknown[]) => unknown).call(WebAssembly, source, imports);
+  };
+  WebAssembly.instantiate = patched as typeof WebAssembly.instantiate;
+  try {
+    return await newQuickJSWASMModuleFromVariant(variant);
+  } finally {
+    WebAssembly.instantiate = original;
+  }
+}
 
 /** The wasm heap never shrinks; past this size the worker starts over with a fresh module. */
 function heapRecycleBytes(memoryBytes: number) {
@@ -259,6 +305,7 @@ class Program {
   private interrupted: "timeout" | "memory" | null = null;
   private nextMemoryCheck = Number.POSITIVE_INFINITY;
   private heapAtLastCheck = 0;
+  private heapCap = Number.POSITIVE_INFINITY;
   private logs: string[] = [];
   private droppedLogs = 0;
   private disposed = false;
@@ -293,15 +340,29 @@ class Program {
       this.rt.setMemoryLimit(memoryBytes);
       this.rt.setMaxStackSize(MAX_STACK_BYTES);
       this.rt.setInterruptHandler(() => this.shouldInterrupt());
-      // The runtime's own context, so that computeMemoryUsage does not create a second one.
-      this.ctx = this.rt.getSystemContext();
+      this.ctx = this.rt.newContext();
     } catch (e) {
       this.rt.dispose();
       throw e;
     }
   }
 
+  /** Called by the wasm heap-growth hook; also a chance to enforce the deadline inside long native operations. */
+  allowHeapGrowth(requestedBytes: number): boolean {
+    if (Date.now() > this.deadline) {
+      this.interrupted = "timeout";
+      return false;
+    }
+    if (requestedBytes > this.heapCap) {
+      this.interrupted = "memory";
+      return false;
+    }
+    return true;
+  }
+
   private shouldInterrupt(): boolean {
+    // Customer code can catch the out-of-memory error of a refused allocation; keep stopping it.
+    if (this.interrupted) return true;
     const now = Date.now();
     if (now > this.deadline) {
       this.interrupted = "timeout";
@@ -347,11 +408,15 @@ class Program {
     this.interrupted = null;
     this.nextMemoryCheck = now + MEMORY_CHECK_INTERVAL_MS;
     this.heapAtLastCheck = this.memory.buffer.byteLength;
+    this.heapCap = this.heapAtLastCheck + this.memoryBytes;
+    activeProgram = this;
   }
 
   private disarm() {
     this.deadline = Number.POSITIVE_INFINITY;
     this.nextMemoryCheck = Number.POSITIVE_INFINITY;
+    this.heapCap = Number.POSITIVE_INFINITY;
+    if (activeProgram === this) activeProgram = null;
   }
 
   private takeLogs(): string[] {
@@ -481,13 +546,14 @@ class Program {
   /** Consumes the thrown value and turns it into the caller's message. */
   private failure(thrown: QuickJSHandle): { ok: false; error: string; discard: boolean } {
     try {
+      const message = this.interrupted ? "" : this.formatThrown(thrown);
+      // Formatting runs in the sandbox too, and a full heap can make it fail.
+      const outOfMemory =
+        this.interrupted === "memory" ||
+        message === "InternalError: out of memory" ||
+        (message === UNPRINTABLE && this.memoryUsed() > this.memoryBytes);
       if (this.interrupted === "timeout") return { ok: false, error: `transformation timed out after ${this.timeoutMs} ms`, discard: true };
-      if (this.interrupted === "memory") return { ok: false, error: this.outOfMemory(), discard: true };
-      const message = this.formatThrown(thrown);
-      // A full heap can also fail the formatting itself, hence the second test.
-      if (message === "InternalError: out of memory" || (message === UNPRINTABLE && this.memoryUsed() > this.memoryBytes)) {
-        return { ok: false, error: this.outOfMemory(), discard: true };
-      }
+      if (outOfMemory) return { ok: false, error: this.outOfMemory(), discard: true };
       return { ok: false, error: message, discard: false };
     } finally {
       thrown.dispose();
@@ -558,6 +624,7 @@ class Program {
     this.disposed = true;
     this.runFn?.dispose();
     this.fmtErrorFn?.dispose();
+    this.ctx.dispose();
     this.rt.dispose();
   }
 }
@@ -568,7 +635,7 @@ class Engine {
   private programs = new Map<string, { code: string; program: Program }>();
 
   private async module(): Promise<QuickJSWASMModule> {
-    this.qjs ??= await newQuickJSWASMModuleFromVariant(variant);
+    this.qjs ??= await loadQuickJS();
     return this.qjs;
   }
 

@@ -1,0 +1,272 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type TestServer, api, cleanup, createSource, sendEvent, spawnSluice, startSink, startSluice, waitFor } from "./helpers";
+import { basic } from "./helpers";
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startSluice({ args: ["--retry-backoff-ms", "20", "--destination-timeout-ms", "2000"] });
+});
+afterAll(async () => {
+  await s.stop();
+  cleanup(s.dataDir);
+});
+
+async function hook(url: string, sourceIds: string[], config: Record<string, unknown> = {}, name = `hook-${crypto.randomUUID().slice(0, 6)}`) {
+  const res = await api(s.url, "POST", "/v2/destinations", { name, type: "WEBHOOK", config: { webhookUrl: `${url}/hook`, ...config }, sourceIds });
+  if (res.status !== 201) throw new Error(res.text);
+  return res.json as { id: string };
+}
+
+const tracks = (sink: { received: any[] }) => sink.received.filter((r) => r.body?.type === "track");
+
+describe("routing and the webhook request", () => {
+  test("an accepted event reaches the connected webhook as JSON with config headers and the messageId", async () => {
+    const sink = startSink();
+    const src = await createSource(s.url);
+    await hook(sink.url, [src.id], { headers: [{ from: "X-Env", to: "prod" }] });
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u1", event: "Signed Up", properties: { plan: "pro" }, messageId: "m-1" });
+    const [req] = await waitFor(() => (sink.received.length ? sink.received : undefined), { what: "the webhook request" });
+    expect(req.method).toBe("POST");
+    expect(req.path).toBe("/hook");
+    expect(req.headers["content-type"]).toBe("application/json");
+    expect(req.headers["x-env"]).toBe("prod");
+    expect(req.headers["x-sluice-message-id"]).toBe("m-1");
+    expect(req.body).toMatchObject({ type: "track", event: "Signed Up", userId: "u1", properties: { plan: "pro" }, messageId: "m-1" });
+    sink.stop();
+  });
+
+  test("GET webhook: no body, properties (traits for identify) flattened into query parameters", async () => {
+    const sink = startSink();
+    const src = await createSource(s.url);
+    await hook(sink.url, [src.id], { webhookMethod: "GET", headers: { "X-Obj": "1" } });
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "E", properties: { a: { b: 1 }, list: ["x", "y"], s: "t" } });
+    await sendEvent(s.url, src.writeKey, "identify", { userId: "u", traits: { email: "e@x.y" } });
+    await waitFor(() => sink.received.length >= 2, { what: "two GET requests" });
+    expect(sink.received[0].method).toBe("GET");
+    expect(sink.received[0].query).toEqual({ "a.b": "1", "list[0]": "x", "list[1]": "y", s: "t" });
+    expect(sink.received[0].body).toBeUndefined();
+    expect(sink.received[0].headers["x-obj"]).toBe("1");
+    expect(sink.received[1].query).toEqual({ email: "e@x.y" });
+    sink.stop();
+  });
+
+  test("integrations: All:false turns destinations off unless named true; a name set to false skips it", async () => {
+    const a = startSink();
+    const b = startSink();
+    const src = await createSource(s.url);
+    await hook(a.url, [src.id], {}, "alpha");
+    await hook(b.url, [src.id], {}, "beta");
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "only-alpha", integrations: { All: false, alpha: true } });
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "not-webhooks", integrations: { WEBHOOK: false } });
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "all" });
+    await waitFor(() => a.received.length >= 2 && b.received.length >= 1, { what: "deliveries" });
+    await waitFor(() => tracks(a).some((r) => r.body.event === "all") && tracks(b).some((r) => r.body.event === "all"));
+    expect(tracks(a).map((r) => r.body.event)).toEqual(["only-alpha", "all"]);
+    expect(tracks(b).map((r) => r.body.event)).toEqual(["all"]);
+    a.stop();
+    b.stop();
+  });
+});
+
+describe("outcomes", () => {
+  test("a sink failing with 500 for a while receives every event once it recovers, in per-user order", async () => {
+    let failUntil = 15;
+    const sink = startSink((_r, n) => (n < failUntil ? new Response("down", { status: 500 }) : new Response("ok")));
+    const src = await createSource(s.url);
+    const dst = await hook(sink.url, [src.id]);
+    const users = ["u1", "u2", "u3"];
+    for (let i = 0; i < 10; i++) for (const u of users) await sendEvent(s.url, src.writeKey, "track", { userId: u, event: `e${i}`, messageId: `${u}-${i}` });
+    await waitFor(
+      () => {
+        const ok = sink.received.slice(failUntil);
+        return new Set(ok.map((r) => r.body.messageId)).size === 30;
+      },
+      { timeoutMs: 20_000, what: "all 30 events after recovery" },
+    );
+    // Each user's successful deliveries arrive in the order they were sent.
+    const delivered = sink.received.slice(failUntil);
+    for (const u of users) {
+      const seq = delivered.filter((r) => r.body.userId === u).map((r) => Number(r.body.event.slice(1)));
+      const firstSeen = seq.filter((v, i) => seq.indexOf(v) === i);
+      expect(firstSeen).toEqual([...Array(10).keys()]);
+    }
+    const stats = (await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`)).json;
+    await waitFor(async () => (await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`)).json.counts.succeeded === 30);
+    expect(stats.lastError.error).toBe("destination answered 500");
+    sink.stop();
+  });
+
+  test("429 with Retry-After is retried after the given delay", async () => {
+    const sink = startSink((_r, n) => (n === 0 ? new Response("slow down", { status: 429, headers: { "retry-after": "1" } }) : new Response("ok")));
+    const src = await createSource(s.url);
+    await hook(sink.url, [src.id]);
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "E" });
+    await waitFor(() => sink.received.length >= 2, { what: "the retry" });
+    expect(sink.received[1].at - sink.received[0].at).toBeGreaterThanOrEqual(900);
+    sink.stop();
+  });
+
+  test("400 aborts at once; replay delivers after the sink is fixed", async () => {
+    let broken = true;
+    const sink = startSink(() => (broken ? new Response("bad", { status: 400 }) : new Response("ok")));
+    const src = await createSource(s.url);
+    const dst = await hook(sink.url, [src.id]);
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "E1" });
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "E2" });
+    await waitFor(async () => (await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`)).json.counts.aborted === 2, { what: "two aborted" });
+    expect(sink.received).toHaveLength(2);
+    const stats = (await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`)).json;
+    expect(stats.lastError.error).toBe("destination answered 400");
+    const row = s.sluice.db.$client.query("SELECT last_status, last_response, attempt_log FROM deliveries WHERE destination_id = ? LIMIT 1").get(dst.id) as any;
+    expect(row.last_status).toBe(400);
+    expect(row.last_response).toBe("bad");
+    expect(JSON.parse(row.attempt_log)[0]).toMatchObject({ status: 400, response: "bad" });
+    broken = false;
+    const replay = await api(s.url, "POST", `/v2/destinations/${dst.id}/replay`);
+    expect(replay.json).toEqual({ replayed: 2 });
+    await waitFor(async () => (await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`)).json.counts.succeeded === 2, { what: "replayed events delivered" });
+    expect(sink.received.slice(2).map((r) => r.body.event)).toEqual(["E1", "E2"]);
+    sink.stop();
+  });
+
+  test("a slow sink does not hold up a fast one", async () => {
+    const slow = startSink(async () => {
+      await Bun.sleep(1500); // the sink is slow; the test itself polls
+      return new Response("ok");
+    });
+    const fast = startSink();
+    const src = await createSource(s.url);
+    await hook(slow.url, [src.id]);
+    await hook(fast.url, [src.id]);
+    for (let i = 0; i < 20; i++) await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: `e${i}` });
+    await waitFor(() => fast.received.length === 20, { timeoutMs: 3000, what: "the fast sink to get all 20" });
+    expect(slow.received.length).toBeLessThan(20);
+    slow.stop();
+    fast.stop();
+  });
+
+  test("a destination that is disabled holds its events; re-enabling resumes; deleting aborts the pending ones", async () => {
+    const sink = startSink();
+    const src = await createSource(s.url);
+    const dst = await hook(sink.url, [src.id]);
+    await api(s.url, "PATCH", `/v2/destinations/${dst.id}`, { enabled: false });
+    // Events routed while enabled, then held: route one now by re-enabling a moment.
+    await api(s.url, "PATCH", `/v2/destinations/${dst.id}`, { enabled: true });
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "first" });
+    await waitFor(() => sink.received.length === 1);
+    const stopping = startSink(() => new Response("down", { status: 503 }));
+    const dst2 = await hook(stopping.url, [src.id]);
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "held" });
+    await waitFor(() => stopping.received.length >= 1, { what: "a failing attempt" });
+    await api(s.url, "PATCH", `/v2/destinations/${dst2.id}`, { enabled: false });
+    const seen = stopping.received.length;
+    const stats = (await api(s.url, "GET", `/v2/destinations/${dst2.id}/stats`)).json;
+    expect(stats.counts.retrying + stats.counts.pending).toBe(1);
+    expect((await api(s.url, "DELETE", `/v2/destinations/${dst2.id}`)).status).toBe(204);
+    const row = s.sluice.db.$client.query("SELECT state, last_error FROM deliveries WHERE destination_id = ?").get(dst2.id) as any;
+    expect(row).toEqual({ state: "aborted", last_error: "destination deleted" });
+    expect(stopping.received.length).toBeLessThanOrEqual(seen + 1);
+    sink.stop();
+    stopping.stop();
+  });
+
+  test("disabling a source holds its queued events; enabling it resumes", async () => {
+    let up = false;
+    const sink = startSink(() => (up ? new Response("ok") : new Response("down", { status: 503 })));
+    const src = await createSource(s.url);
+    await hook(sink.url, [src.id]);
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "E" });
+    await waitFor(() => sink.received.length >= 1);
+    await api(s.url, "PATCH", `/v2/sources/${src.id}`, { enabled: false });
+    up = true;
+    const before = sink.received.length;
+    // Retries are 20 ms apart: with the source disabled none may be sent. Poll the
+    // router's own state rather than wait: the user's head must stay queued.
+    await waitFor(() => s.sluice.router.inMemory((s.sluice.db.$client.query("SELECT destination_id AS d FROM deliveries WHERE source_id = ?").get(src.id) as any).d).queued === 1);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(sink.received.length).toBe(before);
+    await api(s.url, "PATCH", `/v2/sources/${src.id}`, { enabled: true });
+    await waitFor(() => sink.received.some((r, i) => i >= before && r.body?.event === "E"), { what: "delivery after re-enabling" });
+    sink.stop();
+  });
+});
+
+describe("visibility", () => {
+  test("live events: the source stream shows accepted events, the destination stream each attempt", async () => {
+    const sink = startSink();
+    const src = await createSource(s.url);
+    const dst = await hook(sink.url, [src.id]);
+    const controller = new AbortController();
+    const open = async (path: string) => {
+      const res = await fetch(`${s.url}${path}`, { headers: { authorization: "Bearer test-admin-token-0123456789" }, signal: controller.signal });
+      expect(res.headers.get("content-type")).toContain("text/event-stream");
+      const reader = res.body!.getReader();
+      let text = "";
+      const dec = new TextDecoder();
+      return {
+        until: async (needle: string) => {
+          while (!text.includes(needle)) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            text += dec.decode(value);
+          }
+          return text;
+        },
+      };
+    };
+    const srcStream = await open(`/v2/sources/${src.id}/live-events`);
+    const dstStream = await open(`/v2/destinations/${dst.id}/live-events`);
+    await srcStream.until("event: ready");
+    await dstStream.until("event: ready");
+    await sendEvent(s.url, src.writeKey, "track", { userId: "live-user", event: "Live" });
+    expect(await srcStream.until('"event":"Live"')).toContain("live-user");
+    expect(await dstStream.until('"state":"succeeded"')).toContain('"status":200');
+    controller.abort();
+    sink.stop();
+  });
+
+  test("stats and replay of another workspace's destination → 404", async () => {
+    const db = s.sluice.db.$client;
+    db.run("INSERT OR IGNORE INTO workspaces (id, name, created_at) VALUES ('ws_x', 'x', 0)");
+    db.run("INSERT OR IGNORE INTO accounts (id, workspace_id, email, role, created_at) VALUES ('acc_x', 'ws_x', 'x@example.com', 'owner', 0)");
+    const { storeToken } = await import("../src/control-plane/tokens");
+    storeToken(s.sluice.db, { accountId: "acc_x", workspaceId: "ws_x", token: "x-workspace-token-12345", now: 0 });
+    const src = await createSource(s.url);
+    const dst = await hook("http://127.0.0.1:1", [src.id]);
+    expect((await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`, undefined, "x-workspace-token-12345")).status).toBe(404);
+    expect((await api(s.url, "POST", `/v2/destinations/${dst.id}/replay`, undefined, "x-workspace-token-12345")).status).toBe(404);
+  });
+});
+
+test("kill -9 during delivery: after a restart every acknowledged event arrives", async () => {
+  const sink = startSink(async () => new Response("ok"));
+  const server = await spawnSluice({ args: ["--retry-backoff-ms", "20"] });
+  const src = (await (await fetch(`${server.url}/v2/sources`, { method: "POST", headers: { authorization: "Bearer test-admin-token-0123456789", "content-type": "application/json" }, body: JSON.stringify({ name: "k" }) })).json()) as any;
+  await fetch(`${server.url}/v2/destinations`, {
+    method: "POST",
+    headers: { authorization: "Bearer test-admin-token-0123456789", "content-type": "application/json" },
+    body: JSON.stringify({ name: "h", type: "WEBHOOK", config: { webhookUrl: `${sink.url}/hook` }, sourceIds: [src.id] }),
+  });
+  const acked: string[] = [];
+  for (let i = 0; i < 40; i++) {
+    const ids = Array.from({ length: 25 }, (_, j) => `k-${i}-${j}`);
+    const res = await fetch(`${server.url}/v1/batch`, {
+      method: "POST",
+      headers: { authorization: basic(src.writeKey) },
+      body: JSON.stringify({ batch: ids.map((messageId) => ({ type: "track", userId: `u${messageId.length % 7}`, event: "E", messageId })) }),
+    });
+    if (res.status === 200) acked.push(...ids);
+    if (i === 20) await waitFor(() => sink.received.length > 0, { what: "delivery to begin" });
+  }
+  server.proc.kill("SIGKILL");
+  await server.proc.exited;
+  const again = await spawnSluice({ dataDir: server.dataDir });
+  await waitFor(() => {
+    const got = new Set(sink.received.map((r) => r.body?.messageId));
+    return acked.every((id) => got.has(id));
+  }, { timeoutMs: 30_000, what: "every acknowledged event at the sink" });
+  again.proc.kill("SIGTERM");
+  await again.proc.exited;
+  sink.stop();
+  cleanup(server.dataDir);
+});
