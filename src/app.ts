@@ -2,7 +2,6 @@
  * The Elysia root: error mapping, request logs and metrics, and each feature's routes.
  * `createSluice` wires storage, caches and apps once; main.ts only listens.
  */
-import { cors } from "@elysiajs/cors";
 import { openapi } from "@elysiajs/openapi";
 import { Elysia, ValidationError } from "elysia";
 import { type Db, openDatabase } from "../db";
@@ -10,6 +9,7 @@ import { ensureOwner } from "./control-plane/bootstrap";
 import { ConfigStore } from "./control-plane/config-store";
 import { controlPlaneRoutes } from "./control-plane/routes";
 import { applyWorkspaceFile } from "./control-plane/workspace-file";
+import { RecentMessageIds } from "./gateway/dedup";
 import { GroupCommitWriter } from "./gateway/group-commit";
 import type { IntakeDeps } from "./gateway/intake";
 import { gatewayRoutes } from "./gateway/routes";
@@ -27,7 +27,10 @@ import { Router } from "./pipeline/router";
 import { pipelineRoutes } from "./pipeline/routes";
 import { SandboxPool } from "./transformations/sandbox";
 import { transformationRoutes } from "./transformations/routes";
-import { noSuppression } from "./regulations/suppression";
+import { testApiRoutes } from "./test-api/routes";
+import { DeletionRunner } from "./regulations/deletion";
+import { regulationRoutes } from "./regulations/routes";
+import { SuppressionIndex } from "./regulations/suppression";
 import type { Settings } from "./settings";
 import { VERSION } from "./version";
 import { mkdirSync } from "node:fs";
@@ -65,26 +68,25 @@ export function errorMapping(log: Logger) {
   });
 }
 
-/** One log line per request and Prometheus counters/latencies by route and status. */
-function observability(ctx: ServiceContext) {
+/**
+ * One log line and Prometheus counters/latencies per API request. Installed as local
+ * hooks on the API app only: the event calls count themselves (src/gateway/routes.ts)
+ * so the hot path pays for no lifecycle hook.
+ */
+function observed<T extends Elysia<any, any, any, any, any, any, any>>(app: T, ctx: ServiceContext): T {
   const started = new WeakMap<Request, number>();
-  return new Elysia({ name: "observability" })
-    .onRequest(({ request }) => {
+  return app
+    .onTransform(({ request }) => {
       started.set(request, performance.now());
     })
-    .onAfterResponse({ as: "global" }, ({ request, set, route }) => {
+    .onAfterResponse(({ request, set, route }) => {
       const t0 = started.get(request);
       const seconds = t0 === undefined ? 0 : (performance.now() - t0) / 1000;
       const status = String(set.status ?? 200);
-      const r = route || "unmatched";
-      ctx.metrics.httpRequests.inc({ route: r, method: request.method, status });
-      ctx.metrics.httpDuration.observe({ route: r }, seconds);
-      // Accepted event calls are the hot path: logged at debug, everything else at info.
-      const level = r.startsWith("/v1/") && status === "200" ? "debug" : "info";
-      if (ctx.log.enabled(level)) {
-        ctx.log[level]("request", { method: request.method, route: r, status: Number(status), ms: Math.round(seconds * 1e4) / 10 });
-      }
-    });
+      ctx.metrics.httpRequests.inc({ route, method: request.method, status });
+      ctx.metrics.httpDuration.observe({ route }, seconds);
+      if (ctx.log.enabled("info")) ctx.log.info("request", { method: request.method, route, status: Number(status), ms: Math.round(seconds * 1e4) / 10 });
+    }) as T;
 }
 
 export interface Sluice {
@@ -124,8 +126,12 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   }
 
   const writer = new GroupCommitWriter(db.$client);
+  const recent = new RecentMessageIds(settings.retentionHours * 3600_000, now);
+  recent.load(db.$client);
   const live = new LiveEvents();
-  const intake: IntakeDeps = { config, writer, suppressor: noSuppression, live, metrics, log };
+  // Loaded whole before the first event is accepted: every active regulation applies from the start.
+  const suppression = new SuppressionIndex(db);
+  const intake: IntakeDeps = { config, recent, writer, suppressor: suppression, live, metrics, log };
 
   const sandbox = new SandboxPool({
     memoryBytes: settings.transformMemoryMb * 1024 * 1024,
@@ -148,19 +154,33 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   // Events committed before a crash but not yet fanned out are picked up here.
   processor.run();
   router.start();
+  const deletions = new DeletionRunner(db, config, router, log, {
+    baseUrls: settings.destinationBaseUrls,
+    timeoutMs: settings.destinationTimeoutMs,
+    backoffMs: settings.retryBackoffMs,
+    maxBackoffMs: 10 * 60_000,
+    retryMaxMs: settings.retryMaxHours * 3600_000,
+    retryMinAttempts: settings.retryMinAttempts,
+  }, now, () => {
+    writer.flush();
+    processor.run();
+  });
+  deletions.start();
   const stopMaintenance = startMaintenance(db, log, { retentionMs: settings.retentionHours * 3600_000, now });
 
-  const api = new Elysia({ name: "api" })
+  const api = observed(new Elysia({ name: "api" }), ctx)
     .use(opsRoutes(ctx))
     .use(controlPlaneRoutes(ctx))
     .use(pipelineRoutes(ctx, router, live))
-    .use(transformationRoutes(ctx, sandbox));
+    .use(transformationRoutes(ctx, sandbox))
+    .use(regulationRoutes(ctx, { suppression, deletions }))
+    .use(testApiRoutes(ctx, { stages, timeoutMs: settings.destinationTimeoutMs }));
   const dataPlane = new Elysia({ name: "data-plane" }).use(gatewayRoutes(intake));
+  // normalize: false — Elysia would otherwise coerce a body to fit its schema (a string
+  // becomes an object of its characters, unknown keys vanish) instead of refusing it.
   const root = () =>
-    new Elysia()
-      .use(errorMapping(log))
-      .use(observability(ctx))
-      .use(cors({ origin: true, credentials: true, maxAge: 86400 }));
+    new Elysia({ normalize: false })
+      .use(errorMapping(log));
   // A fresh plugin per app: the OpenAPI plugin describes the routes of the app that uses it.
   const docs = () => openapi({
     path: "/openapi",
@@ -174,7 +194,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     },
   });
   const combined = root().use(docs()).use(dataPlane).use(api);
-  const dataPlaneOnly = root().use(docs()).use(opsRoutes(ctx)).use(dataPlane);
+  const dataPlaneOnly = root().use(docs()).use(observed(new Elysia({ name: "ops" }), ctx).use(opsRoutes(ctx))).use(dataPlane);
   const apiOnly = root().use(docs()).use(api);
 
   return {
@@ -191,6 +211,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     workspaceId: owner.workspaceId,
     generatedToken: owner.generatedToken,
     async close() {
+      deletions.stop();
       stopMaintenance();
       writer.close();
       processor.run();

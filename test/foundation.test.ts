@@ -132,6 +132,13 @@ describe("control-plane API", () => {
     const noName = await api(s.url, "POST", "/v2/sources", {});
     expect(noName.status).toBe(400);
     expect(noName.json.message).toContain("name");
+    const unknownKey = await api(s.url, "POST", "/v2/sources", { name: "x-unknown", bogus: 1 });
+    expect(unknownKey.status).toBe(400);
+    expect(unknownKey.json.message).toContain("bogus");
+    const stringConfig = await api(s.url, "POST", "/v2/destinations", { name: "d", type: "WEBHOOK", config: "http://x" });
+    expect(stringConfig.status).toBe(400);
+    expect(stringConfig.json.message).toContain("config");
+    expect(stringConfig.json.message).not.toContain("webhookUrl");
     const badJson = await fetch(`${s.url}/v2/sources`, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" }, body: "{nope" });
     expect(badJson.status).toBe(400);
   });

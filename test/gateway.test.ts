@@ -287,3 +287,17 @@ test("a timestamp shaped like a date but impossible (month 13) → 400 naming it
   const batch = await sendEvent(s.url, key, "batch", { sentAt: "2024-02-31T25:00:00Z", batch: [{ type: "track", userId: "u", event: "E" }] });
   expect(batch.status).toBe(400);
 });
+
+test("deduplication survives a restart: the messageIds are rebuilt from stored events", async () => {
+  const { startSluice: start } = await import("./helpers");
+  const a = await start();
+  const src = await createSource(a.url);
+  const body = { userId: "u", event: "E", messageId: "restart-dup-1" };
+  expect((await sendEvent(a.url, src.writeKey, "track", body)).status).toBe(200);
+  await a.stop();
+  const b = await start({ dataDir: a.dataDir });
+  expect((await sendEvent(b.url, src.writeKey, "track", body)).status).toBe(200);
+  expect((b.sluice.db.$client.query("SELECT count(*) AS n FROM events WHERE message_id = 'restart-dup-1'").get() as any).n).toBe(1);
+  await b.stop();
+  cleanup(a.dataDir);
+});

@@ -67,11 +67,11 @@ export async function api(url: string, method: string, path: string, body?: unkn
 }
 
 /** Polls until `check` returns a truthy value or the deadline passes. Never sleeps blindly. */
-export async function waitFor<T>(check: () => T | Promise<T>, { timeoutMs = 10_000, what = "condition" } = {}): Promise<T> {
+export async function waitFor<T>(check: () => T | Promise<T>, { timeoutMs = 10_000, what = "condition" } = {}): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();
-    if (v) return v;
+    if (v) return v as NonNullable<T>;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -126,14 +126,14 @@ export async function spawnSluice(opts: { dataDir?: string; args?: string[]; env
   };
   void pump(proc.stdout as ReadableStream<Uint8Array>);
   void pump(proc.stderr as ReadableStream<Uint8Array>);
-  const url = (await waitFor(
+  const url = await waitFor(
     () => {
       if (proc.exitCode !== null) throw new Error(`sluice exited with ${proc.exitCode}: ${out}`);
       const m = /"url":"http:\/\/[^:]+:(\d+)"/.exec(out);
       return m ? `http://127.0.0.1:${m[1]}` : undefined;
     },
     { timeoutMs: 20_000, what: "sluice to listen" },
-  )) as string;
+  );
   return { url, proc, dataDir, output: () => out };
 }
 

@@ -1,2 +1,3 @@
 export * from "./control-plane";
 export * from "./pipeline";
+export * from "./regulations";

@@ -1,8 +1,8 @@
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
- * One row per accepted event. The unique (source, messageId) index is the
- * deduplication: an SDK retrying with the same messageId inserts nothing.
+ * One row per accepted event. Deduplication by messageId happens in memory
+ * (src/gateway/dedup.ts explains why there is no unique index here).
  */
 export const events = sqliteTable(
   "events",
@@ -17,7 +17,7 @@ export const events = sqliteTable(
     payload: text("payload").notNull(),
     receivedAt: integer("received_at").notNull(),
   },
-  (t) => [uniqueIndex("events_source_message").on(t.sourceId, t.messageId), index("events_received_at").on(t.receivedAt)],
+  (t) => [index("events_received_at").on(t.receivedAt)],
 );
 
 /**

@@ -5,6 +5,8 @@
  */
 export interface RequestMeta {
   receivedAt: number;
+  /** receivedAt formatted once per request: every event of a batch shares it. */
+  receivedAtIso?: string;
   ip: string;
   /** Batch-level sentAt, applied to entries without their own. */
   batchSentAt?: string;
@@ -20,15 +22,17 @@ export function enrichEvent(event: Record<string, any>, type: string, meta: Requ
   delete event.writeKey;
 
   const received = meta.receivedAt;
+  const receivedIso = (meta.receivedAtIso ??= iso(received));
   const sentAtRaw = event.sentAt ?? meta.batchSentAt;
   const sent = sentAtRaw ? Date.parse(sentAtRaw) : received;
   const original = event.originalTimestamp ? Date.parse(event.originalTimestamp) : sent;
-  event.receivedAt = iso(received);
-  event.sentAt = iso(sent);
-  event.originalTimestamp = iso(original);
+  event.receivedAt = receivedIso;
+  event.sentAt = sent === received ? receivedIso : iso(sent);
+  event.originalTimestamp = original === received ? receivedIso : iso(original);
   // A timestamp the client sent is historical data and kept; otherwise the client's
   // time is shifted by its clock's skew against ours.
-  event.timestamp = event.timestamp ? iso(Date.parse(event.timestamp)) : iso(received - (sent - original));
+  const corrected = received - (sent - original);
+  event.timestamp = event.timestamp ? iso(Date.parse(event.timestamp)) : corrected === received ? receivedIso : iso(corrected);
 
   if (meta.batchContext && event.context === undefined) event.context = { ...meta.batchContext };
   if (event.context === undefined) event.context = {};

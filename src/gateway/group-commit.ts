@@ -18,7 +18,7 @@ export interface EventRow {
 
 interface Pending {
   rows: EventRow[];
-  resolve: (inserted: boolean[]) => void;
+  resolve: () => void;
   reject: (err: unknown) => void;
 }
 
@@ -26,26 +26,22 @@ export class GroupCommitWriter {
   private queue: Pending[] = [];
   private scheduled = false;
   private insert: Statement;
-  private commitMany: (batch: Pending[]) => boolean[][];
+  private commitMany: (batch: Pending[]) => void;
   private afterCommit: Array<() => void> = [];
   private closed = false;
 
   constructor(sqlite: Database) {
-    // ON CONFLICT DO NOTHING on (source_id, message_id) is the deduplication: changes = 0 for a repeat.
     this.insert = sqlite.prepare(
-      `INSERT INTO events (workspace_id, source_id, message_id, user_key, type, payload, received_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, message_id) DO NOTHING`,
+      `INSERT INTO events (workspace_id, source_id, message_id, user_key, type, payload, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
     const insert = this.insert;
-    this.commitMany = sqlite.transaction((batch: Pending[]) =>
-      batch.map((p) =>
-        p.rows.map((r) => insert.run(r.workspaceId, r.sourceId, r.messageId, r.userKey, r.type, r.payload, r.receivedAt).changes > 0),
-      ),
-    ).immediate;
+    this.commitMany = sqlite.transaction((batch: Pending[]) => {
+      for (const p of batch) for (const r of p.rows) insert.run(r.workspaceId, r.sourceId, r.messageId, r.userKey, r.type, r.payload, r.receivedAt);
+    }).immediate;
   }
 
-  /** Resolves with, per row, whether it was stored (false: a duplicate messageId). */
-  write(rows: EventRow[]): Promise<boolean[]> {
+  /** Resolves once the rows are committed. */
+  write(rows: EventRow[]): Promise<void> {
     if (this.closed) return Promise.reject(new Error("storage is shutting down"));
     return new Promise((resolve, reject) => {
       this.queue.push({ rows, resolve, reject });
@@ -66,14 +62,13 @@ export class GroupCommitWriter {
     const batch = this.queue;
     if (batch.length === 0) return;
     this.queue = [];
-    let results: boolean[][];
     try {
-      results = this.commitMany(batch);
+      this.commitMany(batch);
     } catch (err) {
       for (const p of batch) p.reject(err);
       return;
     }
-    for (let i = 0; i < batch.length; i++) batch[i].resolve(results[i]);
+    for (const p of batch) p.resolve();
     for (const fn of this.afterCommit) fn();
   }
 

@@ -10,12 +10,14 @@ import { compile, describeError } from "../lib/schema";
 import type { ConfigStore, SourceRuntime } from "../control-plane/config-store";
 import type { LiveEvents } from "../pipeline/live-events";
 import type { Suppressor } from "../regulations/suppression";
+import { RecentMessageIds } from "./dedup";
 import { type RequestMeta, enrichEvent } from "./enrich";
 import type { EventRow, GroupCommitWriter } from "./group-commit";
 import { BATCH_TYPES, BatchCall, CallSchemas, type CallType, LenientCallSchemas, MAX_CALL_BYTES } from "./schemas";
 
 export interface IntakeDeps {
   config: ConfigStore;
+  recent: RecentMessageIds;
   writer: GroupCommitWriter;
   suppressor: Suppressor;
   live: LiveEvents;
@@ -116,13 +118,23 @@ export async function acceptCalls(
 ): Promise<void> {
   const rows: EventRow[] = [];
   const events: Record<string, any>[] = [];
+  const keys: number[] = [];
   let suppressed = 0;
+  let duplicates = 0;
   for (const { type, call } of calls) {
     if (typeof call.userId === "string" && call.userId !== "" && deps.suppressor.isSuppressed(source.workspaceId, source.id, call.userId)) {
       suppressed++;
       continue;
     }
     const event = enrichEvent(call, type, meta);
+    const key = RecentMessageIds.key(source.id, event.messageId);
+    if (deps.recent.has(key)) {
+      duplicates++;
+      continue;
+    }
+    // Marked at once, so a retry racing this request in the same commit is a duplicate too.
+    deps.recent.add(key);
+    keys.push(key);
     events.push(event);
     rows.push({
       workspaceId: source.workspaceId,
@@ -135,22 +147,16 @@ export async function acceptCalls(
     });
   }
   if (suppressed) deps.metrics.eventsSuppressed.inc({ source: source.id }, suppressed);
+  if (duplicates) deps.metrics.eventsDuplicate.inc({ source: source.id }, duplicates);
   if (rows.length === 0) return;
-  let stored: boolean[];
   try {
-    stored = await deps.writer.write(rows);
+    await deps.writer.write(rows);
   } catch (err) {
+    for (const k of keys) deps.recent.delete(k);
     deps.log.error("event storage failed", { err, source: source.id });
     throw new AppError("UNAVAILABLE", "events could not be stored; retry later");
   }
-  let accepted = 0;
   const topic = `source:${source.id}`;
-  const live = deps.live.hasSubscribers(topic);
-  for (let i = 0; i < stored.length; i++) {
-    if (!stored[i]) continue;
-    accepted++;
-    if (live) deps.live.publish(topic, events[i]);
-  }
-  deps.metrics.eventsAccepted.inc({ source: source.id }, accepted);
-  if (accepted < stored.length) deps.metrics.eventsDuplicate.inc({ source: source.id }, stored.length - accepted);
+  if (deps.live.hasSubscribers(topic)) for (const e of events) deps.live.publish(topic, e);
+  deps.metrics.eventsAccepted.inc({ source: source.id }, rows.length);
 }

@@ -1,25 +1,31 @@
 /**
  * The data plane's HTTP surface (spec §4.1) plus what real SDKs need beside it:
- * the browser SDK's beacon and sourceConfig calls. Bodies are read raw (parse:
- * "none") so size limits and gzip are enforced before anything is buffered whole.
- * Errors are short text/plain messages, as RudderStack's gateway answers.
+ * the browser SDK's beacon and sourceConfig calls, and CORS. Bodies are read raw
+ * (parse: "none") so size limits and gzip are enforced before anything is buffered
+ * whole. Errors are short text/plain messages, as RudderStack's gateway answers.
+ *
+ * This is the hot path, so it carries no Elysia lifecycle hooks: handlers return
+ * strings (one Response built by Elysia, not two), add CORS headers themselves and
+ * count their own requests and latency with pre-bound metric handles.
  */
 import { Elysia, t } from "elysia";
-import { AppError } from "../lib/errors";
+import { AppError, badRequest } from "../lib/errors";
 import { readJsonBody, writeKeyFromAuthorization } from "./read-body";
 import { type IntakeDeps, acceptCalls, authenticateSource, parseCalls } from "./intake";
 import { BatchCall, CALL_TYPES, CallSchemas, type CallType, MAX_BATCH_BYTES, MAX_CALL_BYTES } from "./schemas";
-import { badRequest } from "../lib/errors";
 
-function textError(err: unknown, deps: IntakeDeps): Response {
-  if (err instanceof AppError) {
-    deps.metrics.eventsRejected.inc({ status: String(err.status) });
-    // The spec answers every oversized event call with 400.
-    const status = err.code === "PAYLOAD_TOO_LARGE" ? 400 : err.status;
-    return new Response(err.message, { status, headers: { "content-type": "text/plain; charset=utf-8" } });
+type Set = { status?: number | string; headers: Record<string, string | number> };
+
+const TEXT = "text/plain; charset=utf-8";
+
+/** Browsers send credentials with the RudderStack SDK, so the origin is echoed, never "*". */
+function allowOrigin(request: Request, set: Set) {
+  const origin = request.headers.get("origin");
+  if (origin) {
+    set.headers["access-control-allow-origin"] = origin;
+    set.headers["access-control-allow-credentials"] = "true";
+    set.headers.vary = "Origin";
   }
-  deps.log.error("intake failed", { err });
-  return new Response("internal error", { status: 500, headers: { "content-type": "text/plain; charset=utf-8" } });
 }
 
 function clientIp(request: Request, server: { requestIP(r: Request): { address: string } | null } | null): string {
@@ -31,16 +37,27 @@ function clientIp(request: Request, server: { requestIP(r: Request): { address: 
   return server?.requestIP(request)?.address ?? "";
 }
 
-const OK = () => new Response("OK", { headers: { "content-type": "text/plain; charset=utf-8" } });
-
 export function gatewayRoutes(deps: IntakeDeps) {
-  const intake = (path: CallType | "batch", writeKeyFrom: "header" | "query") =>
-    async ({ request, server, query }: { request: Request; server: any; query: Record<string, string | undefined> }) => {
+  const m = deps.metrics;
+  const counters = new Map<string, { inc(by?: number): void }>();
+  const count = (route: string, status: number) => {
+    const k = `${route} ${status}`;
+    let c = counters.get(k);
+    if (!c) counters.set(k, (c = m.httpRequests.bind({ route, method: "POST", status: String(status) })));
+    c.inc();
+  };
+
+  const intake = (path: CallType | "batch", route: string, writeKeyFrom: "header" | "query") => {
+    const latency = m.httpDuration.bind({ route });
+    return async ({ request, server, query, set }: { request: Request; server: any; query: Record<string, string | undefined>; set: Set }) => {
+      const started = performance.now();
+      allowOrigin(request, set);
+      set.headers["content-type"] = TEXT;
+      let status = 200;
+      let body = "OK";
       try {
         const writeKey =
-          writeKeyFrom === "header"
-            ? writeKeyFromAuthorization(request.headers.get("authorization"))
-            : query.writeKey || (() => { throw badRequest("writeKey query parameter is missing"); })();
+          writeKeyFrom === "header" ? writeKeyFromAuthorization(request.headers.get("authorization")) : query.writeKey || missingWriteKey();
         const source = authenticateSource(deps, writeKey);
         const receivedAt = Date.now();
         const { value } = await readJsonBody(request, path === "batch" ? MAX_BATCH_BYTES : MAX_CALL_BYTES);
@@ -51,11 +68,25 @@ export function gatewayRoutes(deps: IntakeDeps) {
           batchSentAt: path === "batch" && typeof value.sentAt === "string" ? value.sentAt : undefined,
           batchContext: path === "batch" && value.context && typeof value.context === "object" ? (value.context as Record<string, unknown>) : undefined,
         });
-        return OK();
       } catch (err) {
-        return textError(err, deps);
+        if (err instanceof AppError) {
+          status = err.status;
+          body = err.message;
+          m.eventsRejected.inc({ status: String(status) });
+        } else {
+          deps.log.error("intake failed", { err, route });
+          status = 500;
+          body = "internal error";
+        }
+        set.status = status;
+        // Refusals are rare and worth a line; accepted calls are counted, not logged.
+        if (deps.log.enabled("info")) deps.log.info("request", { method: "POST", route, status, message: body });
       }
+      count(route, status);
+      latency.observe((performance.now() - started) / 1000);
+      return body;
     };
+  };
 
   const doc = (summary: string, schema: unknown, description = "") => ({
     summary,
@@ -72,17 +103,17 @@ export function gatewayRoutes(deps: IntakeDeps) {
   // Typed loosely: Elysia's route-tree types do not survive a loop of registrations.
   let app: Elysia<any, any, any, any, any, any, any> = new Elysia({ name: "gateway" });
   for (const call of CALL_TYPES) {
-    app = app.post(`/v1/${call}`, intake(call, "header") as any, {
+    app = app.post(`/v1/${call}`, intake(call, `/v1/${call}`, "header") as any, {
       parse: "none",
       detail: doc(`${call} call`, CallSchemas[call], `Limit: 32 KB (decoded).`) as any,
     });
   }
   return app
-    .post("/v1/batch", intake("batch", "header") as any, {
+    .post("/v1/batch", intake("batch", "/v1/batch", "header") as any, {
       parse: "none",
       detail: doc("batch call", BatchCall, "Several calls in one request. Limits: 4 MB per request, 32 KB per entry. One bad entry rejects the whole request (the message names its index).") as any,
     })
-    .post("/beacon/v1/batch", intake("batch", "query") as any, {
+    .post("/beacon/v1/batch", intake("batch", "/beacon/v1/batch", "query") as any, {
       parse: "none",
       query: t.Object({ writeKey: t.Optional(t.String()) }),
       detail: {
@@ -91,9 +122,23 @@ export function gatewayRoutes(deps: IntakeDeps) {
         tags: ["Event calls"],
       },
     })
+    .options(
+      "/*",
+      ({ request, set }) => {
+        // CORS preflight for any origin: browsers ask before sending Authorization and JSON.
+        allowOrigin(request, set as Set);
+        set.headers["access-control-allow-methods"] = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
+        set.headers["access-control-allow-headers"] = request.headers.get("access-control-request-headers") ?? "authorization, content-type, anonymousid";
+        set.headers["access-control-max-age"] = "86400";
+        set.status = 204;
+        return "";
+      },
+      { detail: { hide: true } },
+    )
     .get(
       "/sourceConfig",
-      ({ request, query }) => {
+      ({ request, query, set }) => {
+        allowOrigin(request, set as Set);
         try {
           const writeKey = query.writeKey || writeKeyFromAuthorization(request.headers.get("authorization"));
           const source = authenticateSource(deps, writeKey);
@@ -101,7 +146,10 @@ export function gatewayRoutes(deps: IntakeDeps) {
             source: { id: source.id, name: source.name, workspaceId: source.workspaceId, enabled: source.enabled, config: {}, destinations: [] },
           };
         } catch (err) {
-          return textError(err, deps);
+          if (!(err instanceof AppError)) throw err;
+          set.status = err.status;
+          set.headers["content-type"] = TEXT;
+          return err.message;
         }
       },
       {
@@ -113,4 +161,8 @@ export function gatewayRoutes(deps: IntakeDeps) {
         },
       },
     );
+}
+
+function missingWriteKey(): never {
+  throw badRequest("writeKey query parameter is missing");
 }

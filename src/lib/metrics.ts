@@ -20,6 +20,12 @@ export class Counter {
   get(labels: Labels = {}) {
     return this.values.get(key(labels)) ?? 0;
   }
+  /** A handle for fixed labels: the hot path increments without building the label key each time. */
+  bind(labels: Labels = {}): { inc(by?: number): void } {
+    const k = key(labels);
+    const values = this.values;
+    return { inc: (by = 1) => values.set(k, (values.get(k) ?? 0) + by) };
+  }
   render(): string {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`];
     for (const [k, v] of this.values) lines.push(`${this.name}${k ? `{${k}}` : ""} ${v}`);
@@ -38,7 +44,14 @@ export class Histogram {
   private series = new Map<string, { counts: number[]; sum: number; count: number }>();
   constructor(readonly name: string, readonly help: string, readonly buckets: number[]) {}
   observe(labels: Labels, value: number) {
+    this.observeKey(key(labels), value);
+  }
+  /** A handle for fixed labels (see Counter.bind). */
+  bind(labels: Labels): { observe(value: number): void } {
     const k = key(labels);
+    return { observe: (value: number) => this.observeKey(k, value) };
+  }
+  private observeKey(k: string, value: number) {
     let s = this.series.get(k);
     if (!s) this.series.set(k, (s = { counts: new Array(this.buckets.length).fill(0), sum: 0, count: 0 }));
     for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]) s.counts[i]++;

@@ -14,6 +14,9 @@ const BATCH = 2000;
 export class Processor {
   private scheduled = false;
   private readEvents: Statement;
+  private readPayload: Statement;
+  private maxEventId: Statement;
+  private cursorSavedAt = 0;
   private insertDelivery: Statement;
   private saveCursor: Statement;
   private cursor: number;
@@ -27,9 +30,12 @@ export class Processor {
     private now: () => number,
   ) {
     const c = db.$client;
+    // The payload is read only for events whose source has destinations.
     this.readEvents = c.prepare(
-      "SELECT id, source_id AS sourceId, workspace_id AS workspaceId, user_key AS userKey, type, payload FROM events WHERE id > ? ORDER BY id LIMIT ?",
+      "SELECT id, source_id AS sourceId, workspace_id AS workspaceId, user_key AS userKey, type FROM events WHERE id > ? ORDER BY id LIMIT ?",
     );
+    this.readPayload = c.prepare("SELECT payload FROM events WHERE id = ?");
+    this.maxEventId = c.prepare("SELECT max(id) AS id FROM events");
     this.insertDelivery = c.prepare(
       `INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, state, attempts, next_attempt_at, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
@@ -37,6 +43,11 @@ export class Processor {
     this.saveCursor = c.prepare("INSERT INTO cursors (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value");
     const row = c.query("SELECT value FROM cursors WHERE name = ?").get(CURSOR) as { value: number } | null;
     this.cursor = row?.value ?? 0;
+  }
+
+  /** The id of the newest event already routed (in memory; the saved cursor may lag by up to a second). */
+  get routedUpTo(): number {
+    return this.cursor;
   }
 
   /** Called with the destinations that got new deliveries (the router's wake-up). */
@@ -58,9 +69,33 @@ export class Processor {
     this.stopped = true;
   }
 
+  /**
+   * With no connection anywhere there is nothing to route: the cursor jumps to the
+   * newest event and is saved at most once a second (re-reading a few events after a
+   * crash routes nothing).
+   */
+  private skipAll() {
+    const max = (this.maxEventId.get() as { id: number | null }).id ?? 0;
+    if (max <= this.cursor) return;
+    this.cursor = max;
+    const now = this.now();
+    if (now - this.cursorSavedAt >= 1000) {
+      this.saveCursor.run(CURSOR, max);
+      this.cursorSavedAt = now;
+    }
+  }
+
   /** Processes everything committed so far, in slices so the loop stays responsive. */
   run() {
     if (this.stopped) return;
+    if (this.config.snapshot().bySource.size === 0) {
+      try {
+        this.skipAll();
+      } catch (err) {
+        this.log.error("processor could not advance its cursor", { err });
+      }
+      return;
+    }
     let rows: any[];
     try {
       rows = this.readEvents.all(this.cursor, BATCH) as any[];
@@ -78,8 +113,9 @@ export class Processor {
         for (const r of rows) {
           const connected = snapshot.bySource.get(r.sourceId);
           if (!connected?.length) continue;
-          // Routing needs only the type and the integrations object: parse only when the latter is there.
-          const event = r.payload.includes('"integrations"') ? JSON.parse(r.payload) : { type: r.type };
+          // Routing needs only the type and the integrations object.
+          const payload = (this.readPayload.get(r.id) as { payload: string }).payload;
+          const event = payload.includes('"integrations"') ? JSON.parse(payload) : { type: r.type };
           for (const d of routeEvent(event, connected)) {
             this.insertDelivery.run(r.id, d.id, r.sourceId, r.workspaceId, r.userKey, now, now, now);
             touched.add(d.id);
@@ -87,6 +123,7 @@ export class Processor {
         }
         this.saveCursor.run(CURSOR, last);
       }).immediate();
+      this.cursorSavedAt = now;
     } catch (err) {
       this.log.error("processor could not write deliveries", { err });
       return;

@@ -71,6 +71,8 @@ export class Router {
   private load: Statement;
   private abortAll: Statement;
   private stopped = false;
+  /** Running deliveries whose rows a regulation deleted: whatever their outcome, they are dropped. */
+  private forgotten = new Set<number>();
   private inFlight = new Set<Promise<void>>();
   private safetyNet?: Timer;
 
@@ -134,6 +136,7 @@ export class Router {
       const fifo = q.users.get(user);
       if (!fifo) continue;
       const keep = q.running.has(user) ? fifo.slice(0, 1) : [];
+      if (keep.length) this.forgotten.add(keep[0].id);
       q.size -= fifo.length - keep.length;
       if (keep.length) q.users.set(user, keep);
       else q.users.delete(user);
@@ -294,6 +297,14 @@ export class Router {
     }
 
     const fifo = q.users.get(user)!;
+    if (this.forgotten.delete(item.id)) {
+      // Its row is gone: record nothing and never send it again.
+      fifo.shift();
+      q.size--;
+      if (fifo.length === 0) q.users.delete(user);
+      else this.schedule(q, user, fifo[0].nextAttemptAt, now);
+      return;
+    }
     if (state === "retrying") {
       item.attempts = attempts;
       item.firstAttemptAt = firstAttemptAt;

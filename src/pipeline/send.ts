@@ -45,7 +45,11 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
 
 const RETRYABLE = (status: number) => status === 408 || status === 429 || status >= 500;
 
-export async function sendRequest(req: DestinationRequest, opts: { timeoutMs: number; messageId?: string }): Promise<Outcome> {
+export async function sendRequest(
+  req: DestinationRequest,
+  /** `keepBytes`: how much of the answer to keep (the Test API shows it whole); the first KB by default. */
+  opts: { timeoutMs: number; messageId?: string; keepBytes?: number },
+): Promise<Outcome> {
   const started = performance.now();
   const { body, contentType } = requestBody(req);
   const headers: Record<string, string> = { "user-agent": "Sluice", ...req.headers };
@@ -64,7 +68,8 @@ export async function sendRequest(req: DestinationRequest, opts: { timeoutMs: nu
   try {
     text = await res.text();
   } catch {}
-  const response = text.length > RESPONSE_KEEP_BYTES ? text.slice(0, RESPONSE_KEEP_BYTES) : text;
+  const keep = opts.keepBytes ?? RESPONSE_KEEP_BYTES;
+  const response = text.length > keep ? text.slice(0, keep) : text;
   const ms = performance.now() - started;
   if (res.status >= 200 && res.status < 300) return { kind: "delivered", status: res.status, response, ms };
   if (RETRYABLE(res.status)) return { kind: "retry", status: res.status, response, error: `destination answered ${res.status}`, retryAfterMs: parseRetryAfter(res.headers.get("retry-after")), ms };

@@ -44,6 +44,7 @@ export const CONTEXT_CACHE_SIZE = 64;
 /** Caps on what one call may log, so chatty code cannot flood the host's memory. */
 export const MAX_LOG_LINES = 1000;
 export const MAX_LOG_LINE_CHARS = 10_000;
+export const MAX_LOG_CHARS = 256 * 1024;
 
 /**
  * Everything crosses the thread boundary as flat objects of primitives: Bun's

@@ -18,6 +18,7 @@ import {
 } from "quickjs-emscripten-core";
 import {
   CONTEXT_CACHE_SIZE,
+  MAX_LOG_CHARS,
   MAX_LOG_LINE_CHARS,
   MAX_LOG_LINES,
   VALIDATE_BUFFER_BYTES,
@@ -308,6 +309,7 @@ class Program {
   private heapCap = Number.POSITIVE_INFINITY;
   private logs: string[] = [];
   private droppedLogs = 0;
+  private logChars = 0;
   private disposed = false;
 
   /** Throws only host-side errors (the wasm module is then suspect); failures of the customer's code come back as `error`. */
@@ -421,9 +423,12 @@ class Program {
 
   private takeLogs(): string[] {
     const logs = this.logs;
-    if (this.droppedLogs > 0) logs.push(`... ${this.droppedLogs} more log lines dropped (limit ${MAX_LOG_LINES} per call)`);
+    if (this.droppedLogs > 0) {
+      logs.push(`... ${this.droppedLogs} more log lines dropped (a call keeps at most ${MAX_LOG_LINES} lines and ${MAX_LOG_CHARS} characters)`);
+    }
     this.logs = [];
     this.droppedLogs = 0;
+    this.logChars = 0;
     return logs;
   }
 
@@ -433,12 +438,13 @@ class Program {
     this.arm(timeoutMs);
     try {
       const emit = ctx.newFunction("emit", (line) => {
-        if (this.logs.length >= MAX_LOG_LINES) {
+        if (this.logs.length >= MAX_LOG_LINES || this.logChars >= MAX_LOG_CHARS) {
           this.droppedLogs++;
           return;
         }
-        const text = ctx.getString(line);
-        this.logs.push(text.length > MAX_LOG_LINE_CHARS ? text.slice(0, MAX_LOG_LINE_CHARS) : text);
+        const text = ctx.getString(line).slice(0, Math.min(MAX_LOG_LINE_CHARS, MAX_LOG_CHARS - this.logChars));
+        this.logChars += text.length;
+        this.logs.push(text);
       });
       const maxChars = ctx.newNumber(MAX_LOG_LINE_CHARS);
       let api: QuickJSHandle;
@@ -465,6 +471,7 @@ class Program {
       try {
         const evaluated = this.evaluate(code);
         if (evaluated !== null) return evaluated;
+        if (this.interrupted) return this.limitFailure().error;
         const described = ctx.callFunction(describeFn, ctx.undefined);
         if (described.error) return this.failure(described.error).error;
         const text = ctx.getString(described.value);
@@ -518,7 +525,7 @@ class Program {
     allowPlainValue: boolean,
   ): { ok: true; handle: QuickJSHandle } | { ok: false; error: string; discard: boolean } {
     const { ctx, rt } = this;
-    while (rt.hasPendingJob()) {
+    while (rt.hasPendingJob() && !this.interrupted) {
       const jobs = rt.executePendingJobs();
       if (jobs.error) {
         const failure = this.failure(jobs.error);
@@ -552,12 +559,17 @@ class Program {
         this.interrupted === "memory" ||
         message === "InternalError: out of memory" ||
         (message === UNPRINTABLE && this.memoryUsed() > this.memoryBytes);
-      if (this.interrupted === "timeout") return { ok: false, error: `transformation timed out after ${this.timeoutMs} ms`, discard: true };
-      if (outOfMemory) return { ok: false, error: this.outOfMemory(), discard: true };
+      if (this.interrupted === "timeout" || outOfMemory) return this.limitFailure();
       return { ok: false, error: message, discard: false };
     } finally {
       thrown.dispose();
     }
+  }
+
+  /** A call stopped by a limit; its runtime may be mid-operation, so it is thrown away. */
+  private limitFailure(): { ok: false; error: string; discard: true } {
+    const error = this.interrupted === "timeout" ? `transformation timed out after ${this.timeoutMs} ms` : this.outOfMemory();
+    return { ok: false, error, discard: true };
   }
 
   private outOfMemory() {
@@ -613,6 +625,8 @@ class Program {
           h.dispose();
         }
       }
+      // An interrupt can also land in a promise job and be swallowed as a rejection nobody awaits.
+      if (outcome.ok && this.interrupted) outcome = this.limitFailure();
       return { outcome, logs: this.takeLogs() };
     } finally {
       this.disarm();

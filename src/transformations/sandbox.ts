@@ -39,7 +39,7 @@ export { DEFAULT_LIMITS } from "./contract.ts";
  * code, plus worker start-up; past that the worker is presumed stuck (e.g. in a
  * native loop QuickJS cannot interrupt) and is replaced.
  */
-const HANG_MARGIN_MS = 5000;
+const HANG_MARGIN_MS = 3000;
 /** How long validation may block past its time limit (covers starting the validation worker). */
 const VALIDATE_MARGIN_MS = 3000;
 
@@ -100,8 +100,11 @@ export class SandboxPool {
   private readonly queue: Job[] = [];
   private nextId = 1;
   private closed = false;
+  private readonly hangMarginMs: number;
 
-  constructor(limits: SandboxLimits) {
+  /** `options.hangMarginMs` exists for tests; the default suits production. */
+  constructor(limits: SandboxLimits, options: { hangMarginMs?: number } = {}) {
+    this.hangMarginMs = options.hangMarginMs ?? HANG_MARGIN_MS;
     const { memoryBytes, timeoutMs, workers } = limits;
     if (!(Number.isFinite(memoryBytes) && memoryBytes >= 1024 * 1024)) throw new Error("sandbox memoryBytes must be at least 1 MiB");
     if (!(Number.isFinite(timeoutMs) && timeoutMs >= 1)) throw new Error("sandbox timeoutMs must be at least 1");
@@ -172,9 +175,10 @@ export class SandboxPool {
     slot.job = job;
     // Keep the process alive only while an answer is owed.
     worker.ref();
+    const hangMs = 2 * this.limits.timeoutMs + this.hangMarginMs;
     slot.timer = setTimeout(() => {
-      this.crash(slot, worker, `transformation did not finish within ${2 * this.limits.timeoutMs + HANG_MARGIN_MS} ms; its worker was replaced`);
-    }, 2 * this.limits.timeoutMs + HANG_MARGIN_MS);
+      this.crash(slot, worker, `transformation did not finish within ${hangMs} ms; its worker was replaced`);
+    }, hangMs);
     worker.postMessage(job.request);
   }
 

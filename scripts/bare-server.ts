@@ -1,0 +1,36 @@
+/**
+ * The baseline of the benchmarks: a bare Bun.serve that reads the body and answers
+ * OK without storing anything. `--sink` makes it a destination stand-in that records
+ * arrival latency (receivedAt → now) of JSON events instead.
+ */
+const args = process.argv.slice(2);
+const port = Number(args[args.indexOf("--port") + 1] || 0);
+const sink = args.includes("--sink");
+
+const latencies: number[] = [];
+let count = 0;
+const server = Bun.serve({
+  port,
+  hostname: "127.0.0.1",
+  async fetch(req) {
+    const url = new URL(req.url);
+    if (url.pathname === "/__stats") {
+      const sorted = latencies.slice().sort((a, b) => a - b);
+      const q = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : 0);
+      return Response.json({ count, p50: q(0.5), p99: q(0.99) });
+    }
+    if (url.pathname === "/__reset") {
+      latencies.length = 0;
+      count = 0;
+      return new Response("ok");
+    }
+    const text = await req.text();
+    if (sink) {
+      count++;
+      const m = /"receivedAt":"([^"]+)"/.exec(text);
+      if (m) latencies.push(Date.now() - Date.parse(m[1]));
+    }
+    return new Response("OK");
+  },
+});
+console.log(JSON.stringify({ url: `http://127.0.0.1:${server.port}` }));

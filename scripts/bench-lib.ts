@@ -1,0 +1,144 @@
+/** Shared pieces of the benchmarks: processes, wrk runs, and BENCHMARKS.md. */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export const ROOT = join(import.meta.dir, "..");
+export const BINARY = join(ROOT, "dist", "sluice");
+export const TOKEN = "bench-admin-token-0123456789";
+
+export function requireWrk(): string {
+  const wrk = Bun.which("wrk");
+  if (!wrk) {
+    console.error("The benchmarks drive load with wrk: apt-get install wrk");
+    process.exit(2);
+  }
+  return wrk;
+}
+
+export async function ensureBinary() {
+  if (!(await Bun.file(BINARY).exists()) || process.argv.includes("--build")) {
+    const b = Bun.spawnSync(["npm", "run", "build"], { cwd: ROOT, stdout: "inherit", stderr: "inherit" });
+    if (b.exitCode !== 0) throw new Error("build failed");
+  }
+}
+
+export interface Proc {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** Starts a process that prints a JSON line with its url (Sluice's "listening" log, or the bare server). */
+export async function startProcess(cmd: string[], env: Record<string, string> = {}, cwd = ROOT): Promise<Proc> {
+  const proc = Bun.spawn(cmd, { cwd, env: { ...process.env, ...env }, stdout: "pipe", stderr: "inherit" });
+  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();
+  const dec = new TextDecoder();
+  let out = "";
+  const deadline = Date.now() + 20_000;
+  let url: string | undefined;
+  while (!url) {
+    if (Date.now() > deadline) throw new Error(`no url from ${cmd.join(" ")}: ${out}`);
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`${cmd.join(" ")} exited: ${out}`);
+    out += dec.decode(value);
+    const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
+    if (m) url = m[1].replace("0.0.0.0", "127.0.0.1");
+  }
+  // Keep draining stdout so the process never blocks on a full pipe.
+  void (async () => {
+    for (;;) {
+      const { done } = await reader.read().catch(() => ({ done: true }));
+      if (done) break;
+    }
+  })();
+  return {
+    url,
+    pid: proc.pid,
+    async stop() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    },
+  };
+}
+
+export async function startSluice(args: string[] = [], env: Record<string, string> = {}, existingDir?: string) {
+  const dir = existingDir ?? mkdtempSync(join(tmpdir(), "sluice-bench-"));
+  const p = await startProcess([BINARY, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dir, ...args], {
+    SLUICE_ADMIN_TOKEN: TOKEN,
+    LOG_LEVEL: "info",
+    ...env,
+  }, dir);
+  return {
+    ...p,
+    dir,
+    async stop(keepDir = false) {
+      await p.stop();
+      if (!keepDir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function adminApi(url: string, method: string, path: string, body?: unknown) {
+  const res = await fetch(url + path, { method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined });
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+  return res.json() as Promise<any>;
+}
+
+export interface WrkResult {
+  rps: number;
+  p50ms: number;
+  p99ms: number;
+  non2xx: number;
+}
+
+/** Runs wrk against url with a POST body; returns requests/s and latency percentiles. */
+export function wrk(url: string, opts: { body: string; headers: Record<string, string>; connections: number; seconds: number; threads?: number }): WrkResult {
+  const script = join(mkdtempSync(join(tmpdir(), "wrk-")), "post.lua");
+  const hdrs = Object.entries(opts.headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join("\n");
+  writeFileSync(
+    script,
+    `wrk.method = "POST"\nwrk.body = ${JSON.stringify(opts.body)}\n${hdrs}\n` +
+      `done = function(summary, latency, requests) io.write(string.format("NON2XX %d\\n", summary.errors.status)) end\n`,
+  );
+  const r = Bun.spawnSync(["wrk", "-t", String(opts.threads ?? 2), "-c", String(opts.connections), "-d", `${opts.seconds}s`, "--latency", "-s", script, url]);
+  const out = r.stdout.toString();
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
+  const pct = (p: string) => {
+    const m = new RegExp(`\\s${p}%\\s+([\\d.]+)(us|ms|s)`).exec(out);
+    if (!m) return NaN;
+    const v = Number(m[1]);
+    return m[2] === "us" ? v / 1000 : m[2] === "s" ? v * 1000 : v;
+  };
+  const non2xx = Number(/NON2XX (\d+)/.exec(out)?.[1] ?? 0);
+  if (!rps) throw new Error(`wrk failed: ${out} ${r.stderr.toString()}`);
+  return { rps, p50ms: pct("50"), p99ms: pct("99"), non2xx };
+}
+
+/** Peak and current resident memory of a process, in MB. */
+export function rssMb(pid: number): { rss: number; peak: number } {
+  try {
+    const status = require("node:fs").readFileSync(`/proc/${pid}/status`, "utf8") as string;
+    const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+    return { rss: kb("VmRSS") / 1024, peak: kb("VmHWM") / 1024 };
+  } catch {
+    return { rss: NaN, peak: NaN };
+  }
+}
+
+/** Appends a dated section with the command and its table to BENCHMARKS.md. */
+export async function record(title: string, command: string, lines: string[]) {
+  const file = join(ROOT, "BENCHMARKS.md");
+  const existing = (await Bun.file(file).exists()) ? await Bun.file(file).text() : "# Benchmarks\n\nFigures from `scripts/`, newest last. Each run measures a bare baseline in the same run, so compare ratios, not absolute numbers: the machine (2 cores, shared) is noisy.\n";
+  const when = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  const section = `\n## ${title} — ${when}\n\nCommand: \`${command}\` (commit ${gitHead()})\n\n${lines.join("\n")}\n`;
+  await Bun.write(file, existing + section);
+  console.log(section);
+}
+
+function gitHead(): string {
+  const r = Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: ROOT });
+  return r.stdout.toString().trim() || "unknown";
+}
+
+export const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "n/a");

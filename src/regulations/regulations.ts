@@ -1,0 +1,255 @@
+/**
+ * The Data Regulation API's verbs: create (one record per user), list by cursor, cancel.
+ * Suppression and queue removal take effect before the call returns; the deletion at
+ * the destination runs as a job.
+ */
+import { and, asc, eq, gt, inArray } from "drizzle-orm";
+import { transact } from "../../db";
+import { deletionJobs, regulations } from "../../db/schema";
+import type { RegulationAttributes } from "../../db/schema";
+import { badRequest, notFound } from "../lib/errors";
+import type { ScopedContext } from "../lib/context";
+import { newId } from "../lib/ids";
+import type { DeletionRunner } from "./deletion";
+import { type DeletionState, type Regulation, type RegulationPage, REGULATION_TYPES, type RegulationType } from "./schemas";
+import type { SuppressionIndex } from "./suppression";
+
+export interface RegulationDeps {
+  suppression: SuppressionIndex;
+  deletions: DeletionRunner;
+}
+
+export const PAGE_SIZE = 100;
+/** Keeps one request's transaction short; RudderStack states no limit. */
+export const MAX_USERS = 10_000;
+
+const FIELDS = new Set(["regulationType", "sourceIds", "destinationIds", "users"]);
+
+interface Checked {
+  regulationType: RegulationType;
+  sourceIds?: string[];
+  destinationIds?: string[];
+  users: RegulationAttributes[];
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
+
+/** An optional list of ids: absent, or a non-empty array of non-empty strings (duplicates dropped). */
+function idList(body: Record<string, unknown>, field: "sourceIds" | "destinationIds", what: string): string[] | undefined {
+  const v = body[field];
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v)) throw badRequest(`${field}: must be an array of ${what} ids`);
+  if (v.length === 0) {
+    throw badRequest(field === "sourceIds" ? "sourceIds: must list at least one source (leave it out to suppress every source)" : `${field}: must list at least one ${what}`);
+  }
+  v.forEach((id, i) => {
+    if (typeof id !== "string" || id === "") throw badRequest(`${field}[${i}]: must be a non-empty string (a ${what} id)`);
+  });
+  return [...new Set(v as string[])];
+}
+
+function checkUsers(body: Record<string, unknown>): RegulationAttributes[] {
+  const users = body.users;
+  if (users === undefined) throw badRequest("users: is required (a list of users, each with a userId)");
+  if (!Array.isArray(users)) throw badRequest("users: must be an array of users, each with a userId");
+  if (users.length === 0) throw badRequest("users: must list at least one user");
+  if (users.length > MAX_USERS) throw badRequest(`users: at most ${MAX_USERS} users per request`);
+  const byId = new Map<string, RegulationAttributes>();
+  users.forEach((u, i) => {
+    if (!isObject(u)) throw badRequest(`users[${i}]: must be an object with a userId`);
+    if (u.userId === undefined) throw badRequest(`users[${i}].userId: is required`);
+    if (typeof u.userId !== "string" || u.userId === "") throw badRequest(`users[${i}].userId: must be a non-empty string`);
+    for (const [k, v] of Object.entries(u)) {
+      if (typeof v !== "string") throw badRequest(`users[${i}].${k}: must be a string`);
+    }
+    // One record per user: a userId listed twice in one request is kept once.
+    if (!byId.has(u.userId)) byId.set(u.userId, { ...(u as Record<string, string>), userId: u.userId });
+  });
+  return [...byId.values()];
+}
+
+/** Checks every rule of spec §4.2, naming the first one broken. */
+function checkBody(ctx: ScopedContext, body: unknown): Checked {
+  if (!isObject(body)) throw badRequest("body: must be a JSON object with regulationType and users");
+  for (const k of Object.keys(body)) {
+    // A misspelt sourceIds would otherwise silently widen a suppression to every source.
+    if (!FIELDS.has(k)) throw badRequest(`${k}: unknown field (expected regulationType, sourceIds, destinationIds, users)`);
+  }
+  const type = body.regulationType;
+  if (type === undefined) throw badRequest("regulationType: is required ('suppress' or 'suppress_with_delete')");
+  if (!REGULATION_TYPES.includes(type as RegulationType)) {
+    throw badRequest(`regulationType: must be 'suppress' or 'suppress_with_delete', not ${JSON.stringify(type)}`);
+  }
+  const regulationType = type as RegulationType;
+  const users = checkUsers(body);
+  // Rule 1: suppress takes sourceIds only; suppress_with_delete takes destinationIds only.
+  if (regulationType === "suppress" && body.destinationIds !== undefined) {
+    throw badRequest("destinationIds: not allowed with regulationType 'suppress' (use 'suppress_with_delete' to delete data at destinations)");
+  }
+  if (regulationType === "suppress_with_delete" && body.sourceIds !== undefined) {
+    throw badRequest("sourceIds: not allowed with regulationType 'suppress_with_delete' (it suppresses every source; use 'suppress' to choose sources)");
+  }
+  if (regulationType === "suppress_with_delete") {
+    const v = body.destinationIds;
+    if (v === undefined || (Array.isArray(v) && v.length === 0)) {
+      throw badRequest("destinationIds: is required with regulationType 'suppress_with_delete' (the destinations whose data is deleted)");
+    }
+  }
+  const sourceIds = idList(body, "sourceIds", "source");
+  const destinationIds = idList(body, "destinationIds", "destination");
+
+  const snap = ctx.config.snapshot();
+  for (const id of sourceIds ?? []) {
+    if (snap.sources.get(id)?.workspaceId !== ctx.workspaceId) throw badRequest(`sourceIds: source '${id}' not found in this workspace`);
+  }
+  for (const id of destinationIds ?? []) {
+    const dest = snap.destinations.get(id);
+    if (dest?.workspaceId !== ctx.workspaceId) throw badRequest(`destinationIds: destination '${id}' not found in this workspace`);
+    // Rule 2: key-value and object stores delete by userId alone.
+    if (dest.definition?.deletionByUserIdOnly) {
+      users.forEach((u, i) => {
+        const extra = Object.keys(u).find((k) => k !== "userId");
+        if (extra) {
+          throw badRequest(`users[${i}].${extra}: destination '${id}' (${dest.type}) deletes users by userId only; leave out other identifiers`);
+        }
+      });
+    }
+  }
+  return { regulationType, sourceIds, destinationIds, users };
+}
+
+/** POST /v2/regulations: validates, stores, and suppresses before returning. */
+export function createRegulations(ctx: ScopedContext, deps: RegulationDeps, body: unknown): { ids: string[] } {
+  const input = checkBody(ctx, body);
+  const now = ctx.now();
+  const regRows = input.users.map((attributes) => ({
+    id: newId("reg"),
+    workspaceId: ctx.workspaceId,
+    regulationType: input.regulationType,
+    userId: attributes.userId,
+    attributes,
+    sourceIds: input.sourceIds ?? null,
+    destinationIds: input.destinationIds ?? null,
+    canceled: false,
+    createdAt: now,
+    updatedAt: now,
+  }));
+  const jobRows = regRows.flatMap((r) =>
+    (input.destinationIds ?? []).map((destinationId) => ({
+      id: newId("del"),
+      regulationId: r.id,
+      workspaceId: ctx.workspaceId,
+      destinationId,
+      status: "pending",
+      attempts: 0,
+      nextAttemptAt: now,
+      createdAt: now,
+      updatedAt: now,
+    })),
+  );
+  const userIds = input.users.map((u) => u.userId);
+  transact(ctx.db, () => {
+    // Chunks stay under SQLite's limit on bound parameters.
+    for (let i = 0; i < regRows.length; i += 500) ctx.db.insert(regulations).values(regRows.slice(i, i + 500)).run();
+    for (let i = 0; i < jobRows.length; i += 500) ctx.db.insert(deletionJobs).values(jobRows.slice(i, i + 500)).run();
+  });
+  // All of this is synchronous, so no event call runs between the commit and here.
+  deps.suppression.added(ctx.workspaceId, userIds);
+  if (input.destinationIds) {
+    try {
+      deps.deletions.removeQueued(ctx.workspaceId, input.destinationIds, userIds);
+    } catch (err) {
+      // The deletion job removes them again before it asks the destination.
+      ctx.log.warn("could not remove queued deliveries at once", { err, workspaceId: ctx.workspaceId });
+    }
+    deps.deletions.wake();
+  }
+  return { ids: regRows.map((r) => r.id) };
+}
+
+const CURSOR_ID = /^reg_[0-9a-f]{32}$/;
+
+const encodeCursor = (id: string) => Buffer.from(id).toString("base64url");
+
+function decodeCursor(cursor: string): string {
+  const id = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, "base64url").toString("utf8") : "";
+  if (!CURSOR_ID.test(id)) throw badRequest("after_cursor: not a valid cursor (take it from paging.next of the previous page)");
+  return id;
+}
+
+type RegulationRow = typeof regulations.$inferSelect;
+type JobRow = typeof deletionJobs.$inferSelect;
+
+function present(row: RegulationRow, jobs: JobRow[] | undefined): Regulation {
+  const out: Regulation = {
+    id: row.id,
+    workspaceId: row.workspaceId,
+    canceled: row.canceled,
+    regulationType: row.regulationType as RegulationType,
+    attributes: row.attributes,
+    createdAt: new Date(row.createdAt).toISOString(),
+  };
+  if (row.sourceIds) out.sourceIds = row.sourceIds;
+  if (row.destinationIds) {
+    out.destinationIds = row.destinationIds;
+    const order = new Map(row.destinationIds.map((d, i) => [d, i]));
+    out.deletion = (jobs ?? [])
+      .sort((a, b) => (order.get(a.destinationId) ?? 0) - (order.get(b.destinationId) ?? 0))
+      .map((j): DeletionState => {
+        const s: DeletionState = { destinationId: j.destinationId, status: j.status as DeletionState["status"], updatedAt: new Date(j.updatedAt).toISOString() };
+        if (j.reason) s.reason = j.reason;
+        return s;
+      });
+  }
+  return out;
+}
+
+/** GET /v2/regulations: the workspace's regulations, oldest first, 100 a page. */
+export function listRegulations(ctx: ScopedContext, afterCursor?: string): RegulationPage {
+  const after = afterCursor === undefined ? undefined : decodeCursor(afterCursor);
+  const rows = ctx.db
+    .select()
+    .from(regulations)
+    .where(after === undefined ? eq(regulations.workspaceId, ctx.workspaceId) : and(eq(regulations.workspaceId, ctx.workspaceId), gt(regulations.id, after)))
+    .orderBy(asc(regulations.id))
+    .limit(PAGE_SIZE + 1)
+    .all();
+  const page = rows.slice(0, PAGE_SIZE);
+  const withJobs = page.filter((r) => r.destinationIds).map((r) => r.id);
+  const jobsBy = new Map<string, JobRow[]>();
+  if (withJobs.length) {
+    for (const j of ctx.db.select().from(deletionJobs).where(inArray(deletionJobs.regulationId, withJobs)).all()) {
+      let list = jobsBy.get(j.regulationId);
+      if (!list) jobsBy.set(j.regulationId, (list = []));
+      list.push(j);
+    }
+  }
+  const paging: RegulationPage["paging"] = {};
+  if (rows.length > PAGE_SIZE) paging.next = `/v2/regulations?after_cursor=${encodeCursor(page[page.length - 1]!.id)}`;
+  return { data: page.map((r) => present(r, jobsBy.get(r.id))), paging };
+}
+
+/**
+ * DELETE /v2/regulations/{id}: the record stays, marked canceled; suppression of the
+ * user lifts unless another active regulation holds it. Deletion jobs not yet run are
+ * aborted; one already running finishes.
+ */
+export function cancelRegulation(ctx: ScopedContext, deps: RegulationDeps, id: string): void {
+  const row = ctx.db
+    .select({ userId: regulations.userId, canceled: regulations.canceled })
+    .from(regulations)
+    .where(and(eq(regulations.id, id), eq(regulations.workspaceId, ctx.workspaceId)))
+    .get();
+  if (!row) throw notFound(`regulation '${id}' not found`);
+  if (row.canceled) return;
+  const now = ctx.now();
+  transact(ctx.db, () => {
+    ctx.db.update(regulations).set({ canceled: true, updatedAt: now }).where(eq(regulations.id, id)).run();
+    ctx.db
+      .update(deletionJobs)
+      .set({ status: "aborted", reason: "regulation canceled", updatedAt: now })
+      .where(and(eq(deletionJobs.regulationId, id), inArray(deletionJobs.status, ["pending", "failed"])))
+      .run();
+  });
+  deps.suppression.removed(ctx.workspaceId, row.userId);
+}
