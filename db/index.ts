@@ -15,6 +15,8 @@ export type SyncMode = "FULL" | "NORMAL";
 
 export function openDatabase(path: string, opts: { synchronous?: SyncMode } = {}): Db {
   const sqlite = new Database(path, { create: true, strict: true });
+  // First: another thread or a process that is just stopping may hold a lock for a moment.
+  sqlite.exec("PRAGMA busy_timeout = 5000");
   // Only takes effect on a new file (before the first table): lets retention give pages back.
   sqlite.exec("PRAGMA auto_vacuum = INCREMENTAL");
   sqlite.exec("PRAGMA journal_mode = WAL");
@@ -22,7 +24,6 @@ export function openDatabase(path: string, opts: { synchronous?: SyncMode } = {}
   // survives a process crash only. Set explicitly: bun:sqlite's default differs by mode.
   sqlite.exec(`PRAGMA synchronous = ${opts.synchronous ?? "FULL"}`);
   sqlite.exec("PRAGMA foreign_keys = ON");
-  sqlite.exec("PRAGMA busy_timeout = 5000");
   // Checkpoints are run by the server on its own schedule, off the hot path.
   sqlite.exec("PRAGMA wal_autocheckpoint = 10000");
   sqlite.exec("PRAGMA temp_store = MEMORY");

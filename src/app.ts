@@ -125,7 +125,10 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     log.info("workspace file applied", { file: settings.config, ...summary });
   }
 
-  const writer = new GroupCommitWriter(db.$client);
+  // Commits (and their fsync) and checkpoints happen on the storage thread, not here.
+  db.$client.exec("PRAGMA wal_autocheckpoint = 0");
+  const writer = new GroupCommitWriter(join(settings.dataDir, "sluice.db"), settings.synchronous);
+  await writer.start();
   const recent = new RecentMessageIds(settings.retentionHours * 3600_000, now);
   recent.load(db.$client);
   const live = new LiveEvents();
@@ -161,12 +164,13 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     maxBackoffMs: 10 * 60_000,
     retryMaxMs: settings.retryMaxHours * 3600_000,
     retryMinAttempts: settings.retryMinAttempts,
-  }, now, () => {
-    writer.flush();
+  }, now, async () => {
+    await writer.settled();
     processor.run();
   });
   deletions.start();
   const stopMaintenance = startMaintenance(db, log, { retentionMs: settings.retentionHours * 3600_000, now });
+
 
   const api = observed(new Elysia({ name: "api" }), ctx)
     .use(opsRoutes(ctx))
@@ -213,7 +217,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     async close() {
       deletions.stop();
       stopMaintenance();
-      writer.close();
+      await writer.close();
       processor.run();
       processor.stop();
       await router.stop();

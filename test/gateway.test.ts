@@ -301,3 +301,14 @@ test("deduplication survives a restart: the messageIds are rebuilt from stored e
   await b.stop();
   cleanup(a.dataDir);
 });
+
+test("rows cross to the storage thread intact: colons, digits, unicode and empty fields", async () => {
+  const { encodeRow, decodeRows } = await import("../src/gateway/row-codec");
+  const rows = [
+    { workspaceId: "ws_1", sourceId: "src:2", messageId: "12:34", userKey: "ü𝄞:9:", type: "track", payload: '{"a":"b:c","n":"\\u0001"}', receivedAt: 1700000000123 },
+    { workspaceId: "", sourceId: "s", messageId: "", userKey: "7", type: "identify", payload: "{}", receivedAt: 0 },
+  ];
+  const out: string[][] = [];
+  decodeRows(rows.map(encodeRow).join(""), (f) => out.push([...f]));
+  expect(out).toEqual(rows.map((r) => [r.workspaceId, r.sourceId, r.messageId, r.userKey, r.type, r.payload, String(r.receivedAt)]));
+});

@@ -81,6 +81,8 @@ export class Metrics {
   readonly eventsSuppressed = new Counter("sluice_events_suppressed_total", "Events dropped at intake by a regulation, by source.");
   readonly eventsRejected = new Counter("sluice_events_rejected_total", "Event requests refused with a 4xx, by reason.");
   readonly deliveries = new Counter("sluice_deliveries_total", "Delivery attempts by destination type and outcome.");
+  readonly residentBytes = new Gauge("sluice_process_resident_bytes", "Resident memory of the process.", () => process.memoryUsage().rss);
+  readonly heapBytes = new Gauge("sluice_js_heap_bytes", "JavaScript heap in use on the main thread.", () => process.memoryUsage().heapUsed);
   private extra: Array<Counter | Gauge | Histogram> = [];
 
   register<T extends Counter | Gauge | Histogram>(m: T): T {
@@ -89,7 +91,7 @@ export class Metrics {
   }
 
   render(): string {
-    const all = [this.httpRequests, this.httpDuration, this.eventsAccepted, this.eventsDuplicate, this.eventsSuppressed, this.eventsRejected, this.deliveries, ...this.extra];
+    const all = [this.httpRequests, this.httpDuration, this.eventsAccepted, this.eventsDuplicate, this.eventsSuppressed, this.eventsRejected, this.deliveries, this.residentBytes, this.heapBytes, ...this.extra];
     return all.map((m) => m.render()).join("\n") + "\n";
   }
 }

@@ -1,7 +1,7 @@
 /**
  * Retention: finished deliveries and their events go after the configured time, in
- * small slices so intake never waits long; then a passive WAL checkpoint and an
- * incremental vacuum keep the file and tail latency flat under steady load.
+ * small slices so intake never waits long; then an incremental vacuum gives the pages
+ * back. WAL checkpoints run on the storage thread (src/gateway/event-writer-worker.ts).
  */
 import type { Db } from "../../db";
 import type { Logger } from "../lib/logger";
@@ -41,21 +41,11 @@ export function startMaintenance(db: Db, log: Logger, opts: { retentionMs: numbe
     try {
       const purged = purgeExpired(db, now() - opts.retentionMs);
       if (purged.deliveries || purged.events) log.info("retention purge", purged);
-      db.$client.exec("PRAGMA wal_checkpoint(PASSIVE)");
       db.$client.exec("PRAGMA incremental_vacuum(2000)");
     } catch (err) {
       log.warn("maintenance failed", { err });
     }
   };
   const timer = setInterval(tick, opts.intervalMs ?? 60_000);
-  // Checkpoints keep the WAL short between purges.
-  const checkpoint = setInterval(() => {
-    try {
-      db.$client.exec("PRAGMA wal_checkpoint(PASSIVE)");
-    } catch {}
-  }, 10_000);
-  return () => {
-    clearInterval(timer);
-    clearInterval(checkpoint);
-  };
+  return () => clearInterval(timer);
 }

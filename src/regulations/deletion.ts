@@ -73,7 +73,8 @@ export class DeletionRunner {
      * once. Events accepted just before a regulation would otherwise become deliveries
      * after their queue was cleared, and be sent.
      */
-    private catchUp: () => void = () => {},
+    /** Commits events still on their way to storage and fans them out. */
+    private catchUp: () => Promise<void> | void = () => {},
   ) {
     const c = db.$client;
     this.s = {
@@ -136,12 +137,13 @@ export class DeletionRunner {
   /**
    * Removes these users' deliveries to the destinations, in the database and in the
    * router's memory, after every event of theirs already accepted has been fanned out.
-   * Synchronous and indexed: a regulation calls it before answering.
+   * Indexed and bounded: a regulation calls it before answering.
    */
-  removeQueued(workspaceId: string, destinationIds: string[], userIds: string[]) {
+  async removeQueued(workspaceId: string, destinationIds: string[], userIds: string[]) {
     const users = JSON.stringify(userIds);
+    await this.catchUp();
     // Bounded: the processor takes 2000 events a run.
-    for (let i = 0; i < 100 && this.hasUnrouted(workspaceId, users); i++) this.catchUp();
+    for (let i = 0; i < 100 && this.hasUnrouted(workspaceId, users); i++) await this.catchUp();
     for (const d of destinationIds) {
       this.s.deleteDeliveries.run(d, users);
       this.queue.forgetUsers(d, userIds);
@@ -200,7 +202,7 @@ export class DeletionRunner {
     let result: RunResult;
     try {
       await this.waitForFanOut(workspaceId, userIds);
-      this.removeQueued(workspaceId, [destinationId], userIds);
+      await this.removeQueued(workspaceId, [destinationId], userIds);
       await this.purgeEvents(workspaceId, userIds);
       const dest = this.config.snapshot().destinations.get(destinationId);
       result = await this.requestDeletion(dest, [...users.values()]);
@@ -219,7 +221,7 @@ export class DeletionRunner {
     const users = JSON.stringify(userIds);
     const deadline = performance.now() + FAN_OUT_WAIT_MS;
     while (this.hasUnrouted(workspaceId, users) && performance.now() < deadline && !this.stopped) {
-      this.catchUp();
+      await this.catchUp();
       await Bun.sleep(20);
     }
   }

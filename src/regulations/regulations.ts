@@ -119,7 +119,7 @@ function checkBody(ctx: ScopedContext, body: unknown): Checked {
 }
 
 /** POST /v2/regulations: validates, stores, and suppresses before returning. */
-export function createRegulations(ctx: ScopedContext, deps: RegulationDeps, body: unknown): { ids: string[] } {
+export async function createRegulations(ctx: ScopedContext, deps: RegulationDeps, body: unknown): Promise<{ ids: string[] }> {
   const input = checkBody(ctx, body);
   const now = ctx.now();
   const regRows = input.users.map((attributes) => ({
@@ -153,11 +153,12 @@ export function createRegulations(ctx: ScopedContext, deps: RegulationDeps, body
     for (let i = 0; i < regRows.length; i += 500) ctx.db.insert(regulations).values(regRows.slice(i, i + 500)).run();
     for (let i = 0; i < jobRows.length; i += 500) ctx.db.insert(deletionJobs).values(jobRows.slice(i, i + 500)).run();
   });
-  // All of this is synchronous, so no event call runs between the commit and here.
+  // Synchronous after the commit, so no event call can pass the check in between; events
+  // that passed it earlier are committed and fanned out before their deliveries are removed.
   deps.suppression.added(ctx.workspaceId, userIds);
   if (input.destinationIds) {
     try {
-      deps.deletions.removeQueued(ctx.workspaceId, input.destinationIds, userIds);
+      await deps.deletions.removeQueued(ctx.workspaceId, input.destinationIds, userIds);
     } catch (err) {
       // The deletion job removes them again before it asks the destination.
       ctx.log.warn("could not remove queued deliveries at once", { err, workspaceId: ctx.workspaceId });

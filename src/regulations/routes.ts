@@ -13,8 +13,8 @@ export function regulationRoutes(ctx: ServiceContext, deps: RegulationDeps) {
     .use(withWorkspace(ctx))
     .post(
       "/v2/regulations",
-      ({ scope, body, set }) => {
-        createRegulations(scope, deps, body);
+      async ({ scope, body, set }) => {
+        await createRegulations(scope, deps, body);
         set.status = 201;
         set.headers["content-type"] = "text/plain; charset=utf-8";
         return "Created";

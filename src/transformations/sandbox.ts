@@ -12,9 +12,7 @@
  * entry points' common directory>.js; locateWorker() finds it wherever the
  * layout puts it.
  */
-import { existsSync, readdirSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { locateWorkerFile } from "../lib/worker-file.ts";
 import {
   DEFAULT_LIMITS,
   CONTEXT_CACHE_SIZE,
@@ -43,33 +41,8 @@ const HANG_MARGIN_MS = 3000;
 /** How long validation may block past its time limit (covers starting the validation worker). */
 const VALIDATE_MARGIN_MS = 3000;
 
-const WORKER_FILE = /(^|[\\/])sandbox-worker\.(ts|js)$/;
-let workerPath: string | null = null;
-
-/**
- * Where the worker entry point is: next to this file when running from source;
- * when bundled (and in a compiled binary, whose files sit in Bun's virtual
- * /$bunfs), `import.meta.url` is the bundle's entry, and the worker is an
- * extra entry point somewhere below it.
- */
 function locateWorker(): string {
-  if (workerPath) return workerPath;
-  const dir = dirname(fileURLToPath(import.meta.url));
-  for (const name of ["sandbox-worker.ts", "sandbox-worker.js"]) {
-    if (existsSync(join(dir, name))) return (workerPath = join(dir, name));
-  }
-  let found: string | undefined;
-  try {
-    found = (readdirSync(dir, { recursive: true }) as string[]).find((f) => WORKER_FILE.test(f) && !f.includes("node_modules"));
-  } catch {
-    found = undefined;
-  }
-  if (!found) {
-    throw new Error(
-      "the transformation worker is missing from this build; pass src/transformations/sandbox-worker.ts to `bun build` as an extra entry point",
-    );
-  }
-  return (workerPath = join(dir, found));
+  return locateWorkerFile(import.meta.url, "sandbox-worker", "src/transformations/sandbox-worker.ts");
 }
 
 function failed(error: string, logs: string[] = []): TransformationResult {
