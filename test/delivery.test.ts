@@ -270,3 +270,77 @@ test("kill -9 during delivery: after a restart every acknowledged event arrives"
   sink.stop();
   cleanup(server.dataDir);
 });
+
+describe("user transformations in delivery", () => {
+  async function withTransformation(code: string) {
+    const sink = startSink();
+    const src = await createSource(s.url);
+    const dst = await hook(sink.url, [src.id]);
+    const t = await api(s.url, "POST", "/v2/transformations", { name: `t-${crypto.randomUUID().slice(0, 6)}`, code, destinationIds: [dst.id] });
+    expect(t.status).toBe(201);
+    return { sink, src, dst };
+  }
+
+  test("a transformation changes, drops and fans out events before the webhook gets them", async () => {
+    const { sink, src, dst } = await withTransformation(`
+      export function transformEvent(event, metadata) {
+        if (event.event === "drop me") return null;
+        if (event.event === "twice") return [{ ...event, event: "copy 1" }, { ...event, event: "copy 2" }];
+        return { ...event, properties: { ...event.properties, tagged: true, dest: metadata(event).destinationId } };
+      }`);
+    for (const name of ["keep", "drop me", "twice", "last"]) await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: name });
+    await waitFor(() => tracks(sink).some((r) => r.body.event === "last"), { what: "the last event" });
+    expect(tracks(sink).map((r) => r.body.event)).toEqual(["keep", "copy 1", "copy 2", "last"]);
+    expect(tracks(sink)[0].body.properties).toEqual({ tagged: true, dest: dst.id });
+    const stats = (await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`)).json;
+    expect(stats.counts).toMatchObject({ succeeded: 3, filtered: 1 });
+    sink.stop();
+  });
+
+  test("a transformation that throws aborts only that event, with its error in stats; the next events go on", async () => {
+    const { sink, src, dst } = await withTransformation(`
+      function transformEvent(event) {
+        if (event.event === "bad") throw new Error("no bad events here");
+        return event;
+      }`);
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "bad" });
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "good" });
+    await waitFor(() => tracks(sink).some((r) => r.body.event === "good"), { what: "the good event" });
+    expect(tracks(sink).map((r) => r.body.event)).toEqual(["good"]);
+    const stats = (await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`)).json;
+    expect(stats.counts.aborted).toBe(1);
+    expect(stats.lastError.error).toContain("no bad events here");
+    sink.stop();
+  });
+
+  test("an endless loop in a transformation times out, and the server keeps serving", async () => {
+    const { sink, src, dst } = await withTransformation(`function transformEvent(event) { if (event.event === "spin") { for (;;) {} } return event; }`);
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u1", event: "spin" });
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u2", event: "fine" });
+    expect((await fetch(`${s.url}/health`)).status).toBe(200);
+    await waitFor(() => tracks(sink).some((r) => r.body.event === "fine"), { what: "the other user's event", timeoutMs: 15_000 });
+    await waitFor(async () => (await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`)).json.counts.aborted === 1, { timeoutMs: 15_000, what: "the spinning event aborted" });
+    const stats = (await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`)).json;
+    expect(stats.lastError.error).toContain("timed out");
+    sink.stop();
+  });
+});
+
+test("retention removes finished deliveries and their events, keeps unfinished ones", async () => {
+  const { purgeExpired } = await import("../src/pipeline/retention");
+  const c = s.sluice.db.$client;
+  const now = Date.now();
+  const old = now - 48 * 3600_000;
+  const insertEvent = c.prepare("INSERT INTO events (workspace_id, source_id, message_id, user_key, type, payload, received_at) VALUES ('ws', 'src_ret', ?, 'u', 'track', '{}', ?)");
+  const ids = ["ret-done", "ret-pending", "ret-new"].map((m, i) => Number(insertEvent.run(m, i === 2 ? now : old).lastInsertRowid));
+  const insertDelivery = c.prepare(
+    "INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, 'dst_ret', 'src_ret', 'ws', 'u', ?, 1, 0, ?, ?)",
+  );
+  insertDelivery.run(ids[0], "succeeded", old, old);
+  insertDelivery.run(ids[1], "retrying", old, old);
+  c.run("INSERT INTO cursors (name, value) VALUES ('processor', ?) ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)", [ids[2]]);
+  purgeExpired(s.sluice.db, now - 24 * 3600_000);
+  const left = (c.query("SELECT message_id AS m FROM events WHERE source_id = 'src_ret' ORDER BY id").all() as any[]).map((r) => r.m);
+  expect(left).toEqual(["ret-pending", "ret-new"]);
+  expect((c.query("SELECT state FROM deliveries WHERE destination_id = 'dst_ret'").all() as any[]).map((r) => r.state)).toEqual(["retrying"]);
+});

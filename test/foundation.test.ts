@@ -287,3 +287,22 @@ destinations:
     cleanup(dir);
   });
 });
+
+test("--api-port serves the APIs on their own listener; event calls stay on --port", async () => {
+  const { spawnSluice } = await import("./helpers");
+  const server = await spawnSluice({ args: ["--api-port", "0"] });
+  const apiPort = /"api":"http:\/\/[^:]+:(\d+)"/.exec(server.output())![1];
+  const apiUrl = `http://127.0.0.1:${apiPort}`;
+  const src = await api(apiUrl, "POST", "/v2/sources", { name: "split" });
+  expect(src.status).toBe(201);
+  // The data plane has no control plane, the API port takes no events.
+  expect((await api(server.url, "GET", "/v2/sources")).status).toBe(404);
+  const ok = await fetch(`${server.url}/v1/track`, { method: "POST", headers: { authorization: basic(src.json.writeKey) }, body: JSON.stringify({ userId: "u", event: "E" }) });
+  expect(ok.status).toBe(200);
+  expect((await fetch(`${apiUrl}/v1/track`, { method: "POST", headers: { authorization: basic(src.json.writeKey) }, body: "{}" })).status).toBe(404);
+  expect((await fetch(`${server.url}/health`)).status).toBe(200);
+  expect((await fetch(`${apiUrl}/destination-definitions`)).status).toBe(200);
+  server.proc.kill("SIGTERM");
+  expect(await server.proc.exited).toBe(0);
+  cleanup(server.dataDir);
+});

@@ -129,7 +129,7 @@ export async function spawnSluice(opts: { dataDir?: string; args?: string[]; env
   const url = await waitFor(
     () => {
       if (proc.exitCode !== null) throw new Error(`sluice exited with ${proc.exitCode}: ${out}`);
-      const m = /"url":"http:\/\/[^:]+:(\d+)"/.exec(out);
+      const m = /"(?:url|dataPlane)":"http:\/\/[^:]+:(\d+)"/.exec(out);
       return m ? `http://127.0.0.1:${m[1]}` : undefined;
     },
     { timeoutMs: 20_000, what: "sluice to listen" },

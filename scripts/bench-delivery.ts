@@ -1,0 +1,92 @@
+/**
+ * Delivery benchmark: the compiled binary delivering to a local webhook sink (a
+ * separate process that records each event's latency from receivedAt to arrival).
+ * In the same run the sink's own capacity is measured with wrk, so the delivery rate
+ * is also a ratio. Writes the figures into BENCHMARKS.md.
+ *
+ *   npm run bench:delivery [-- --events 50000 --seconds 10 --build]
+ */
+import { join } from "node:path";
+import { adminApi, ensureBinary, fmt, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
+
+const args = process.argv.slice(2);
+const arg = (name: string, def: number) => Number(args[args.indexOf(name) + 1] || def) || def;
+const total = arg("--events", 50_000);
+const seconds = arg("--seconds", 10);
+
+requireWrk();
+await ensureBinary();
+
+const sink = await startProcess([process.execPath, join(import.meta.dir, "bare-server.ts"), "--port", "0", "--sink"]);
+const sinkStats = async () => (await (await fetch(`${sink.url}/__stats`)).json()) as { count: number; p50: number; p99: number };
+const resetSink = () => fetch(`${sink.url}/__reset`);
+
+const event = (i: number) => ({ type: "track", userId: `user-${i % 1000}`, event: "Benchmark Event", properties: { i } });
+const capacity = wrk(`${sink.url}/hook`, { body: JSON.stringify({ ...event(1), receivedAt: new Date().toISOString() }), headers: { "content-type": "application/json" }, connections: 16, seconds: 5 });
+await resetSink();
+
+const rows: string[] = [
+  `| Destinations | drain: events delivered/s | ratio to sink capacity | steady load: events/s in | delivered p50 ms | delivered p99 ms | RSS MB (peak) |`,
+  "| --- | --- | --- | --- | --- | --- | --- |",
+];
+
+for (const destinations of [1, 10]) {
+  const s = await startSluice(["--destination-concurrency", "16"]);
+  const src = await adminApi(s.url, "POST", "/v2/sources", { name: "bench" });
+  for (let d = 0; d < destinations; d++) {
+    await adminApi(s.url, "POST", "/v2/destinations", { name: `hook-${d}`, type: "WEBHOOK", config: { webhookUrl: `${sink.url}/hook/${d}` }, sourceIds: [src.id] });
+  }
+  const auth = `Basic ${btoa(`${src.writeKey}:`)}`;
+
+  // 1. Drain: accept `total` events as fast as intake takes them, then time how long
+  //    until the sink has every delivery.
+  await resetSink();
+  const perDest = destinations === 1 ? total : Math.round(total / 5);
+  const started = performance.now();
+  const batches = [];
+  for (let i = 0; i < perDest; i += 100) batches.push(Array.from({ length: Math.min(100, perDest - i) }, (_, j) => event(i + j)));
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next < batches.length) {
+        const b = batches[next++];
+        const res = await fetch(`${s.url}/v1/batch`, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify({ batch: b }) });
+        if (res.status !== 200) throw new Error(`intake answered ${res.status}`);
+      }
+    }),
+  );
+  const expected = perDest * destinations;
+  const deadline = Date.now() + 300_000;
+  while ((await sinkStats()).count < expected) {
+    if (Date.now() > deadline) throw new Error("delivery did not drain in 5 minutes");
+    await Bun.sleep(50); // polling the sink's counter, not waiting for a guess
+  }
+  const drainRate = expected / ((performance.now() - started) / 1000);
+
+  // 2. Steady load below saturation: single calls from 4 connections; latency at the sink.
+  await resetSink();
+  const steady = wrk(`${s.url}/v1/track`, {
+    body: JSON.stringify({ userId: "steady-user", event: "Steady", properties: { a: 1 } }),
+    headers: { authorization: auth, "content-type": "application/json" },
+    connections: destinations === 1 ? 4 : 1,
+    threads: 1,
+    seconds,
+  });
+  const inRate = steady.rps;
+  const want = Math.floor(inRate * seconds * destinations * 0.99);
+  const until = Date.now() + 120_000;
+  while ((await sinkStats()).count < want && Date.now() < until) await Bun.sleep(50);
+  const lat = await sinkStats();
+  const mem = rssMb(s.pid);
+  rows.push(
+    `| ${destinations} | ${fmt(drainRate)} | ${fmt(drainRate / capacity.rps, 2)} | ${fmt(inRate)} (${fmt(inRate * destinations)} deliveries/s) | ${fmt(lat.p50)} | ${fmt(lat.p99)} | ${fmt(mem.rss)} (${fmt(mem.peak)}) |`,
+  );
+  await s.stop();
+}
+await sink.stop();
+
+rows.push("");
+rows.push(
+  `Sink capacity (wrk, 16 connections, straight at the sink): ${fmt(capacity.rps)} requests/s. Drain: ${fmt(total)} events (10 destinations: ${fmt(total / 5)} events × 10) accepted through /v1/batch from 1,000 users, timed from the first request until the sink has every delivery. Steady: wrk single track calls (4 connections for 1 destination, 1 for 10) for ${seconds} s, one user; latency is receivedAt → arrival at the sink. --destination-concurrency 16. Targets: ≥ 10,000 events/s to one destination, p99 ≤ 100 ms while not saturated.`,
+);
+await record("Delivery", `npm run bench:delivery -- --events ${total} --seconds ${seconds}`, rows);
