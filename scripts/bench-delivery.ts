@@ -30,12 +30,20 @@ const rows: string[] = [
   "| --- | --- | --- | --- | --- | --- | --- |",
 ];
 
-for (const destinations of [1, 10]) {
+const variants: Array<{ destinations: number; transformation?: string }> = [
+  { destinations: 1 },
+  { destinations: 1, transformation: "export function transformEvent(event, metadata) { return event; }" },
+  { destinations: 10 },
+];
+for (const { destinations, transformation } of variants) {
   const s = await startSluice(["--destination-concurrency", "16"]);
   const src = await adminApi(s.url, "POST", "/v2/sources", { name: "bench" });
+  const destIds: string[] = [];
   for (let d = 0; d < destinations; d++) {
-    await adminApi(s.url, "POST", "/v2/destinations", { name: `hook-${d}`, type: "WEBHOOK", config: { webhookUrl: `${sink.url}/hook/${d}` }, sourceIds: [src.id] });
+    const dst = await adminApi(s.url, "POST", "/v2/destinations", { name: `hook-${d}`, type: "WEBHOOK", config: { webhookUrl: `${sink.url}/hook/${d}` }, sourceIds: [src.id] });
+    destIds.push(dst.id);
   }
+  if (transformation) await adminApi(s.url, "POST", "/v2/transformations", { name: "trivial", code: transformation, destinationIds: destIds });
   const auth = `Basic ${btoa(`${src.writeKey}:`)}`;
 
   // 1. Drain: accept `total` events as fast as intake takes them, then time how long
@@ -43,7 +51,7 @@ for (const destinations of [1, 10]) {
   await resetSink();
   const perDest = destinations === 1 ? total : Math.round(total / 5);
   const started = performance.now();
-  const batches = [];
+  const batches: Array<Array<Record<string, unknown>>> = [];
   for (let i = 0; i < perDest; i += 100) batches.push(Array.from({ length: Math.min(100, perDest - i) }, (_, j) => event(i + j)));
   let next = 0;
   await Promise.all(
@@ -67,6 +75,7 @@ for (const destinations of [1, 10]) {
   await resetSink();
   const steady = wrk(`${s.url}/v1/track`, {
     body: JSON.stringify({ userId: "steady-user", event: "Steady", properties: { a: 1 } }),
+    bodies: Array.from({ length: 100 }, (_, u) => JSON.stringify({ userId: `steady-user-${u}`, event: "Steady", properties: { a: 1 } })),
     headers: { authorization: auth, "content-type": "application/json" },
     connections: destinations === 1 ? 4 : 1,
     threads: 1,
@@ -79,7 +88,7 @@ for (const destinations of [1, 10]) {
   const lat = await sinkStats();
   const mem = rssMb(s.pid);
   rows.push(
-    `| ${destinations} | ${fmt(drainRate)} | ${fmt(drainRate / capacity.rps, 2)} | ${fmt(inRate)} (${fmt(inRate * destinations)} deliveries/s) | ${fmt(lat.p50)} | ${fmt(lat.p99)} | ${fmt(mem.rss)} (${fmt(mem.peak)}) |`,
+    `| ${destinations}${transformation ? " + trivial transformEvent" : ""} | ${fmt(drainRate)} | ${fmt(drainRate / capacity.rps, 2)} | ${fmt(inRate)} (${fmt(inRate * destinations)} deliveries/s) | ${fmt(lat.p50)} | ${fmt(lat.p99)} | ${fmt(mem.rss)} (${fmt(mem.peak)}) |`,
   );
   await s.stop();
 }
@@ -87,6 +96,6 @@ await sink.stop();
 
 rows.push("");
 rows.push(
-  `Sink capacity (wrk, 16 connections, straight at the sink): ${fmt(capacity.rps)} requests/s. Drain: ${fmt(total)} events (10 destinations: ${fmt(total / 5)} events × 10) accepted through /v1/batch from 1,000 users, timed from the first request until the sink has every delivery. Steady: wrk single track calls (4 connections for 1 destination, 1 for 10) for ${seconds} s, one user; latency is receivedAt → arrival at the sink. --destination-concurrency 16. Targets: ≥ 10,000 events/s to one destination, p99 ≤ 100 ms while not saturated.`,
+  `Sink capacity (wrk, 16 connections, straight at the sink): ${fmt(capacity.rps)} requests/s. Drain: ${fmt(total)} events (10 destinations: ${fmt(total / 5)} events × 10) accepted through /v1/batch from 1,000 users, timed from the first request until the sink has every delivery. Steady: wrk single track calls (4 connections for 1 destination, 1 for 10) for ${seconds} s, rotating over 100 users; latency is receivedAt → arrival at the sink. --destination-concurrency 16. Targets: ≥ 10,000 events/s to one destination, p99 ≤ 100 ms while not saturated.`,
 );
 await record("Delivery", `npm run bench:delivery -- --events ${total} --seconds ${seconds}`, rows);

@@ -93,12 +93,19 @@ export interface WrkResult {
 }
 
 /** Runs wrk against url with a POST body; returns requests/s and latency percentiles. */
-export function wrk(url: string, opts: { body: string; headers: Record<string, string>; connections: number; seconds: number; threads?: number }): WrkResult {
+export function wrk(
+  url: string,
+  opts: { body: string; bodies?: string[]; headers: Record<string, string>; connections: number; seconds: number; threads?: number },
+): WrkResult {
   const script = join(mkdtempSync(join(tmpdir(), "wrk-")), "post.lua");
   const hdrs = Object.entries(opts.headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join("\n");
+  // With several bodies, each request takes the next one (e.g. to spread events over users).
+  const rotate = opts.bodies?.length
+    ? `bodies = { ${opts.bodies.map((b) => JSON.stringify(b)).join(", ")} }\ni = 0\nrequest = function() i = (i % #bodies) + 1; return wrk.format(nil, nil, nil, bodies[i]) end\n`
+    : "";
   writeFileSync(
     script,
-    `wrk.method = "POST"\nwrk.body = ${JSON.stringify(opts.body)}\n${hdrs}\n` +
+    `wrk.method = "POST"\nwrk.body = ${JSON.stringify(opts.body)}\n${hdrs}\n${rotate}` +
       `done = function(summary, latency, requests) io.write(string.format("NON2XX %d\\n", summary.errors.status)) end\n`,
   );
   const r = Bun.spawnSync(["wrk", "-t", String(opts.threads ?? 2), "-c", String(opts.connections), "-d", `${opts.seconds}s`, "--latency", "-s", script, url]);

@@ -13,7 +13,8 @@ import type { Metrics } from "../lib/metrics";
 import type { LiveEvents } from "./live-events";
 import type { OutcomeWriter, OutcomeRow } from "./outcomes";
 import { type Outcome, RESPONSE_KEEP_BYTES, sendRequest } from "./send";
-import { type StageContext, destinationTransform, userTransform } from "./stages";
+import { type StageContext, destinationTransform } from "./stages";
+import { TransformBatcher } from "./transform-batcher";
 
 export interface RouterSettings {
   concurrency: number;
@@ -75,6 +76,7 @@ export class Router {
   private forgotten = new Set<number>();
   private inFlight = new Set<Promise<void>>();
   private safetyNet?: Timer;
+  private transforms: TransformBatcher;
 
   constructor(
     private db: Db,
@@ -98,6 +100,7 @@ export class Router {
       `UPDATE deliveries SET state = 'aborted', last_error = ?, updated_at = ? WHERE destination_id = ? AND state IN ('pending', 'retrying')`,
     );
     config.onChange(() => this.reconcile());
+    this.transforms = new TransformBatcher(stages);
   }
 
   /** Loads every destination with queued work (start-up) and keeps a slow poll as a safety net. */
@@ -234,7 +237,7 @@ export class Router {
   private async execute(dest: DestinationRuntime, item: Queued): Promise<Outcome | { kind: "filtered"; ms: number }> {
     const started = performance.now();
     const event = JSON.parse(item.payload);
-    const transformed = await userTransform(this.stages, dest, [{ sourceId: item.sourceId, event }]);
+    const transformed = await this.transforms.run(dest, item.sourceId, event);
     if (transformed.error) {
       return { kind: "abort", response: "", error: `user transformation failed: ${transformed.error}`, ms: performance.now() - started };
     }
