@@ -326,6 +326,17 @@ describe("user transformations in delivery", () => {
   });
 });
 
+test("saving code that spins at its top level is refused without stalling the server", async () => {
+  const saving = api(s.url, "POST", "/v2/transformations", { name: "spinner", code: "for (;;) {}\nfunction transformEvent(e) { return e; }" });
+  const t0 = performance.now();
+  expect((await fetch(`${s.url}/health`)).status).toBe(200);
+  // Validation takes the whole time limit (1 s) in a worker; the server answers meanwhile.
+  expect(performance.now() - t0).toBeLessThan(500);
+  const res = await saving;
+  expect(res.status).toBe(400);
+  expect(res.json.message).toContain("timed out");
+});
+
 test("retention removes finished deliveries and their events, keeps unfinished ones", async () => {
   const { purgeExpired } = await import("../src/pipeline/retention");
   const c = s.sluice.db.$client;

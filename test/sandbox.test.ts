@@ -356,33 +356,33 @@ describe("compilation cache", () => {
 });
 
 describe("validateTransformationCode", () => {
-  test("accepts exactly one of the two functions and says which", () => {
-    expect(validateTransformationCode(`function transformEvent(event, metadata) { return event; }`)).toBe("transformEvent");
-    expect(validateTransformationCode(`export function transformBatch(events, metadata) { return events; }`)).toBe("transformBatch");
-    expect(validateTransformationCode(`export default function transformEvent(e) { return e; }`)).toBe("transformEvent");
+  test("accepts exactly one of the two functions and says which", async () => {
+    expect(await validateTransformationCode(`function transformEvent(event, metadata) { return event; }`)).toBe("transformEvent");
+    expect(await validateTransformationCode(`export function transformBatch(events, metadata) { return events; }`)).toBe("transformBatch");
+    expect(await validateTransformationCode(`export default function transformEvent(e) { return e; }`)).toBe("transformEvent");
   });
 
-  test("refuses code that defines neither", () => {
-    expect(() => validateTransformationCode(`function somethingElse(e) { return e; }`)).toThrow(
+  test("refuses code that defines neither", async () => {
+    await expect(validateTransformationCode(`function somethingElse(e) { return e; }`)).rejects.toThrow(
       "define a function transformEvent(event, metadata) or transformBatch(events, metadata)",
     );
-    expect(() => validateTransformationCode(`const transformEvent = 5;`)).toThrow("transformEvent must be a function (got number)");
+    await expect(validateTransformationCode(`const transformEvent = 5;`)).rejects.toThrow("transformEvent must be a function (got number)");
   });
 
-  test("refuses code that defines both", () => {
-    expect(() => validateTransformationCode(`function transformEvent(e) { return e; }\nfunction transformBatch(es) { return es; }`)).toThrow(
+  test("refuses code that defines both", async () => {
+    await expect(validateTransformationCode(`function transformEvent(e) { return e; }\nfunction transformBatch(es) { return es; }`)).rejects.toThrow(
       "define only one of transformEvent(event, metadata) or transformBatch(events, metadata), not both",
     );
   });
 
-  test("refuses syntax errors with QuickJS's message", () => {
-    expect(() => validateTransformationCode(`function transformEvent(event) {\n  return event.;\n}`)).toThrow(/^SyntaxError: .*\(line 2, column \d+\)$/);
-    expect(() => validateTransformationCode(`export function (`)).toThrow("SyntaxError: function name expected");
+  test("refuses syntax errors with QuickJS's message", async () => {
+    await expect(validateTransformationCode(`function transformEvent(event) {\n  return event.;\n}`)).rejects.toThrow(/^SyntaxError: .*\(line 2, column \d+\)$/);
+    await expect(validateTransformationCode(`export function (`)).rejects.toThrow("SyntaxError: function name expected");
   });
 
-  test("refuses code whose top level throws or never finishes", () => {
-    expect(() => validateTransformationCode(`throw new RangeError("nope");`)).toThrow("RangeError: nope");
-    expect(() => validateTransformationCode(`while (true) {}\nfunction transformEvent(e) { return e; }`, { timeoutMs: 100 })).toThrow(
+  test("refuses code whose top level throws or never finishes", async () => {
+    await expect(validateTransformationCode(`throw new RangeError("nope");`)).rejects.toThrow("RangeError: nope");
+    await expect(validateTransformationCode(`while (true) {}\nfunction transformEvent(e) { return e; }`, { timeoutMs: 100 })).rejects.toThrow(
       "transformation timed out after 100 ms",
     );
   });

@@ -13,11 +13,12 @@ import type { TransformationCreate, TransformationUpdate } from "../transformati
 
 type Row = typeof transformations.$inferSelect;
 
-function checkCode(code: string) {
+/** Runs the code's top level in the sandbox (off this thread) and checks the contract. */
+export async function checkCode(code: string, where = "code") {
   try {
-    return validateTransformationCode(code);
+    return await validateTransformationCode(code);
   } catch (e) {
-    throw badRequest(`code: ${(e as Error).message}`);
+    throw badRequest(`${where}: ${(e as Error).message}`);
   }
 }
 
@@ -84,8 +85,13 @@ export function getTransformation(ctx: ScopedContext, id: string) {
   return present(ctx, findTransformationRow(ctx, id));
 }
 
-export function createTransformation(ctx: ScopedContext, input: TransformationCreate) {
-  checkCode(input.code);
+export async function createTransformation(ctx: ScopedContext, input: TransformationCreate) {
+  await checkCode(input.code);
+  return createChecked(ctx, input);
+}
+
+/** Creates a transformation whose code was already checked (the workspace file checks all first). */
+function createChecked(ctx: ScopedContext, input: TransformationCreate) {
   assertDestinations(ctx, input.destinationIds ?? []);
   const exists = ctx.db.select({ id: transformations.id }).from(transformations).where(and(eq(transformations.workspaceId, ctx.workspaceId), eq(transformations.name, input.name))).get();
   if (exists) throw new AppError("CONFLICT", `name: a transformation named '${input.name}' already exists`);
@@ -103,9 +109,14 @@ export function createTransformation(ctx: ScopedContext, input: TransformationCr
   return present(ctx, row);
 }
 
-export function updateTransformation(ctx: ScopedContext, id: string, input: TransformationUpdate) {
+export async function updateTransformation(ctx: ScopedContext, id: string, input: TransformationUpdate) {
+  findTransformationRow(ctx, id);
+  if (input.code !== undefined) await checkCode(input.code);
+  return updateChecked(ctx, id, input);
+}
+
+function updateChecked(ctx: ScopedContext, id: string, input: TransformationUpdate) {
   const current = findTransformationRow(ctx, id);
-  if (input.code !== undefined) checkCode(input.code);
   if (input.destinationIds) assertDestinations(ctx, input.destinationIds);
   if (input.name !== undefined && input.name !== current.name) {
     const exists = ctx.db.select({ id: transformations.id }).from(transformations).where(and(eq(transformations.workspaceId, ctx.workspaceId), eq(transformations.name, input.name))).get();
@@ -127,11 +138,11 @@ export function deleteTransformation(ctx: ScopedContext, id: string) {
   ctx.config.invalidate();
 }
 
-/** For the workspace file: a new version only when the code changed. */
+/** For the workspace file, whose code was checked before its transaction: a new version only when the code changed. */
 export function upsertTransformationByName(ctx: ScopedContext, name: string, code: string) {
   const existing = ctx.db.select().from(transformations).where(and(eq(transformations.workspaceId, ctx.workspaceId), eq(transformations.name, name))).get();
-  if (!existing) return createTransformation(ctx, { name, code });
+  if (!existing) return createChecked(ctx, { name, code });
   const current = ctx.db.select().from(transformationVersions).where(eq(transformationVersions.id, existing.versionId)).get();
   if (current?.code === code) return present(ctx, existing);
-  return updateTransformation(ctx, existing.id, { code });
+  return updateChecked(ctx, existing.id, { code });
 }

@@ -15,7 +15,7 @@ import { AppError } from "../lib/errors";
 import { firstError } from "../lib/schema";
 import { createDestination, updateDestination, validateDestinationConfig } from "./destinations";
 import { createSource, updateSource } from "./sources";
-import { attachTransformation, upsertTransformationByName } from "./transformations";
+import { attachTransformation, checkCode, upsertTransformationByName } from "./transformations";
 
 export const WorkspaceFile = t.Object(
   {
@@ -141,6 +141,14 @@ export interface ApplySummary {
 /** Applies the file inside one transaction: either all of it takes effect or none. */
 export async function applyWorkspaceFile(ctx: ScopedContext, file: string): Promise<ApplySummary> {
   const doc = await readWorkspaceFile(file);
+  // Code is checked in the sandbox (asynchronously) before the one transaction begins.
+  for (const [i, tr] of (doc.transformations ?? []).entries()) {
+    try {
+      await checkCode(tr.code, `transformations[${i}].code`);
+    } catch (e) {
+      throw new WorkspaceFileError(`${file}: ${(e as Error).message}`);
+    }
+  }
   const apply = () => {
     const sourceIds = new Map<string, string>();
     for (const s of doc.sources ?? []) {

@@ -230,7 +230,7 @@ let validator: Worker | null = null;
 function validationWorker(): Worker {
   if (validator) return validator;
   const worker = new Worker(locateWorker());
-  // The caller blocks while waiting, so the worker never needs to hold the process open.
+  // A caller awaiting an answer holds the process open; an idle validator must not.
   worker.unref();
   const forget = () => {
     if (validator === worker) validator = null;
@@ -245,14 +245,14 @@ function validationWorker(): Worker {
  * does not compile, throws while loading, or does not define exactly one of
  * transformEvent / transformBatch. Returns which one it defines.
  *
- * Synchronous so that callers can use it inside a transaction: the code still
- * runs in a worker (its top level executes, to see what it defines), and this
- * thread waits for the answer, at most the time limit plus a margin.
+ * The code runs in a worker (its top level executes, to see what it defines); this
+ * thread awaits the answer without blocking, at most the time limit plus a margin,
+ * so code that spins at its top level never stalls the server.
  */
-export function validateTransformationCode(
+export async function validateTransformationCode(
   code: string,
   limits: Partial<Pick<SandboxLimits, "memoryBytes" | "timeoutMs">> = {},
-): TransformationKind {
+): Promise<TransformationKind> {
   if (typeof code !== "string") throw new Error("code must be a string");
   const memoryBytes = limits.memoryBytes ?? DEFAULT_LIMITS.memoryBytes;
   const timeoutMs = limits.timeoutMs ?? DEFAULT_LIMITS.timeoutMs;
@@ -261,7 +261,9 @@ export function validateTransformationCode(
   const header = new Int32Array(buffer, 0, 2);
   const request: ValidateRequest = { op: "validate", buffer, code, memoryBytes, timeoutMs };
   worker.postMessage(request);
-  Atomics.wait(header, 0, 0, timeoutMs + VALIDATE_MARGIN_MS);
+  // The pending wait keeps the process alive although the worker itself is unref'd.
+  const waiting = Atomics.waitAsync(header, 0, 0, timeoutMs + VALIDATE_MARGIN_MS);
+  if (waiting.async) await waiting.value;
   if (Atomics.load(header, 0) !== 1) {
     // Stuck or never started: the next validation gets a fresh worker.
     if (validator === worker) validator = null;

@@ -4,7 +4,7 @@ import { validateTransformationCode, type SandboxPool } from "./sandbox";
 
 export async function testTransformation(sandbox: SandboxPool, input: { code: string; events: Record<string, unknown>[] }) {
   try {
-    validateTransformationCode(input.code);
+    await validateTransformationCode(input.code);
   } catch (e) {
     throw badRequest(`code: ${(e as Error).message}`);
   }
