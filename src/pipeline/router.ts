@@ -40,6 +40,8 @@ interface Queued {
 }
 
 const WINDOW = 5000;
+/** How many deliveries per connection may run when a transformation stage precedes the request. */
+const TRANSFORM_OVERLAP = 8;
 const REFILL_BELOW = 1000;
 const KEEP_ATTEMPTS = 10;
 
@@ -53,6 +55,9 @@ class DestinationQueue {
   size = 0;
   drained = false;
   resetWanted = false;
+  /** Requests on the wire now, and deliveries waiting for one of the destination's connections. */
+  sending = 0;
+  waitingToSend: Array<() => void> = [];
 
   constructor(readonly destinationId: string) {}
 
@@ -214,14 +219,17 @@ export class Router {
       return;
     }
     for (const user of q.ready) {
-      if (q.running.size >= this.settings.concurrency) break;
+      // With a transformation, more deliveries run than connections exist, so that the
+      // transformation stage gets larger groups; the requests themselves stay bounded.
+      const limit = dest.transformation ? this.settings.concurrency * TRANSFORM_OVERLAP : this.settings.concurrency;
+      if (q.running.size >= limit) break;
       q.ready.delete(user);
       const head = q.users.get(user)?.[0];
       if (!head) continue;
       // A disabled source holds its events; reconcile makes the user ready again.
       if (snap.sources.get(head.sourceId)?.enabled === false) continue;
       q.running.add(user);
-      const p = this.execute(dest, head)
+      const p = this.execute(q, dest, head)
         .then((result) => this.finish(q, user, head, result))
         .catch((err) => this.log.error("delivery failed unexpectedly", { err, deliveryId: head.id }))
         .finally(() => {
@@ -234,7 +242,7 @@ export class Router {
   }
 
   /** Runs the stages for one delivery and returns its outcome; never throws for a destination's failure. */
-  private async execute(dest: DestinationRuntime, item: Queued): Promise<Outcome | { kind: "filtered"; ms: number }> {
+  private async execute(q: DestinationQueue, dest: DestinationRuntime, item: Queued): Promise<Outcome | { kind: "filtered"; ms: number }> {
     const started = performance.now();
     const event = JSON.parse(item.payload);
     const transformed = await this.transforms.run(dest, item.sourceId, event);
@@ -247,12 +255,32 @@ export class Router {
       const dt = destinationTransform(this.stages, dest, out.event);
       if (!dt.ok) return { kind: "abort", response: "", error: dt.error, ms: performance.now() - started };
       for (const req of dt.requests) {
-        last = await sendRequest(req, { timeoutMs: this.settings.timeoutMs, messageId: String(out.event.messageId ?? event.messageId ?? "") });
+        await this.acquireConnection(q);
+        try {
+          last = await sendRequest(req, { timeoutMs: this.settings.timeoutMs, messageId: String(out.event.messageId ?? event.messageId ?? "") });
+        } finally {
+          this.releaseConnection(q);
+        }
         if (last.kind !== "delivered") return last;
       }
     }
     // An event the kind maps to no request (e.g. filtered by the kind's own event filter) is done.
     return last ?? { kind: "filtered", ms: performance.now() - started };
+  }
+
+  private acquireConnection(q: DestinationQueue): Promise<void> | void {
+    if (q.sending < this.settings.concurrency) {
+      q.sending++;
+      return;
+    }
+    return new Promise((resolve) => q.waitingToSend.push(resolve));
+  }
+
+  private releaseConnection(q: DestinationQueue) {
+    const next = q.waitingToSend.shift();
+    // The slot passes straight to the next waiter, so `sending` never exceeds the bound.
+    if (next) next();
+    else q.sending--;
   }
 
   private backoff(attempts: number, retryAfterMs?: number): number {
