@@ -10,6 +10,7 @@ import type { Db } from "../../db";
 import type { ConfigStore, DestinationRuntime } from "../control-plane/config-store";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
+import type { DestinationRequest } from "../destinations/types";
 import type { LiveEvents } from "./live-events";
 import type { OutcomeWriter, OutcomeRow } from "./outcomes";
 import { type Outcome, RESPONSE_KEEP_BYTES, sendRequest } from "./send";
@@ -42,6 +43,8 @@ interface Queued {
 const WINDOW = 5000;
 /** How many deliveries per connection may run when a transformation stage precedes the request. */
 const TRANSFORM_OVERLAP = 8;
+/** Most events one batch may carry before the kind's own batch() applies the service's limits. */
+const BATCH_MAX = 100;
 const REFILL_BELOW = 1000;
 const KEEP_ATTEMPTS = 10;
 
@@ -218,6 +221,10 @@ export class Router {
       this.log.error("could not load deliveries", { err, destinationId: q.destinationId });
       return;
     }
+    if (dest.definition?.batch) {
+      this.pumpBatches(q, dest, snap);
+      return;
+    }
     for (const user of q.ready) {
       // With a transformation, more deliveries run than connections exist, so that the
       // transformation stage gets larger groups; the requests themselves stay bounded.
@@ -229,16 +236,107 @@ export class Router {
       // A disabled source holds its events; reconcile makes the user ready again.
       if (snap.sources.get(head.sourceId)?.enabled === false) continue;
       q.running.add(user);
-      const p = this.execute(q, dest, head)
-        .then((result) => this.finish(q, user, head, result))
-        .catch((err) => this.log.error("delivery failed unexpectedly", { err, deliveryId: head.id }))
-        .finally(() => {
-          this.inFlight.delete(p);
-          q.running.delete(user);
-          this.pump(q);
-        });
-      this.inFlight.add(p);
+      this.track(q, [user], this.execute(q, dest, head).then((result) => this.finish(q, user, head, result)));
     }
+  }
+
+  /** Keeps a running delivery (or batch) counted until it is done, then pumps again. */
+  private track(q: DestinationQueue, users: string[], work: Promise<unknown>) {
+    const p: Promise<void> = work
+      .then(() => {})
+      .catch((err) => this.log.error("delivery failed unexpectedly", { err, destinationId: q.destinationId }))
+      .finally(() => {
+        this.inFlight.delete(p);
+        for (const u of users) q.running.delete(u);
+        this.pump(q);
+      });
+    this.inFlight.add(p);
+  }
+
+  /**
+   * For kinds that accept batches: up to BATCH_MAX users' heads go out together (one
+   * head per user, so per-user order holds), merged by the kind's own batch().
+   */
+  private pumpBatches(q: DestinationQueue, dest: DestinationRuntime, snap: ReturnType<ConfigStore["snapshot"]>) {
+    while (q.ready.size && q.running.size < this.settings.concurrency * BATCH_MAX) {
+      const users: string[] = [];
+      const heads: Queued[] = [];
+      for (const user of q.ready) {
+        if (heads.length >= BATCH_MAX) break;
+        q.ready.delete(user);
+        const head = q.users.get(user)?.[0];
+        if (!head || snap.sources.get(head.sourceId)?.enabled === false) continue;
+        q.running.add(user);
+        users.push(user);
+        heads.push(head);
+      }
+      if (!heads.length) return;
+      this.track(
+        q,
+        users,
+        this.executeBatch(q, dest, heads).then((results) => heads.forEach((h, i) => this.finish(q, users[i], h, results[i]))),
+      );
+    }
+  }
+
+  /**
+   * One batch: each event through the user transformation and the kind's transform,
+   * then the kind's batch() merges the requests and they are sent in order. A batched
+   * request's outcome is every included event's outcome (as RudderStack records it):
+   * at least once, never lost.
+   */
+  private async executeBatch(q: DestinationQueue, dest: DestinationRuntime, heads: Queued[]): Promise<Array<Outcome | { kind: "filtered"; ms: number }>> {
+    const started = performance.now();
+    const results: Array<Outcome | { kind: "filtered"; ms: number } | undefined> = new Array(heads.length);
+    const requests: DestinationRequest[] = [];
+    const requestsByItem: DestinationRequest[][] = [];
+    await Promise.all(
+      heads.map(async (item, i) => {
+        const event = JSON.parse(item.payload);
+        const transformed = await this.transforms.run(dest, item.sourceId, event);
+        if (transformed.error) {
+          results[i] = { kind: "abort", response: "", error: `user transformation failed: ${transformed.error}`, ms: 0 };
+          return;
+        }
+        const mine: DestinationRequest[] = [];
+        for (const out of transformed.output) {
+          const dt = destinationTransform(this.stages, dest, out.event);
+          if (!dt.ok) {
+            results[i] = { kind: "abort", response: "", error: dt.error, ms: 0 };
+            return;
+          }
+          for (const r of dt.requests) mine.push({ ...r, userKey: item.userKey });
+        }
+        if (!mine.length) results[i] = { kind: "filtered", ms: 0 };
+        else requestsByItem[i] = mine;
+      }),
+    );
+    // Requests keep the order of the heads, which is the order of the queue.
+    heads.forEach((_, i) => {
+      if (results[i] === undefined && requestsByItem[i]) requests.push(...requestsByItem[i]);
+    });
+    let common: Outcome | undefined;
+    if (requests.length) {
+      const ctx = { config: dest.config, destination: { id: dest.id, name: dest.name, workspaceId: dest.workspaceId }, baseUrl: this.stages.baseUrls[dest.type] };
+      let merged: DestinationRequest[];
+      try {
+        merged = dest.definition!.batch!(requests, ctx);
+      } catch (err) {
+        merged = requests;
+        this.log.warn("batching failed; sending one by one", { err, destinationId: dest.id });
+      }
+      for (const req of merged) {
+        await this.acquireConnection(q);
+        try {
+          common = await sendRequest(req, { timeoutMs: this.settings.timeoutMs });
+        } finally {
+          this.releaseConnection(q);
+        }
+        if (common.kind !== "delivered") break;
+      }
+    }
+    const ms = performance.now() - started;
+    return heads.map((_, i) => results[i] ?? { ...(common as Outcome), ms });
   }
 
   /** Runs the stages for one delivery and returns its outcome; never throws for a destination's failure. */
