@@ -46,6 +46,8 @@ export function startMaintenance(db: Db, log: Logger, opts: { retentionMs: numbe
       log.warn("maintenance failed", { err });
     }
   };
-  const timer = setInterval(tick, opts.intervalMs ?? 60_000);
+  // Once a minute, or more often for short retention windows, so a window is never
+  // overrun by more than a tenth of itself.
+  const timer = setInterval(tick, opts.intervalMs ?? Math.max(1000, Math.min(60_000, opts.retentionMs / 10)));
   return () => clearInterval(timer);
 }
