@@ -158,5 +158,16 @@ export async function acceptCalls(
   }
   const topic = `source:${source.id}`;
   if (deps.live.hasSubscribers(topic)) for (const e of events) deps.live.publish(topic, e);
-  deps.metrics.eventsAccepted.inc({ source: source.id }, rows.length);
+  acceptedCounter(deps, source.id).inc(rows.length);
+}
+
+const acceptedBySource = new WeakMap<IntakeDeps, Map<string, { inc(by?: number): void }>>();
+
+/** A bound counter per source: the hot path does not rebuild the label key per request. */
+function acceptedCounter(deps: IntakeDeps, sourceId: string) {
+  let bySource = acceptedBySource.get(deps);
+  if (!bySource) acceptedBySource.set(deps, (bySource = new Map()));
+  let c = bySource.get(sourceId);
+  if (!c) bySource.set(sourceId, (c = deps.metrics.eventsAccepted.bind({ source: sourceId })));
+  return c;
 }
