@@ -3,6 +3,7 @@
  * Config keys follow RudderStack's WEBHOOK definition so workspace files carry over.
  */
 import { t } from "elysia";
+import { endpointFor } from "../base-url";
 import {
   type DestinationDefinition,
   type DestinationRequest,
@@ -57,7 +58,7 @@ export const webhook: DestinationDefinition = {
     if (!["POST", "PUT", "PATCH", "GET", "DELETE"].includes(method)) {
       throw new TransformError(`destination config 'webhookMethod' must be one of POST, PUT, PATCH, GET, DELETE`);
     }
-    const endpoint = ctx.baseUrl ? rebase(url, ctx.baseUrl) : url;
+    const endpoint = endpointFor(ctx, url);
     const headers = configHeaders(ctx.config.headers);
     if (method === "GET" || method === "DELETE") {
       const source = event.type === "identify" ? (event.traits ?? event.context?.traits) : event.properties;
@@ -66,13 +67,3 @@ export const webhook: DestinationDefinition = {
     return [restRequest({ method, endpoint, headers: { "content-type": "application/json", ...headers }, json: event })];
   },
 };
-
-/** Keeps the path and query of `url` but sends it to `base` (for offline tests). */
-function rebase(url: string, base: string): string {
-  try {
-    const u = new URL(url);
-    return base.replace(/\/$/, "") + u.pathname + u.search;
-  } catch {
-    return url;
-  }
-}
