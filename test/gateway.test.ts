@@ -303,12 +303,18 @@ test("deduplication survives a restart: the messageIds are rebuilt from stored e
 });
 
 test("rows cross to the storage thread intact: colons, digits, unicode and empty fields", async () => {
-  const { encodeRow, decodeRows } = await import("../src/gateway/row-codec");
+  const { RowBatch, readRows } = await import("../src/gateway/row-codec");
   const rows = [
     { workspaceId: "ws_1", sourceId: "src:2", messageId: "12:34", userKey: "ü𝄞:9:", type: "track", payload: '{"a":"b:c","n":"\\u0001"}', receivedAt: 1700000000123 },
     { workspaceId: "", sourceId: "s", messageId: "", userKey: "7", type: "identify", payload: "{}", receivedAt: 0 },
   ];
+  // A tiny batch forces both buffers to grow.
+  const batch = new RowBatch(8, 1);
+  for (let k = 0; k < 50; k++) for (const r of rows) batch.add(r);
   const out: string[][] = [];
-  decodeRows(rows.map(encodeRow).join(""), (f) => out.push([...f]));
-  expect(out).toEqual(rows.map((r) => [r.workspaceId, r.sourceId, r.messageId, r.userKey, r.type, r.payload, String(r.receivedAt)]));
+  const dec = new TextDecoder();
+  readRows(batch.bytes, batch.index, batch.rows, (f, t) => out.push([...f.map((b) => dec.decode(b)), String(t)]));
+  expect(out).toHaveLength(100);
+  expect(out.slice(0, 2)).toEqual(rows.map((r) => [r.workspaceId, r.sourceId, r.messageId, r.userKey, r.type, r.payload, String(r.receivedAt)]));
+  expect(out[99]).toEqual(out[1]);
 });

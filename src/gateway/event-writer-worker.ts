@@ -5,16 +5,17 @@
  * into the next one: the group commit happens here.
  */
 import { Database, type Statement } from "bun:sqlite";
-import { decodeRows } from "./row-codec";
+import { readRows } from "./row-codec";
 
 declare const self: Worker;
 
-type Msg = { type: "init"; path: string; synchronous: string } | { type: "write"; id: number; rows: string } | { type: "close" };
+type Batch = { id: number; bytes: Uint8Array; index: Float64Array; rows: number };
+type Msg = { type: "init"; path: string; synchronous: string } | ({ type: "write" } & Batch) | { type: "close" };
 
 let db: Database | undefined;
 let insert: Statement;
-let commit: (batches: Array<{ id: number; rows: string }>) => void;
-let queue: Array<{ id: number; rows: string }> = [];
+let commit: (batches: Batch[]) => void;
+let queue: Batch[] = [];
 let scheduled = false;
 let checkpointTimer: Timer | undefined;
 
@@ -41,12 +42,14 @@ self.onmessage = (e: MessageEvent<Msg>) => {
       db.exec("PRAGMA busy_timeout = 10000");
       // Checkpoints run here, after this thread's commits, never on the main thread.
       db.exec("PRAGMA wal_autocheckpoint = 2000");
+      // Fields arrive as UTF-8 byte ranges; SQLite turns them into TEXT without a JavaScript string.
       insert = db.prepare(
-        "INSERT INTO events (workspace_id, source_id, message_id, user_key, type, payload, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        `INSERT INTO events (workspace_id, source_id, message_id, user_key, type, payload, received_at)
+         VALUES (CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), ?)`,
       );
-      const insertRow = (r: string[]) => insert.run(r[0], r[1], r[2], r[3], r[4], r[5], Number(r[6]));
-      commit = db.transaction((batches: Array<{ id: number; rows: string }>) => {
-        for (const b of batches) decodeRows(b.rows, insertRow);
+      const insertRow = (f: Uint8Array[], receivedAt: number) => insert.run(f[0], f[1], f[2], f[3], f[4], f[5], receivedAt);
+      commit = db.transaction((batches: Batch[]) => {
+        for (const b of batches) readRows(b.bytes, b.index, b.rows, insertRow);
       }).immediate;
       // The main thread's connection never checkpoints (it would stall requests); this
       // thread does, after its commits and once a second for the main thread's writes.
@@ -62,7 +65,7 @@ self.onmessage = (e: MessageEvent<Msg>) => {
     return;
   }
   if (msg.type === "write") {
-    queue.push({ id: msg.id, rows: msg.rows });
+    queue.push({ id: msg.id, bytes: msg.bytes, index: msg.index, rows: msg.rows });
     if (!scheduled) {
       scheduled = true;
       setImmediate(flush);

@@ -5,7 +5,7 @@
  * the transaction holding its rows has committed, so "OK" always means "on disk".
  */
 import { locateWorkerFile } from "../lib/worker-file";
-import { type EventRow, encodeRow } from "./row-codec";
+import { type EventRow, RowBatch } from "./row-codec";
 
 export type { EventRow };
 
@@ -18,7 +18,7 @@ export class GroupCommitWriter {
   private worker: Worker;
   private nextId = 1;
   private waiting = new Map<number, Pending[]>();
-  private batch: { id: number; rows: string; pending: Pending[] } | undefined;
+  private batch: { id: number; rows: RowBatch; pending: Pending[] } | undefined;
   private afterCommit: Array<() => void> = [];
   private idle: Array<() => void> = [];
   private closed = false;
@@ -50,12 +50,10 @@ export class GroupCommitWriter {
     if (this.closed) return Promise.reject(new Error("storage is shutting down"));
     return new Promise((resolve, reject) => {
       if (!this.batch) {
-        this.batch = { id: this.nextId++, rows: "", pending: [] };
+        this.batch = { id: this.nextId++, rows: new RowBatch(), pending: [] };
         setImmediate(() => this.send());
       }
-      let encoded = this.batch.rows;
-      for (const r of rows) encoded += encodeRow(r);
-      this.batch.rows = encoded;
+      for (const r of rows) this.batch.rows.add(r);
       this.batch.pending.push({ resolve, reject });
     });
   }
@@ -77,7 +75,8 @@ export class GroupCommitWriter {
     if (!b) return;
     this.batch = undefined;
     this.waiting.set(b.id, b.pending);
-    this.worker.postMessage({ type: "write", id: b.id, rows: b.rows });
+    const { bytes, index, rows } = b.rows;
+    this.worker.postMessage({ type: "write", id: b.id, bytes, index, rows }, [bytes.buffer as ArrayBuffer, index.buffer as ArrayBuffer]);
   }
 
   private onMessage(msg: any) {
