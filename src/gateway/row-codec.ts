@@ -25,7 +25,8 @@ export class RowBatch {
   rows = 0;
   used = 0;
 
-  constructor(bytes = 64 * 1024, rows = 64) {
+  /** Sized for a few single calls; a batch request grows it once or twice. */
+  constructor(bytes = 8 * 1024, rows = 16) {
     this.bytes = new Uint8Array(bytes);
     this.index = new Float64Array(rows * SLOTS);
   }
