@@ -306,3 +306,21 @@ test("--api-port serves the APIs on their own listener; event calls stay on --po
   expect(await server.proc.exited).toBe(0);
   cleanup(server.dataDir);
 });
+
+test("the README's workspace file example applies as written", async () => {
+  const readme = await Bun.file(join(import.meta.dir, "..", "README.md")).text();
+  const section = readme.slice(readme.indexOf("## Workspace file"));
+  const yaml = /```yaml\n([\s\S]*?)```/.exec(section)![1];
+  const dir = tempDir();
+  const file = join(dir, "workspace.yaml");
+  writeFileSync(file, yaml);
+  const s = await startSluice({ dataDir: dir, args: ["--config", file] });
+  const sources = (await api(s.url, "GET", "/v2/sources")).json.sources;
+  expect(sources.map((x: any) => x.name).sort()).toEqual(["backend", "web"]);
+  const dest = (await api(s.url, "GET", "/v2/destinations")).json.destinations[0];
+  expect(dest.transformationId).toBeTruthy();
+  const t = (await api(s.url, "GET", "/v2/transformations")).json.transformations[0];
+  expect(t).toMatchObject({ name: "tag-events", destinationIds: [dest.id] });
+  await s.stop();
+  cleanup(dir);
+});
