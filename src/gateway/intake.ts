@@ -78,6 +78,8 @@ export function parseCalls(
   path: CallType | "batch",
   body: Record<string, any>,
   anonymousIdHeader?: string,
+  /** Decoded size of the whole body: when it is within one call's limit, no entry can exceed it. */
+  bodyBytes = Infinity,
 ): Array<{ type: CallType; call: Record<string, any> }> {
   if (path !== "batch") {
     if (anonymousIdHeader) fillAnonymousId(body, anonymousIdHeader);
@@ -98,7 +100,7 @@ export function parseCalls(
     if (entry === null || typeof entry !== "object" || Array.isArray(entry)) throw badRequest(`${prefix}: must be an object`);
     if (typeof entry.type !== "string" || entry.type === "") throw badRequest(`${prefix}.type: is required`);
     if (!BATCH_TYPES.has(entry.type)) throw badRequest(`${prefix}.type: '${entry.type}' is not one of identify, track, page, screen, group, alias`);
-    if (entrySize(entry) > MAX_CALL_BYTES) throw badRequest(`${prefix}: call is larger than 32 KB`);
+    if (bodyBytes > MAX_CALL_BYTES && entrySize(entry) > MAX_CALL_BYTES) throw badRequest(`${prefix}: call is larger than 32 KB`);
     if (anonymousIdHeader) fillAnonymousId(entry, anonymousIdHeader);
     validateCall(source, entry.type as CallType, entry, prefix);
     out.push({ type: entry.type as CallType, call: entry });

@@ -60,8 +60,8 @@ export function gatewayRoutes(deps: IntakeDeps) {
           writeKeyFrom === "header" ? writeKeyFromAuthorization(request.headers.get("authorization")) : query.writeKey || missingWriteKey();
         const source = authenticateSource(deps, writeKey);
         const receivedAt = Date.now();
-        const { value } = await readJsonBody(request, path === "batch" ? MAX_BATCH_BYTES : MAX_CALL_BYTES);
-        const calls = parseCalls(source, path, value, request.headers.get("anonymousid") ?? undefined);
+        const { value, bytes } = await readJsonBody(request, path === "batch" ? MAX_BATCH_BYTES : MAX_CALL_BYTES);
+        const calls = parseCalls(source, path, value, request.headers.get("anonymousid") ?? undefined, bytes);
         await acceptCalls(deps, source, calls, {
           receivedAt,
           ip: clientIp(request, server),
