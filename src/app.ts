@@ -23,6 +23,7 @@ import { LiveEvents } from "./pipeline/live-events";
 import { OutcomeWriter } from "./pipeline/outcomes";
 import { Processor } from "./pipeline/processor";
 import { startMaintenance } from "./pipeline/retention";
+import type { RetryPolicy } from "./pipeline/retry-policy";
 import { Router } from "./pipeline/router";
 import { pipelineRoutes } from "./pipeline/routes";
 import { SandboxPool } from "./transformations/sandbox";
@@ -144,13 +145,16 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   const stages = { sandbox, baseUrls: settings.destinationBaseUrls };
   const outcomes = new OutcomeWriter(db.$client, log);
   const processor = new Processor(db, config, log, now);
-  const router = new Router(db, config, stages, outcomes, live, metrics, log, {
-    concurrency: settings.destinationConcurrency,
-    timeoutMs: settings.destinationTimeoutMs,
+  const retry: RetryPolicy = {
     backoffMs: settings.retryBackoffMs,
     maxBackoffMs: 10 * 60_000,
     retryMaxMs: settings.retryMaxHours * 3600_000,
     retryMinAttempts: settings.retryMinAttempts,
+  };
+  const router = new Router(db, config, stages, outcomes, live, metrics, log, {
+    ...retry,
+    concurrency: settings.destinationConcurrency,
+    timeoutMs: settings.destinationTimeoutMs,
   }, now);
   writer.onCommit(() => processor.wake());
   processor.onDeliveries((ids) => router.wake(ids));
@@ -158,12 +162,9 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   processor.run();
   router.start();
   const deletions = new DeletionRunner(db, config, router, log, {
+    ...retry,
     baseUrls: settings.destinationBaseUrls,
     timeoutMs: settings.destinationTimeoutMs,
-    backoffMs: settings.retryBackoffMs,
-    maxBackoffMs: 10 * 60_000,
-    retryMaxMs: settings.retryMaxHours * 3600_000,
-    retryMinAttempts: settings.retryMinAttempts,
   }, now, async () => {
     await writer.settled();
     processor.run();

@@ -14,16 +14,13 @@ import type { DestinationRequest } from "../destinations/types";
 import type { LiveEvents } from "./live-events";
 import type { OutcomeWriter, OutcomeRow } from "./outcomes";
 import { type Outcome, RESPONSE_KEEP_BYTES, sendRequest } from "./send";
-import { type StageContext, destinationTransform } from "./stages";
+import { type StageContext, destinationContext, destinationTransform } from "./stages";
+import { type RetryPolicy, retriesExhausted, retryDelay } from "./retry-policy";
 import { TransformBatcher } from "./transform-batcher";
 
-export interface RouterSettings {
+export interface RouterSettings extends RetryPolicy {
   concurrency: number;
   timeoutMs: number;
-  backoffMs: number;
-  maxBackoffMs: number;
-  retryMaxMs: number;
-  retryMinAttempts: number;
 }
 
 interface Queued {
@@ -317,7 +314,7 @@ export class Router {
     });
     let common: Outcome | undefined;
     if (requests.length) {
-      const ctx = { config: dest.config, destination: { id: dest.id, name: dest.name, workspaceId: dest.workspaceId }, baseUrl: this.stages.baseUrls[dest.type] };
+      const ctx = destinationContext(this.stages.baseUrls, dest);
       let merged: DestinationRequest[];
       try {
         merged = dest.definition!.batch!(requests, ctx);
@@ -381,12 +378,6 @@ export class Router {
     else q.sending--;
   }
 
-  private backoff(attempts: number, retryAfterMs?: number): number {
-    if (retryAfterMs !== undefined) return Math.min(retryAfterMs, 3_600_000);
-    const base = Math.min(this.settings.maxBackoffMs, this.settings.backoffMs * 2 ** (attempts - 1));
-    return Math.round(base / 2 + Math.random() * (base / 2));
-  }
-
   private finish(q: DestinationQueue, user: string, item: Queued, result: Outcome | { kind: "filtered"; ms: number }) {
     const now = this.now();
     const attempts = item.attempts + 1;
@@ -409,13 +400,13 @@ export class Router {
     else if (result.kind === "filtered") state = "filtered";
     else if (result.kind === "abort") state = "aborted";
     else {
-      const exhausted = attempts >= this.settings.retryMinAttempts && now - firstAttemptAt >= this.settings.retryMaxMs;
+      const exhausted = retriesExhausted(this.settings, attempts, firstAttemptAt, now);
       if (exhausted) {
         state = "aborted";
         finalError = `retry limit reached after ${attempts} attempts: ${error ?? `status ${status}`}`;
       } else {
         state = "retrying";
-        nextAttemptAt = now + this.backoff(attempts, result.retryAfterMs);
+        nextAttemptAt = now + retryDelay(this.settings, attempts, result.retryAfterMs);
       }
     }
     this.outcomes.write({ id: item.id, state, attempts, nextAttemptAt, firstAttemptAt, lastStatus: status, lastResponse: response, lastError: finalError, attemptLog, updatedAt: now });

@@ -3,7 +3,7 @@
  * user transformation → destination transform → HTTP. Nothing here touches the queue.
  */
 import type { DestinationRuntime } from "../control-plane/config-store";
-import { TransformError, type DestinationRequest, type SluiceEvent } from "../destinations/types";
+import { TransformError, type DestinationContext, type DestinationRequest, type SluiceEvent } from "../destinations/types";
 import type { EventMetadata, TransformationResult } from "../transformations/contract";
 import type { SandboxPool } from "../transformations/sandbox";
 
@@ -11,6 +11,11 @@ export interface StageContext {
   sandbox: SandboxPool;
   /** Destination kind → base URL override (settings). */
   baseUrls: Record<string, string>;
+}
+
+/** What a kind's transform, batch() and deleteUsers() are given about their destination. */
+export function destinationContext(baseUrls: Record<string, string>, d: DestinationRuntime, config = d.config): DestinationContext {
+  return { config, destination: { id: d.id, name: d.name, workspaceId: d.workspaceId }, baseUrl: baseUrls[d.type] };
 }
 
 export function eventMetadata(d: DestinationRuntime, sourceId: string, event: Record<string, any>): EventMetadata {
@@ -52,11 +57,7 @@ export function destinationTransform(ctx: StageContext, d: DestinationRuntime, e
     return { ok: false, error: `${def.name} does not take '${event.type}' messages` };
   }
   try {
-    const requests = def.transform(event as SluiceEvent, {
-      config,
-      destination: { id: d.id, name: d.name, workspaceId: d.workspaceId },
-      baseUrl: ctx.baseUrls[def.name],
-    });
+    const requests = def.transform(event as SluiceEvent, destinationContext(ctx.baseUrls, d, config));
     return { ok: true, requests };
   } catch (err) {
     if (err instanceof TransformError) return { ok: false, error: err.message };

@@ -10,7 +10,9 @@ import type { Db } from "../../db";
 import type { ConfigStore, DestinationRuntime } from "../control-plane/config-store";
 import { TransformError } from "../destinations/types";
 import type { Logger } from "../lib/logger";
+import { type RetryPolicy, retriesExhausted, retryDelay } from "../pipeline/retry-policy";
 import { sendRequest } from "../pipeline/send";
+import { destinationContext } from "../pipeline/stages";
 import type { DeletionStatus } from "./schemas";
 
 /** The part of the router a deletion needs: drop users' deliveries it holds in memory. */
@@ -18,14 +20,10 @@ export interface QueueForgetter {
   forgetUsers(destinationId: string, userKeys: Iterable<string>): void;
 }
 
-export interface DeletionSettings {
+export interface DeletionSettings extends RetryPolicy {
   /** Destination kind → base URL override, as for deliveries. */
   baseUrls: Record<string, string>;
   timeoutMs: number;
-  backoffMs: number;
-  maxBackoffMs: number;
-  retryMaxMs: number;
-  retryMinAttempts: number;
 }
 
 export const NOT_SUPPORTED = "destination does not support user deletion";
@@ -268,11 +266,7 @@ export class DeletionRunner {
     const subjects = users.map((u) => (def.deletionByUserIdOnly ? { userId: u.userId! } : { ...u, userId: u.userId! }));
     let requests;
     try {
-      requests = def.deleteUsers(subjects, {
-        config: dest.config,
-        destination: { id: dest.id, name: dest.name, workspaceId: dest.workspaceId },
-        baseUrl: this.settings.baseUrls[def.name],
-      });
+      requests = def.deleteUsers(subjects, destinationContext(this.settings.baseUrls, dest));
     } catch (err) {
       const message = err instanceof TransformError ? err.message : `deletion request could not be built: ${(err as Error)?.message ?? String(err)}`;
       return { kind: "abort", reason: message };
@@ -302,10 +296,10 @@ export class DeletionRunner {
             status = "aborted";
             reason = result.reason;
           } else if (result.kind === "retry") {
-            const exhausted = attempts >= this.settings.retryMinAttempts && now - firstAttemptAt >= this.settings.retryMaxMs;
+            const exhausted = retriesExhausted(this.settings, attempts, firstAttemptAt, now);
             status = exhausted ? "aborted" : "failed";
             reason = exhausted ? `retry limit reached after ${attempts} attempts: ${result.reason}` : result.reason;
-            nextAttemptAt = now + this.backoff(attempts, result.retryAfterMs);
+            nextAttemptAt = now + retryDelay(this.settings, attempts, result.retryAfterMs);
           }
           this.s.finish.run(status, reason, attempts, firstAttemptAt, nextAttemptAt, now, j.id);
         }
@@ -314,11 +308,5 @@ export class DeletionRunner {
       // The jobs stay running and run again at the next start.
       this.log.error("could not record deletion outcome", { err, jobs: jobs.length });
     }
-  }
-
-  private backoff(attempts: number, retryAfterMs?: number): number {
-    if (retryAfterMs !== undefined) return Math.min(retryAfterMs, 3_600_000);
-    const base = Math.min(this.settings.maxBackoffMs, this.settings.backoffMs * 2 ** (attempts - 1));
-    return Math.round(base / 2 + Math.random() * (base / 2));
   }
 }
