@@ -1,8 +1,7 @@
 /**
  * Request and result schemas of the Test API (spec §2.3, §2.4): they validate, type and document.
- * Bodies are checked with `parseWith`, not by Elysia: Elysia's normalizer rewrites a value
- * before checking it (a string `message` becomes an object of its characters, unknown keys
- * vanish), and both must be refused here.
+ * Bodies are checked with `parseWith` in the routes, not by Elysia: the spec fixes exact
+ * error bodies for `message.type`, which must come after the auth and id checks.
  */
 import { t } from "elysia";
 
