@@ -90,12 +90,23 @@ export interface WrkResult {
   p50ms: number;
   p99ms: number;
   non2xx: number;
+  /** CPU time of the server process (all its threads) per request, in µs; set when a pid was given. */
+  cpuUs?: number;
+}
+
+/** User + system CPU time of a process and all its threads so far, in µs (from /proc). */
+export function cpuTimeUs(pid: number): number {
+  const stat = require("node:fs").readFileSync(`/proc/${pid}/stat`, "utf8") as string;
+  // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1_000_000) / 100;
 }
 
 /** Runs wrk against url with a POST body; returns requests/s and latency percentiles. */
 export function wrk(
   url: string,
-  opts: { body: string; bodies?: string[]; headers: Record<string, string>; connections: number; seconds: number; threads?: number },
+  opts: { body: string; bodies?: string[]; headers: Record<string, string>; connections: number; seconds: number; threads?: number; pid?: number },
 ): WrkResult {
   const script = join(mkdtempSync(join(tmpdir(), "wrk-")), "post.lua");
   const hdrs = Object.entries(opts.headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join("\n");
@@ -108,6 +119,7 @@ export function wrk(
     `wrk.method = "POST"\nwrk.body = ${JSON.stringify(opts.body)}\n${hdrs}\n${rotate}` +
       `done = function(summary, latency, requests) io.write(string.format("NON2XX %d\\n", summary.errors.status)) end\n`,
   );
+  const cpuBefore = opts.pid ? cpuTimeUs(opts.pid) : 0;
   const r = Bun.spawnSync(["wrk", "-t", String(opts.threads ?? 2), "-c", String(opts.connections), "-d", `${opts.seconds}s`, "--latency", "-s", script, url]);
   const out = r.stdout.toString();
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
@@ -119,7 +131,11 @@ export function wrk(
   };
   const non2xx = Number(/NON2XX (\d+)/.exec(out)?.[1] ?? 0);
   if (!rps) throw new Error(`wrk failed: ${out} ${r.stderr.toString()}`);
-  return { rps, p50ms: pct("50"), p99ms: pct("99"), non2xx };
+  // CPU per request is steadier than requests/s on a shared machine: it does not count the time
+  // the server waited for a core.
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
+  const cpuUs = opts.pid && requests ? (cpuTimeUs(opts.pid) - cpuBefore) / requests : undefined;
+  return { rps, p50ms: pct("50"), p99ms: pct("99"), non2xx, cpuUs };
 }
 
 /** Peak and current resident memory of a process, in MB. */
@@ -135,6 +151,10 @@ export function rssMb(pid: number): { rss: number; peak: number } {
 
 /** Appends a dated section with the command and its table to BENCHMARKS.md. */
 export async function record(title: string, command: string, lines: string[]) {
+  if (process.argv.includes("--no-record")) {
+    console.log(lines.join("\n"));
+    return;
+  }
   const file = join(ROOT, "BENCHMARKS.md");
   const existing = (await Bun.file(file).exists()) ? await Bun.file(file).text() : "# Benchmarks\n\nFigures from `scripts/`, newest last. Each run measures a bare baseline in the same run, so compare ratios, not absolute numbers: the machine (2 cores, shared) is noisy.\n";
   const when = new Date().toISOString().replace(/\.\d+Z$/, "Z");

@@ -12,7 +12,7 @@ import { applyWorkspaceFile } from "./control-plane/workspace-file";
 import { RecentMessageIds } from "./gateway/dedup";
 import { GroupCommitWriter } from "./gateway/group-commit";
 import type { IntakeDeps } from "./gateway/intake";
-import { gatewayRoutes } from "./gateway/routes";
+import { gatewayRoutes, intakeHandlers, serverRoutes } from "./gateway/routes";
 import type { ServiceContext } from "./lib/context";
 import { AppError } from "./lib/errors";
 import { type Logger, createLogger } from "./lib/logger";
@@ -126,7 +126,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     log.info("workspace file applied", { file: settings.config, ...summary });
   }
 
-  // Commits (and their fsync) and checkpoints happen on the storage thread, not here.
+  // Checkpoints happen on the sync thread (gateway/wal-sync-worker.ts), never on this one.
   db.$client.exec("PRAGMA wal_autocheckpoint = 0");
   const writer = new GroupCommitWriter(join(settings.dataDir, "sluice.db"), settings.synchronous);
   await writer.start();
@@ -180,11 +180,13 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     .use(transformationRoutes(ctx, sandbox))
     .use(regulationRoutes(ctx, { suppression, deletions }))
     .use(testApiRoutes(ctx, { stages, timeoutMs: settings.destinationTimeoutMs }));
-  const dataPlane = new Elysia({ name: "data-plane" }).use(gatewayRoutes(intake));
+  const handlers = intakeHandlers(intake);
+  const dataPlane = new Elysia({ name: "data-plane" }).use(gatewayRoutes(intake, handlers));
   // normalize: false — Elysia would otherwise coerce a body to fit its schema (a string
   // becomes an object of its characters, unknown keys vanish) instead of refusing it.
-  const root = () =>
-    new Elysia({ normalize: false })
+  // A server serving event calls routes them to their handlers directly (gateway/routes.ts).
+  const root = (eventCalls: boolean) =>
+    new Elysia({ normalize: false, ...(eventCalls ? { serve: { routes: serverRoutes(handlers) as any } } : {}) })
       .use(errorMapping(log));
   // A fresh plugin per app: the OpenAPI plugin describes the routes of the app that uses it.
   const docs = () => openapi({
@@ -198,9 +200,9 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
       },
     },
   });
-  const combined = root().use(docs()).use(dataPlane).use(api);
-  const dataPlaneOnly = root().use(docs()).use(observed(new Elysia({ name: "ops" }), ctx).use(opsRoutes(ctx))).use(dataPlane);
-  const apiOnly = root().use(docs()).use(api);
+  const combined = root(true).use(docs()).use(dataPlane).use(api);
+  const dataPlaneOnly = root(true).use(docs()).use(observed(new Elysia({ name: "ops" }), ctx).use(opsRoutes(ctx))).use(dataPlane);
+  const apiOnly = root(false).use(docs()).use(api);
 
   return {
     ctx,

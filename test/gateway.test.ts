@@ -302,19 +302,25 @@ test("deduplication survives a restart: the messageIds are rebuilt from stored e
   cleanup(a.dataDir);
 });
 
-test("rows cross to the storage thread intact: colons, digits, unicode and empty fields", async () => {
-  const { RowBatch, readRows } = await import("../src/gateway/row-codec");
-  const rows = [
-    { workspaceId: "ws_1", sourceId: "src:2", messageId: "12:34", userKey: "ü𝄞:9:", type: "track", payload: '{"a":"b:c","n":"\\u0001"}', receivedAt: 1700000000123 },
-    { workspaceId: "", sourceId: "s", messageId: "", userKey: "7", type: "identify", payload: "{}", receivedAt: 0 },
-  ];
-  // A tiny batch forces both buffers to grow.
-  const batch = new RowBatch(8, 1);
-  for (let k = 0; k < 50; k++) for (const r of rows) batch.add(r);
-  const out: string[][] = [];
-  const dec = new TextDecoder();
-  readRows(batch.bytes, batch.index, batch.rows, (f, t) => out.push([...f.map((b) => dec.decode(b)), String(t)]));
-  expect(out).toHaveLength(100);
-  expect(out.slice(0, 2)).toEqual(rows.map((r) => [r.workspaceId, r.sourceId, r.messageId, r.userKey, r.type, r.payload, String(r.receivedAt)]));
-  expect(out[99]).toEqual(out[1]);
+test("the Elysia routes (app.handle) and the listening server's direct routes answer event calls alike", async () => {
+  const before = count();
+  const viaHandle = await s.sluice.combined.handle(
+    new Request("http://sluice.local/v1/track", {
+      method: "POST",
+      headers: { authorization: basic(key), "content-type": "application/json", origin: "https://shop.example" },
+      body: JSON.stringify({ userId: "handle-user", event: "Via Handle" }),
+    }),
+  );
+  expect(viaHandle.status).toBe(200);
+  expect(await viaHandle.text()).toBe("OK");
+  expect(viaHandle.headers.get("access-control-allow-origin")).toBe("https://shop.example");
+  expect(count()).toBe(before + 1);
+  expect(lastEvent().event).toBe("Via Handle");
+  const refused = await s.sluice.combined.handle(new Request("http://sluice.local/v1/track", { method: "POST", body: "{}" }));
+  expect(refused.status).toBe(400);
+  expect(await refused.text()).toContain("Authorization header is missing");
+  const served = await sendEvent(s.url, key, "track", { userId: "server-user", event: "Via Server" });
+  expect(served.status).toBe(200);
+  expect(served.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+  expect(lastEvent().event).toBe("Via Server");
 });

@@ -1,7 +1,7 @@
 /**
  * Retention: finished deliveries and their events go after the configured time, in
  * small slices so intake never waits long; then an incremental vacuum gives the pages
- * back. WAL checkpoints run on the storage thread (src/gateway/event-writer-worker.ts).
+ * back. WAL checkpoints run on the sync thread (src/gateway/wal-sync-worker.ts).
  */
 import type { Db } from "../../db";
 import type { Logger } from "../lib/logger";
