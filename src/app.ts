@@ -156,7 +156,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     concurrency: settings.destinationConcurrency,
     timeoutMs: settings.destinationTimeoutMs,
   }, now);
-  writer.onCommit(() => processor.wake());
+  writer.onCommit((newest) => processor.wake(newest));
   processor.onDeliveries((ids) => router.wake(ids));
   // Events committed before a crash but not yet fanned out are picked up here.
   processor.run();

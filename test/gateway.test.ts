@@ -321,6 +321,9 @@ test("the Elysia routes (app.handle) and the listening server's direct routes an
   expect(await refused.text()).toContain("Authorization header is missing");
   const served = await sendEvent(s.url, key, "track", { userId: "server-user", event: "Via Server" });
   expect(served.status).toBe(200);
-  expect(served.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+  expect(served.headers.get("content-type")).toBe("text/plain;charset=utf-8");
+  const refusedByServer = await fetch(`${s.url}/v1/track`, { method: "POST", body: "{}" });
+  expect(refusedByServer.status).toBe(400);
+  expect(refusedByServer.headers.get("content-type")).toBe("text/plain;charset=utf-8");
   expect(lastEvent().event).toBe("Via Server");
 });

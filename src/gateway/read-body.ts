@@ -82,9 +82,22 @@ export async function readJsonBody(request: Request, limit: number): Promise<{ v
   return { value: value as Record<string, unknown>, bytes: bytes.byteLength };
 }
 
+/** Headers seen recently → their write key: every call of a client sends the same header. */
+const decodedHeaders = new Map<string, string>();
+const DECODED_HEADERS_MAX = 4096;
+
 /** Parses `Authorization: Basic base64(writeKey:)`; throws 400 for a missing or malformed header. */
 export function writeKeyFromAuthorization(header: string | null): string {
   if (!header) throw badRequest("Authorization header is missing; send Basic auth with the source write key as user name");
+  const known = decodedHeaders.get(header);
+  if (known !== undefined) return known;
+  const writeKey = decodeBasic(header);
+  if (decodedHeaders.size >= DECODED_HEADERS_MAX) decodedHeaders.clear();
+  decodedHeaders.set(header, writeKey);
+  return writeKey;
+}
+
+function decodeBasic(header: string): string {
   const m = /^Basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header);
   if (!m) throw badRequest("Authorization header is malformed; expected 'Basic <base64 of writeKey:>'");
   let decoded: string;

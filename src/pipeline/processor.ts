@@ -20,6 +20,8 @@ export class Processor {
   private insertDelivery: Statement;
   private saveCursor: Statement;
   private cursor: number;
+  /** The newest event id known to be committed (intake reports each commit), or 0 to ask the table. */
+  private newestCommitted = 0;
   private listeners: Array<(destinationIds: Set<string>) => void> = [];
   private stopped = false;
 
@@ -56,7 +58,8 @@ export class Processor {
   }
 
   /** Coalesces wake-ups: many commits in one turn of the loop cause one run. */
-  wake() {
+  wake(newestEventId = 0) {
+    if (newestEventId > this.newestCommitted) this.newestCommitted = newestEventId;
     if (this.scheduled || this.stopped) return;
     this.scheduled = true;
     setImmediate(() => {
@@ -75,7 +78,9 @@ export class Processor {
    * crash routes nothing).
    */
   private skipAll() {
-    const max = (this.maxEventId.get() as { id: number | null }).id ?? 0;
+    // Intake is the only writer of events and reports every commit, so the table is asked
+    // only until the first report (at start, for events committed before a restart).
+    const max = this.newestCommitted || ((this.maxEventId.get() as { id: number | null }).id ?? 0);
     if (max <= this.cursor) return;
     this.cursor = max;
     const now = this.now();
