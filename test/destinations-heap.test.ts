@@ -73,23 +73,20 @@ test("HEAP event filtering (whitelist / blacklist)", () => {
   expect(heap.transform(event, ctx({ appId: "1", eventFilteringOption: "whitelistedEvents", whitelistedEvents: [{ eventName: "Page Scrolled" }] }))).toHaveLength(1);
 });
 
-test("HEAP batch → bulk /api/track {app_id, events} and /api/add_user_properties {app_id, users}, 1000 per call, order kept", () => {
-  const track = (i: number) => heap.transform({ type: "track", messageId: `m${i}`, userId: `u${i}`, event: "E", timestamp: ts }, ctx())[0]!;
-  const identify = heap.transform({ type: "identify", messageId: "i", userId: "u1", traits: { plan: "pro" } }, ctx())[0]!;
-  const batched = heap.batch!([track(1), track(2), identify, track(3)], ctx());
-  expect(batched.map((r) => r.endpoint)).toEqual([
-    "https://heapanalytics.com/api/track",
-    "https://heapanalytics.com/api/add_user_properties",
-    "https://heapanalytics.com/api/track",
-  ]);
-  expect(batched[0]!.body.JSON).toEqual({
-    app_id: "4141",
-    events: [
-      { identity: "u1", properties: {}, event: "E", timestamp: ts },
-      { identity: "u2", properties: {}, event: "E", timestamp: ts },
-    ],
-  });
-  expect(batched[1]!.body.JSON).toEqual({ app_id: "4141", users: [{ identity: "u1", properties: { plan: "pro" } }] });
-  const many = heap.batch!(Array.from({ length: 1001 }, (_, i) => track(i)), ctx());
-  expect(many.map((r) => (r.body.JSON.events as unknown[]).length)).toEqual([1000, 1]);
+test("HEAP sends one request per event, as RudderStack does (no bulk calls)", () => {
+  expect(heap.batch).toBeUndefined();
+});
+
+test("HEAP track: an empty idempotencyKey is not sent; no properties → {}; originalTimestamp when no timestamp", () => {
+  const event: SluiceEvent = {
+    type: "track",
+    messageId: "m",
+    anonymousId: "a-1",
+    event: "E",
+    originalTimestamp: ts,
+    properties: { idempotencyKey: "" },
+  };
+  expect(heap.transform(event, ctx())[0]!.body.JSON).toEqual({ identity: "a-1", properties: {}, app_id: "4141", event: "E", timestamp: ts });
+  const { properties: _none, ...noProps } = event;
+  expect(heap.transform(noProps, ctx())[0]!.body.JSON).toEqual({ identity: "a-1", properties: {}, app_id: "4141", event: "E", timestamp: ts });
 });

@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test";
 import { posthog } from "../src/destinations/posthog";
+import { browserOf, osNameOf } from "../src/destinations/posthog/user-agent";
 import type { DestinationContext, SluiceEvent } from "../src/destinations/types";
 
 const ctx = (config: Record<string, any> = {}, baseUrl?: string): DestinationContext => ({
@@ -16,7 +17,8 @@ const context = {
   campaign: { source: "newsletter", name: "spring" },
 };
 const ts = "2024-05-01T10:00:00.000Z";
-const base = { messageId: "m-1", userId: "u-1", anonymousId: "a-1", timestamp: ts, originalTimestamp: "2024-05-01T09:59:59.000Z" };
+const orig = "2024-05-01T09:59:59.000Z";
+const base = { messageId: "m-1", userId: "u-1", anonymousId: "a-1", timestamp: ts, originalTimestamp: orig };
 /** The default properties RudderStack derives from `context` above. */
 const defaults = {
   $os: "macOS",
@@ -33,6 +35,9 @@ const defaults = {
   utm_source: "newsletter",
   utm_campaign: "spring",
 };
+/** The defaults of an event with no context. */
+const bare = { $time: ts, $timestamp: ts, $anon_distinct_id: "a-1", distinct_id: "u-1" };
+const body = (event: SluiceEvent, config?: Record<string, any>): Record<string, any> => posthog.transform(event, ctx(config))[0]!.body.JSON;
 
 test("POSTHOG track → POST app.posthog.com/batch, type capture, event name, properties merged with defaults", () => {
   const event: SluiceEvent = { ...base, type: "track", event: "Added to Cart", properties: { sku: "A", price: 3 }, context };
@@ -62,62 +67,175 @@ test("POSTHOG track → POST app.posthog.com/batch, type capture, event name, pr
   });
 });
 
-test("POSTHOG track with context.traits → properties.$set carries them (person update)", () => {
-  const event: SluiceEvent = { ...base, type: "track", event: "E", context: { traits: { plan: "pro" } } };
-  expect(posthog.transform(event, ctx())[0]!.body.JSON.properties).toMatchObject({ $set: { plan: "pro" } });
+test("POSTHOG web event (RudderStack's own example) → $os, $browser, $browser_version from the user agent; empty context values dropped", () => {
+  const event: SluiceEvent = {
+    channel: "web",
+    context: {
+      app: { build: "1.0.0", name: "RudderLabs JavaScript SDK", namespace: "com.rudderlabs.javascript", version: "1.1.7" },
+      traits: { name: "Shehan Study", email: "c@rudderlabs.com", logins: 5 },
+      library: { name: "RudderLabs JavaScript SDK", version: "1.1.7" },
+      userAgent: "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/86.0.4240.111 Safari/537.36",
+      locale: "en-GB",
+      os: { name: "", version: "" },
+      screen: { density: 2 },
+      campaign: {},
+      page: { path: "/Rectified.html", referrer: "http://localhost:1112/", search: "", title: "", url: "http://localhost:1112/Rectified.html" },
+      ip: "0.0.0.0",
+    },
+    type: "track",
+    messageId: "07cd68e5",
+    originalTimestamp: "2020-11-04T13:21:09.712Z",
+    anonymousId: "a47b753d",
+    userId: "uid-3",
+    event: "order completed",
+    properties: { total: 1009 },
+  };
+  expect(body(event)).toEqual({
+    distinct_id: "uid-3",
+    event: "order completed",
+    messageId: "07cd68e5",
+    properties: {
+      $set: { name: "Shehan Study", email: "c@rudderlabs.com", logins: 5 },
+      $current_url: "http://localhost:1112/Rectified.html",
+      $pathname: "/Rectified.html",
+      $lib: "RudderLabs JavaScript SDK",
+      $lib_version: "1.1.7",
+      $time: "2020-11-04T13:21:09.712Z",
+      $ip: "0.0.0.0",
+      $timestamp: "2020-11-04T13:21:09.712Z",
+      $anon_distinct_id: "a47b753d",
+      distinct_id: "uid-3",
+      $screen_density: 2,
+      $locale: "en-GB",
+      $useragent: "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/86.0.4240.111 Safari/537.36",
+      $app_version: "1.1.7",
+      $app_name: "RudderLabs JavaScript SDK",
+      $app_namespace: "com.rudderlabs.javascript",
+      $app_build: "1.0.0",
+      $os: "Mac OS",
+      $browser: "Chrome",
+      $browser_version: "86.0.4240.111",
+      $host: "localhost:1112",
+      total: 1009,
+    },
+    timestamp: "2020-11-04T13:21:09.712Z",
+    api_key: "phc_key",
+    type: "capture",
+  });
+  // Only web events are read this way; a server event keeps context.os.name.
+  const server = body({ ...event, channel: "server", context: { ...event.context, os: { name: "Linux" } } });
+  expect(server.properties.$os).toBe("Linux");
+  expect(server.properties.$browser).toBeUndefined();
 });
 
-test("POSTHOG identify → event $identify with $set traits and originalTimestamp", () => {
+test("POSTHOG user agents → the names ua-parser-js gives (browser, version, OS)", () => {
+  const cases: Array<[string, string, string, string]> = [
+    ["Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1", "Mobile Safari", "17.0", "iOS"],
+    ["Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 Edg/120.0.2210.91", "Edge", "120.0.2210.91", "Windows"],
+    ["Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:121.0) Gecko/20100101 Firefox/121.0", "Firefox", "121.0", "Windows"],
+    ["Mozilla/5.0 (Linux; Android 13; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/23.0 Chrome/115.0.0.0 Mobile Safari/537.36", "Samsung Browser", "23.0", "Android"],
+    ["Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36", "Chrome", "120.0.0.0", "Linux"],
+    ["Mozilla/5.0 (Macintosh; Intel Mac OS X 14_1) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15", "Safari", "17.1", "Mac OS"],
+  ];
+  for (const [ua, name, version, os] of cases) {
+    expect([browserOf(ua), osNameOf(ua)]).toEqual([{ name, version }, os]);
+  }
+  expect([browserOf("curl/8.0"), osNameOf("curl/8.0")]).toEqual([{}, undefined]);
+});
+
+test("POSTHOG track with context.traits → properties.$set carries them (person update)", () => {
+  const event: SluiceEvent = { ...base, type: "track", event: "E", context: { traits: { plan: "pro" } } };
+  expect(body(event).properties).toEqual({ $set: { plan: "pro" }, ...bare });
+});
+
+test("POSTHOG identify → event $identify with $set traits and originalTimestamp; no traits → aborted", () => {
   const event: SluiceEvent = { ...base, type: "identify", context: { ...context, traits: { email: "ada@example.com" } } };
-  expect(posthog.transform(event, ctx())[0]!.body.JSON).toEqual({
+  expect(body(event)).toEqual({
     distinct_id: "u-1",
     messageId: "m-1",
     event: "$identify",
     $set: { email: "ada@example.com" },
-    timestamp: "2024-05-01T09:59:59.000Z",
+    timestamp: orig,
     properties: defaults,
     api_key: "phc_key",
     type: "identify",
   });
+  expect(() => posthog.transform({ ...base, type: "identify" }, ctx())).toThrow("traits is required");
 });
 
-test("POSTHOG page / screen → $pageview and $screen ($screen_name from event)", () => {
+test("POSTHOG page / screen → $pageview and $screen ($screen_name from event), empty name left out", () => {
   const page: SluiceEvent = { ...base, type: "page", name: "Cart", category: "Shop", properties: { title: "Your cart" }, context };
-  expect(posthog.transform(page, ctx())[0]!.body.JSON).toEqual({
+  expect(body(page)).toEqual({
     distinct_id: "u-1",
     messageId: "m-1",
     event: "$pageview",
     name: "Cart",
     category: "Shop",
-    timestamp: "2024-05-01T09:59:59.000Z",
+    timestamp: orig,
     properties: { ...defaults, title: "Your cart" },
     api_key: "phc_key",
     type: "page",
   });
-  const screen: SluiceEvent = { ...base, type: "screen", name: "Home", event: "Home" };
-  const body = posthog.transform(screen, ctx())[0]!.body.JSON;
-  expect(body).toMatchObject({ event: "$screen", type: "screen", name: "Home", timestamp: ts });
-  expect(body.properties).toMatchObject({ $screen_name: "Home", distinct_id: "u-1" });
+  const screen: SluiceEvent = { ...base, type: "screen", name: "Home", event: "Home", category: "" };
+  expect(body(screen)).toEqual({
+    distinct_id: "u-1",
+    messageId: "m-1",
+    event: "$screen",
+    name: "Home",
+    timestamp: ts,
+    properties: { ...bare, $screen_name: "Home" },
+    api_key: "phc_key",
+    type: "screen",
+  });
 });
 
-test("POSTHOG alias → $create_alias with properties.alias = userId and distinct_id = previousId", () => {
+test("POSTHOG alias → $create_alias with properties.alias = userId and distinct_id = previousId, no top-level ids", () => {
   const event: SluiceEvent = { ...base, type: "alias", previousId: "old-7" };
-  const body = posthog.transform(event, ctx())[0]!.body.JSON;
-  expect(body).toMatchObject({ event: "$create_alias", type: "alias", timestamp: "2024-05-01T09:59:59.000Z" });
-  expect(body.properties).toMatchObject({ alias: "u-1", distinct_id: "old-7", $anon_distinct_id: "a-1" });
+  expect(body(event)).toEqual({
+    event: "$create_alias",
+    properties: { ...bare, alias: "u-1", distinct_id: "old-7" },
+    timestamp: orig,
+    api_key: "phc_key",
+    type: "alias",
+  });
+  expect(() => posthog.transform({ ...base, type: "alias" }, ctx())).toThrow("previousId is required");
 });
 
 test("POSTHOG group → $groupidentify (legacy groupId/traits, or $group_* properties with useV2Group)", () => {
   const event: SluiceEvent = { ...base, type: "group", groupId: "acme", traits: { name: "Acme", groupType: "company" } };
-  const legacy = posthog.transform(event, ctx())[0]!.body.JSON;
-  expect(legacy).toMatchObject({ event: "$groupidentify", type: "group", groupId: "acme", traits: { name: "Acme", groupType: "company" } });
-  const v2 = posthog.transform(event, ctx({ useV2Group: true }))[0]!.body.JSON;
-  expect(v2.properties).toMatchObject({
-    $group_key: "acme",
-    $group_type: "company",
-    $group_set: { name: "Acme" },
-    $groups: { company: "acme" },
+  expect(body(event)).toEqual({
+    timestamp: ts,
+    groupId: "acme",
+    distinct_id: "u-1",
+    traits: { name: "Acme", groupType: "company" },
+    messageId: "m-1",
+    event: "$groupidentify",
+    properties: bare,
+    api_key: "phc_key",
+    type: "group",
   });
+  expect(body(event, { useV2Group: true })).toEqual({
+    timestamp: ts,
+    distinct_id: "u-1",
+    messageId: "m-1",
+    event: "$groupidentify",
+    properties: { ...bare, $group_key: "acme", $group_type: "company", $group_set: { name: "Acme" }, $groups: { company: "acme" } },
+    api_key: "phc_key",
+    type: "group",
+  });
+  // No group type: no $groups association.
+  expect(body({ ...event, traits: { name: "Acme" } }, { useV2Group: true }).properties).not.toHaveProperty("$groups");
+});
+
+test("POSTHOG distinct ids are strings; timestamp falls back to properties.timestamp", () => {
+  const event: SluiceEvent = { messageId: "m", userId: 42 as any, type: "track", event: "E", properties: { timestamp: "2020-01-01T00:00:00.000Z" } };
+  const json = body(event);
+  expect([json.distinct_id, json.properties.distinct_id, json.timestamp]).toEqual(["42", "42", "2020-01-01T00:00:00.000Z"]);
+});
+
+test("POSTHOG an event over 1MB is aborted, as PostHog would refuse it", () => {
+  const event: SluiceEvent = { ...base, type: "track", event: "Big", properties: { blob: "x".repeat(1024 * 1024) } };
+  expect(() => posthog.transform(event, ctx())).toThrow("exceeds PostHog's 1 MB limit");
 });
 
 test("POSTHOG yourInstance (self-hosted) → <instance>/batch; baseUrl override keeps /batch", () => {
@@ -126,11 +244,12 @@ test("POSTHOG yourInstance (self-hosted) → <instance>/batch; baseUrl override 
   expect(posthog.transform(event, ctx({}, "http://127.0.0.1:8123"))[0]!.endpoint).toBe("http://127.0.0.1:8123/batch");
 });
 
-test("POSTHOG event filtering and missing teamApiKey", () => {
+test("POSTHOG event filtering, missing ids and missing teamApiKey", () => {
   const event: SluiceEvent = { ...base, type: "track", event: "Noise" };
   expect(posthog.transform(event, ctx({ eventFilteringOption: "blacklistedEvents", blacklistedEvents: [{ eventName: "Noise" }] }))).toEqual([]);
   expect(posthog.transform(event, ctx({ eventFilteringOption: "whitelistedEvents", whitelistedEvents: [{ eventName: "Noise" }] }))).toHaveLength(1);
   expect(() => posthog.transform(event, ctx({ teamApiKey: undefined }))).toThrow("destination config is missing 'teamApiKey'");
+  expect(() => posthog.transform({ type: "track", messageId: "m", event: "E" }, ctx())).toThrow("Either userId or anonymousId");
 });
 
 test("POSTHOG batch → one /batch call {api_key, batch:[events without api_key]} in order", () => {

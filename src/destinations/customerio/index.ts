@@ -5,19 +5,7 @@
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import {
-  EVENT_FILTERING_KEYS,
-  basicAuth,
-  batchConsecutive,
-  chunkItems,
-  compact,
-  eventFilteringSchema,
-  firstOf,
-  getPath,
-  isEventAllowed,
-  timestampOf,
-  traitsOf,
-} from "../shared";
+import { EVENT_FILTERING_KEYS, basicAuth, batchConsecutive, chunkItems, eventFilteringSchema, getPath, isEventAllowed } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -28,8 +16,15 @@ const API_EU = "https://track-eu.customer.io/api";
 const BATCH_MAX = 1000;
 const BATCH_MAX_BYTES = 500_000;
 const DEVICE_EVENTS = ["Application Installed", "Application Opened", "Application Uninstalled"];
+const DEVICE_DELETE_EVENT = "Application Uninstalled";
+const APPLE_PLATFORMS = ["ios", "ipados", "watchos", "tvos"];
 const OBJECT_ACTIONS = ["identify", "delete", "add_relationships", "delete_relationships"];
 const ADDRESS_FIELDS = ["city", "country", "postalCode", "state", "street"];
+/** Identifiers and createdAt are sent through their own fields, not as attributes. */
+const NOT_ATTRIBUTES = ["address", "createdAt", "userId", "anonymousId"];
+const USER_ID = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id"];
+const EMAIL = ["traits.email", "context.traits.email", "properties.email", "context.externalId.0.id"];
+const TIMESTAMP = ["timestamp", "originalTimestamp"];
 
 export const CustomerIoConfig = t.Object(
   {
@@ -42,35 +37,46 @@ export const CustomerIoConfig = t.Object(
   { additionalProperties: true },
 );
 
-const api = (config: Obj) => (config.datacenter === "EU" || config.datacenterEU === true ? API_EU : API_US);
+const api = (config: Obj) => (config.datacenter === "EU" ? API_EU : API_US);
 const isEmail = (v: unknown) => typeof v === "string" && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(v);
-/** Ids containing "/" would change the path, so only those are encoded (as RudderStack does). */
-const pathId = (id: unknown) => (typeof id === "string" && id.includes("/") ? encodeURIComponent(id) : String(id));
+/** Ids and tokens are URL-encoded in paths (an email's "@" included), as RudderStack does. */
+const pathParam = (v: unknown) => (typeof v === "string" ? encodeURIComponent(v) : String(v));
 const seconds = (ts: unknown) => Math.floor(new Date(String(ts)).getTime() / 1000);
-const truncateBytes = (s: string, max: number) => {
-  const bytes = Buffer.from(s);
-  return bytes.length <= max ? s : bytes.subarray(0, max).toString().replace(/\uFFFD$/, "");
-};
+/** RudderStack skips empty strings (and null) when it looks for an id or a timestamp. */
+const present = (v: unknown) => !!v || v === 0 || v === false;
+const pick = (event: SluiceEvent, paths: string[]) => paths.map((p) => getPath(event, p)).find(present);
+/** RudderStack drops undefined fields only: a null attribute is sent as null. */
+const withoutUndefined = (obj: Obj) => Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
+
+/** Cuts a string to at most `max` UTF-8 bytes without splitting a character. */
+function truncateBytes(s: string, max: number): string {
+  let bytes = 0;
+  let out = "";
+  for (const ch of s) {
+    bytes += Buffer.byteLength(ch);
+    if (bytes > max) break;
+    out += ch;
+  }
+  return out;
+}
 
 type Built = { method: "PUT" | "POST" | "DELETE"; url: string; body: Obj };
 
 function identify(event: SluiceEvent, userId: unknown, base: string): Built {
-  const id = userId || firstOf(event, ["traits.email", "context.traits.email", "properties.email"]);
+  const id = userId || pick(event, EMAIL);
   if (!id) throw new TransformError("userId or email is not present");
-  const traits = traitsOf(event) ?? {};
+  const traits: Obj = (event.traits ? event.traits : event.context?.traits) ?? {};
   const body: Obj = {};
   for (const f of ADDRESS_FIELDS) body[f] = getPath(traits, `address.${f}`);
-  for (const [key, value] of Object.entries(traits)) {
-    // Identifiers and createdAt are sent through their own fields, not as attributes.
-    if (["address", "createdAt", "userId", "anonymousId"].includes(key)) continue;
-    body[key] = value;
-  }
-  const createdAt = firstOf(event, ["traits.createdAt", "context.traits.createdAt"]);
+  for (const [key, value] of Object.entries(traits)) if (!NOT_ATTRIBUTES.includes(key)) body[key] = value;
+  // user_properties is a deprecated place for attributes that RudderStack still honours.
+  if (event.user_properties && typeof event.user_properties === "object") Object.assign(body, event.user_properties);
+  const createdAt = pick(event, ["traits.createdAt", "context.traits.createdAt"]);
   if (createdAt) body.created_at = seconds(createdAt);
-  const ts = timestampOf(event);
+  const ts = pick(event, TIMESTAMP);
   if (ts) body._timestamp = seconds(ts);
   if (event.anonymousId) body.anonymous_id = event.anonymousId;
-  return { method: "PUT", url: `${base}/v1/customers/${pathId(id)}`, body };
+  return { method: "PUT", url: `${base}/v1/customers/${pathParam(id)}`, body };
 }
 
 function alias(event: SluiceEvent, userId: unknown, base: string): Built {
@@ -87,48 +93,90 @@ function alias(event: SluiceEvent, userId: unknown, base: string): Built {
 
 /** A group becomes a Customer.io object, related to the user who sent it. */
 function group(event: SluiceEvent, base: string): Built {
-  const objectId = firstOf(event, ["groupId", "traits.groupId"]);
+  const objectId = pick(event, ["groupId", "traits.groupId"]);
   if (objectId === undefined) throw new TransformError("groupId is required for group events");
-  const { action: _inAction, ...attributes } = event.traits ?? {};
-  const action = firstOf(event, ["traits.action", "properties.action"]);
+  const typeId = getPath(event, "traits.objectTypeId");
+  const action = pick(event, ["traits.action", "properties.action"]);
+  const { action: _inAction, ...attributes } = event.traits || {};
+  const userId = pick(event, USER_ID);
+  const who = userId !== undefined ? String(userId) : pick(event, ["context.traits.email", "properties.email", "context.externalId.0.id"]);
   const op: Obj = {
-    identifiers: { object_id: String(objectId), object_type_id: String(getPath(event, "traits.objectTypeId") ?? "1") },
+    identifiers: withoutUndefined({ object_id: String(objectId), object_type_id: typeId == null ? "1" : String(typeId) || undefined }),
     type: "object",
     action: OBJECT_ACTIONS.includes(action) ? action : "identify",
     attributes,
-    cio_relationships: [],
+    cio_relationships: who ? [{ identifiers: { [isEmail(who) ? "email" : "id"]: who } }] : [],
   };
-  const userId = firstOf(event, ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id"]);
-  const who = userId !== undefined ? String(userId) : firstOf(event, ["context.traits.email", "properties.email", "context.externalId.0.id"]);
-  if (who) op.cio_relationships.push({ identifiers: { [isEmail(who) ? "email" : "id"]: who } });
   return { method: "POST", url: `${base}/v2/batch`, body: { batch: [op] } };
 }
 
-function eventCall(event: SluiceEvent, name: string, evType: string, userId: unknown, base: string, config: Obj): Built {
-  const id = userId || firstOf(event, ["traits.email", "context.traits.email", "properties.email"]);
+function device(event: SluiceEvent, token: unknown): Obj {
+  const dev: Obj = { ...event.properties, id: token, last_used: seconds(event.timestamp || event.originalTimestamp) };
+  const type = getPath(event, "context.device.type");
+  if (type && typeof type === "string") dev.platform = APPLE_PLATFORMS.includes(type.toLowerCase()) ? "ios" : type.toLowerCase();
+  return dev;
+}
+
+/** Customer.io limits anonymous event names to 100 bytes. */
+function anonymousName(event: SluiceEvent, name: unknown): string {
+  if (event.type === "screen") return `Viewed ${truncateBytes(String(event.event || event.properties?.name || ""), 86)} Screen`;
+  if (typeof name !== "string") throw new TransformError("Event Name type should be a string");
+  return truncateBytes(name, 100);
+}
+
+function eventCall(event: SluiceEvent, name: string | undefined, evType: string, userId: unknown, base: string, config: Obj): Built {
+  const rawId = userId || pick(event, EMAIL);
+  const id = rawId ? pathParam(rawId) : undefined;
   const token = getPath(event, "context.device.token");
-  if (name === "Application Uninstalled") {
+  if (name === DEVICE_DELETE_EVENT) {
     if (!id || !token) throw new TransformError("userId/email or device_token not present");
-    return { method: "DELETE", url: `${base}/v1/customers/${pathId(id)}/devices/${token}`, body: {} };
+    return { method: "DELETE", url: `${base}/v1/customers/${id}/devices/${pathParam(token)}`, body: {} };
   }
-  const isDeviceEvent = DEVICE_EVENTS.includes(name) || config.deviceTokenEventName === name;
-  if (isDeviceEvent && id && token) {
-    const device: Obj = { ...event.properties, id: token, last_used: seconds(timestampOf(event)) };
-    const type = getPath(event, "context.device.type");
-    if (typeof type === "string") device.platform = ["ios", "ipados", "watchos", "tvos"].includes(type.toLowerCase()) ? "ios" : type.toLowerCase();
-    return { method: "PUT", url: `${base}/v1/customers/${pathId(id)}/devices`, body: { device } };
-  }
-  const body: Obj = { data: event.properties, name, type: evType };
-  const ts = timestampOf(event);
-  if (ts) body.timestamp = seconds(ts);
-  if (id) return { method: "POST", url: `${base}/v1/customers/${pathId(id)}/events`, body };
+  const isDeviceEvent = DEVICE_EVENTS.includes(name as string) || config.deviceTokenEventName === name;
+  if (isDeviceEvent && id && token) return { method: "PUT", url: `${base}/v1/customers/${id}/devices`, body: { device: device(event, token) } };
+  const ts = pick(event, TIMESTAMP);
+  const body: Obj = { data: event.properties, name, type: evType, timestamp: ts ? seconds(ts) : undefined };
+  if (id) return { method: "POST", url: `${base}/v1/customers/${id}/events`, body };
+  const anonName = anonymousName(event, name);
   if (!event.anonymousId) throw new TransformError("Anonymous id/ user id is required");
-  // Customer.io limits anonymous event names to 100 bytes.
-  body.name = event.type === "screen"
-    ? `Viewed ${truncateBytes(String(event.event || event.properties?.name), 86)} Screen`
-    : truncateBytes(name, 100);
-  body.anonymous_id = event.anonymousId;
-  return { method: "POST", url: `${base}/v1/events`, body };
+  return { method: "POST", url: `${base}/v1/events`, body: { ...body, anonymous_id: event.anonymousId, name: anonName } };
+}
+
+/** The event name (and Customer.io event type) of page, screen and track calls. */
+function eventName(event: SluiceEvent): { name: string | undefined; evType: string } {
+  if (event.type === "page") {
+    const name = event.name || event.properties?.url;
+    // Customer.io names page views by type "page"; everything else is type "event".
+    return { name: name ? String(name) : undefined, evType: "page" };
+  }
+  if (event.type === "screen") return { name: `Viewed ${event.event || event.properties?.name} Screen`, evType: "event" };
+  if (!event.event || typeof event.event !== "string") throw new TransformError("Event is a required field and should be a string");
+  return { name: event.event, evType: "event" };
+}
+
+function build(event: SluiceEvent, ctx: DestinationContext): Built {
+  const base = api(ctx.config);
+  const userId = pick(event, USER_ID);
+  switch (event.type) {
+    case "identify":
+      return identify(event, userId, base);
+    case "alias":
+      return alias(event, userId, base);
+    case "group":
+      return group(event, base);
+    case "page":
+    case "screen":
+    case "track": {
+      const { name, evType } = eventName(event);
+      return eventCall(event, name, evType, userId, base, ctx.config);
+    }
+    default:
+      throw new TransformError(`could not determine type ${event.type}`);
+  }
+}
+
+function authHeader(ctx: DestinationContext): string {
+  return basicAuth(String(requireConfig(ctx, "siteID")), String(requireConfig(ctx, "apiKey")));
 }
 
 export const customerio: DestinationDefinition = {
@@ -141,42 +189,13 @@ export const customerio: DestinationDefinition = {
   },
   configSchema: CustomerIoConfig,
   transform(event, ctx) {
-    const siteId = String(requireConfig(ctx, "siteID"));
-    const apiKey = String(requireConfig(ctx, "apiKey"));
+    const authorization = authHeader(ctx);
     if (!isEventAllowed(event, ctx.config)) return [];
-    const base = api(ctx.config);
-    const userId = firstOf(event, ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id"]);
-    let built: Built;
-    switch (event.type) {
-      case "identify":
-        built = identify(event, userId, base);
-        break;
-      case "alias":
-        built = alias(event, userId, base);
-        break;
-      case "group":
-        built = group(event, base);
-        break;
-      case "page": {
-        const name = event.name || event.properties?.url;
-        if (name === undefined || name === null || name === "") throw new TransformError("page events need a name or properties.url");
-        // Customer.io names page views by type "page"; everything else is type "event".
-        built = eventCall(event, String(name), "page", userId, base, ctx.config);
-        break;
-      }
-      case "screen":
-        built = eventCall(event, `Viewed ${event.event || event.properties?.name} Screen`, "event", userId, base, ctx.config);
-        break;
-      case "track":
-        if (typeof event.event !== "string" || event.event.trim() === "") throw new TransformError("Event name is required and must be a string");
-        built = eventCall(event, event.event.trim(), "event", userId, base, ctx.config);
-        break;
-      default:
-        throw new TransformError(`could not determine type ${event.type}`);
-    }
-    const headers: Record<string, string> = { Authorization: basicAuth(siteId, apiKey) };
-    if (built.method !== "DELETE") headers["Content-Type"] = "application/json";
-    return [restRequest({ method: built.method, endpoint: endpointFor(ctx, built.url), headers, json: compact(built.body) })];
+    const built = build(event, ctx);
+    // /v2/batch refuses bodies not labelled JSON; the v1 calls are sent with the Authorization header only.
+    const headers: Record<string, string> = { Authorization: authorization };
+    if (event.type === "group") headers["Content-Type"] = "application/json";
+    return [restRequest({ method: built.method, endpoint: endpointFor(ctx, built.url), headers, json: withoutUndefined(built.body) })];
   },
   batch(requests) {
     return batchConsecutive(
@@ -188,16 +207,15 @@ export const customerio: DestinationDefinition = {
         ),
     );
   },
-  deleteUsers(users, ctx: DestinationContext) {
-    const siteId = String(requireConfig(ctx, "siteID"));
-    const apiKey = String(requireConfig(ctx, "apiKey"));
+  deleteUsers(users, ctx) {
+    const authorization = authHeader(ctx);
     return users
       .filter((u) => !!u.userId)
       .map((u) =>
         restRequest({
           method: "DELETE",
           endpoint: endpointFor(ctx, `${api(ctx.config)}/v1/customers/${encodeURIComponent(u.userId)}`),
-          headers: { Authorization: basicAuth(siteId, apiKey) },
+          headers: { Authorization: authorization },
         }),
       );
   },

@@ -10,17 +10,25 @@ import {
   chunkItems,
   compact,
   eventFilteringSchema,
-  firstOf,
-  genericUserId,
   getPath,
   isEventAllowed,
-  traitsOf,
+  jsonBytes,
 } from "../shared";
 import { type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { browserOf, osNameOf } from "./user-agent";
+
+type Obj = Record<string, any>;
 
 const DEFAULT_INSTANCE = "https://app.posthog.com";
 // RudderStack caps a PostHog batch call at 10MB.
 const MAX_BATCH_BYTES = 10 * 1024 * 1024;
+// PostHog refuses a single event over 1MB; RudderStack aborts such events instead of sending them.
+const MAX_EVENT_BYTES = 1024 * 1024;
+
+const USER_ID = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id", "anonymousId"];
+const TRAITS = ["traits", "context.traits"];
+const TIMESTAMP = ["timestamp", "originalTimestamp"];
+const ORIGINAL_FIRST = ["originalTimestamp", "timestamp"];
 
 export const PostHogConfig = t.Object(
   {
@@ -32,6 +40,23 @@ export const PostHogConfig = t.Object(
   { additionalProperties: true },
 );
 
+/** RudderStack's mappings skip empty strings, null and undefined, but keep 0 and false. */
+const present = (v: unknown) => !!v || v === 0 || v === false;
+
+/** The first of `paths` holding a value RudderStack's mappings would use. */
+function pick(event: SluiceEvent, paths: string[]): any {
+  for (const p of paths) {
+    const v = getPath(event, p);
+    if (present(v)) return v;
+  }
+  return undefined;
+}
+
+/** An object of the present values only, as RudderStack's mapping files build it. */
+function mapped(entries: Array<[string, unknown]>): Obj {
+  return Object.fromEntries(entries.filter(([, v]) => present(v)));
+}
+
 /** PostHog property name → where RudderStack reads it from. */
 const PROPERTY_MAP: Array<[string, string[]]> = [
   ["$os", ["context.os.name"]],
@@ -41,10 +66,10 @@ const PROPERTY_MAP: Array<[string, string[]]> = [
   ["$screen_width", ["context.screen.width"]],
   ["$lib", ["context.library.name"]],
   ["$lib_version", ["context.library.version"]],
-  ["$time", ["timestamp", "originalTimestamp"]],
+  ["$time", TIMESTAMP],
   ["$device_id", ["context.device.id"]],
   ["$ip", ["context.ip", "request_ip"]],
-  ["$timestamp", ["timestamp", "originalTimestamp"]],
+  ["$timestamp", TIMESTAMP],
   ["$anon_distinct_id", ["anonymousId"]],
   ["distinct_id", ["userId", "anonymousId"]],
   ["$screen_density", ["context.screen.density"]],
@@ -70,83 +95,121 @@ const PROPERTY_MAP: Array<[string, string[]]> = [
   ["$performance_page_loaded", ["context.page.loaded"]],
 ];
 
+/** Web events carry no usable OS or browser in their context, so both come from the user agent. */
+function userAgentProperties(event: SluiceEvent): Obj {
+  const ua = getPath(event, "context.userAgent");
+  if (event.channel !== "web" || !ua) return {};
+  const browser = browserOf(String(ua));
+  return { $os: osNameOf(String(ua)), $browser: browser.name, $browser_version: browser.version };
+}
+
 /** PostHog's default properties, built from the event's context. */
-function contextProperties(event: SluiceEvent): Record<string, unknown> {
-  let props: Record<string, unknown> = {};
-  for (const [key, paths] of PROPERTY_MAP) props[key] = firstOf(event, paths);
+function contextProperties(event: SluiceEvent): Obj {
+  let props: Obj = mapped(PROPERTY_MAP.map(([key, paths]) => [key, pick(event, paths)]));
+  props = { ...props, ...userAgentProperties(event) };
   if (event.type === "screen") props.$screen_name = event.event;
   try {
     if (typeof props.$current_url === "string") props.$host = new URL(props.$current_url).host;
   } catch {
     // not a URL: PostHog simply gets no $host
   }
-  if (typeof props.distinct_id === "number") props.distinct_id = String(props.distinct_id);
   // Every call but identify also updates the person with the traits it carries.
   if (event.type !== "identify" && event.context?.traits) props = { $set: event.context.traits, ...props };
   return compact(props);
 }
 
-function stringId(v: unknown): string | undefined {
-  return v === undefined || v === null ? undefined : String(v);
+/** Throws like RudderStack's required mappings when none of `paths` holds a value. */
+function required(event: SluiceEvent, paths: string[], what: string): any {
+  const v = pick(event, paths);
+  if (!present(v)) throw new TransformError(`${what} is required for ${event.type} events`);
+  return v;
 }
 
-/** The call-specific part of the payload, before the default properties are merged in. */
-function callPayload(event: SluiceEvent, useV2Group: boolean): { type: string; body: Record<string, any> } {
-  const distinct_id = stringId(genericUserId(event));
-  const common = { distinct_id, messageId: event.messageId };
+function groupPayload(event: SluiceEvent, useV2Group: boolean): Obj {
+  const common = mapped([
+    ["timestamp", pick(event, TIMESTAMP)],
+    ["distinct_id", required(event, USER_ID, "userId or anonymousId")],
+    ["messageId", event.messageId],
+  ]);
+  const groupId = pick(event, ["groupId", "traits.groupId"]);
+  if (!useV2Group) return { ...common, ...mapped([["groupId", groupId], ["traits", pick(event, TRAITS)]]) };
+  // groupType goes to $group_type, so it is left out of the group's own properties.
+  const { groupType: _mapped, ...groupSet } = event.traits ?? {};
+  const properties = mapped([
+    ["$group_key", groupId],
+    ["$group_set", present(event.traits) ? groupSet : undefined],
+    ["$group_type", getPath(event, "traits.groupType")],
+  ]);
+  if (present(properties.$group_type) && present(properties.$group_key)) properties.$groups = { [properties.$group_type]: properties.$group_key };
+  return { ...common, properties };
+}
+
+/** The call-specific payload (RudderStack's per-type mapping) and its PostHog type. */
+function callPayload(event: SluiceEvent, useV2Group: boolean): { type: string; event: string; body: Obj } {
+  const userId = () => required(event, USER_ID, "userId or anonymousId");
+  const pageLike = (timestampPaths: string[]) =>
+    mapped([
+      ["properties", event.properties],
+      ["timestamp", pick(event, timestampPaths)],
+      ["category", event.category],
+      ["distinct_id", userId()],
+      ["name", event.name],
+      ["messageId", event.messageId],
+    ]);
   switch (event.type) {
     case "track":
-      if (!event.event) throw new TransformError("Event name is required");
       return {
         type: "capture",
-        body: { ...common, event: event.event, properties: event.properties, timestamp: firstOf(event, ["timestamp", "originalTimestamp"]) },
+        event: required(event, ["event"], "event"),
+        body: mapped([
+          ["distinct_id", userId()],
+          ["messageId", event.messageId],
+          ["properties", event.properties],
+          ["timestamp", pick(event, TIMESTAMP)],
+        ]),
       };
     case "identify":
       return {
         type: "identify",
-        body: { ...common, event: "$identify", $set: traitsOf(event), timestamp: firstOf(event, ["originalTimestamp", "timestamp"]) },
+        event: "$identify",
+        body: mapped([
+          ["distinct_id", userId()],
+          ["timestamp", pick(event, ORIGINAL_FIRST)],
+          ["messageId", event.messageId],
+          ["$set", required(event, TRAITS, "traits")],
+        ]),
       };
     case "page":
-      return {
-        type: "page",
-        body: {
-          ...common, event: "$pageview", properties: event.properties, category: event.category, name: event.name,
-          timestamp: firstOf(event, ["originalTimestamp", "timestamp"]),
-        },
-      };
+      return { type: "page", event: "$pageview", body: pageLike(ORIGINAL_FIRST) };
     case "screen":
-      return {
-        type: "screen",
-        body: {
-          ...common, event: "$screen", properties: event.properties, category: event.category, name: event.name,
-          timestamp: firstOf(event, ["timestamp", "originalTimestamp"]),
-        },
-      };
+      return { type: "screen", event: "$screen", body: pageLike(TIMESTAMP) };
     case "alias":
-      if (!event.previousId) throw new TransformError("previousId is required for alias events");
       return {
         type: "alias",
+        event: "$create_alias",
         body: {
-          event: "$create_alias",
-          properties: { alias: stringId(genericUserId(event)), distinct_id: String(event.previousId) },
-          timestamp: firstOf(event, ["originalTimestamp", "timestamp"]),
+          properties: { alias: userId(), distinct_id: required(event, ["previousId"], "previousId") },
+          ...mapped([["timestamp", pick(event, ORIGINAL_FIRST)]]),
         },
       };
-    case "group": {
-      const groupId = firstOf(event, ["groupId", "traits.groupId"]);
-      const timestamp = firstOf(event, ["timestamp", "originalTimestamp"]);
-      if (!useV2Group) {
-        return { type: "group", body: { ...common, event: "$groupidentify", groupId, traits: traitsOf(event), timestamp } };
-      }
-      const groupType = getPath(event, "traits.groupType");
-      const { groupType: _mapped, ...groupSet } = event.traits ?? {};
-      const properties: Record<string, unknown> = compact({ $group_key: groupId, $group_set: event.traits ? groupSet : undefined, $group_type: groupType });
-      if (groupType && groupId) properties.$groups = { [groupType]: groupId };
-      return { type: "group", body: { ...common, event: "$groupidentify", properties, timestamp } };
-    }
+    case "group":
+      return { type: "group", event: "$groupidentify", body: groupPayload(event, useV2Group) };
     default:
       throw new TransformError(`Event type ${event.type} is not supported`);
   }
+}
+
+/** The whole event body, as RudderStack builds it before the api key is added. */
+function eventBody(event: SluiceEvent, useV2Group: boolean): { type: string; body: Obj } {
+  const { type, event: name, body } = callPayload(event, useV2Group);
+  const payload: Obj = { ...body };
+  if (!payload.timestamp && payload.properties?.timestamp != null) payload.timestamp = payload.properties.timestamp;
+  payload.properties = { ...contextProperties(event), ...payload.properties };
+  // PostHog wants distinct ids as strings; RudderStack converts whatever it found.
+  if (payload.distinct_id != null) payload.distinct_id = String(payload.distinct_id);
+  if (payload.properties.distinct_id != null) payload.properties.distinct_id = String(payload.properties.distinct_id);
+  payload.event = name;
+  return { type, body: payload };
 }
 
 export const posthog: DestinationDefinition = {
@@ -162,16 +225,16 @@ export const posthog: DestinationDefinition = {
     const apiKey = String(requireConfig(ctx, "teamApiKey"));
     if (!isEventAllowed(event, ctx.config)) return [];
     if (!event.userId && !event.anonymousId) throw new TransformError("Either userId or anonymousId must be provided");
-    const { type, body } = callPayload(event, ctx.config.useV2Group === true);
-    const payload: Record<string, any> = compact(body);
-    if (payload.timestamp === undefined && payload.properties?.timestamp !== undefined) payload.timestamp = payload.properties.timestamp;
-    payload.properties = { ...contextProperties(event), ...payload.properties };
+    const { type, body } = eventBody(event, ctx.config.useV2Group === true);
+    const json = { ...body, type };
+    const size = jsonBytes(json);
+    if (size > MAX_EVENT_BYTES) throw new TransformError(`Event size (${size} bytes) exceeds PostHog's 1 MB limit`);
     const instance = String(ctx.config.yourInstance || DEFAULT_INSTANCE).replace(/\/+$/, "");
     return [
       restRequest({
         endpoint: endpointFor(ctx, `${instance}/batch`),
         headers: { "Content-Type": "application/json" },
-        json: { ...payload, api_key: apiKey, type },
+        json: { ...body, api_key: apiKey, type },
       }),
     ];
   },
