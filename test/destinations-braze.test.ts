@@ -280,6 +280,96 @@ test("BRAZE alias → /users/merge with identifier_to_merge previousId and ident
   expect(() => braze.transform({ ...event, userId: undefined }, ctx())).toThrow("[BRAZE]: userId is required for alias call");
 });
 
+const ecommerceEvent = (name: string, properties: Record<string, unknown>, context: Record<string, unknown> = { channel: "web" }): SluiceEvent => ({
+  type: "track",
+  messageId: "m",
+  anonymousId: "a-1",
+  event: name,
+  timestamp: ts,
+  properties,
+  context: { ...context, traits: { email: "mickey@disney.com" } },
+});
+const ecommerceBody = (name: string, properties: Record<string, unknown>) => ({
+  partner: "RudderStack",
+  attributes: [{ email: "mickey@disney.com", _update_existing_only: false, user_alias: RUDDER_ALIAS("a-1") }],
+  events: [{ name, time: ts, properties, _update_existing_only: false, user_alias: RUDDER_ALIAS("a-1") }],
+});
+const ECOMMERCE = { useEcommerceRecommendedEvents: true };
+
+test("BRAZE useEcommerceRecommendedEvents: Product Viewed → ecommerce.product_viewed, other keys as metadata", () => {
+  const event = ecommerceEvent("Product Viewed", { product_id: "sku_42", name: "Widget", variant: "red", price: "9.99", currency: "USD", category: "home" });
+  expect(braze.transform(event, ctx(ECOMMERCE))).toEqual([
+    request(
+      TRACK,
+      ecommerceBody("ecommerce.product_viewed", {
+        product_id: "sku_42",
+        product_name: "Widget",
+        variant_id: "red",
+        price: 9.99,
+        currency: "USD",
+        source: "web",
+        metadata: { category: "home" },
+      }),
+    ),
+  ]);
+  // Flag off: the legacy custom event.
+  expect(bodyOf(event).events[0].name).toBe("Product Viewed");
+});
+
+test("BRAZE useEcommerceRecommendedEvents: Product Added / Removed → cart_updated with the top-level product wrapped", () => {
+  const props = { cart_id: "cart_001", currency: "USD", product_id: "sku_42", name: "Widget", quantity: "2", price: 9.99 };
+  expect(bodyOf(ecommerceEvent("Product Added", props), ECOMMERCE)).toEqual(
+    ecommerceBody("ecommerce.cart_updated", {
+      cart_id: "cart_001",
+      currency: "USD",
+      products: [{ product_id: "sku_42", product_name: "Widget", variant_id: "sku_42", quantity: 2, price: 9.99 }],
+      source: "web",
+      action: "add",
+    }),
+  );
+  expect(bodyOf(ecommerceEvent("product removed", props), ECOMMERCE).events[0].properties.action).toBe("remove");
+});
+
+test("BRAZE useEcommerceRecommendedEvents: Order Completed → ecommerce.order_placed instead of purchases; source from the OS on mobile", () => {
+  const event = ecommerceEvent(
+    "Order Completed",
+    {
+      order_id: 1001,
+      revenue: 99.99,
+      currency: "USD",
+      discount: 5,
+      time: "reserved",
+      products: [{ product_id: "sku_42", name: "Widget", quantity: 1, price: 99.99, color: "blue" }],
+      campaign_id: "spring26",
+    },
+    { channel: "mobile", os: { name: "iOS" } },
+  );
+  expect(bodyOf(event, ECOMMERCE)).toEqual(
+    ecommerceBody("ecommerce.order_placed", {
+      order_id: "1001",
+      total_value: 99.99,
+      currency: "USD",
+      total_discounts: 5,
+      products: [{ product_id: "sku_42", product_name: "Widget", variant_id: "sku_42", quantity: 1, price: 99.99, metadata: { color: "blue" } }],
+      source: "ios",
+      metadata: { campaign_id: "spring26" },
+    }),
+  );
+  const checkout = bodyOf(ecommerceEvent("Checkout Started", { order_id: "o", total: "10", products: [] }), ECOMMERCE).events[0];
+  // Checkout Started has no types in RudderStack's mapping: "10" stays a string; empty products are dropped.
+  expect(checkout).toMatchObject({ name: "ecommerce.checkout_started", properties: { checkout_id: "o", total_value: "10", source: "web" } });
+  expect(checkout.properties.products).toBeUndefined();
+  expect(bodyOf(ecommerceEvent("Order Cancelled", { order_id: "o", reason: "late" }), ECOMMERCE).events[0].properties).toEqual({
+    order_id: "o",
+    cancel_reason: "late",
+    source: "web",
+  });
+  expect(bodyOf(ecommerceEvent("Order Refunded", { order_id: "o", source: "android" }), ECOMMERCE).events[0].properties).toEqual({
+    order_id: "o",
+    source: "android",
+  });
+});
+
 test("BRAZE filtering, missing keys, baseUrl override, unsupported type", () => {
   const event = trackE({ event: "Noise" });
   expect(braze.transform(event, ctx({ eventFilteringOption: "blacklistedEvents", blacklistedEvents: [{ eventName: "Noise" }] }))).toEqual([]);

@@ -8,6 +8,7 @@ import { endpointFor } from "../base-url";
 import { EVENT_FILTERING_KEYS, batchConsecutive, chunkItems, compact, eventFilteringSchema, getPath, isEventAllowed } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 import { isMappedToDestination, userAttributes } from "./attributes";
+import { ecommerceEventFor, ecommerceProperties } from "./ecommerce";
 import { externalIdOf, fieldValue, integrationsOptions, userAliasOf, withExternalId, withUserIdentifier } from "./identity";
 
 type Obj = Record<string, any>;
@@ -30,6 +31,7 @@ export const BrazeConfig = t.Object(
     enableSubscriptionGroupInGroupCall: t.Optional(t.Boolean()),
     enableNestedArrayOperations: t.Optional(t.Boolean()),
     sendPurchaseEventWithExtraProperties: t.Optional(t.Boolean()),
+    useEcommerceRecommendedEvents: t.Optional(t.Boolean()),
     supportDedup: t.Optional(t.Any()),
     ...eventFilteringSchema,
   },
@@ -89,15 +91,18 @@ function customEventProperties(event: SluiceEvent): Obj {
 
 /**
  * track, page and screen: the traits as attributes, plus purchases for a track "Order
- * Completed", else a custom event.
+ * Completed", a recommended ecommerce event when enabled, or else a custom event.
  */
 function trackBody(event: SluiceEvent, name: string, config: Obj): Obj {
   const body: Obj = { partner: PARTNER };
   const attributes = userAttributes(event, config);
   if (Object.keys(attributes).length > 0) body.attributes = [withUserIdentifier(attributes, event)];
-  if (event.type === "track" && name.toLowerCase() === "order completed") return { ...body, purchases: purchases(event, config) };
+  const isTrack = event.type === "track";
+  const ecommerce = isTrack && config.useEcommerceRecommendedEvents ? ecommerceEventFor(name) : undefined;
+  if (!ecommerce && isTrack && name.toLowerCase() === "order completed") return { ...body, purchases: purchases(event, config) };
 
-  const brazeEvent = withUserIdentifier(compact({ name, time: event.timestamp, properties: customEventProperties(event) }), event);
+  const properties = ecommerce ? ecommerceProperties(event, ecommerce) : customEventProperties(event);
+  const brazeEvent = withUserIdentifier(compact({ name: ecommerce?.name ?? name, time: event.timestamp, properties }), event);
   const appId = integrationsOptions(event)?.appId;
   if (appId) brazeEvent.app_id = String(appId);
   return { ...body, events: [brazeEvent] };
@@ -161,6 +166,7 @@ export const braze: DestinationDefinition = {
       "enableNestedArrayOperations",
       "supportDedup",
       "sendPurchaseEventWithExtraProperties",
+      "useEcommerceRecommendedEvents",
       ...EVENT_FILTERING_KEYS,
     ],
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
