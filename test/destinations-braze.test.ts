@@ -380,32 +380,90 @@ test("BRAZE filtering, missing keys, baseUrl override, unsupported type", () => 
   expect(() => braze.transform({ ...event, type: "merge" }, ctx())).toThrow("Message type is not supported");
 });
 
-test("BRAZE batch → /users/track merged with at most 75 attributes, events and purchases per request", () => {
-  const track = (i: number) =>
-    braze.transform({ type: "track", messageId: `m${i}`, userId: `u${i}`, event: "E", timestamp: ts, context: { traits: { n: i } } }, ctx())[0]!;
-  const batched = braze.batch!(Array.from({ length: 80 }, (_, i) => track(i)), ctx());
-  expect(batched).toHaveLength(2);
-  expect(batched.map((r) => [(r.body.JSON.attributes as unknown[]).length, (r.body.JSON.events as unknown[]).length])).toEqual([
-    [75, 75],
-    [5, 5],
-  ]);
-  expect(batched[0]).toMatchObject({ endpoint: TRACK, headers: HEADERS, body: { JSON: { partner: "RudderStack" } } });
-  expect((batched[1]!.body.JSON.events as any[])[0].external_id).toBe("u75");
+const userTrack = (user: string, i = 0): DestinationRequest => ({
+  ...braze.transform(trackE({ userId: user, context: { traits: { n: i } } }), ctx())[0]!,
+  userKey: user,
 });
 
-test("BRAZE batch keeps order across endpoints: identify → track runs are not merged across each other", () => {
-  const idA = braze.transform({ type: "identify", messageId: "1", userId: "A", anonymousId: "a", traits: { x: 1 } }, ctx());
-  const idB = braze.transform({ type: "identify", messageId: "2", userId: "B", anonymousId: "b", traits: { x: 2 } }, ctx());
-  const merges = ["p", "q"].map((p) => braze.transform({ type: "alias", messageId: p, userId: "K", previousId: p }, ctx())[0]!);
-  const batched = braze.batch!([...idA, ...idB, ...merges], ctx());
-  expect(batched.map((r) => r.endpoint.replace("https://rest.iad-01.braze.com", ""))).toEqual([
-    "/users/identify",
-    "/users/track",
-    "/users/identify",
-    "/users/track",
-    "/users/merge",
+test("BRAZE batch → /users/track items sorted by external_id, at most 75 of each kind per call", () => {
+  // 80 users: 80 attributes and 80 events; sorted u00..u79, cut when a kind reaches 75.
+  const users = Array.from({ length: 80 }, (_, i) => `u${String(79 - i).padStart(2, "0")}`);
+  const batched = braze.batch!(users.map((u, i) => userTrack(u, i)), ctx());
+  expect(batched.map((r) => [r.endpoint, (r.body.JSON.attributes as unknown[]).length, (r.body.JSON.events as unknown[]).length])).toEqual([
+    [TRACK, 75, 75],
+    [TRACK, 5, 5],
   ]);
-  expect((batched[4]!.body.JSON.merge_updates as unknown[]).length).toBe(2);
+  expect((batched[0]!.body.JSON.events as any[]).map((e) => e.external_id).slice(0, 3)).toEqual(["u00", "u01", "u02"]);
+  expect(batched[0]).toMatchObject({ headers: HEADERS, body: { JSON: { partner: "RudderStack" } } });
+  expect((batched[1]!.body.JSON.attributes as any[])[0]).toEqual({ n: 4, external_id: "u75" });
+});
+
+test("BRAZE batch → a /users/track call holds at most 75 distinct external ids; anonymous items sort last and count as one", () => {
+  const id = (p: string, i: number) => `${p}${String(i).padStart(3, "0")}`;
+  // 40 users with attributes only and 40 with events only: no kind reaches 75, the ids do.
+  const attributesOnly = Array.from({ length: 40 }, (_, i) => ({
+    ...braze.transform({ type: "identify", messageId: `i${i}`, userId: id("a", i), traits: { n: i } }, ctx())[0]!,
+    userKey: id("a", i),
+  }));
+  const eventsOnly = Array.from({ length: 40 }, (_, i) => ({
+    ...braze.transform(trackE({ userId: id("e", i) }), ctx())[0]!,
+    userKey: id("e", i),
+  }));
+  const anon = (a: string) => ({ ...braze.transform({ type: "page", messageId: a, anonymousId: a, timestamp: ts }, ctx())[0]!, userKey: a });
+  const batched = braze.batch!([anon("anon-1"), anon("anon-2"), ...eventsOnly, ...attributesOnly], ctx());
+  const shape = (r: DestinationRequest) => [(r.body.JSON.attributes as unknown[] | undefined)?.length, (r.body.JSON.events as any[] | undefined)?.length];
+  expect(batched.map(shape)).toEqual([
+    [40, 35],
+    [undefined, 7],
+  ]);
+  expect((batched[1]!.body.JSON.events as any[]).map((e) => e.external_id ?? e.user_alias.alias_name)).toEqual(["e035", "e036", "e037", "e038", "e039", "anon-1", "anon-2"]);
+  // A single identify's attributes get the partner once batched, as in RudderStack's router.
+  expect(braze.batch!(attributesOnly.slice(0, 1), ctx())[0]!.body.JSON).toEqual({ partner: "RudderStack", attributes: [{ n: 0, external_id: "a000" }] });
+});
+
+test("BRAZE batch → identifies first (one /users/identify), then tracks, subscriptions, merges; each user's order kept", () => {
+  const identify = (user: string) =>
+    braze.transform({ type: "identify", messageId: user, userId: user, anonymousId: `anon-${user}`, traits: { x: 1 } }, ctx()).map((r) => ({ ...r, userKey: user }));
+  const merge = { ...braze.transform({ type: "alias", messageId: "al", userId: "K", previousId: "p" }, ctx())[0]!, userKey: "K" };
+  const batched = braze.batch!([...identify("A"), merge, userTrack("C"), ...identify("B")], ctx());
+  expect(batched.map((r) => r.endpoint.replace(US, ""))).toEqual(["/users/identify", "/users/track", "/users/merge"]);
+  expect(batched[0]!.body.JSON).toEqual({
+    aliases_to_identify: [
+      { user_alias: RUDDER_ALIAS("anon-A"), external_id: "A" },
+      { user_alias: RUDDER_ALIAS("anon-B"), external_id: "B" },
+    ],
+    merge_behavior: "merge",
+  });
+  expect((batched[1]!.body.JSON.attributes as any[]).map((a) => a.external_id)).toEqual(["A", "B", "C"]);
+  // The same user again: its identify may not move ahead of its own earlier track.
+  const again = braze.batch!([...identify("A"), ...identify("A")], ctx());
+  expect(again.map((r) => r.endpoint.replace(US, ""))).toEqual(["/users/identify", "/users/track", "/users/identify", "/users/track"]);
+});
+
+test("BRAZE batch → subscription status 25 per call with the same group and state combined; merges 50 per call", () => {
+  const config = { enableSubscriptionGroupInGroupCall: true };
+  const sub = (user: string, state: string, email: string) => ({
+    ...braze.transform({ type: "group", messageId: user, userId: user, groupId: "g1", traits: { email, subscriptionState: state } }, ctx(config))[0]!,
+    userKey: user,
+  });
+  const batched = braze.batch!([sub("u1", "subscribed", "a@x"), sub("u2", "subscribed", "a@x"), sub("u3", "unsubscribed", "c@x")], ctx(config));
+  expect(batched).toEqual([
+    {
+      ...request(`${US}/v2/subscription/status/set`, {
+        subscription_groups: [
+          { subscription_group_id: "g1", subscription_state: "subscribed", emails: ["a@x"], external_ids: ["u1", "u2"] },
+          { subscription_group_id: "g1", subscription_state: "unsubscribed", emails: ["c@x"], external_ids: ["u3"] },
+        ],
+      }),
+    },
+  ]);
+  const many = Array.from({ length: 30 }, (_, i) => sub(`u${i}`, "subscribed", `${i}@x`));
+  expect(braze.batch!(many, ctx(config)).map((r) => (r.body.JSON.subscription_groups as any[])[0].external_ids.length)).toEqual([25, 5]);
+  const merges = Array.from({ length: 51 }, (_, i) => ({
+    ...braze.transform({ type: "alias", messageId: `${i}`, userId: `k${i}`, previousId: `p${i}` }, ctx())[0]!,
+    userKey: `k${i}`,
+  }));
+  expect(braze.batch!(merges, ctx()).map((r) => (r.body.JSON.merge_updates as unknown[]).length)).toEqual([50, 1]);
 });
 
 test("BRAZE deleteUsers → POST /users/delete {external_ids}, 50 per request, users without userId skipped", () => {

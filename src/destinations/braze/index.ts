@@ -5,21 +5,16 @@
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { EVENT_FILTERING_KEYS, batchConsecutive, chunkItems, compact, eventFilteringSchema, getPath, isEventAllowed } from "../shared";
+import { EVENT_FILTERING_KEYS, chunkItems, compact, eventFilteringSchema, getPath, isEventAllowed } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 import { isMappedToDestination, userAttributes } from "./attributes";
+import { PARTNER, batchBraze } from "./batch";
 import { ecommerceEventFor, ecommerceProperties } from "./ecommerce";
 import { externalIdOf, fieldValue, integrationsOptions, userAliasOf, withExternalId, withUserIdentifier } from "./identity";
 
 type Obj = Record<string, any>;
 
-const PARTNER = "RudderStack";
-// Braze's per-request limits: /users/track 75 of each object type, /users/identify and
-// /users/merge 50, subscription status 25, /users/delete 50 external ids.
-const TRACK_MAX = 75;
-const IDENTIFY_MAX = 50;
-const MERGE_MAX = 50;
-const SUBSCRIPTION_MAX = 25;
+/** Braze's /users/delete takes at most 50 external ids. */
 const DELETE_MAX = 50;
 
 export const BrazeConfig = t.Object(
@@ -206,35 +201,7 @@ export const braze: DestinationDefinition = {
     }
   },
   batch(requests) {
-    const kind = (endpoint: string) => /\/(users\/track|users\/identify|users\/merge|v2\/subscription\/status\/set)$/.exec(endpoint)?.[1];
-    return batchConsecutive(
-      requests,
-      (r) => (kind(r.endpoint) ? JSON.stringify([r.endpoint, r.headers]) : null),
-      (run) => {
-        const { endpoint, headers } = run[0]!;
-        const bodies = run.map((r) => r.body.JSON as Obj);
-        const list = (key: string) => bodies.flatMap((b) => (Array.isArray(b[key]) ? b[key] : []));
-        const make = (json: Obj) => restRequest({ endpoint, headers, json });
-        switch (kind(endpoint)) {
-          case "users/identify":
-            return chunkItems(list("aliases_to_identify"), IDENTIFY_MAX).map((a) => make({ aliases_to_identify: a, merge_behavior: "merge" }));
-          case "users/merge":
-            return chunkItems(list("merge_updates"), MERGE_MAX).map((m) => make({ merge_updates: m }));
-          case "v2/subscription/status/set":
-            return chunkItems(list("subscription_groups"), SUBSCRIPTION_MAX).map((s) => make({ subscription_groups: s }));
-          default: {
-            // Each object type is capped separately; the i-th request carries the i-th chunk of each.
-            const attributes = chunkItems(list("attributes"), TRACK_MAX);
-            const events = chunkItems(list("events"), TRACK_MAX);
-            const purchaseList = chunkItems(list("purchases"), TRACK_MAX);
-            const count = Math.max(attributes.length, events.length, purchaseList.length);
-            return Array.from({ length: count }, (_, i) =>
-              make(compact({ partner: PARTNER, attributes: attributes[i], events: events[i], purchases: purchaseList[i] })),
-            );
-          }
-        }
-      },
-    );
+    return batchBraze(requests);
   },
   deleteUsers(users, ctx: DestinationContext) {
     const apiKey = String(requireConfig(ctx, "restApiKey"));
