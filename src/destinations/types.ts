@@ -61,8 +61,9 @@ export interface DestinationDefinition {
    */
   transform(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[];
   /**
-   * Optional: merges transformed requests of several events into fewer requests, keeping order.
-   * Only requests for the same endpoint are merged.
+   * Optional: merges transformed requests of several events into fewer requests. Each user's
+   * requests (by `userKey`) keep their order; requests of different users may be reordered
+   * where the service's batching needs it (BRAZE sends identify merges first, as RudderStack).
    */
   batch?(requests: DestinationRequest[], ctx: DestinationContext): DestinationRequest[];
   /** Optional: the requests that delete these users at the service (regulations, suppress_with_delete). */
