@@ -319,6 +319,9 @@ test("HTTP [*] wildcard mappings build one element per product; XML under xmlRoo
       { item_id: "577c6f5d5cf86a4c7735ba03", name: "Five Crowns", price: 5 },
     ],
   });
+  // An order without products still gets its (empty) list, as in RudderStack's batched fixture.
+  const viewed = http.transform({ type: "track", messageId: "m-v", userId: "userId1", event: "Product Viewed" }, ctx({ ...config, format: "JSON" }))[0]!;
+  expect(viewed.body.JSON).toEqual({ event: "Product Viewed", userId: "userId1", properties: { items: [] } });
   // A wildcard source into a plain target is the list itself; `$[...]` and `$.'a-b'` keys work on both sides.
   const list = http.transform(
     rsOrder,

@@ -27,7 +27,10 @@ export function parsePath(path: string): Segment[] {
 
 const isWild = (s: Segment): s is { wild: true } => "wild" in s;
 
-/** The value at `segments`; a wildcard yields the list of what follows it in every element. */
+/**
+ * The value at `segments`; a wildcard yields the list of what follows it in every element, and
+ * an empty list when the path ends before the wildcard (RudderStack then sends `items: []`).
+ */
 export function readPath(value: unknown, segments: Segment[]): unknown {
   let cur: any = value;
   for (let i = 0; i < segments.length; i++) {
@@ -36,7 +39,7 @@ export function readPath(value: unknown, segments: Segment[]): unknown {
       const items = Array.isArray(cur) ? cur : cur !== null && typeof cur === "object" ? Object.values(cur) : [];
       return items.map((item) => readPath(item, segments.slice(i + 1)));
     }
-    if (cur === null || cur === undefined || typeof cur !== "object") return undefined;
+    if (cur === null || cur === undefined || typeof cur !== "object") return segments.slice(i).some(isWild) ? [] : undefined;
     cur = "index" in s ? cur[s.index] : cur[s.key];
   }
   return cur;
