@@ -200,3 +200,192 @@ test("HTTP batching (isBatchingEnabled, JSON) → consecutive same-endpoint requ
   // Without batching enabled (or for XML/FORM) requests go one by one.
   expect(http.batch!(reqs, ctx({ ...config, isBatchingEnabled: false }))).toEqual(reqs);
 });
+
+// RudderStack's own HTTP destination fixtures: an identify with traits and an order with products.
+const rsTraits = { email: "john.doe@example.com", firstName: "John", lastName: "Doe", address: { city: "New York", pinCode: "123456" } };
+const rsIdentify: SluiceEvent = { type: "identify", messageId: "m-i", userId: "userId123", anonymousId: "anonId123", traits: rsTraits };
+const rsOrder: SluiceEvent = {
+  type: "track",
+  messageId: "m-o",
+  userId: "userId123",
+  event: "Order Completed",
+  properties: {
+    currency: "USD",
+    products: [
+      { product_id: "622c6f5d5cf86a4c77358033", sku: "8472-998-0112", name: "Cones of Dunshire", price: 40 },
+      { product_id: "577c6f5d5cf86a4c7735ba03", sku: "3309-483-2201", name: "Five Crowns", price: 5 },
+    ],
+  },
+};
+
+const contactsMapping = [
+  { from: "$.traits.firstName", to: "$.contacts.first_name" },
+  { from: "$.traits.email", to: "$.contacts.email" },
+  { from: "$.traits.address.pinCode", to: "$.contacts.address.pin_code" },
+];
+const contacts = { first_name: "John", email: "john.doe@example.com", address: { pin_code: "123456" } };
+
+test("HTTP headers and queryParams whose `to` is a JSON path ($.h1, $.'content-type', $['q1']) → plain header / param names", () => {
+  const config = {
+    apiUrl: "http://abc.com/contacts",
+    auth: "basicAuth",
+    username: "test-user",
+    password: "",
+    method: "GET",
+    format: "JSON",
+    headers: [
+      { to: "$.h1", from: "'val1'" },
+      { to: "$.h2", from: "2" },
+      { to: "$.'content-type'", from: "'application/json'" },
+      { to: "$.h3", from: "$.traits.firstName" },
+    ],
+    queryParams: [
+      { to: "$['q1']", from: "'val1'" },
+      { to: "$.q2", from: "$.traits.email" },
+      { to: "user name", from: "val2" },
+    ],
+  };
+  const [req] = http.transform(rsOrder, ctx(config));
+  expect(req).toEqual({
+    version: "1",
+    type: "REST",
+    method: "GET",
+    endpoint: "http://abc.com/contacts",
+    headers: {
+      Authorization: `Basic ${btoa("test-user:")}`,
+      h1: "val1",
+      h2: "2",
+      "content-type": "application/json",
+      "Content-Type": "application/json",
+    },
+    params: { q1: "val1", "user name": "val2" },
+    body: { ...empty, JSON: rsOrder },
+    files: {},
+  });
+  // With traits present the path-valued header and param are filled too.
+  const withTraits = http.transform({ ...rsOrder, traits: rsTraits }, ctx(config))[0]!;
+  expect(withTraits.headers.h3).toBe("John");
+  expect(withTraits.params.q2).toBe("john.doe@example.com");
+});
+
+test("HTTP propertiesMapping into nested paths (RudderStack's identify fixture) → nested JSON body", () => {
+  const config = {
+    apiUrl: "http://abc.com/contacts",
+    isDefaultMapping: false,
+    propertiesMapping: contactsMapping,
+  };
+  const [req] = http.transform(rsIdentify, ctx(config));
+  expect(req!.body).toEqual({
+    ...empty,
+    JSON: { contacts },
+  });
+});
+
+test("HTTP [*] wildcard mappings build one element per product; XML under xmlRootKey (RudderStack's fixture, byte for byte)", () => {
+  const config = {
+    apiUrl: "http://abc.com/events",
+    auth: "bearerTokenAuth",
+    bearerToken: "test-token",
+    format: "XML",
+    xmlRootKey: "body",
+    isDefaultMapping: false,
+    headers: [{ to: "$.h1", from: "'val1'" }],
+    propertiesMapping: [
+      { from: "$.event", to: "$.event" },
+      { from: "$.properties.currency", to: "$.currency" },
+      { from: "$.userId", to: "$.userId" },
+      { from: "$.properties.products[*].product_id", to: "$.properties.items[*].item_id" },
+      { from: "$.properties.products[*].name", to: "$.properties.items[*].name" },
+      { from: "$.properties.products[*].price", to: "$.properties.items[*].price" },
+    ],
+  };
+  const [req] = http.transform(rsOrder, ctx(config));
+  expect(req!.method).toBe("POST");
+  expect(req!.headers).toEqual({ Authorization: "Bearer test-token", h1: "val1", "Content-Type": "application/xml" });
+  expect(req!.body).toEqual({
+    ...empty,
+    XML: {
+      payload:
+        '<?xml version="1.0" encoding="UTF-8"?><body><event>Order Completed</event><currency>USD</currency><userId>userId123</userId>' +
+        "<properties><items><item_id>622c6f5d5cf86a4c77358033</item_id><name>Cones of Dunshire</name><price>40</price></items>" +
+        "<items><item_id>577c6f5d5cf86a4c7735ba03</item_id><name>Five Crowns</name><price>5</price></items></properties></body>",
+    },
+  });
+  // The same mappings as JSON: an array of objects.
+  const json = http.transform(rsOrder, ctx({ ...config, format: "JSON" }))[0]!;
+  expect(json.body.JSON.properties).toEqual({
+    items: [
+      { item_id: "622c6f5d5cf86a4c77358033", name: "Cones of Dunshire", price: 40 },
+      { item_id: "577c6f5d5cf86a4c7735ba03", name: "Five Crowns", price: 5 },
+    ],
+  });
+  // An order without products still gets its (empty) list, as in RudderStack's batched fixture.
+  const viewed = http.transform({ type: "track", messageId: "m-v", userId: "userId1", event: "Product Viewed" }, ctx({ ...config, format: "JSON" }))[0]!;
+  expect(viewed.body.JSON).toEqual({ event: "Product Viewed", userId: "userId1", properties: { items: [] } });
+  // A wildcard source into a plain target is the list itself; `$[...]` and `$.'a-b'` keys work on both sides.
+  const list = http.transform(
+    rsOrder,
+    ctx({
+      apiUrl: "http://abc.com/e",
+      isDefaultMapping: false,
+      propertiesMapping: [
+        { from: "$.properties.products[*].sku", to: "$.skus" },
+        { from: "$['properties'].currency", to: "$.'cur-rency'" },
+        { from: "$.properties.products[1].name", to: "$.lines[0].name" },
+      ],
+    }),
+  )[0]!;
+  expect(list.body.JSON).toEqual({ skus: ["8472-998-0112", "3309-483-2201"], "cur-rency": "USD", lines: [{ name: "Five Crowns" }] });
+});
+
+test("HTTP DELETE with apiKeyAuth and a JSON-path pathParam, no mapping → URI-encoded id appended, empty body", () => {
+  const config = {
+    apiUrl: "http://abc.com/contacts",
+    auth: "apiKeyAuth",
+    apiKeyName: "x-api-key",
+    apiKeyValue: "test-api-key",
+    method: "DELETE",
+    isDefaultMapping: false,
+    pathParams: [{ path: "$.traits.email" }],
+  };
+  const [req] = http.transform(rsIdentify, ctx(config));
+  expect(req).toEqual({
+    version: "1",
+    type: "REST",
+    method: "DELETE",
+    endpoint: "http://abc.com/contacts/john.doe%40example.com",
+    headers: { "x-api-key": "test-api-key", "Content-Type": "application/json" },
+    params: {},
+    body: empty,
+    files: {},
+  });
+  // A list of pathParams, even empty, collapses repeated slashes as RudderStack does; none leaves the URL alone.
+  expect(http.transform(rsIdentify, ctx({ apiUrl: "http://abc.com//a//b", pathParams: [] }))[0]!.endpoint).toBe("http://abc.com/a/b");
+  expect(http.transform(rsIdentify, ctx({ apiUrl: "http://abc.com//a" }))[0]!.endpoint).toBe("http://abc.com//a");
+  expect(() => http.transform(rsIdentify, ctx({ apiUrl: "http://abc.com", pathParams: [{ path: "$.traits.nope" }] }))).toThrow(
+    "HTTP path parameter '$.traits.nope' has no value in the event",
+  );
+});
+
+test("HTTP FORM with nested mapping → first-level values, objects JSON-encoded (RudderStack's fixture)", () => {
+  const config = {
+    apiUrl: "http://abc.com/contacts",
+    format: "FORM",
+    isDefaultMapping: false,
+    propertiesMapping: contactsMapping,
+  };
+  const [req] = http.transform(rsIdentify, ctx(config));
+  expect(req!.headers).toEqual({ "Content-Type": "application/x-www-form-urlencoded" });
+  expect(req!.body).toEqual({
+    ...empty,
+    FORM: { contacts: JSON.stringify(contacts) },
+  });
+});
+
+test("HTTP takes merge events too (RudderStack's HTTP definition restricts no message type); bad paths are config errors", () => {
+  expect(http.config.supportedMessageTypes).toContain("merge");
+  const merge: SluiceEvent = { type: "merge", messageId: "m-m", userId: "u", mergeProperties: [{ type: "email", value: "a@b.co" }] };
+  expect(http.transform(merge, ctx({ apiUrl: "https://a.example.com" }))[0]!.body.JSON).toEqual(merge);
+  const bad = { apiUrl: "https://a.example.com", isDefaultMapping: false, propertiesMapping: [{ from: "$..deep", to: "$.x" }] };
+  expect(() => http.transform(track, ctx(bad))).toThrow("HTTP mapping path '$..deep' is not supported");
+});

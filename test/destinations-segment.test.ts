@@ -8,21 +8,26 @@ const ctx = (config: Record<string, any> = { writeKey: "wk_123" }, baseUrl?: str
   baseUrl,
 });
 const AUTH = `Basic ${btoa("wk_123:")}`;
-const context = { ip: "8.8.8.8", library: { name: "rudder-js", version: "3.0.0" } };
+const context = { ip: "8.8.8.8", library: { name: "rudder-js", version: "3.0.0" }, traits: { plan: "pro" } };
 const base = { messageId: "m-1", userId: "u-1", anonymousId: "a-1", context, timestamp: "2024-05-01T10:00:00.000Z" };
+/** What RudderStack keeps of every event: ids, type and `timeStamp` (context, name, groupId... are dropped). */
+const kept = { anonymousId: "a-1", userId: "u-1", timeStamp: "2024-05-01T10:00:00.000Z", messageId: "m-1" };
 
-test("SEGMENT track → POST api.segment.io/v1/track with Basic writeKey auth and the Segment message", () => {
+test("SEGMENT track → POST api.segment.io/v1/batch, one item with event and properties, Basic writeKey auth", () => {
   const event: SluiceEvent = { ...base, type: "track", event: "Product Viewed", properties: { sku: "A1", price: 9 } };
-  const [req] = segment.transform(event, ctx());
+  const [req, ...rest] = segment.transform(event, ctx());
+  expect(rest).toEqual([]);
   expect(req).toEqual({
     version: "1",
     type: "REST",
     method: "POST",
-    endpoint: "https://api.segment.io/v1/track",
+    endpoint: "https://api.segment.io/v1/batch",
     headers: { "Content-Type": "application/json", Authorization: AUTH },
     params: {},
     body: {
-      JSON: { ...base, event: "Product Viewed", properties: { sku: "A1", price: 9 } },
+      JSON: {
+        batch: [{ ...kept, type: "track", event: "Product Viewed", traits: { plan: "pro" }, properties: { sku: "A1", price: 9 } }],
+      },
       JSON_ARRAY: {},
       XML: {},
       FORM: {},
@@ -31,48 +36,59 @@ test("SEGMENT track → POST api.segment.io/v1/track with Basic writeKey auth an
   });
 });
 
-test("SEGMENT identify → /v1/identify with traits (anonymousId trait removed)", () => {
+test("SEGMENT identify → traits from the event (context.traits as fallback), their anonymousId removed", () => {
   const event: SluiceEvent = { ...base, type: "identify", traits: { email: "a@b.co", anonymousId: "a-1" } };
   const [req] = segment.transform(event, ctx());
-  expect(req!.endpoint).toBe("https://api.segment.io/v1/identify");
-  expect(req!.body.JSON).toEqual({ ...base, traits: { email: "a@b.co" } });
+  expect(req!.endpoint).toBe("https://api.segment.io/v1/batch");
+  expect(req!.body.JSON).toEqual({ batch: [{ ...kept, type: "identify", traits: { email: "a@b.co" } }] });
+  // The event itself is not changed.
+  expect(event.traits.anonymousId).toBe("a-1");
 });
 
-test("SEGMENT page / screen → /v1/page and /v1/screen with name, category and properties", () => {
-  const page: SluiceEvent = { ...base, type: "page", name: "Pricing", category: "Docs", properties: { path: "/pricing" } };
-  expect(segment.transform(page, ctx())[0]!).toMatchObject({
-    endpoint: "https://api.segment.io/v1/page",
-    body: { JSON: { ...base, name: "Pricing", category: "Docs", properties: { path: "/pricing" } } },
-  });
-  const screen: SluiceEvent = { ...base, type: "screen", name: "Home" };
-  expect(segment.transform(screen, ctx())[0]!).toMatchObject({ endpoint: "https://api.segment.io/v1/screen", body: { JSON: { ...base, name: "Home" } } });
+test("SEGMENT page / screen / group / alias → the same reduced item with only their type (name, groupId, previousId dropped)", () => {
+  const events: SluiceEvent[] = [
+    { ...base, type: "page", name: "Pricing", category: "Docs", properties: { path: "/pricing" } },
+    { ...base, type: "screen", name: "Home" },
+    { ...base, type: "group", groupId: "g-9", traits: { name: "Acme" } },
+    { ...base, type: "alias", previousId: "old-1" },
+  ];
+  const items = events.map((e) => segment.transform(e, ctx())[0]!.body.JSON.batch);
+  expect(items).toEqual([
+    [{ ...kept, type: "page", traits: { plan: "pro" }, properties: { path: "/pricing" } }],
+    [{ ...kept, type: "screen", traits: { plan: "pro" } }],
+    [{ ...kept, type: "group", traits: { name: "Acme" } }],
+    [{ ...kept, type: "alias", traits: { plan: "pro" } }],
+  ]);
 });
 
-test("SEGMENT group / alias → /v1/group with groupId + traits, /v1/alias with previousId", () => {
-  const group: SluiceEvent = { ...base, type: "group", groupId: "g-9", traits: { name: "Acme" } };
-  expect(segment.transform(group, ctx())[0]!).toMatchObject({
-    endpoint: "https://api.segment.io/v1/group",
-    body: { JSON: { ...base, groupId: "g-9", traits: { name: "Acme" } } },
-  });
-  const alias: SluiceEvent = { ...base, type: "alias", previousId: "old-1" };
-  expect(segment.transform(alias, ctx())[0]!.body.JSON).toEqual({ ...base, previousId: "old-1" });
-  expect(() => segment.transform({ ...base, type: "group" }, ctx())).toThrow("groupId is required");
+test("SEGMENT userId: an empty userId falls back to trait ids, then anonymousId; originalTimestamp when no timestamp", () => {
+  const anon: SluiceEvent = { type: "track", messageId: "m-2", userId: "", anonymousId: "a-9", event: "E", originalTimestamp: "2024-01-01T00:00:00.000Z" };
+  expect(segment.transform(anon, ctx())[0]!.body.JSON.batch).toEqual([
+    { anonymousId: "a-9", type: "track", userId: "a-9", event: "E", timeStamp: "2024-01-01T00:00:00.000Z", messageId: "m-2" },
+  ]);
+  const byTrait: SluiceEvent = { type: "identify", messageId: "m-3", anonymousId: "a-9", context: { traits: { id: "t-1" } } };
+  expect((segment.transform(byTrait, ctx())[0]!.body.JSON.batch as any[])[0].userId).toBe("t-1");
+});
+
+test("SEGMENT sends what it has: no event name or groupId is not an error (RudderStack does not validate)", () => {
+  expect(segment.transform({ ...base, type: "track" }, ctx())[0]!.body.JSON.batch).toEqual([{ ...kept, type: "track", traits: { plan: "pro" } }]);
+  expect(segment.transform({ ...base, type: "group" }, ctx())).toHaveLength(1);
 });
 
 test("SEGMENT missing writeKey → TransformError naming the key", () => {
   expect(() => segment.transform({ ...base, type: "track", event: "E" }, ctx({}))).toThrow("destination config is missing 'writeKey'");
 });
 
-test("SEGMENT baseUrl override → /v1/<type> on the local sink", () => {
+test("SEGMENT baseUrl override → /v1/batch on the local sink", () => {
   const [req] = segment.transform({ ...base, type: "track", event: "E" }, ctx(undefined, "http://127.0.0.1:7000"));
-  expect(req!.endpoint).toBe("http://127.0.0.1:7000/v1/track");
+  expect(req!.endpoint).toBe("http://127.0.0.1:7000/v1/batch");
 });
 
-test("SEGMENT batch → consecutive calls merged into /v1/batch items with their type; 500KB per call", () => {
+test("SEGMENT batch → consecutive one-item batches concatenated in order; 500KB per call", () => {
   const reqs = [
     segment.transform({ ...base, type: "identify", traits: { plan: "pro" } }, ctx())[0]!,
-    segment.transform({ ...base, type: "track", event: "E1" }, ctx())[0]!,
-    segment.transform({ ...base, type: "page", name: "Home" }, ctx())[0]!,
+    segment.transform({ ...base, messageId: "m-2", type: "track", event: "E1" }, ctx())[0]!,
+    segment.transform({ ...base, messageId: "m-3", type: "page", name: "Home" }, ctx())[0]!,
   ];
   const [batched, ...rest] = segment.batch!(reqs, ctx());
   expect(rest).toEqual([]);
@@ -80,11 +96,15 @@ test("SEGMENT batch → consecutive calls merged into /v1/batch items with their
   expect(batched!.headers).toEqual({ "Content-Type": "application/json", Authorization: AUTH });
   expect(batched!.body.JSON).toEqual({
     batch: [
-      { ...base, traits: { plan: "pro" }, type: "identify" },
-      { ...base, event: "E1", type: "track" },
-      { ...base, name: "Home", type: "page" },
+      { ...kept, type: "identify", traits: { plan: "pro" } },
+      { ...kept, messageId: "m-2", type: "track", event: "E1", traits: { plan: "pro" } },
+      { ...kept, messageId: "m-3", type: "page", traits: { plan: "pro" } },
     ],
   });
+
+  // Another writeKey never shares a call.
+  const other = segment.transform({ ...base, type: "track", event: "E" }, ctx({ writeKey: "wk_other" }))[0]!;
+  expect(segment.batch!([reqs[0]!, other, reqs[1]!], ctx())).toHaveLength(3);
 
   // ~30KB messages: 20 of them exceed one 500KB call.
   const big = Array.from({ length: 20 }, (_, i) =>

@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { renderTemplate, slack } from "../src/destinations/slack";
-import { type DestinationContext, type SluiceEvent, TransformError } from "../src/destinations/types";
+import type { DestinationContext, SluiceEvent } from "../src/destinations/types";
 
 const WEBHOOK = "https://hooks.slack.com/services/T000/B000/XXXX";
 const ctx = (config: Record<string, any>, baseUrl?: string): DestinationContext => ({
@@ -28,7 +28,7 @@ const track: SluiceEvent = {
 
 const payloadOf = (req: { body: { FORM: Record<string, unknown> } }) => JSON.parse(req.body.FORM.payload as string);
 
-test("SLACK identify → POST webhookUrl, form payload with default 'Identified {{name}} with' text and RudderStack branding", () => {
+test("SLACK identify → POST webhookUrl, form payload with RudderStack's default 'Identified {{name}}' + traits text and branding", () => {
   const [req] = slack.transform(identify, ctx({}));
   expect(req).toEqual({
     version: "1",
@@ -43,7 +43,8 @@ test("SLACK identify → POST webhookUrl, form payload with default 'Identified 
       XML: {},
       FORM: {
         payload: JSON.stringify({
-          text: "Identified AdaLovelace with firstName: Ada lastName: Lovelace email: ada@example.com plan: pro ",
+          // RudderStack appends the traits right after the name, without a separator.
+          text: "Identified AdaLovelacefirstName: Ada lastName: Lovelace email: ada@example.com plan: pro ",
           username: "RudderStack",
           icon_url: "https://cdn.rudderlabs.com/rudderstack.png",
         }),
@@ -55,7 +56,7 @@ test("SLACK identify → POST webhookUrl, form payload with default 'Identified 
 
 test("SLACK identify with whitelistedTraitsSettings and identifyTemplate → only listed traits, custom text", () => {
   const whitelist = { whitelistedTraitsSettings: [{ trait: "plan" }, { trait: " " }] };
-  expect(payloadOf(slack.transform(identify, ctx(whitelist))[0]!).text).toBe("Identified AdaLovelace with plan: pro ");
+  expect(payloadOf(slack.transform(identify, ctx(whitelist))[0]!).text).toBe("Identified AdaLovelaceplan: pro ");
   const custom = { ...whitelist, identifyTemplate: "{{name}} ({{email}}) is on {{plan}} — {{traits}}" };
   expect(payloadOf(slack.transform(identify, ctx(custom))[0]!).text).toBe("AdaLovelace (ada@example.com) is on pro — plan: pro ");
 });
@@ -102,15 +103,58 @@ test("SLACK modern webhooks with eventChannelWebhook → that webhook, without b
   expect(payloadOf(req!)).toEqual({ text: "Ada L did Order Completed" });
 });
 
-test("SLACK denyListOfEvents drops the event; other message types are refused", () => {
-  expect(slack.transform(track, ctx({ denyListOfEvents: [{ eventName: "Order Completed" }] }))).toEqual([]);
+test("SLACK denyListOfEvents aborts the event with RudderStack's error; other message types are refused", () => {
+  expect(() => slack.transform(track, ctx({ denyListOfEvents: [{ eventName: "Order Completed" }] }))).toThrow(
+    "Event is denied. Please check configuration.",
+  );
   expect(slack.transform(track, ctx({ denyListOfEvents: [{ eventName: "Other" }] }))).toHaveLength(1);
-  expect(() => slack.transform({ type: "page", messageId: "m", userId: "u" }, ctx({}))).toThrow(TransformError);
+  // Only denyListOfEvents is read: the generic blacklistedEvents key does not apply to SLACK.
+  expect(slack.transform(track, ctx({ blacklistedEvents: [{ eventName: "Order Completed" }] }))).toHaveLength(1);
+  expect(() => slack.transform({ type: "page", messageId: "m", userId: "u" }, ctx({}))).toThrow("Event type page is not supported");
 });
 
-test("SLACK template values are HTML-escaped like Handlebars; triple braces are raw", () => {
-  expect(renderTemplate("{{a}} / {{{a}}} / {{missing}}!", { a: "<b>&" })).toBe("&lt;b&gt;&amp; / <b>& / !");
-  expect(() => renderTemplate("{{#if a}}x{{/if}}", { a: 1 })).toThrow("not supported");
+test("SLACK identify without traits or whitelist → 'Identified <name>'; whitelisted keys with spaces are looked up literally", () => {
+  const bare: SluiceEvent = { type: "identify", messageId: "m", userId: "u-1" };
+  expect(payloadOf(slack.transform(bare, ctx({}))[0]!).text).toBe("Identified User u-1");
+  const spaced: SluiceEvent = { ...identify, context: { traits: { name: "my-name", hiji: "hulala", "favorite color": "black" } } };
+  const config = { whitelistedTraitsSettings: [{ trait: "hiji" }, { trait: "favorite color" }] };
+  expect(payloadOf(slack.transform(spaced, ctx(config))[0]!).text).toBe("Identified my-namehiji: hulala favorite color: black ");
+});
+
+test("SLACK template with a Handlebars error → the event aborts naming the template (RudderStack's message)", () => {
+  const template = "{{name}} performed {{event}} with {{properties. key1}}";
+  const config = { eventTemplateSettings: [{ eventName: "Order Completed", eventTemplate: template }] };
+  expect(() => slack.transform(track, ctx(config))).toThrow(`Something is wrong with the event template: '${template}'`);
+});
+
+test("SLACK templates: {{newline}}, #each over properties with @index / ../, #if / else, comments and standalone lines", () => {
+  const order: SluiceEvent = { ...track, properties: { revenue: 42, products: [{ sku: "A" }, { sku: "B<" }] } };
+  const template = [
+    "{{!-- RudderStack renders these with Handlebars --}}",
+    "{{name}} bought:{{newline}}",
+    "{{#each properties.products}}",
+    "  {{@index}}. {{sku}} for {{../name}}",
+    "{{/each}}",
+    "{{#if properties.coupon}}coupon{{else}}no coupon{{/if}}",
+  ].join("\n");
+  const config = { eventTemplateSettings: [{ eventName: "Order Completed", eventTemplate: template }] };
+  expect(payloadOf(slack.transform(order, ctx(config))[0]!).text).toBe("Ada L bought:\n\n  0. A for Ada L\n  1. B&lt; for Ada L\nno coupon");
+});
+
+test("SLACK renderTemplate follows Handlebars: escaping, raw output, missing values, sections, errors", () => {
+  expect(renderTemplate("{{a}} / {{{a}}} / {{&a}} / {{missing}}!", { a: "<b>&'=" })).toBe("&lt;b&gt;&amp;&#x27;&#x3D; / <b>&'= / <b>&'= / !");
+  expect(renderTemplate("{{t}} {{f}} {{z}} {{o}} {{l}}", { t: true, f: false, z: 0, o: { x: 1 }, l: [1, 2] })).toBe("true false 0 [object Object] 1,2");
+  expect(renderTemplate("{{#if z}}y{{else}}n{{/if}} {{#unless e}}empty{{/unless}} {{#with o}}{{x}}{{/with}}", { z: 0, e: [], o: { x: 1 } })).toBe(
+    "n empty 1",
+  );
+  expect(renderTemplate("{{#each o}}{{@key}}={{this}};{{/each}}{{^l}}none{{/l}}", { o: { a: 1, b: 2 }, l: [] })).toBe("a=1;b=2;none");
+  expect(renderTemplate("{{#if a}}A{{else if b}}B{{else}}C{{/if}}", { b: 1 })).toBe("B");
+  expect(renderTemplate("a {{~ x ~}} b \\{{x}}", { x: "X" })).toBe("aXb {{x}}");
+  expect(renderTemplate("{{lookup this 'a b'}} {{[a b]}} {{l.length}} {{l.[1]}}", { "a b": "sp", l: [1, 2] })).toBe("sp sp 2 2");
+  expect(() => renderTemplate("{{#if a}}x", {})).toThrow("is not closed");
+  expect(() => renderTemplate("{{foo bar}}", {})).toThrow("missing helper 'foo'");
+  expect(() => renderTemplate("{{> partial}}", {})).toThrow("partials are not supported");
+  expect(() => renderTemplate("{{#each}}x{{/each}}", {})).toThrow("takes exactly one argument");
 });
 
 test("SLACK missing webhookUrl → TransformError naming the key", () => {

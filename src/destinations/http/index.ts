@@ -13,9 +13,7 @@ import {
   compactDeep,
   eventFilteringSchema,
   isEventAllowed,
-  isPlainObject,
   requestKey,
-  setPath,
 } from "../shared";
 import {
   type DestinationContext,
@@ -26,6 +24,7 @@ import {
   requireConfig,
   restRequest,
 } from "../types";
+import { parsePath, readPath, writePath } from "./json-path";
 
 type Mapping = { from?: string; to?: string };
 
@@ -59,54 +58,32 @@ export const HttpConfig = t.Object(
 const DEFAULT_MAX_BATCH_SIZE = 100;
 const METHODS = ["POST", "PUT", "PATCH", "GET", "DELETE"] as const;
 
-/** Evaluates the small JSON-path subset RudderStack's UI produces: `$`, `$.a.b`, `$.a[0]`, `$['a b']`. */
+/** The value a JSON path names in the event (the first one when it has a wildcard). */
 function jsonPath(event: unknown, path: string): unknown {
-  const trimmed = path.trim();
-  if (trimmed === "$") return event;
-  if (!trimmed.startsWith("$")) return undefined;
-  const parts: string[] = [];
-  const re = /\.([^.[\]]+)|\[(\d+)\]|\[['"]([^'"]+)['"]\]/g;
-  let rest = trimmed.slice(1);
-  let m: RegExpExecArray | null;
-  let consumed = 0;
-  while ((m = re.exec(rest)) !== null) {
-    if (m.index !== consumed) break;
-    parts.push(m[1] ?? m[2] ?? m[3]!);
-    consumed = re.lastIndex;
-  }
-  if (consumed !== rest.length || parts.includes("*")) {
-    throw new TransformError(`HTTP mapping path '${path}' is not supported (use $.a.b or $.a[0])`);
-  }
-  let cur: any = event;
-  for (const p of parts) {
-    if (cur === null || cur === undefined || typeof cur !== "object") return undefined;
-    cur = cur[p];
-  }
-  return cur;
+  const v = readPath(event, parsePath(path));
+  return path.includes("*") && Array.isArray(v) ? v[0] : v;
 }
 
 /** A mapping's value: a JSON path into the event, or a constant (optionally 'quoted'). */
 function mappedValue(event: SluiceEvent, from: string): unknown {
-  if (from.trim().startsWith("$")) return jsonPath(event, from);
+  if (from.trim().startsWith("$")) return readPath(event, parsePath(from));
   const q = from.match(/^'(.*)'$/s);
   return q ? q[1] : from;
 }
 
-/** Builds an object from `{from, to}` mappings; `to` is a JSON path for bodies, a plain key otherwise. */
-function applyMappings(event: SluiceEvent, mappings: unknown, toIsPath: boolean): Record<string, any> {
-  let out: Record<string, any> = {};
+/**
+ * Builds an object from `{from, to}` mappings, as RudderStack does for the body, headers and
+ * query params alike: a `to` starting with `$` is a JSON path (`$.h1`, `$.'content-type'`,
+ * `$['q1']`, `$.order.items[*].id`); any other `to` is the key itself.
+ */
+function applyMappings(event: SluiceEvent, mappings: unknown): Record<string, any> {
+  const out: Record<string, any> = {};
   if (!Array.isArray(mappings)) return out;
   for (const { from, to } of mappings as Mapping[]) {
     if (!from || !to) continue;
     const value = mappedValue(event, from);
     if (value === undefined) continue;
-    if (toIsPath && to.trim() === "$") {
-      if (isPlainObject(value)) out = { ...out, ...structuredClone(value) };
-    } else if (toIsPath && to.trim().startsWith("$.")) {
-      setPath(out, to.trim().slice(2), structuredClone(value));
-    } else {
-      out[to] = value;
-    }
+    writePath(out, to.trim().startsWith("$") ? parsePath(to) : [{ key: to }], value);
   }
   return out;
 }
@@ -128,26 +105,29 @@ function authHeaders(ctx: DestinationContext): Record<string, string> {
 
 const CONTENT_TYPES = { JSON: "application/json", XML: "application/xml", FORM: "application/x-www-form-urlencoded" };
 
-/** apiUrl with `{{$.path}}` placeholders filled (URI-encoded) and RudderStack's pathParams appended. */
+/**
+ * apiUrl with `{{$.path}}` placeholders filled (URI-encoded; older RudderStack versions filled
+ * them) and RudderStack's pathParams appended, each URI-encoded. As in RudderStack, a list of
+ * pathParams (even an empty one) also collapses repeated slashes in the path.
+ */
 function buildUrl(event: SluiceEvent, apiUrl: string, pathParams: unknown): string {
-  let url = apiUrl.replace(/\{\{\s*(\$[^}]*?)\s*\}\}/g, (_, path: string) => {
+  const url = apiUrl.replace(/\{\{\s*(\$[^}]*?)\s*\}\}/g, (_, path: string) => {
     const v = jsonPath(event, path);
     if (v === undefined || v === null || typeof v === "object") {
       throw new TransformError(`HTTP apiUrl placeholder '${path}' has no value in the event`);
     }
     return encodeURIComponent(String(v));
   });
-  if (Array.isArray(pathParams) && pathParams.length > 0) {
-    const segments = pathParams.map(({ path }: { path?: string }) => {
-      const p = String(path ?? "");
-      if (p.includes("/")) throw new TransformError('HTTP path parameter cannot contain "/"');
-      const v = p.startsWith("$") ? jsonPath(event, p) : p;
-      if (v === undefined || v === null) throw new TransformError(`HTTP path parameter '${p}' has no value in the event`);
-      return encodeURIComponent(String(v));
-    });
-    url = `${url}/${segments.join("/")}`.replace(/([^:]\/)\/+/g, "$1");
-  }
-  return url;
+  if (!Array.isArray(pathParams)) return url;
+  const segments = pathParams.map(({ path }: { path?: string }) => {
+    const p = String(path ?? "");
+    if (p.includes("/")) throw new TransformError('HTTP path parameter cannot contain "/"');
+    const v = p.includes("$") ? jsonPath(event, p) : p;
+    if (v === undefined || v === null) throw new TransformError(`HTTP path parameter '${p}' has no value in the event`);
+    return encodeURIComponent(String(v));
+  });
+  const suffix = segments.length > 0 ? `/${segments.join("/")}` : "";
+  return `${url}${suffix}`.replace(/([^:]\/)\/+/g, "$1");
 }
 
 function xmlName(key: string): string {
@@ -183,7 +163,8 @@ export const http: DestinationDefinition = {
       "isDefaultMapping", "propertiesMapping", "queryParams", "headers", "pathParams", "xmlRootKey",
       "isBatchingEnabled", "maxBatchSize", ...EVENT_FILTERING_KEYS,
     ],
-    supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
+    // RudderStack's HTTP definition restricts no message type.
+    supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias", "merge"],
     requiredKeys: ["apiUrl"],
   },
   configSchema: HttpConfig,
@@ -196,19 +177,19 @@ export const http: DestinationDefinition = {
     const format = (c.format || "JSON") as keyof typeof CONTENT_TYPES;
     if (!(format in CONTENT_TYPES)) throw new TransformError("destination config 'format' must be one of JSON, XML, FORM");
 
-    const extra = applyMappings(event, c.headers, false);
+    const extra = applyMappings(event, c.headers);
     for (const [k, v] of Object.entries(extra)) {
       if (typeof v !== "string") throw new TransformError(`Header "${k}" has a non-string value of type "${typeof v}"`);
     }
     const headers = { ...authHeaders(ctx), ...extra, "Content-Type": CONTENT_TYPES[format] };
 
     const params: Record<string, string> = {};
-    for (const [k, v] of Object.entries(applyMappings(event, c.queryParams, false))) {
+    for (const [k, v] of Object.entries(applyMappings(event, c.queryParams))) {
       if (v !== null) params[k] = typeof v === "string" ? v : JSON.stringify(v);
     }
 
     const useWholeEvent = c.isDefaultMapping === true || (c.isDefaultMapping === undefined && !Array.isArray(c.propertiesMapping));
-    const payload = compactDeep(useWholeEvent ? structuredClone(event) : applyMappings(event, c.propertiesMapping, true));
+    const payload = compactDeep(useWholeEvent ? structuredClone(event) : applyMappings(event, c.propertiesMapping));
     const empty = Object.keys(payload).length === 0;
 
     const endpoint = endpointFor(ctx, buildUrl(event, apiUrl, c.pathParams));

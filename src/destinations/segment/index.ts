@@ -1,51 +1,58 @@
 /**
- * SEGMENT: forwards events to a Segment-compatible HTTP Tracking API, authenticated with
- * the source's writeKey (Basic auth, key as user, empty password).
+ * SEGMENT: forwards events to Segment's HTTP Tracking API the way RudderStack's SEGMENT
+ * destination does: every call type goes to `/v1/batch` as one item carrying only the ids,
+ * type, event name, traits, properties and `timeStamp`, authenticated with the writeKey
+ * (Basic auth, key as user, empty password).
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { basicAuth, batchConsecutive, chunkItems, compact, timestampOf, traitsOf } from "../shared";
-import { type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { basicAuth, batchConsecutive, chunkItems, compact, getPath, requestKey } from "../shared";
+import { type DestinationDefinition, type SluiceEvent, requireConfig, restRequest } from "../types";
 
-const API = "https://api.segment.io/v1";
+const BATCH_API = "https://api.segment.io/v1/batch";
 
 export const SegmentConfig = t.Object({ writeKey: t.String({ minLength: 1 }) }, { additionalProperties: true });
 
 // Segment's documented limits: 32KB per message and 500KB per batch call.
 const MAX_BATCH_BYTES = 500 * 1024;
 
-/** The fields of the Segment spec that each call type carries. */
-function segmentMessage(event: SluiceEvent): Record<string, unknown> {
-  let traits = traitsOf(event);
-  if (traits && "anonymousId" in traits) {
-    const { anonymousId: _dropped, ...rest } = traits;
-    traits = rest;
+/**
+ * RudderStack reads these with its "first usable value" rule, which skips empty strings: SDKs
+ * send `userId: ""` for anonymous users, and the anonymousId must win then.
+ */
+function firstUsable(event: SluiceEvent, paths: string[]): unknown {
+  for (const p of paths) {
+    const v = getPath(event, p);
+    if (v || v === 0 || v === false) return v;
   }
-  const base = {
-    userId: event.userId,
+  return undefined;
+}
+
+const USER_ID_PATHS = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id", "anonymousId"];
+
+function traitsWithoutAnonymousId(event: SluiceEvent): unknown {
+  const traits = firstUsable(event, ["traits", "context.traits"]);
+  if (!traits || typeof traits !== "object" || !(traits as Record<string, unknown>).anonymousId) return traits;
+  const { anonymousId: _dropped, ...rest } = traits as Record<string, unknown>;
+  return rest;
+}
+
+/**
+ * The batch item RudderStack builds. `timeStamp` is spelled as RudderStack spells it (Segment
+ * ignores it and stamps its own receipt time). `messageId` is the one addition: Segment
+ * deduplicates on it, which keeps at-least-once redeliveries from double counting.
+ */
+export function segmentItem(event: SluiceEvent): Record<string, unknown> {
+  return compact({
     anonymousId: event.anonymousId,
+    type: event.type,
+    userId: firstUsable(event, USER_ID_PATHS),
+    event: event.event || undefined,
+    traits: traitsWithoutAnonymousId(event),
+    properties: event.properties || undefined,
+    timeStamp: firstUsable(event, ["timestamp", "originalTimestamp"]),
     messageId: event.messageId,
-    timestamp: timestampOf(event),
-    context: event.context,
-  };
-  switch (event.type) {
-    case "identify":
-      return compact({ ...base, traits });
-    case "track":
-      if (!event.event) throw new TransformError("Event name is required");
-      return compact({ ...base, event: event.event, properties: event.properties });
-    case "page":
-    case "screen":
-      return compact({ ...base, name: event.name, category: event.category, properties: event.properties });
-    case "group":
-      if (!event.groupId) throw new TransformError("groupId is required for group events");
-      return compact({ ...base, groupId: event.groupId, traits: event.traits });
-    case "alias":
-      if (!event.previousId) throw new TransformError("previousId is required for alias events");
-      return compact({ ...base, previousId: event.previousId });
-    default:
-      throw new TransformError(`Event type ${event.type} is not supported`);
-  }
+  });
 }
 
 export const segment: DestinationDefinition = {
@@ -59,28 +66,21 @@ export const segment: DestinationDefinition = {
   configSchema: SegmentConfig,
   transform(event, ctx) {
     const writeKey = String(requireConfig(ctx, "writeKey"));
-    if (!event.userId && !event.anonymousId) throw new TransformError("Either userId or anonymousId is required");
     return [
       restRequest({
-        endpoint: endpointFor(ctx, `${API}/${event.type}`),
+        endpoint: endpointFor(ctx, BATCH_API),
         headers: { "Content-Type": "application/json", Authorization: basicAuth(writeKey) },
-        json: segmentMessage(event),
+        json: { batch: [segmentItem(event)] },
       }),
     ];
   },
   batch(requests) {
-    // Any call type can ride in /v1/batch, each item naming its type.
-    const isSingle = (endpoint: string) => /\/v1\/(identify|track|page|screen|group|alias)$/.exec(endpoint);
-    return batchConsecutive(
-      requests,
-      (r) => (isSingle(r.endpoint) ? JSON.stringify([r.headers.Authorization, r.endpoint.replace(/\/v1\/\w+$/, "")]) : null),
-      (run) => {
-        const items = run.map((r) => ({ ...r.body.JSON, type: isSingle(r.endpoint)![1] }));
-        const endpoint = run[0]!.endpoint.replace(/\/v1\/\w+$/, "/v1/batch");
-        return chunkItems(items, Infinity, MAX_BATCH_BYTES - 32).map((batch) =>
-          restRequest({ endpoint, headers: run[0]!.headers, json: { batch } }),
-        );
-      },
-    );
+    // Every request is already a one-item batch, so consecutive ones for the same key concatenate.
+    return batchConsecutive(requests, requestKey, (run) => {
+      const items = run.flatMap((r) => (Array.isArray(r.body.JSON.batch) ? r.body.JSON.batch : []));
+      return chunkItems(items, Infinity, MAX_BATCH_BYTES - 32).map((batch) =>
+        restRequest({ endpoint: run[0]!.endpoint, headers: run[0]!.headers, json: { batch } }),
+      );
+    });
   },
 };

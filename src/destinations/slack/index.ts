@@ -1,12 +1,15 @@
 /**
  * SLACK: identify and track events as messages to a Slack incoming webhook, rendered from
- * handlebars-style templates configured per event. Config keys follow RudderStack's SLACK
- * definition so workspace files carry over.
+ * Handlebars templates configured per event (see ./handlebars.ts for the subset). Config keys
+ * and texts follow RudderStack's SLACK destination so workspace files carry over.
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { eventNameList, getPath, traitsOf } from "../shared";
+import { traitsOf } from "../shared";
 import { type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { escapedText, renderTemplate } from "./handlebars";
+
+export { renderTemplate } from "./handlebars";
 
 const SLACK_USER_NAME = "RudderStack";
 const SLACK_ICON_URL = "https://cdn.rudderlabs.com/rudderstack.png";
@@ -33,34 +36,9 @@ export const SlackConfig = t.Object(
     ),
     whitelistedTraitsSettings: t.Optional(t.Array(Loose({ trait: t.Optional(t.String()) }))),
     denyListOfEvents: t.Optional(t.Array(t.Any())),
-    blacklistedEvents: t.Optional(t.Array(t.Any())),
   },
   { additionalProperties: true },
 );
-
-const HTML_ESCAPES: Record<string, string> = {
-  "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;", "`": "&#x60;", "=": "&#x3D;",
-};
-
-/** Handlebars' rendering of a value: objects as [object Object], arrays comma-joined, nullish empty. */
-function display(value: unknown): string {
-  if (value === undefined || value === null || value === false) return value === false ? "false" : "";
-  return String(value);
-}
-
-/**
- * The subset of Handlebars RudderStack templates use: `{{path.to.value}}` (HTML-escaped, as
- * Handlebars does) and `{{{path}}}` (raw). Block helpers are not supported.
- */
-export function renderTemplate(template: string, input: Record<string, unknown>): string {
-  return template.replace(/\{\{(\{?)\s*([^{}]+?)\s*\}?\}\}/g, (whole, raw: string, path: string) => {
-    if (/^[#/^!>]/.test(path)) throw new TransformError(`Slack template helper '{{${path}}}' is not supported`);
-    const name = path === "this" ? "" : path.replace(/^this\./, "");
-    const value = name === "" ? input : getPath(input, name);
-    const text = display(value);
-    return raw ? text : text.replace(/[&<>"'`=]/g, (ch) => HTML_ESCAPES[ch]!);
-  });
-}
 
 /** Who the message is about, in RudderStack's order of preference. */
 function userName(event: SluiceEvent): string {
@@ -90,6 +68,17 @@ function listPairs(obj: Record<string, any>, whitelist: string[] = []): string {
     .filter((k) => whitelist.length === 0 || whitelist.includes(k))
     .map((k) => `${k}: ${obj[k]} `)
     .join("");
+}
+
+/**
+ * RudderStack's default identify text: "Identified <name>" directly followed by `key: value `
+ * for each whitelisted trait (all traits when there is no whitelist), values taken from the
+ * template input as `{{[key]}}` would take them.
+ */
+function defaultIdentifyText(input: Record<string, unknown>, whitelist: string[], traits: Record<string, unknown>): string {
+  const keys = whitelist.length > 0 ? whitelist : Object.keys(traits);
+  const own = (k: string) => (Object.prototype.hasOwnProperty.call(input, k) ? input[k] : undefined);
+  return `Identified ${escapedText(input.name)}${keys.map((k) => `${k}: ${escapedText(own(k))} `).join("")}`;
 }
 
 function nameMatches(configName: string, isRegex: boolean | undefined, eventName: string): boolean {
@@ -130,18 +119,19 @@ export const slack: DestinationDefinition = {
     const traits = traitsOf(event) ?? {};
 
     if (event.type === "identify") {
+      const input = { name: userName(event), ...traits, traits: listPairs(traits, whitelist), traitsList: traits };
       const configured = typeof c.identifyTemplate === "string" && c.identifyTemplate.trim() !== "" ? c.identifyTemplate : undefined;
-      const keys = whitelist.length > 0 ? whitelist : Object.keys(traits);
-      const template = configured ?? `Identified {{name}} with ${keys.map((k) => `${k}: {{${k}}} `).join("")}`;
-      const text = renderTemplate(template, { name: userName(event), ...traits, traits: listPairs(traits, whitelist), traitsList: traits });
+      const text = configured !== undefined ? renderTemplate(configured, input) : defaultIdentifyText(input, whitelist, traits);
       return [slackRequest(ctx, webhookUrl, withBranding({ text }))];
     }
 
     if (event.type !== "track") throw new TransformError(`Event type ${event.type} is not supported`);
     const eventName = event.event;
     if (typeof eventName !== "string" || eventName === "") throw new TransformError("Event name is required");
-    // RudderStack's UI stores the deny list as denyListOfEvents; older configs used blacklistedEvents.
-    if ([...eventNameList(c.denyListOfEvents), ...eventNameList(c.blacklistedEvents)].includes(eventName)) return [];
+    // A denied event is an error in RudderStack (the event is aborted with this message), not a silent drop.
+    if (Array.isArray(c.denyListOfEvents) && c.denyListOfEvents.some((d: any) => d?.eventName === eventName)) {
+      throw new TransformError("Event is denied. Please check configuration.");
+    }
 
     const templates = Array.isArray(c.eventTemplateSettings) ? c.eventTemplateSettings : [];
     const match = templates.find(
@@ -150,8 +140,9 @@ export const slack: DestinationDefinition = {
         typeof s?.eventTemplate === "string" && s.eventTemplate.trim() !== "" &&
         nameMatches(s.eventName, s.eventRegex, eventName),
     );
+    const template: string = match?.eventTemplate ?? "{{name}} did {{event}}";
     const properties = event.properties ?? {};
-    const text = renderTemplate(match?.eventTemplate ?? "{{name}} did {{event}}", {
+    const input = {
       name: userName(event),
       event: eventName,
       ...properties,
@@ -159,7 +150,13 @@ export const slack: DestinationDefinition = {
       propertiesList: listPairs(properties),
       traits: listPairs(traits, whitelist),
       traitsList: traits,
-    });
+    };
+    let text: string;
+    try {
+      text = renderTemplate(template, input);
+    } catch {
+      throw new TransformError(`Something is wrong with the event template: '${template}'`);
+    }
 
     const channels = Array.isArray(c.eventChannelSettings) ? c.eventChannelSettings : [];
     const named = (s: any) => typeof s?.eventName === "string" && s.eventName.trim() !== "" && nameMatches(s.eventName, s.eventRegex, eventName);
