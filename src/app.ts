@@ -21,7 +21,7 @@ import { describeError } from "./lib/schema";
 import { opsRoutes } from "./ops";
 import { LiveEvents } from "./pipeline/live-events";
 import { OutcomeWriter } from "./pipeline/outcomes";
-import { Processor } from "./pipeline/processor";
+import { Processor, eventIdFloor } from "./pipeline/processor";
 import { startMaintenance } from "./pipeline/retention";
 import type { RetryPolicy } from "./pipeline/retry-policy";
 import { Router } from "./pipeline/router";
@@ -128,7 +128,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
 
   // Checkpoints happen on the sync thread (gateway/wal-sync-worker.ts), never on this one.
   db.$client.exec("PRAGMA wal_autocheckpoint = 0");
-  const writer = new GroupCommitWriter(join(settings.dataDir, "sluice.db"), settings.synchronous);
+  const writer = new GroupCommitWriter(join(settings.dataDir, "sluice.db"), settings.synchronous, eventIdFloor(db.$client));
   await writer.start();
   const recent = new RecentMessageIds(settings.retentionHours * 3600_000, now);
   recent.load(db.$client);

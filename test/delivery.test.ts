@@ -342,16 +342,41 @@ test("retention removes finished deliveries and their events, keeps unfinished o
   const c = s.sluice.db.$client;
   const now = Date.now();
   const old = now - 48 * 3600_000;
-  const insertEvent = c.prepare("INSERT INTO events (workspace_id, source_id, message_id, user_key, type, payload, received_at) VALUES ('ws', 'src_ret', ?, 'u', 'track', '{}', ?)");
-  const ids = ["ret-done", "ret-pending", "ret-new"].map((m, i) => Number(insertEvent.run(m, i === 2 ? now : old).lastInsertRowid));
+  // Stored through intake (which gives the ids), then made old.
+  const src = await createSource(s.url);
+  for (const m of ["ret-done", "ret-pending", "ret-new"]) expect((await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "E", messageId: m })).status).toBe(200);
+  const idOf = (m: string) => (c.query("SELECT id FROM events WHERE message_id = ?").get(m) as any).id as number;
+  // Made old as time would: received_at grows with id, so everything stored before them is older too.
+  c.run("UPDATE events SET received_at = ? WHERE id <= ?", [old, idOf("ret-pending")]);
   const insertDelivery = c.prepare(
-    "INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, 'dst_ret', 'src_ret', 'ws', 'u', ?, 1, 0, ?, ?)",
+    "INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, 'dst_ret', ?, 'ws', 'u', ?, 1, 0, ?, ?)",
   );
-  insertDelivery.run(ids[0], "succeeded", old, old);
-  insertDelivery.run(ids[1], "retrying", old, old);
-  c.run("INSERT INTO cursors (name, value) VALUES ('processor', ?) ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)", [ids[2]]);
+  insertDelivery.run(idOf("ret-done"), src.id, "succeeded", old, old);
+  insertDelivery.run(idOf("ret-pending"), src.id, "retrying", old, old);
+  c.run("INSERT INTO cursors (name, value) VALUES ('processor', ?) ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)", [idOf("ret-new")]);
   purgeExpired(s.sluice.db, now - 24 * 3600_000);
-  const left = (c.query("SELECT message_id AS m FROM events WHERE source_id = 'src_ret' ORDER BY id").all() as any[]).map((r) => r.m);
+  const left = (c.query("SELECT message_id AS m FROM events WHERE source_id = ? ORDER BY id").all(src.id) as any[]).map((r) => r.m);
   expect(left).toEqual(["ret-pending", "ret-new"]);
   expect((c.query("SELECT state FROM deliveries WHERE destination_id = 'dst_ret'").all() as any[]).map((r) => r.state)).toEqual(["retrying"]);
+});
+
+test("retention finds the id range of old events by binary search, across gaps in the ids", async () => {
+  const { lastEventIdBefore } = await import("../src/pipeline/retention");
+  const { Database } = await import("bun:sqlite");
+  const c = new Database(":memory:");
+  c.run("CREATE TABLE events (id INTEGER PRIMARY KEY, received_at INTEGER NOT NULL)");
+  expect(lastEventIdBefore(c, 1000)).toBe(0);
+  // ids with gaps; received_at grows with id.
+  const rows = [[3, 10], [4, 20], [9, 30], [10, 40], [57, 50], [58, 60], [200, 70]];
+  for (const [id, r] of rows) c.run("INSERT INTO events VALUES (?, ?)", [id, r]);
+  expect(lastEventIdBefore(c, 5)).toBe(0);
+  expect(lastEventIdBefore(c, 10)).toBe(0);
+  expect(lastEventIdBefore(c, 11)).toBe(3);
+  expect(lastEventIdBefore(c, 35)).toBe(9);
+  expect(lastEventIdBefore(c, 50)).toBe(10);
+  expect(lastEventIdBefore(c, 51)).toBe(57);
+  expect(lastEventIdBefore(c, 70)).toBe(58);
+  expect(lastEventIdBefore(c, 71)).toBe(200);
+  expect(lastEventIdBefore(c, 1e15)).toBe(200);
+  c.close();
 });

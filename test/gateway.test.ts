@@ -327,3 +327,25 @@ test("the Elysia routes (app.handle) and the listening server's direct routes an
   expect(refusedByServer.headers.get("content-type")).toBe("text/plain;charset=utf-8");
   expect(lastEvent().event).toBe("Via Server");
 });
+
+test("event ids only grow: after a restart they stay above the processor's cursor even when the newest events were deleted", async () => {
+  const a = await startSluice();
+  const src = await createSource(a.url);
+  for (let i = 0; i < 3; i++) expect((await sendEvent(a.url, src.writeKey, "track", { userId: "u", event: "E" })).status).toBe(200);
+  await a.stop();
+  const { Database } = await import("bun:sqlite");
+  const c = new Database(`${a.dataDir}/sluice.db`);
+  c.run("DELETE FROM events");
+  c.run("INSERT INTO cursors (name, value) VALUES ('processor', 100) ON CONFLICT (name) DO UPDATE SET value = 100");
+  c.close();
+  const b = await startSluice({ dataDir: a.dataDir });
+  expect((await sendEvent(b.url, src.writeKey, "track", { userId: "u", event: "After" })).status).toBe(200);
+  const db = b.sluice.db.$client;
+  expect((db.query("SELECT id FROM events WHERE payload LIKE '%After%'").get() as any).id).toBe(101);
+  // A row stored behind intake's back takes the next id: intake moves past it instead of failing.
+  db.run("INSERT INTO events (id, workspace_id, source_id, message_id, user_key, type, payload, received_at) VALUES (102, 'ws', 'src', 'm-by-hand', 'u', 'track', '{}', 0)");
+  expect((await sendEvent(b.url, src.writeKey, "track", { userId: "u", event: "Later" })).status).toBe(200);
+  expect((db.query("SELECT id FROM events WHERE payload LIKE '%Later%'").get() as any).id).toBe(103);
+  await b.stop();
+  cleanup(a.dataDir);
+});

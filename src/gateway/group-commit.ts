@@ -41,7 +41,8 @@ export class GroupCommitWriter {
   private seq = 0;
   private afterCommit: Array<(lastEventId: number) => void> = [];
   private idle: Array<() => void> = [];
-  private lastEventId = 0;
+  /** The newest id given to an event; ids are assigned here (see db/schema/pipeline.ts). */
+  private lastEventId: number;
   private closed = false;
   private broken: Error | undefined;
   private ready: Promise<void>;
@@ -49,6 +50,8 @@ export class GroupCommitWriter {
   constructor(
     path: string,
     private synchronous: "FULL" | "NORMAL",
+    /** No event may get an id at or below this (the processor's cursor, ids deliveries refer to). */
+    idFloor = 0,
   ) {
     this.db = new Database(path, { strict: true });
     this.db.exec("PRAGMA busy_timeout = 5000");
@@ -57,13 +60,17 @@ export class GroupCommitWriter {
     this.db.exec("PRAGMA synchronous = OFF");
     // Checkpoints run on the sync thread, whose connection syncs the database file.
     this.db.exec("PRAGMA wal_autocheckpoint = 0");
+    const newest = (this.db.query("SELECT max(id) AS id FROM events").get() as { id: number | null }).id ?? 0;
+    // Ids only grow, even after the newest events were deleted: an id the processor has
+    // passed must never be given again, or its new event would never be routed.
+    this.lastEventId = Math.max(newest, idFloor);
     this.insert = this.db.prepare(
-      "INSERT INTO events (workspace_id, source_id, message_id, user_key, type, payload, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO events (id, workspace_id, source_id, message_id, user_key, type, payload, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     );
     this.commitRows = this.db.transaction((rows: EventRow[]) => {
-      let last = 0;
-      for (const r of rows) last = Number(this.insert.run(r.workspaceId, r.sourceId, r.messageId, r.userKey, r.type, r.payload, r.receivedAt).lastInsertRowid);
-      this.lastEventId = last;
+      let id = this.lastEventId;
+      for (const r of rows) this.insert.run(++id, r.workspaceId, r.sourceId, r.messageId, r.userKey, r.type, r.payload, r.receivedAt);
+      this.lastEventId = id;
     }).immediate;
 
     this.worker = new Worker(locateWorkerFile(import.meta.url, "wal-sync-worker", "src/gateway/wal-sync-worker.ts"));
@@ -120,7 +127,14 @@ export class GroupCommitWriter {
     this.rows = [];
     this.pending = [];
     try {
-      this.commitRows(rows);
+      try {
+        this.commitRows(rows);
+      } catch (err) {
+        // Something else stored an event (a hand edit, a restored backup): take ids above it.
+        if ((err as { code?: string }).code !== "SQLITE_CONSTRAINT_PRIMARYKEY") throw err;
+        this.lastEventId = Math.max(this.lastEventId, (this.db.query("SELECT max(id) AS id FROM events").get() as { id: number | null }).id ?? 0);
+        this.commitRows(rows);
+      }
     } catch (err) {
       // The transaction rolled back whole: every caller of this turn is told, none half-stored.
       for (const p of pending) p.reject(err);

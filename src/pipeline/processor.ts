@@ -11,6 +11,16 @@ import { routeEvent } from "./route";
 const CURSOR = "processor";
 const BATCH = 2000;
 
+/**
+ * The lowest id a new event may take: above the saved cursor (an id the processor passed
+ * is never read again) and above any id a delivery still refers to.
+ */
+export function eventIdFloor(c: import("bun:sqlite").Database): number {
+  const cursor = (c.query("SELECT value FROM cursors WHERE name = ?").get(CURSOR) as { value: number } | null)?.value ?? 0;
+  const referenced = (c.query("SELECT max(event_id) AS id FROM deliveries").get() as { id: number | null }).id ?? 0;
+  return Math.max(cursor, referenced);
+}
+
 export class Processor {
   private scheduled = false;
   private readEvents: Statement;

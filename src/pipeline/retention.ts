@@ -3,10 +3,31 @@
  * small slices so intake never waits long; then an incremental vacuum gives the pages
  * back. WAL checkpoints run on the sync thread (src/gateway/wal-sync-worker.ts).
  */
+import type { Database } from "bun:sqlite";
 import type { Db } from "../../db";
 import type { Logger } from "../lib/logger";
 
 const SLICE = 5000;
+
+/**
+ * The newest event id received before `cutoff`, by binary search over ids: events has no
+ * index on received_at (db/schema/pipeline.ts), and received_at grows with id because
+ * intake gives ids in commit order. 0 when no event is that old.
+ */
+export function lastEventIdBefore(c: Database, cutoff: number): number {
+  const firstFrom = c.prepare("SELECT id, received_at AS r FROM events WHERE id >= ? ORDER BY id LIMIT 1");
+  const max = (c.query("SELECT max(id) AS id FROM events").get() as { id: number | null }).id ?? 0;
+  // Invariant: the answer is lo, or an event id in (lo, hi).
+  let lo = 0;
+  let hi = max + 1;
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    const row = firstFrom.get(mid) as { id: number; r: number } | null;
+    if (!row || row.id >= hi || row.r >= cutoff) hi = mid;
+    else lo = row.id;
+  }
+  return lo;
+}
 
 export function purgeExpired(db: Db, olderThan: number): { deliveries: number; events: number } {
   const c = db.$client;
@@ -19,7 +40,7 @@ export function purgeExpired(db: Db, olderThan: number): { deliveries: number; e
   // no longer deduplicates). The processor cursor must have passed it.
   const delEvents = c.prepare(
     `DELETE FROM events WHERE id IN (
-       SELECT e.id FROM events e WHERE e.received_at < ? AND e.id <= COALESCE((SELECT value FROM cursors WHERE name = 'processor'), 0)
+       SELECT e.id FROM events e WHERE e.id <= ? AND e.received_at < ? AND e.id <= COALESCE((SELECT value FROM cursors WHERE name = 'processor'), 0)
           AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id) LIMIT ${SLICE})`,
   );
   for (;;) {
@@ -27,10 +48,13 @@ export function purgeExpired(db: Db, olderThan: number): { deliveries: number; e
     deliveries += n;
     if (n < SLICE) break;
   }
-  for (;;) {
-    const n = delEvents.run(olderThan).changes;
-    events += n;
-    if (n < SLICE) break;
+  const upTo = lastEventIdBefore(c, olderThan);
+  if (upTo > 0) {
+    for (;;) {
+      const n = delEvents.run(upTo, olderThan).changes;
+      events += n;
+      if (n < SLICE) break;
+    }
   }
   return { deliveries, events };
 }
