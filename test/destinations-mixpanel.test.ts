@@ -223,7 +223,7 @@ test("MP identify: setOnceProperties / unionProperties / appendProperties → /e
   expect(event.traits!.address).toEqual({ city: "London", zip: "N1" });
 });
 
-test("MP identify: profile names read traits before context traits, email and phone also from properties", () => {
+test("MP identify: profile names read traits before context traits, email and phone also from properties; $name needs both parts", () => {
   const event: SluiceEvent = {
     ...base,
     anonymousId: undefined,
@@ -234,7 +234,6 @@ test("MP identify: profile names read traits before context traits, email and ph
   };
   expect(items(mixpanel.transform(event, ctx({ useNewMapping: true }))[0]!)[0].$set).toEqual({
     $first_name: "T",
-    $name: "T",
     $email: "p@x.io",
     $phone: "123",
     $unsubscribed: true,

@@ -143,10 +143,8 @@ export function profileProperties(event: SluiceEvent, config: Obj): Obj {
   if (out.$geo_source !== undefined && out.$geo_source !== "reverse_geocoding") {
     throw new TransformError("$geo_source value must be either null or 'reverse_geocoding' ");
   }
-  if (!out.$name) {
-    const full = [out.$first_name, out.$last_name].filter((v) => v !== undefined).join(" ").trim();
-    if (full) out.$name = full;
-  }
+  // RudderStack composes a name only from both parts.
+  if (!out.$name && out.$first_name && out.$last_name) out.$name = `${out.$first_name} ${out.$last_name}`;
   customFields([event.traits, event.context?.traits], out);
   // Configs saved before RudderStack's "new mapping" expect $firstName/$lastName.
   if (!config.useNewMapping) {
