@@ -118,6 +118,128 @@ test("MP identify with Simplified ID Merge → $device: distinct id and no $merg
   expect(items(reqs[0]!)[0].$distinct_id).toBe("$device:a-1");
 });
 
+test("MP track: empty context values are skipped, Mixpanel's property names from properties, nulls kept", () => {
+  const event: SluiceEvent = {
+    ...base,
+    type: "track",
+    event: "E",
+    context: { os: { name: "", version: "14" }, app: { build: "", version: "1.0.5" } },
+    properties: { appBuildNumber: "", brand: "Acme", radio: "LTE", bluetoothVersion: "5", hasNfc: false, coupon: null },
+  };
+  const props = items(mixpanel.transform(event, ctx())[0]!)[0].properties;
+  expect(props.$os).toBeUndefined();
+  expect(props.$app_build_number).toBeUndefined();
+  expect(props).toMatchObject({ $os_version: "14", $app_version_string: "1.0.5", $brand: "Acme", $radio: "LTE", $bluetooth_version: "5", $has_nfc: false, coupon: null });
+});
+
+test("MP web events: $browser and $browser_version from the user agent", () => {
+  const ua = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_2) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/79.0.3945.117 Safari/537.36";
+  const event: SluiceEvent = { ...base, channel: "web", type: "page", name: "Contact Us", context: { ...context, userAgent: ua } };
+  const [sent] = items(mixpanel.transform(event, ctx())[0]!);
+  expect(sent.properties).toMatchObject({ $browser: "Chrome", $browser_version: "79.0.3945.117", name: "Contact Us" });
+  // Page events keep the whole message id; only track trims it to Mixpanel's 36 characters.
+  expect(sent.properties.$insert_id).toBe(base.messageId);
+  expect(items(mixpanel.transform({ ...event, channel: "mobile" }, ctx())[0]!)[0].properties.$browser).toBeUndefined();
+});
+
+test("MP track: dropTraitsInTrackEvent and propIncrements (/engage $add before the event)", () => {
+  const event: SluiceEvent = { ...base, type: "track", event: "Played", properties: { plays: 2, skips: 0, title: "x" } };
+  expect(items(mixpanel.transform(event, ctx({ dropTraitsInTrackEvent: true }))[0]!)[0].properties.plan).toBeUndefined();
+  const reqs = mixpanel.transform(event, ctx({ propIncrements: [{ property: "plays" }, { property: "skips" }] }));
+  expect(reqs.map((r) => r.endpoint)).toEqual(["https://api.mixpanel.com/engage/", "https://api.mixpanel.com/import/"]);
+  expect(reqs[0]!.headers).toEqual({ "Content-Type": "application/json" });
+  expect(items(reqs[0]!)).toEqual([{ $add: { plays: 2 }, $token: "mp_token", $distinct_id: "u-1" }]);
+});
+
+test("MP properties over Mixpanel's limits abort the event", () => {
+  const many = Object.fromEntries(Array.from({ length: 240 }, (_, i) => [`p${i}`, i]));
+  expect(() => mixpanel.transform({ ...base, type: "track", event: "E", properties: many }, ctx())).toThrow("exceed the limit of 255 keys");
+  const long = { list: Array.from({ length: 256 }, (_, i) => i) };
+  expect(() => mixpanel.transform({ ...base, type: "page", properties: long }, ctx())).toThrow("Mixpanel array property 'list' exceeds the limit of 255 elements");
+});
+
+test("MP identify: device fields and push tokens for iOS / Android, $geo_source checked", () => {
+  const ios: SluiceEvent = {
+    ...base,
+    anonymousId: undefined,
+    type: "identify",
+    context: {
+      app: { build: "1", version: "1.0" },
+      device: { model: "iPhone XR", manufacturer: "Apple", type: "ios", token: "tok-1" },
+      network: { carrier: "AT&T", wifi: true },
+      os: { name: "iOS", version: "8.1.0" },
+      traits: { userId: "u-1" },
+    },
+  };
+  expect(items(mixpanel.transform(ios, ctx({ useNewMapping: true }))[0]!)[0].$set).toEqual({
+    $carrier: "AT&T",
+    $manufacturer: "Apple",
+    $model: "iPhone XR",
+    $wifi: true,
+    userId: "u-1",
+    $ios_devices: ["tok-1"],
+    $os: "iOS",
+    $ios_device_model: "iPhone XR",
+    $ios_version: "8.1.0",
+    $ios_app_release: "1.0",
+    $ios_app_version: "1",
+  });
+  const android = { ...ios, context: { ...ios.context, device: { model: "Pixel", manufacturer: "Google", type: "android" }, os: { name: "Android", version: "14" } } };
+  expect(items(mixpanel.transform(android, ctx())[0]!)[0].$set).toMatchObject({
+    $os: "Android",
+    $android_model: "Pixel",
+    $android_os_version: "14",
+    $android_manufacturer: "Google",
+    $android_app_version: "1.0",
+    $android_app_version_code: "1",
+    $android_brand: "Google",
+  });
+  expect(() => mixpanel.transform({ ...ios, context: { location: { geoSource: "ip" } } }, ctx())).toThrow("$geo_source");
+});
+
+test("MP identify: setOnceProperties / unionProperties / appendProperties → /engage operations, taken out of $set", () => {
+  const event: SluiceEvent = {
+    ...base,
+    anonymousId: undefined,
+    type: "identify",
+    traits: { firstName: "Ada", nationality: "UK", address: { city: "London", zip: "N1" }, tags: "a", visits: [1], plan: "pro" },
+    context: { ip: "9.9.9.9", traits: { nationality: "FR", tags: "ctx" } },
+  };
+  const config = {
+    useNewMapping: true,
+    setOnceProperties: [{ property: "nationality" }, { property: "firstName" }, { property: "address.city" }],
+    unionProperties: [{ property: "tags" }, { property: "nationality" }],
+    appendProperties: [{ property: "visits" }, { property: "missing" }],
+  };
+  const reqs = mixpanel.transform(event, ctx(config));
+  expect(reqs.map((r) => r.endpoint)).toEqual(Array(4).fill("https://api.mixpanel.com/engage/"));
+  expect(reqs.map((r) => items(r)[0])).toEqual([
+    { $set_once: { $first_name: "Ada", $city: "London", nationality: "UK" }, $token: "mp_token", $distinct_id: "u-1" },
+    { $union: { tags: ["a"] }, $token: "mp_token", $distinct_id: "u-1" },
+    { $append: { visits: [1] }, $token: "mp_token", $distinct_id: "u-1" },
+    { $set: { $name: undefined, plan: "pro" }, $token: "mp_token", $distinct_id: "u-1", $ip: "9.9.9.9", $time: Date.parse(ts) },
+  ].map((r) => JSON.parse(JSON.stringify(r))));
+  // The event itself is left as it was.
+  expect(event.traits!.address).toEqual({ city: "London", zip: "N1" });
+});
+
+test("MP identify: profile names read traits before context traits, email and phone also from properties; $name needs both parts", () => {
+  const event: SluiceEvent = {
+    ...base,
+    anonymousId: undefined,
+    type: "identify",
+    traits: { first_name: "T" },
+    context: { traits: { firstName: "C" } },
+    properties: { email: "p@x.io", phone: "123", unsubscribed: true },
+  };
+  expect(items(mixpanel.transform(event, ctx({ useNewMapping: true }))[0]!)[0].$set).toEqual({
+    $first_name: "T",
+    $email: "p@x.io",
+    $phone: "123",
+    $unsubscribed: true,
+  });
+});
+
 test("MP alias → $create_alias on /import (refused under Simplified ID Merge)", () => {
   const event: SluiceEvent = { ...base, type: "alias", previousId: "old-1" };
   expect(items(mixpanel.transform(event, ctx())[0]!)).toEqual([{ event: "$create_alias", properties: { distinct_id: "old-1", alias: "u-1", token: "mp_token" } }]);

@@ -13,7 +13,6 @@ import {
   chunkItems,
   compact,
   eventFilteringSchema,
-  firstOf,
   getPath,
   isEventAllowed,
   isPlainObject,
@@ -22,6 +21,8 @@ import {
   traitsOf,
 } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { type MappingKind, addLocation, addMobileIds, mappedFields } from "./fields";
+import { moveToSet, setDotted, traitUserProperties } from "./user-properties";
 
 type Obj = Record<string, any>;
 
@@ -34,6 +35,7 @@ const BATCH_MAX_EVENTS = 500;
 const BATCH_MAX_BYTES = 20 * 1024 * 1024;
 // The User Privacy API takes at most 100 ids per request.
 const DELETE_MAX_IDS = 100;
+const MISSING_EVENT_TYPE = "Event type is missing. Please send it under `event.type`. For page/screen events, send it under `event.name`";
 
 const TraitList = t.Optional(t.Array(t.Object({ traits: t.Optional(t.String()) }, { additionalProperties: true })));
 
@@ -48,6 +50,7 @@ export const AmplitudeConfig = t.Object(
     traitsToSetOnce: TraitList,
     traitsToAppend: TraitList,
     traitsToPrepend: TraitList,
+    enableEnhancedUserOperations: t.Optional(t.Boolean()),
     trackProductsOnce: t.Optional(t.Boolean()),
     trackRevenuePerProduct: t.Optional(t.Boolean()),
     mapDeviceBrand: t.Optional(t.Boolean()),
@@ -61,210 +64,194 @@ export const AmplitudeConfig = t.Object(
 );
 
 const base = (config: Obj) => (config.residencyServer === "EU" ? BASE_EU : BASE_US);
+const defined = (v: unknown) => v !== undefined && v !== null;
+// Absent values are dropped; a null is passed on, as RudderStack does.
+const withoutUndefined = (obj: Obj): Obj => Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
+const isInteger = (v: unknown) => (typeof v === "number" && Number.isInteger(v)) || (typeof v === "string" && /^-?\d+$/.test(v));
 
-/** Amplitude's session id: a number from `session_id` ("anon:123" → 123) or `context.sessionId`, else -1. */
+/** Amplitude's session id: from `session_id` ("anon:123" → 123), else `context.sessionId`, else -1. */
 function sessionId(event: SluiceEvent): number {
   const root = event.session_id;
-  if (root !== undefined && root !== null && root !== "") {
-    const last = typeof root === "string" ? root.split(":").pop()! : root;
-    if (Number.isInteger(Number(last))) return Number(last);
+  if (root) {
+    if (typeof root !== "string") return Number(root);
+    const last = root.split(":").pop();
+    if (isInteger(last)) return Number(last);
   }
   const ctxId = getPath(event, "context.sessionId");
-  return ctxId !== undefined && Number.isInteger(Number(ctxId)) ? Number(ctxId) : -1;
+  return ctxId && isInteger(ctxId) ? Number(ctxId) : -1;
 }
 
-/** `{{ path }}` placeholders in a user-defined page/screen name, filled from the event. */
-function customName(event: SluiceEvent, template: unknown): string | undefined {
-  const tpl = typeof template === "string" ? template.trim() : "";
+/**
+ * A user-defined page/screen name. As in RudderStack, every `{{ … }}` placeholder is
+ * replaced by the value at the path named in the first one, and an empty template means the
+ * event's name.
+ */
+function customName(event: SluiceEvent, template: unknown): unknown {
+  if (typeof template !== "string") return undefined;
+  const tpl = template.trim();
   if (tpl === "") return event.name;
-  return tpl.replace(/\{\{\s*([^{}]+?)\s*\}\}/g, (_, path: string) => String(getPath(event, path) ?? ""));
+  const path = tpl.substring(tpl.indexOf("{") + 2, tpl.indexOf("}")).trim();
+  const value = getPath(event, path);
+  return tpl.replace(/{{([^{}]+)}}/g, () => String(value));
 }
-
-/** Moves configured traits under Amplitude's user-property operations ($add, $setOnce, ...). */
-function traitOperations(traits: Obj, config: Obj): Obj {
-  const out = structuredClone(traits);
-  const ops: Array<[string, unknown]> = [
-    ["$add", config.traitsToIncrement],
-    ["$setOnce", config.traitsToSetOnce],
-    ["$append", config.traitsToAppend],
-    ["$prepend", config.traitsToPrepend],
-  ];
-  for (const [op, list] of ops) {
-    if (!Array.isArray(list)) continue;
-    const moved: Obj = {};
-    for (const item of list) {
-      const key = item?.traits;
-      if (typeof key === "string" && key !== "" && key in out) {
-        moved[key] = out[key];
-        delete out[key];
-      }
-    }
-    if (Object.keys(moved).length > 0) out[op] = moved;
-  }
-  return out;
-}
-
-const ADDRESS_FIELDS = ["city", "country", "postalCode", "state", "street"];
-
-/** user_properties for identify: traits (address spread to top-level fields) plus operations. */
-function identifyUserProperties(event: SluiceEvent, config: Obj, current: Obj): Obj {
-  const props: Obj = { ...current, ...(event.userProperties ?? {}) };
-  const traits = traitsOf(event);
-  if (!traits) return props;
-  for (const [key, value] of Object.entries(traitOperations(traits, config))) {
-    if (key === "address") {
-      for (const f of ADDRESS_FIELDS) if (props[f] === undefined) props[f] = getPath(value, f);
-    } else {
-      props[key] = value;
-    }
-  }
-  return props;
-}
-
-/** Device, app and location fields every Amplitude event carries. */
-function deviceFields(event: SluiceEvent, config: Obj): Obj {
-  const channel = typeof event.channel === "string" ? event.channel.toLowerCase() : undefined;
-  const deviceType = getPath(event, "context.device.type");
-  const eventId = getPath(event, "integrations.Amplitude.event_id");
-  const fields: Obj = {
-    os_name: getPath(event, "context.os.name"),
-    os_version: getPath(event, "context.os.version"),
-    device_model: getPath(event, "context.device.model"),
-    device_manufacturer: getPath(event, "context.device.manufacturer"),
-    platform: channel === "web" ? "Web" : channel === "server" ? "Server" : deviceType || "Server",
-    device_brand: config.mapDeviceBrand ? getPath(event, "context.device.brand") : undefined,
-    event_id: typeof eventId === "number" ? eventId : undefined,
-    device_id: event.anonymousId,
-    carrier: getPath(event, "context.network.carrier"),
-    app_name: getPath(event, "context.app.name"),
-    app_version: getPath(event, "context.app.version"),
-    language: getPath(event, "context.locale"),
-    insert_id: event.messageId,
-  };
-  if (channel === "mobile") {
-    if (!config.mapDeviceBrand) fields.device_brand = getPath(event, "context.device.manufacturer");
-    const advertisingId = getPath(event, "context.device.advertisingId");
-    const type = typeof deviceType === "string" ? deviceType.toLowerCase() : "";
-    if (["ios", "ipados", "watchos", "tvos", "macos"].includes(type)) {
-      fields.idfa = advertisingId;
-      fields.idfv = getPath(event, "context.device.id");
-    } else if (type === "android") {
-      fields.adid = advertisingId;
-    }
-  }
-  return fields;
-}
-
-const LOCATION: Array<[string, string[]]> = [
-  ["region", ["context.location.region"]],
-  ["location_lat", ["context.location.latitude"]],
-  ["location_lng", ["context.location.longitude"]],
-  ["dma", ["context.location.dma"]],
-  ["country", ["context.location.country", "traits.address.country", "context.traits.address.country"]],
-  ["city", ["context.location.city", "traits.address.city", "context.traits.address.city"]],
-];
 
 /** Group type/value from the traits named in config, or the integrations object's groups. */
 function groupInfo(event: SluiceEvent, config: Obj): Obj | undefined {
-  const fromIntegrations = getPath(event, "integrations.Amplitude.groups");
+  const fromIntegrations = getPath(event, "integrations.Amplitude.groups") || undefined;
   if (!config.groupTypeTrait || !config.groupValueTrait) return fromIntegrations;
-  const traits = traitsOf(event) ?? {};
+  const traits = traitsOf(event);
   const type = getPath(traits, config.groupTypeTrait);
   const value = getPath(traits, config.groupValueTrait);
-  if (typeof type !== "string" || !type || !(typeof value === "string" || typeof value === "number") || value === "") {
-    throw new TransformError("Group call parameters are not valid");
+  if (type && typeof type === "string" && value && (typeof value === "string" || typeof value === "number")) {
+    return { group_type: type, group_value: value, group_properties: traits };
   }
-  return { group_type: type, group_value: value, group_properties: traits };
+  throw new TransformError("Group call parameters are not valid");
 }
 
-type Built = { eventType: string; properties?: Obj; isRevenue?: boolean; group?: Obj };
-
-/** One event for /2/httpapi, built the way RudderStack's AM transform builds it. */
-function amplitudeEvent(event: SluiceEvent, b: Built, config: Obj): Obj {
-  const campaign = isPlainObject(event.context?.campaign) ? event.context.campaign : {};
-  let userProperties: Obj = {
+/** utm_* from the campaign and the initial referrer: RudderStack puts these on every call's user_properties. */
+function baseUserProperties(event: SluiceEvent): Obj {
+  const props: Obj = {
     initial_referrer: getPath(event, "context.page.initial_referrer"),
     initial_referring_domain: getPath(event, "context.page.initial_referring_domain"),
   };
-  for (const [k, v] of Object.entries(campaign)) userProperties[`utm_${k}`] = v;
+  const campaign = getPath(event, "context.campaign");
+  if (isPlainObject(campaign)) for (const [k, v] of Object.entries(campaign)) props[`utm_${k}`] = v;
+  return props;
+}
 
-  const payload: Obj = { ...deviceFields(event, config), event_type: b.eventType };
+type Built = { eventType: string; kind: MappingKind; isRevenue?: boolean; group?: Obj };
+
+/** Top-level revenue fields; price, product_id, quantity and revenue then leave event_properties. */
+function addRevenue(payload: Obj, properties: Obj | undefined): void {
+  const p = properties ?? {};
+  const hasPrice = defined(p.price);
+  Object.assign(payload, {
+    productId: p.product_id,
+    revenueType: p.revenueType || p.revenue_type || "Purchased",
+    price: hasPrice ? p.price : p.revenue,
+    quantity: hasPrice ? p.quantity || 1 : 1,
+    revenue: p.revenue,
+  });
+  if (isPlainObject(payload.event_properties)) {
+    for (const k of ["price", "product_id", "quantity", "revenue"]) delete payload.event_properties[k];
+  }
+}
+
+/** The user_properties, groups, type and event fields for one message type. */
+function typeFields(event: SluiceEvent, b: Built, config: Obj, payload: Obj): void {
+  const traits = traitsOf(event);
+  let props = baseUserProperties(event);
   let groups: Obj | undefined;
   if (event.type === "identify") {
-    userProperties = identifyUserProperties(event, config, userProperties);
+    payload.event_type = "$identify";
+    props = traitUserProperties(event, traits, config, props);
   } else if (event.type === "group") {
-    if (b.group?.group_type && b.group?.group_value !== undefined) {
+    payload.event_type = "$identify";
+    if (b.group?.group_type && b.group?.group_value) {
       groups = { [b.group.group_type]: b.group.group_value };
-      userProperties[b.group.group_type] = b.group.group_value;
+      setDotted(props, String(b.group.group_type), b.group.group_value);
     }
   } else {
-    payload.event_properties = b.properties === undefined ? undefined : { ...b.properties };
-    userProperties = { ...userProperties, ...structuredClone(traitsOf(event) ?? {}) };
+    if (config.enableEnhancedUserOperations) props = traitUserProperties(event, traits, config, props);
+    payload.event_properties = isPlainObject(event.properties) ? { ...event.properties } : event.properties;
+    if (traits) props = { ...props, ...traits };
+    payload.event_type = b.eventType;
     payload.user_id = event.userId;
+    if (b.isRevenue) addRevenue(payload, event.properties);
     groups = b.group ? structuredClone(b.group) : undefined;
-    if (b.isRevenue) {
-      const p = b.properties ?? {};
-      const hasPrice = p.price !== undefined && p.price !== null;
-      Object.assign(payload, {
-        productId: p.product_id,
-        revenueType: p.revenueType || p.revenue_type || "Purchased",
-        price: hasPrice ? p.price : p.revenue,
-        quantity: hasPrice ? p.quantity || 1 : 1,
-        revenue: p.revenue,
-      });
-      if (payload.event_properties) for (const k of ["price", "product_id", "quantity", "revenue"]) delete payload.event_properties[k];
-    }
   }
-  // Only absent values are dropped: a null trait is passed on, as RudderStack does.
-  payload.user_properties = Object.fromEntries(Object.entries(userProperties).filter(([, v]) => v !== undefined));
+  props = withoutUndefined(props);
+  payload.user_properties = config.enableEnhancedUserOperations ? moveToSet(props) : props;
   payload.groups = groups;
+}
 
+/** RudderStack sends city and country as top-level fields only. */
+function dropCityAndCountry(props: Obj): void {
+  delete props.city;
+  delete props.country;
+  if (isPlainObject(props.address)) {
+    const { city: _c, country: _k, ...address } = props.address;
+    props.address = address;
+  }
+}
+
+/** One event for /2/httpapi, built the way RudderStack's AM transform builds it. */
+function amplitudeEvent(source: SluiceEvent, b: Built, config: Obj): Obj {
+  // Mapping consumes some top-level traits, so it works on a copy of them.
+  const event = isPlainObject(source.traits) ? { ...source, traits: { ...source.traits } } : source;
+  const payload = mappedFields(event, b.kind, config);
+  typeFields(event, b, config, payload);
+  if (event.channel === "mobile") addMobileIds(event, payload, config);
   payload.time = toMillis(timestampOf(event));
   if (event.userId) payload.user_id = event.userId;
   payload.session_id = sessionId(event);
-  for (const [key, paths] of LOCATION) if (payload[key] === undefined) payload[key] = firstOf(event, paths);
-  // RudderStack sends city and country as top-level fields only.
-  delete payload.user_properties.city;
-  delete payload.user_properties.country;
-  if (isPlainObject(payload.user_properties.address)) {
-    const { city: _c, country: _k, ...address } = payload.user_properties.address;
-    payload.user_properties.address = address;
-  }
+  addLocation(event, payload);
+  dropCityAndCountry(payload.user_properties);
   if (!payload.user_id && !payload.device_id) throw new TransformError("Either of user ID or device ID fields must be specified");
-  payload.ip = firstOf(event, ["context.ip", "request_ip"]);
+  payload.ip = getPath(event, "context.ip") || event.request_ip;
   payload.library = "rudderstack";
+  if (getPath(event, "integrations.Amplitude.skipUserPropertiesSync")) payload.$skip_user_properties_sync = true;
   return compact(payload);
 }
 
+const revenueKind = (properties: Obj | undefined): MappingKind =>
+  defined(properties?.revenue) && defined(properties?.revenue_type) ? "revenue" : "track";
+
 /** Track events with revenue become the revenue event plus, per config, one "Product Purchased" per product. */
-function trackEvents(event: SluiceEvent, config: Obj): Array<{ event: SluiceEvent; built: Built }> {
+function trackEvents(event: SluiceEvent, config: Obj): Array<{ event: SluiceEvent; built: Omit<Built, "group"> }> {
   const properties = event.properties;
-  const revenue = properties?.revenue;
-  if (revenue === undefined || revenue === null) return [{ event, built: { eventType: event.event, properties } }];
+  const single = (e: SluiceEvent, isRevenue = false) => ({ event: e, built: { eventType: e.event, kind: revenueKind(e.properties), isRevenue } });
+  if (!defined(properties?.revenue)) return [single(event)];
   const products = Array.isArray(properties.products) && properties.products.length > 0 ? properties.products : undefined;
-  let original: Obj = properties;
+  let original = event;
   let isRevenue = false;
   if (config.trackProductsOnce === false) {
     if (products) {
       const { products: _split, ...rest } = properties;
-      original = rest;
+      original = { ...event, properties: rest };
     } else isRevenue = true;
   } else if (!products) isRevenue = true;
   if (config.trackRevenuePerProduct === false) isRevenue = true;
-  const out: Array<{ event: SluiceEvent; built: Built }> = [{ event, built: { eventType: event.event, properties: original, isRevenue } }];
+  const out = [single(original, isRevenue)];
   if (products && (config.trackRevenuePerProduct === true || config.trackProductsOnce === false)) {
     // Amplitude dedups on insert_id, so each split-out product needs its own.
     products.forEach((product: Obj, i: number) =>
-      out.push({
-        event: { ...event, event: "Product Purchased", properties: product, messageId: `${event.messageId}-${i + 1}` },
-        built: { eventType: "Product Purchased", properties: product, isRevenue: config.trackRevenuePerProduct === true },
-      }),
+      out.push(single({ ...event, event: "Product Purchased", properties: product, messageId: `${event.messageId}-${i + 1}` }, config.trackRevenuePerProduct === true)),
     );
   }
   return out;
 }
 
-const formHeaders = { "Content-Type": "application/x-www-form-urlencoded" };
+/** The event type of a page or screen call: "Viewed <name> Page|Screen", or the user-defined template. */
+function pageOrScreenType(event: SluiceEvent, config: Obj): { eventType: string; name: unknown } {
+  const isPage = event.type === "page";
+  const category = getPath(event, "properties.category");
+  const name = isPage ? event.name || category : event.name || event.event || category;
+  const eventType = (isPage ? config.useUserDefinedPageEventName : config.useUserDefinedScreenEventName)
+    ? customName(event, isPage ? config.userProvidedPageEventString : config.userProvidedScreenEventString)
+    : `Viewed ${name || ""} ${isPage ? "Page" : "Screen"}`;
+  if (eventType === undefined || eventType === null || eventType === "") throw new TransformError(MISSING_EVENT_TYPE);
+  return { eventType: String(eventType), name };
+}
+
+/** The User Mapping API call for an alias (or an unmapping with `integrations.Amplitude.unmap`). */
+function aliasMapping(event: SluiceEvent, config: Obj): Obj {
+  const eventId = getPath(event, "integrations.Amplitude.event_id");
+  const props = withoutUndefined(baseUserProperties(event));
+  const mapping = withoutUndefined({
+    global_user_id: event.userId,
+    user_id: event.previousId,
+    event_id: typeof eventId === "string" ? undefined : eventId,
+    user_properties: config.enableEnhancedUserOperations ? moveToSet(props) : props,
+  });
+  const unmap = getPath(event, "integrations.Amplitude.unmap");
+  if (unmap) {
+    mapping.user_id = unmap;
+    delete mapping.global_user_id;
+    mapping.unmap = true;
+  }
+  return mapping;
+}
 
 export const amplitude: DestinationDefinition = {
   name: "AM",
@@ -272,8 +259,8 @@ export const amplitude: DestinationDefinition = {
   config: {
     defaultConfig: [
       "apiKey", "apiSecret", "residencyServer", "groupTypeTrait", "groupValueTrait", "traitsToIncrement", "traitsToSetOnce",
-      "traitsToAppend", "traitsToPrepend", "trackProductsOnce", "trackRevenuePerProduct", "mapDeviceBrand",
-      "userProvidedPageEventString", "useUserDefinedPageEventName", "userProvidedScreenEventString",
+      "traitsToAppend", "traitsToPrepend", "enableEnhancedUserOperations", "trackProductsOnce", "trackRevenuePerProduct",
+      "mapDeviceBrand", "userProvidedPageEventString", "useUserDefinedPageEventName", "userProvidedScreenEventString",
       "useUserDefinedScreenEventName", ...EVENT_FILTERING_KEYS,
     ],
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
@@ -290,57 +277,34 @@ export const amplitude: DestinationDefinition = {
         headers: { "Content-Type": "application/json" },
         json: { api_key: apiKey, events, options: { min_id_length: 1 } },
       });
+    // RudderStack sends its form calls without headers; the form content type comes with the body.
+    const form = (path: string, body: Obj) => restRequest({ endpoint: endpointFor(ctx, `${base(c)}/${path}`), form: { api_key: apiKey, ...body } });
+    const integrationGroups = getPath(event, "integrations.Amplitude.groups") || undefined;
 
     switch (event.type) {
       case "track": {
-        if (typeof event.event !== "string" || event.event === "") throw new TransformError("Event not present. Please send event field");
-        const group = getPath(event, "integrations.Amplitude.groups");
-        return trackEvents(event, c).map(({ event: e, built }) => httpapi([amplitudeEvent(e, { ...built, group }, c)]));
+        if (event.event === undefined || event.event === null || event.event === "") throw new TransformError("Event not present. Please send event field");
+        return trackEvents(event, c).map(({ event: e, built }) => httpapi([amplitudeEvent(e, { ...built, group: integrationGroups }, c)]));
       }
       case "page":
       case "screen": {
-        const kind = event.type === "page" ? "Page" : "Screen";
-        const name = event.type === "page" ? event.name : event.name || event.event;
-        const useCustom = event.type === "page" ? c.useUserDefinedPageEventName : c.useUserDefinedScreenEventName;
-        const template = event.type === "page" ? c.userProvidedPageEventString : c.userProvidedScreenEventString;
-        const eventType = useCustom ? customName(event, template) : `Viewed ${name || getPath(event, "properties.category") || ""} ${kind}`;
-        if (!eventType) throw new TransformError(`${kind} event name is required`);
-        const properties = { ...event.properties, name: name || getPath(event, "properties.category") };
-        const group = getPath(event, "integrations.Amplitude.groups");
-        return [httpapi([amplitudeEvent(event, { eventType, properties, group }, c)])];
+        const { eventType, name } = pageOrScreenType(event, c);
+        const withName = { ...event, properties: { ...event.properties, name } };
+        const kind = event.type === "page" ? "page" : "screen";
+        return [httpapi([amplitudeEvent(withName, { eventType, kind, group: integrationGroups }, c)])];
       }
       case "identify":
-        return [httpapi([amplitudeEvent(event, { eventType: "$identify" }, c)])];
+        return [httpapi([amplitudeEvent(event, { eventType: "$identify", kind: "identify" }, c)])];
       case "group": {
         const group = groupInfo(event, c);
-        const requests = [httpapi([amplitudeEvent(event, { eventType: "$identify", group }, c)])];
-        if (group) {
-          requests.push(
-            restRequest({
-              endpoint: endpointFor(ctx, `${base(c)}/groupidentify`),
-              headers: formHeaders,
-              form: { api_key: apiKey, identification: [JSON.stringify(compact(group))] },
-            }),
-          );
-        }
+        const requests = [httpapi([amplitudeEvent(event, { eventType: "$identify", kind: "group", group }, c)])];
+        if (group) requests.push(form("groupidentify", { identification: [JSON.stringify(compact(group))] }));
         return requests;
       }
-      case "alias": {
-        if (!event.userId || !event.previousId) throw new TransformError("Alias events need both userId and previousId");
-        const unmap = getPath(event, "integrations.Amplitude.unmap");
-        const mapping: Obj = unmap
-          ? { user_id: unmap, unmap: true }
-          : { global_user_id: event.userId, user_id: event.previousId };
-        return [
-          restRequest({
-            endpoint: endpointFor(ctx, `${base(c)}/usermap`),
-            headers: formHeaders,
-            form: { api_key: apiKey, mapping: [JSON.stringify(mapping)] },
-          }),
-        ];
-      }
+      case "alias":
+        return [form("usermap", { mapping: [JSON.stringify(aliasMapping(event, c))] })];
       default:
-        throw new TransformError(`Event type ${event.type} is not supported`);
+        throw new TransformError("message type not supported");
     }
   },
   batch(requests) {

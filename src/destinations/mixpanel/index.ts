@@ -10,9 +10,7 @@ import {
   basicAuth,
   batchConsecutive,
   chunkItems,
-  compact,
   eventFilteringSchema,
-  firstOf,
   getPath,
   isEventAllowed,
   isPlainObject,
@@ -22,6 +20,7 @@ import {
   toMillis,
 } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { type Mapping, PROFILE_OPERATIONS, browserFields, mapPaths, profileProperties, takeOperationTraits, withoutUndefined } from "./profile";
 
 type Obj = Record<string, any>;
 
@@ -39,6 +38,10 @@ const DELETION_TASK_BASES: Record<string, string> = {
 const BATCH_LIMITS: Record<string, number> = { import: 2000, engage: 2000, groups: 200 };
 const DELETE_PROFILE_BATCH = 1000;
 const DELETE_TASK_BATCH = 1999;
+// Mixpanel's documented event limits, which RudderStack checks before sending.
+const MAX_KEYS = 255;
+const MAX_ARRAY = 255;
+const MAX_PAYLOAD_BYTES = 1024 * 1024;
 
 const ConfigList = t.Optional(t.Array(t.Any()));
 
@@ -60,6 +63,11 @@ export const MixpanelConfig = t.Object(
     userDefinedPageEventTemplate: t.Optional(t.String()),
     useUserDefinedScreenEventName: t.Optional(t.Boolean()),
     userDefinedScreenEventTemplate: t.Optional(t.String()),
+    dropTraitsInTrackEvent: t.Optional(t.Boolean()),
+    propIncrements: ConfigList,
+    setOnceProperties: ConfigList,
+    unionProperties: ConfigList,
+    appendProperties: ConfigList,
     ...eventFilteringSchema,
   },
   { additionalProperties: true },
@@ -67,8 +75,8 @@ export const MixpanelConfig = t.Object(
 
 const region = (config: Obj) => (config.dataResidency === "eu" || config.dataResidency === "in" ? config.dataResidency : "us");
 
-/** Mixpanel's default event properties, from the event's context. */
-const EVENT_PROPERTIES: Array<[string, string[]]> = [
+/** MPEventPropertiesConfig: Mixpanel's default event properties. */
+const EVENT_PROPERTIES: Mapping = [
   ["ip", ["context.ip", "request_ip"]],
   ["campaign_id", ["context.campaign.name"]],
   ["$user_id", ["userId"]],
@@ -86,79 +94,25 @@ const EVENT_PROPERTIES: Array<[string, string[]]> = [
   ["mp_device_model", ["context.device.model"]],
   ["$wifi", ["context.network.wifi"]],
   ["$bluetooth_enabled", ["context.network.bluetooth"]],
+  ["$bluetooth_version", ["properties.bluetoothVersion"]],
   ["mp_lib", ["context.library.name"]],
   ["$initial_referrer", ["context.page.initialReferrer"]],
   ["$initial_referring_domain", ["context.page.initialReferringDomain"]],
+  ["mp_processing_time_ms", ["properties.mpProcessingTimeMs"]],
   ["$app_build_number", ["properties.appBuildNumber", "context.app.build"]],
   ["$app_version_string", ["properties.appVersionString", "context.app.version"]],
+  // RudderStack's mapping names `device.manufacturer` at the root, so in practice only properties.brand.
+  ["$brand", ["properties.brand", "device.manufacturer"]],
+  ["$radio", ["properties.radio"]],
+  ["$lib_version", ["properties.libVersion"]],
+  ["$search_engine", ["properties.searchEngine"]],
+  ["mp_keyword", ["properties.mpKeyword"]],
+  ["$has_nfc", ["properties.hasNfc"]],
+  ["$has_telephone", ["properties.hasTelephone"]],
+  ["$google_play_services", ["properties.googlePlayServices"]],
   ["$insert_id", ["messageId"]],
   ["$session_id", ["session_id", "context.sessionId"]],
 ];
-
-/** Profile properties ($email, $first_name, ...) read from traits, then context.traits. */
-const PROFILE_PROPERTIES: Array<[string, string[]]> = [
-  ["$created", ["createdAt"]],
-  ["$email", ["email"]],
-  ["$first_name", ["firstName", "firstname", "first_name"]],
-  ["$last_name", ["lastName", "lastname", "last_name"]],
-  ["$name", ["name"]],
-  ["$username", ["username", "userName"]],
-  ["$phone", ["phone"]],
-  ["$avatar", ["avatar"]],
-  ["$country_code", ["address.country", "country"]],
-  ["$city", ["city", "address.city"]],
-  ["$region", ["state", "address.state"]],
-  ["$unsubscribed", ["unsubscribed"]],
-];
-const PROFILE_CONTEXT: Array<[string, string[]]> = [
-  ["$timezone", ["context.location.timezone"]],
-  ["$latitude", ["context.location.latitude"]],
-  ["$longitude", ["context.location.longitude"]],
-  ["$carrier", ["context.network.carrier"]],
-  ["$manufacturer", ["context.device.manufacturer"]],
-  ["$model", ["context.device.model"]],
-  ["$screen_height", ["context.screen.height"]],
-  ["$screen_width", ["context.screen.width"]],
-  ["$wifi", ["context.network.wifi"]],
-  ["$initial_referrer", ["context.page.initial_referrer", "context.page.initialReferrer"]],
-  ["$initial_referring_domain", ["context.page.initial_referring_domain", "context.page.initialReferringDomain"]],
-];
-/** Traits already sent under a $-name are not repeated as custom properties. */
-const PROFILE_EXCLUDED = [
-  "createdAt", "email", "firstName", "firstname", "first_name", "lastName", "lastname", "last_name", "name",
-  "username", "userName", "phone", "avatar", "address", "country", "city", "state", "unsubscribed",
-];
-
-function mapFields(event: SluiceEvent, table: Array<[string, string[]]>): Obj {
-  const out: Obj = {};
-  for (const [key, paths] of table) out[key] = firstOf(event, paths);
-  return compact(out);
-}
-
-function profileProperties(event: SluiceEvent, config: Obj): Obj {
-  const out: Obj = {};
-  for (const [key, names] of PROFILE_PROPERTIES) {
-    out[key] = firstOf(event, names.flatMap((n) => [`traits.${n}`, `context.traits.${n}`]));
-  }
-  if (out.$country_code === undefined) out.$country_code = getPath(event, "context.location.country");
-  if (out.$city === undefined) out.$city = getPath(event, "context.location.city");
-  if (out.$region === undefined) out.$region = getPath(event, "context.location.region");
-  Object.assign(out, mapFields(event, PROFILE_CONTEXT));
-  if (!out.$name) {
-    const full = [out.$first_name, out.$last_name].filter((v) => v !== undefined && v !== null).join(" ").trim();
-    out.$name = full || undefined;
-  }
-  for (const source of [event.traits, event.context?.traits]) {
-    if (!isPlainObject(source)) continue;
-    for (const [k, v] of Object.entries(source)) if (!PROFILE_EXCLUDED.includes(k)) out[k] = v;
-  }
-  // Configs saved before RudderStack's "new mapping" expect $firstName/$lastName.
-  if (!config.useNewMapping) {
-    if (out.$first_name !== undefined) [out.$firstName, out.$first_name] = [out.$first_name, undefined];
-    if (out.$last_name !== undefined) [out.$lastName, out.$last_name] = [out.$last_name, undefined];
-  }
-  return compact(out);
-}
 
 function utmParams(campaign: unknown): Obj {
   const out: Obj = {};
@@ -169,15 +123,37 @@ function utmParams(campaign: unknown): Obj {
 const simplified = (config: Obj) => config.identityMergeApi === "simplified";
 const distinctId = (event: SluiceEvent, config: Obj) =>
   simplified(config) ? event.userId || `$device:${event.anonymousId}` : event.userId || event.anonymousId;
+const ipOf = (event: SluiceEvent) => getPath(event, "context.ip") || event.request_ip;
 
 /** Mixpanel's {{ category }} / {{ name }} template for custom page and screen event names. */
 function customEventName(event: SluiceEvent, template: unknown, key: string): string {
   if (typeof template !== "string" || template === "") throw new TransformError(`destination config is missing '${key}'`);
   let name = template;
   const category = event.properties?.category;
-  name = category !== undefined && category !== null ? name.replace(/{{\s*category\s*}}/g, category) : name.replace(/\s{{\s*category\s*}}\s/g, " ");
-  name = event.name !== undefined && event.name !== null ? name.replace(/{{\s*name\s*}}/g, event.name) : name.replace(/\s{{\s*name\s*}}\s/g, " ");
+  name = category !== undefined && category !== null ? name.replace(/{{\s*category\s*}}/g, String(category)) : name.replace(/\s{{\s*category\s*}}\s/g, " ");
+  name = event.name !== undefined && event.name !== null ? name.replace(/{{\s*name\s*}}/g, String(event.name)) : name.replace(/\s{{\s*name\s*}}\s/g, " ");
   return name;
+}
+
+/** Mixpanel rejects events over 1MB, with 255 or more keys in an object, or over 255 array items. */
+function checkLimits(properties: Obj): void {
+  const size = Buffer.byteLength(JSON.stringify(properties));
+  if (size > MAX_PAYLOAD_BYTES) throw new TransformError(`Mixpanel payload exceeds the maximum size limit of 1MB (found ${Math.round(size / 1024)} KB)`);
+  const walk = (obj: Obj, path: string) => {
+    const keys = Object.keys(obj);
+    if (keys.length >= MAX_KEYS) {
+      throw new TransformError(`Mixpanel properties${path ? ` at ${path}` : ""} exceed the limit of ${MAX_KEYS} keys (found ${keys.length})`);
+    }
+    for (const key of keys) {
+      const value = obj[key];
+      const at = path ? `${path}.${key}` : key;
+      if (Array.isArray(value)) {
+        if (value.length > MAX_ARRAY) throw new TransformError(`Mixpanel array property '${at}' exceeds the limit of ${MAX_ARRAY} elements (found ${value.length})`);
+        value.forEach((item, i) => isPlainObject(item) && walk(item, `${at}[${i}]`));
+      } else if (isPlainObject(value)) walk(value, at);
+    }
+  };
+  walk(properties, "");
 }
 
 export const mixpanel: DestinationDefinition = {
@@ -188,7 +164,8 @@ export const mixpanel: DestinationDefinition = {
       "token", "apiSecret", "serviceAccountUserName", "serviceAccountSecret", "projectId", "dataResidency",
       "identityMergeApi", "groupKeySettings", "useNewMapping", "strictMode", "userDeletionApi", "gdprApiToken",
       "useUserDefinedPageEventName", "userDefinedPageEventTemplate", "useUserDefinedScreenEventName",
-      "userDefinedScreenEventTemplate", ...EVENT_FILTERING_KEYS,
+      "userDefinedScreenEventTemplate", "dropTraitsInTrackEvent", "propIncrements", "setOnceProperties",
+      "unionProperties", "appendProperties", ...EVENT_FILTERING_KEYS,
     ],
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
     requiredKeys: ["token"],
@@ -212,33 +189,41 @@ export const mixpanel: DestinationDefinition = {
         endpoint: endpointFor(ctx, `${base}/import/`),
         headers: { "Content-Type": "application/json", Authorization: basicAuth(token) },
         params: { strict: c.strictMode ? "1" : "0" },
-        json: [item],
+        json: [withoutUndefined(item)],
       });
     const engageRequest = (item: Obj, path = "engage") =>
-      restRequest({ endpoint: endpointFor(ctx, `${base}/${path}/`), headers: { "Content-Type": "application/json" }, json: [compact(item)] });
+      restRequest({ endpoint: endpointFor(ctx, `${base}/${path}/`), headers: { "Content-Type": "application/json" }, json: [withoutUndefined(item)] });
+    const profileUpdate = (op: string, props: Obj, e: SluiceEvent = ev) => engageRequest({ [op]: props, $token: token, $distinct_id: distinctId(e, c) });
 
     const time = toMillis(timestampOf(ev));
-    const eventProperties = (props: Obj) => {
-      let out: Obj = { ...props, ...mapFields(ev, EVENT_PROPERTIES), token, distinct_id: ev.userId || ev.anonymousId, time, ...utmParams(ev.context?.campaign) };
-      if (typeof out.$insert_id === "string") out.$insert_id = out.$insert_id.slice(-36);
+    /** Event properties for /import: the event's own, Mixpanel's defaults, identity and UTM parameters. */
+    const eventProperties = (own: Obj) => {
+      let out: Obj = { ...own, ...mapPaths(ev, EVENT_PROPERTIES), token, distinct_id: ev.userId || ev.anonymousId, time, ...utmParams(ev.context?.campaign) };
       if (out.$session_id !== undefined) out.$session_id = String(out.$session_id);
       if (simplified(c)) out = { ...out, distinct_id: distinctId(ev, c), $device_id: ev.anonymousId, $user_id: ev.userId };
-      return compact(out);
+      return out;
     };
 
     switch (ev.type) {
       case "track": {
         if (typeof ev.event !== "string" || ev.event === "") throw new TransformError("Event name is required");
+        if (ev.messageId !== undefined && ev.messageId !== null && typeof ev.messageId !== "string") throw new TransformError("messageId should be of type string");
         const out = [];
         const revenue = ev.properties?.revenue;
         if (revenue) {
-          out.push(engageRequest({
-            $append: { $transactions: { $time: new Date(time ?? Date.now()).toISOString(), $amount: revenue } },
-            $token: token,
-            $distinct_id: distinctId(ev, c),
-          }));
+          out.push(profileUpdate("$append", { $transactions: { $time: new Date(time ?? Date.now()).toISOString(), $amount: revenue } }));
         }
-        out.push(importRequest({ event: ev.event, properties: eventProperties({ ...ev.properties, ...ev.context?.traits }) }));
+        if (Array.isArray(c.propIncrements)) {
+          const names = c.propIncrements.map((item: any) => item?.property);
+          const increments = Object.fromEntries(Object.entries(ev.properties ?? {}).filter(([k, v]) => v && names.includes(k)));
+          if (Object.keys(increments).length > 0) out.push(profileUpdate("$add", increments));
+        }
+        const traits = c.dropTraitsInTrackEvent ? {} : ev.context?.traits;
+        const properties = { ...eventProperties({ ...ev.properties, ...traits }), ...browserFields(ev) };
+        // SDKs prefix the message id with a timestamp; Mixpanel's insert id is at most 36 characters.
+        if (typeof properties.$insert_id === "string") properties.$insert_id = properties.$insert_id.slice(-36);
+        checkLimits(properties);
+        out.push(importRequest({ event: ev.event, properties }));
         return out;
       }
       case "page":
@@ -246,6 +231,7 @@ export const mixpanel: DestinationDefinition = {
         const props = eventProperties({ ...ev.context?.traits, ...ev.properties });
         if (ev.name) props.name = ev.name;
         if (ev.category) props.category = ev.category;
+        Object.assign(props, browserFields(ev));
         const isPage = ev.type === "page";
         const custom = isPage ? c.useUserDefinedPageEventName : c.useUserDefinedScreenEventName;
         const name = custom
@@ -253,18 +239,23 @@ export const mixpanel: DestinationDefinition = {
             ? customEventName(ev, c.userDefinedPageEventTemplate, "userDefinedPageEventTemplate")
             : customEventName(ev, c.userDefinedScreenEventTemplate, "userDefinedScreenEventTemplate")
           : isPage ? "Loaded a Page" : "Loaded a Screen";
+        checkLimits(props);
         return [importRequest({ event: name, properties: props })];
       }
       case "identify": {
-        const profile: Obj = {
-          $set: profileProperties(ev, c),
-          $token: token,
-          $distinct_id: distinctId(ev, c),
-          $ip: firstOf(ev, ["context.ip", "request_ip"]),
-          $time: time,
-        };
+        const out = [];
+        // Traits taken by a profile operation are not also $set (nor taken again by a later one).
+        let rest = ev;
+        for (const [op, key] of PROFILE_OPERATIONS) {
+          const taken = takeOperationTraits(rest, c[key]);
+          rest = taken.event;
+          if (Object.keys(taken.props).length === 0) continue;
+          const props = op === "$union" ? Object.fromEntries(Object.entries(taken.props).map(([k, v]) => [k, Array.isArray(v) ? v : [v]])) : taken.props;
+          out.push(profileUpdate(op, props));
+        }
+        const profile: Obj = { $set: profileProperties(rest, c), $token: token, $distinct_id: distinctId(ev, c), $ip: ipOf(ev), $time: time };
         if (ev.context?.active === false) profile.$ignore_time = true;
-        const out = [engageRequest(profile)];
+        out.push(engageRequest(profile));
         if (!simplified(c) && ev.userId && ev.anonymousId) {
           out.push(importRequest({ event: "$merge", properties: { $distinct_ids: [ev.userId, ev.anonymousId], token } }));
         }
@@ -284,10 +275,10 @@ export const mixpanel: DestinationDefinition = {
         if (keys.length === 0) throw new TransformError("destination config is missing 'groupKeySettings'");
         const out = [];
         for (const key of keys) {
-          let values = key === "groupId" ? firstOf(ev, ["groupId", "traits.groupId"]) : getPath(ev.traits, key);
+          let values = key === "groupId" ? ev.groupId || getPath(ev, "traits.groupId") : getPath(ev.traits, key);
           if (!values) continue;
           if (!Array.isArray(values)) values = [values];
-          out.push(engageRequest({ $token: token, $distinct_id: distinctId(ev, c), $set: { [key]: values }, $ip: firstOf(ev, ["context.ip", "request_ip"]) }));
+          out.push(engageRequest({ $token: token, $distinct_id: distinctId(ev, c), $set: { [key]: values }, $ip: ipOf(ev) }));
           for (const value of values) {
             out.push(engageRequest({ $token: token, $group_key: key, $group_id: value, $set: { ...ev.traits } }, "groups"));
           }
