@@ -380,3 +380,17 @@ test("retention finds the id range of old events by binary search, across gaps i
   expect(lastEventIdBefore(c, 1e15)).toBe(200);
   c.close();
 });
+
+test("form bodies are written as RudderStack's server writes them: a list of one JSON string arrives as a JSON array", async () => {
+  const { requestBody } = await import("../src/pipeline/send");
+  const { restRequest } = await import("../src/destinations/types");
+  const req = restRequest({ endpoint: "https://api2.amplitude.com/groupidentify", form: { api_key: "k", identification: [JSON.stringify({ group_type: "org", group_value: "acme" })], n: 3, obj: { a: 1 }, list: ["a", "b", 7] } });
+  const { body, contentType } = requestBody(req);
+  expect(contentType).toBe("application/x-www-form-urlencoded");
+  const form = new URLSearchParams(body);
+  expect(JSON.parse(form.get("identification")!)).toEqual([{ group_type: "org", group_value: "acme" }]);
+  expect(form.get("api_key")).toBe("k");
+  expect(form.get("n")).toBe("3");
+  expect(form.get("obj")).toBe('{"a":1}');
+  expect(form.get("list")).toBe("[a b 7]");
+});

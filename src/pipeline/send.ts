@@ -19,6 +19,17 @@ export function requestUrl(req: DestinationRequest): string {
   return u.toString();
 }
 
+/**
+ * A form field as RudderStack's server writes it (Go's fmt.Sprint): a list is its items
+ * between brackets, separated by spaces, so a list of one JSON string (Amplitude's
+ * `identification` and `mapping`) arrives as a JSON array. Objects are sent as JSON.
+ */
+function formValue(v: unknown): string {
+  if (typeof v === "string") return v;
+  if (Array.isArray(v)) return `[${v.map((item) => (typeof item === "string" ? item : JSON.stringify(item))).join(" ")}]`;
+  return JSON.stringify(v);
+}
+
 /** The body as the service expects it: JSON, a JSON array, a form, or XML text. */
 export function requestBody(req: DestinationRequest): { body?: string; contentType?: string } {
   if (req.method === "GET" || req.method === "DELETE") {
@@ -28,7 +39,7 @@ export function requestBody(req: DestinationRequest): { body?: string; contentTy
   if (typeof req.body.JSON_ARRAY?.batch === "string") return { body: req.body.JSON_ARRAY.batch as string, contentType: "application/json" };
   if (Object.keys(req.body.FORM).length) {
     const form = new URLSearchParams();
-    for (const [k, v] of Object.entries(req.body.FORM)) form.append(k, typeof v === "string" ? v : JSON.stringify(v));
+    for (const [k, v] of Object.entries(req.body.FORM)) form.append(k, formValue(v));
     return { body: form.toString(), contentType: "application/x-www-form-urlencoded" };
   }
   if (typeof req.body.XML?.payload === "string") return { body: req.body.XML.payload as string, contentType: "application/xml" };
