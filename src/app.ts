@@ -126,7 +126,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     log.info("workspace file applied", { file: settings.config, ...summary });
   }
 
-  // Checkpoints happen on the sync thread (gateway/wal-sync-worker.ts), never on this one.
+  // Checkpoints happen on their own thread (gateway/checkpoint-worker.ts), never on this one.
   db.$client.exec("PRAGMA wal_autocheckpoint = 0");
   const writer = new GroupCommitWriter(join(settings.dataDir, "sluice.db"), settings.synchronous, eventIdFloor(db.$client));
   await writer.start();

@@ -2,15 +2,20 @@
  * Group commit for intake. Rows of every request that arrives in one turn of the event
  * loop are inserted and committed together when the loop goes idle (setImmediate), on
  * the main thread, through a connection of their own with prepared statements. That
- * connection commits without SQLite's fsync; the sync thread (wal-sync-worker.ts)
- * fsyncs the WAL file and only then are the callers answered. So with `--sync FULL`
- * "OK" still means "on disk, survives a power cut", but the main thread never waits
- * for the disk, and several commits share one fsync while the previous one runs.
+ * connection commits without SQLite's fsync; with `--sync FULL` the WAL file is then
+ * fdatasync'ed on Bun's I/O thread pool (node:fs's asynchronous call) and only then are
+ * the callers answered. So "OK" still means "on disk, survives a power cut", the main
+ * thread never waits for the disk, and commits made during an fsync share the next one.
+ *
+ * WAL checkpoints run on a thread of their own (checkpoint-worker.ts): a checkpoint
+ * copies a second of events into the database file and syncs it, which must not hold up
+ * the fsyncs requests wait for.
  *
  * Why not the whole commit on a storage thread: handing rows across threads cost the
  * main thread about as much as inserting them, and the other thread twice that.
  */
 import { Database, type Statement } from "bun:sqlite";
+import { closeSync, fdatasync, fstatSync, openSync, statSync } from "node:fs";
 import { locateWorkerFile } from "../lib/worker-file";
 
 export interface EventRow {
@@ -39,12 +44,15 @@ export class GroupCommitWriter {
   /** Commits waiting for their fsync, by sequence number. */
   private unsynced = new Map<number, Pending[]>();
   private seq = 0;
+  private walPath: string;
+  private walFd: number | undefined;
+  /** An fdatasync is under way; commits made meanwhile wait for the next one. */
+  private syncing = false;
   private afterCommit: Array<(lastEventId: number) => void> = [];
   private idle: Array<() => void> = [];
   /** The newest id given to an event; ids are assigned here (see db/schema/pipeline.ts). */
   private lastEventId: number;
   private closed = false;
-  private broken: Error | undefined;
   private ready: Promise<void>;
 
   constructor(
@@ -56,10 +64,11 @@ export class GroupCommitWriter {
     this.db = new Database(path, { strict: true });
     this.db.exec("PRAGMA busy_timeout = 5000");
     this.db.exec("PRAGMA journal_mode = WAL");
-    // Durability comes from the sync thread's fsync before anyone is answered (see above).
+    // Durability comes from the fdatasync of the WAL before anyone is answered (see above).
     this.db.exec("PRAGMA synchronous = OFF");
-    // Checkpoints run on the sync thread, whose connection syncs the database file.
+    // Checkpoints run on the checkpoint thread, whose connection syncs the database file.
     this.db.exec("PRAGMA wal_autocheckpoint = 0");
+    this.walPath = `${path}-wal`;
     const newest = (this.db.query("SELECT max(id) AS id FROM events").get() as { id: number | null }).id ?? 0;
     // Ids only grow, even after the newest events were deleted: an id the processor has
     // passed must never be given again, or its new event would never be routed.
@@ -73,22 +82,20 @@ export class GroupCommitWriter {
       this.lastEventId = id;
     }).immediate;
 
-    this.worker = new Worker(locateWorkerFile(import.meta.url, "wal-sync-worker", "src/gateway/wal-sync-worker.ts"));
+    this.worker = new Worker(locateWorkerFile(import.meta.url, "checkpoint-worker", "src/gateway/checkpoint-worker.ts"));
     this.ready = new Promise((resolve, reject) => {
       const onInit = (e: MessageEvent) => {
         if (e.data?.type === "ready") resolve();
-        else if (e.data?.type === "init-failed") reject(new Error(`the sync thread could not open the database: ${e.data.error}`));
+        else if (e.data?.type === "init-failed") reject(new Error(`the checkpoint thread could not open the database: ${e.data.error}`));
         else return;
         this.worker.removeEventListener("message", onInit);
       };
       this.worker.addEventListener("message", onInit);
     });
-    this.worker.addEventListener("message", (e: MessageEvent) => this.onSynced(e.data));
-    this.worker.addEventListener("error", (e) => this.failUnsynced(new Error(`the sync thread failed: ${(e as ErrorEvent).message}`)));
     this.worker.postMessage({ type: "init", path });
   }
 
-  /** Resolves when the sync thread has opened the database. */
+  /** Resolves when the checkpoint thread has opened the database. */
   start(): Promise<void> {
     return this.ready;
   }
@@ -96,7 +103,6 @@ export class GroupCommitWriter {
   /** Resolves once the rows are committed (and, with FULL, fsynced). */
   write(rows: EventRow[]): Promise<void> {
     if (this.closed) return Promise.reject(new Error("storage is shutting down"));
-    if (this.broken) return Promise.reject(this.broken);
     return new Promise((resolve, reject) => {
       for (const r of rows) this.rows.push(r);
       this.pending.push({ resolve, reject });
@@ -146,17 +152,40 @@ export class GroupCommitWriter {
       this.committed();
       return;
     }
-    const seq = ++this.seq;
-    this.unsynced.set(seq, pending);
-    this.worker.postMessage(seq);
+    this.unsynced.set(++this.seq, pending);
+    if (!this.syncing) this.sync();
   }
 
-  private onSynced(msg: any) {
-    if (msg?.type !== "synced" && msg?.type !== "sync-failed") return;
-    const err = msg.type === "sync-failed" ? new Error(`fsync failed: ${msg.error}`) : undefined;
-    // One fsync covers every commit made before it started.
+  /** fdatasync of the WAL on the I/O pool; it covers every commit made before it starts. */
+  private sync() {
+    const upTo = this.seq;
+    let fd: number;
+    try {
+      fd = this.walDescriptor();
+    } catch (err) {
+      this.synced(upTo, err);
+      return;
+    }
+    this.syncing = true;
+    fdatasync(fd, (err) => {
+      this.syncing = false;
+      this.synced(upTo, err);
+      if (this.unsynced.size) this.sync();
+    });
+  }
+
+  /** The WAL's descriptor, reopened if SQLite replaced the file. fsync on Linux flushes the file whichever descriptor asks. */
+  private walDescriptor(): number {
+    if (this.walFd !== undefined && fstatSync(this.walFd).ino === statSync(this.walPath).ino) return this.walFd;
+    if (this.walFd !== undefined) closeSync(this.walFd);
+    this.walFd = openSync(this.walPath, "r");
+    return this.walFd;
+  }
+
+  private synced(upTo: number, error: unknown) {
+    const err = error ? new Error(`fsync of the WAL failed: ${(error as Error).message ?? error}`) : undefined;
     for (const [seq, pending] of this.unsynced) {
-      if (seq > msg.seq) break;
+      if (seq > upTo) break;
       this.unsynced.delete(seq);
       for (const p of pending) err ? p.reject(err) : p.resolve();
     }
@@ -166,16 +195,6 @@ export class GroupCommitWriter {
 
   private committed() {
     for (const fn of this.afterCommit) fn(this.lastEventId);
-  }
-
-  private failUnsynced(err: Error) {
-    // Without the sync thread nothing can be made durable: refuse (503) rather than hang.
-    this.broken = err;
-    for (const pending of this.unsynced.values()) for (const p of pending) p.reject(err);
-    this.unsynced.clear();
-    for (const p of this.pending.splice(0)) p.reject(err);
-    this.rows = [];
-    for (const fn of this.idle.splice(0)) fn();
   }
 
   /** Stops taking writes, commits and syncs what is queued, and closes both connections. */
@@ -194,6 +213,7 @@ export class GroupCommitWriter {
       this.worker.postMessage({ type: "close" });
     });
     this.worker.terminate();
+    if (this.walFd !== undefined) closeSync(this.walFd);
     // Closed before the main connection: the last connection to close checkpoints the WAL,
     // and this one would do it without syncing the database file.
     this.db.close();
