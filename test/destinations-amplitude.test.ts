@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { amplitude } from "../src/destinations/amplitude";
-import { parseUserAgent } from "../src/destinations/amplitude/user-agent";
+import { parseUserAgent } from "../src/destinations/user-agent";
 import type { DestinationContext, DestinationRequest, SluiceEvent } from "../src/destinations/types";
 
 const ctx = (config: Record<string, any> = {}, baseUrl?: string): DestinationContext => ({
@@ -366,7 +366,7 @@ test("AM deleteUsers → POST amplitude.com/api/2/deletions/users, Basic apiKey:
   );
 });
 
-test("user agent reader: the names ua-parser-js (Amplitude's fork) reports for common browsers", () => {
+test("AM user agents → the names Amplitude's fork of ua-parser-js reports for common browsers", () => {
   const cases: Array<[string, [string?, string?, string?, string?]]> = [
     [CHROME_MAC, ["Chrome", "77.0.3865.90", "Mac", undefined]],
     ["Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 Edg/120.0.2210.91", ["Edge", "120.0.2210.91", "Windows", undefined]],
@@ -375,9 +375,11 @@ test("user agent reader: the names ua-parser-js (Amplitude's fork) reports for c
     ["Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/121.0.0.0 Mobile Safari/537.36", ["Chrome", "121.0.0.0", "Android", "Samsung"]],
     ["Mozilla/5.0 (X11; Ubuntu; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0", ["Firefox", "121.0", "Ubuntu", undefined]],
   ];
-  for (const [ua, [browser, version, os, vendor]] of cases) {
-    const info = parseUserAgent(ua);
-    expect([info.browser.name, info.browser.version, info.os.name, info.device.vendor]).toEqual([browser, version, os, vendor]);
+  // AM sends the browser as os_name/os_version, the OS as device_model and the vendor as device_manufacturer.
+  for (const [ua, expected] of cases) {
+    const event: SluiceEvent = { ...base, channel: "web", context: { userAgent: ua }, type: "track", event: "Clicked" };
+    const f = sent(amplitude.transform(event, ctx()));
+    expect([f.os_name, f.os_version, f.device_model, f.device_manufacturer]).toEqual(expected);
   }
   expect(parseUserAgent(undefined)).toEqual({ browser: {}, os: {}, device: {} });
 });

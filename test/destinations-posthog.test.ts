@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { posthog } from "../src/destinations/posthog";
-import { browserOf, osNameOf } from "../src/destinations/posthog/user-agent";
+import { parseUserAgent } from "../src/destinations/user-agent";
 import type { DestinationContext, SluiceEvent } from "../src/destinations/types";
 
 const ctx = (config: Record<string, any> = {}, baseUrl?: string): DestinationContext => ({
@@ -137,10 +137,12 @@ test("POSTHOG user agents → the names ua-parser-js gives (browser, version, OS
     ["Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36", "Chrome", "120.0.0.0", "Linux"],
     ["Mozilla/5.0 (Macintosh; Intel Mac OS X 14_1) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15", "Safari", "17.1", "Mac OS"],
   ];
-  for (const [ua, name, version, os] of cases) {
-    expect([browserOf(ua), osNameOf(ua)]).toEqual([{ name, version }, os]);
-  }
-  expect([browserOf("curl/8.0"), osNameOf("curl/8.0")]).toEqual([{}, undefined]);
+  const read = (ua: string) => {
+    const { browser, os } = parseUserAgent(ua);
+    return [browser, os.name];
+  };
+  for (const [ua, name, version, os] of cases) expect(read(ua)).toEqual([{ name, version }, os]);
+  expect(read("curl/8.0")).toEqual([{}, undefined]);
 });
 
 test("POSTHOG track with context.traits → properties.$set carries them (person update)", () => {

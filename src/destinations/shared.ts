@@ -27,6 +27,24 @@ export function firstOf(value: unknown, paths: string[]): any {
   return undefined;
 }
 
+// Most RudderStack mapping files use these semantics; `firstOf`/`compact` treat "" as a value and drop nulls.
+/** A value a RudderStack mapping would use: not undefined, null, "" or NaN (0 and false count). */
+export const isPresent = (v: unknown): boolean => !!v || v === 0 || v === false;
+
+/** The first of `paths` holding a present value. */
+export function firstPresent(value: unknown, paths: string[]): any {
+  for (const p of paths) {
+    const v = getPath(value, p);
+    if (isPresent(v)) return v;
+  }
+  return undefined;
+}
+
+/** A copy without top-level undefined values; a null is kept, so it is sent as null. */
+export function withoutUndefined(obj: Obj): Obj {
+  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
+}
+
 /** Sets `a.b.c` on an object, creating intermediate objects. */
 export function setPath(target: Obj, path: string, value: unknown): void {
   const parts = path.split(".");

@@ -3,9 +3,9 @@
  * RudderStack's AM mapping files define them. Web events (other than screen) read browser, OS
  * and vendor from `context.userAgent`, as Amplitude's own browser SDK reports them.
  */
-import { getPath, isPlainObject } from "../shared";
+import { getPath, isPlainObject, isPresent } from "../shared";
 import type { SluiceEvent } from "../types";
-import { parseUserAgent } from "./user-agent";
+import { parseUserAgent } from "../user-agent";
 
 type Obj = Record<string, any>;
 
@@ -13,6 +13,8 @@ type Obj = Record<string, any>;
 export type MappingKind = "identify" | "group" | "track" | "revenue" | "page" | "screen";
 
 const defined = (v: unknown) => v !== undefined && v !== null;
+// RudderStack's AM reads agents with Amplitude's fork of ua-parser-js, which names macOS "Mac".
+const amplitudeOsName = (name: string | undefined) => (name === "Mac OS" ? "Mac" : name);
 const isWeb = (event: SluiceEvent) => typeof event.channel === "string" && event.channel.toLowerCase() === "web";
 
 /** A top-level trait named like the Amplitude field wins over the mapping (RudderStack's reverse-ETL rule). */
@@ -31,7 +33,7 @@ function computedFields(event: SluiceEvent, kind: MappingKind, config: Obj): Obj
   const fields: Array<[string, () => unknown]> = [
     ["os_name", () => fromUa(ua?.browser.name, "context.os.name")],
     ["os_version", () => fromUa(ua?.browser.version, "context.os.version")],
-    ["device_model", () => fromUa(ua?.os.name, "context.device.model")],
+    ["device_model", () => fromUa(amplitudeOsName(ua?.os.name), "context.device.model")],
     ["device_manufacturer", () => fromUa(ua?.device.vendor, "context.device.manufacturer")],
     ["platform", () => (kind !== "screen" && isWeb(event) ? "Web" : getPath(event, "context.device.type"))],
     ["device_brand", () => (config.mapDeviceBrand ? getPath(event, "context.device.brand") : undefined)],
@@ -104,7 +106,7 @@ export function addLocation(event: SluiceEvent, payload: Obj): void {
       }
       if (defined(payload[key])) continue;
       const value = getPath(event, path);
-      if (value || value === 0 || value === false) payload[key] = value;
+      if (isPresent(value)) payload[key] = value;
     }
   }
 }

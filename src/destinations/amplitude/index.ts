@@ -19,6 +19,7 @@ import {
   timestampOf,
   toMillis,
   traitsOf,
+  withoutUndefined,
 } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 import { type MappingKind, addLocation, addMobileIds, mappedFields } from "./fields";
@@ -65,8 +66,6 @@ export const AmplitudeConfig = t.Object(
 
 const base = (config: Obj) => (config.residencyServer === "EU" ? BASE_EU : BASE_US);
 const defined = (v: unknown) => v !== undefined && v !== null;
-// Absent values are dropped; a null is passed on, as RudderStack does.
-const withoutUndefined = (obj: Obj): Obj => Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
 const isInteger = (v: unknown) => (typeof v === "number" && Number.isInteger(v)) || (typeof v === "string" && /^-?\d+$/.test(v));
 
 /** Amplitude's session id: from `session_id` ("anon:123" → 123), else `context.sessionId`, else -1. */

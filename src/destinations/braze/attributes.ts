@@ -3,9 +3,8 @@
  * names itself, every other trait as a custom attribute, and (when enabled) the nested
  * array operations $add / $update / $remove on object traits.
  */
-import { getPath, isPlainObject } from "../shared";
+import { firstPresent, getPath, isPlainObject } from "../shared";
 import { type SluiceEvent, TransformError } from "../types";
-import { fieldValue } from "./identity";
 
 type Obj = Record<string, any>;
 
@@ -49,7 +48,7 @@ export function isMappedToDestination(event: SluiceEvent): boolean {
 }
 
 export function userAttributes(event: SluiceEvent, config: Obj): Obj {
-  const traits = fieldValue(event, ["traits", "context.traits"]);
+  const traits = firstPresent(event, ["traits", "context.traits"]);
   if (isMappedToDestination(event)) return isPlainObject(traits) ? { ...traits } : {};
   if (!isPlainObject(traits)) return {};
   const data: Obj = {};

@@ -3,9 +3,8 @@
  * ecommerce track events become `ecommerce.*` custom events whose properties follow Braze's
  * schema. Like RudderStack, missing required fields never drop the event: Braze reports them.
  */
-import { getPath, isPlainObject } from "../shared";
+import { firstPresent, isPlainObject } from "../shared";
 import type { SluiceEvent } from "../types";
-import { fieldValue } from "./identity";
 
 type Obj = Record<string, any>;
 type FieldType = "String" | "Float" | "Integer" | "Array";
@@ -122,7 +121,7 @@ function presentOnly(obj: Obj): Obj {
 function mapFields(source: unknown, fields: Field[]): Obj {
   const out: Obj = {};
   for (const [dest, sources, type] of fields) {
-    const value = fieldValue(source, sources);
+    const value = firstPresent(source, sources);
     if (value !== undefined) out[dest] = coerce(value, type);
   }
   return out;

@@ -3,23 +3,12 @@
  * external_id, anonymous ones by a user alias (the rudder_id alias of the anonymousId, or
  * one the sender chose in `integrations.Braze.alias`).
  */
-import { getPath, isPlainObject } from "../shared";
+import { firstPresent, isPlainObject } from "../shared";
 import type { SluiceEvent } from "../types";
 
 type Obj = Record<string, any>;
 
-/**
- * RudderStack's field lookup: the first path holding a truthy value, 0 or false. Unlike
- * `firstOf`, an empty string counts as missing, so `userId: ""` falls back to the alias.
- */
-export function fieldValue(event: unknown, paths: string[]): any {
-  for (const path of paths) {
-    const v = getPath(event, path);
-    if (v || v === 0 || v === false) return v;
-  }
-  return undefined;
-}
-
+// Read with firstPresent, not firstOf: `userId: ""` counts as missing and falls back to the alias.
 const USER_ID_ONLY = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id"];
 
 /** `integrations.BRAZE` (or `Braze`, `braze`): per-event options the sender gives Braze. */
@@ -63,7 +52,7 @@ export function withExternalId(payload: Obj, event: SluiceEvent): Obj {
  * off update-only mode, which Braze otherwise forces for aliases, so the profile is created.
  */
 export function withUserIdentifier(payload: Obj, event: SluiceEvent): Obj {
-  if (fieldValue(event, USER_ID_ONLY) || brazeExternalId(event)) return withExternalId(payload, event);
+  if (firstPresent(event, USER_ID_ONLY) || brazeExternalId(event)) return withExternalId(payload, event);
   payload._update_existing_only = false;
   const alias = userAliasOf(event);
   if (alias) payload.user_alias = alias;

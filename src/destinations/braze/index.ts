@@ -5,12 +5,12 @@
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { EVENT_FILTERING_KEYS, chunkItems, compact, eventFilteringSchema, getPath, isEventAllowed } from "../shared";
+import { EVENT_FILTERING_KEYS, chunkItems, compact, eventFilteringSchema, firstPresent, getPath, isEventAllowed } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 import { isMappedToDestination, userAttributes } from "./attributes";
 import { PARTNER, batchBraze } from "./batch";
 import { ecommerceEventFor, ecommerceProperties } from "./ecommerce";
-import { externalIdOf, fieldValue, integrationsOptions, userAliasOf, withExternalId, withUserIdentifier } from "./identity";
+import { externalIdOf, integrationsOptions, userAliasOf, withExternalId, withUserIdentifier } from "./identity";
 
 type Obj = Record<string, any>;
 
@@ -52,7 +52,7 @@ const defined = (v: unknown) => v !== undefined && v !== null;
 function purchases(event: SluiceEvent, config: Obj): Obj[] {
   const fail = (why: string) => new TransformError(`Invalid Order Completed event: ${why}`);
   const props: Obj = event.properties || {};
-  const timestamp = fieldValue(event, ["timestamp", "originalTimestamp"]);
+  const timestamp = firstPresent(event, ["timestamp", "originalTimestamp"]);
   if (!props.products) throw fail("Products array is missing in the message");
   if (!Array.isArray(props.products)) throw fail("Products is not an array");
   const products: Obj[] = props.products.filter(defined);
@@ -127,7 +127,7 @@ function identify(event: SluiceEvent, config: Obj, call: (path: string, json: Ob
 
 /** group: a subscription state change when enabled, else an `ab_rudder_group_<id>` attribute. */
 function group(event: SluiceEvent, config: Obj, call: (path: string, json: Obj) => ReturnType<typeof restRequest>) {
-  const groupId = fieldValue(event, ["groupId", "traits.groupId"]);
+  const groupId = firstPresent(event, ["groupId", "traits.groupId"]);
   if (!groupId) throw new TransformError("Invalid groupId");
   if (!config.enableSubscriptionGroupInGroupCall) {
     const attribute = withExternalId({ [`ab_rudder_group_${groupId}`]: true }, event);
@@ -140,8 +140,8 @@ function group(event: SluiceEvent, config: Obj, call: (path: string, json: Obj) 
   }
   const subscription: Obj = { subscription_group_id: groupId, subscription_state: traits.subscriptionState };
   if (event.userId) subscription.external_ids = [event.userId];
-  const phone = fieldValue(event, ["traits.phone", "context.traits.phone", "properties.phone"]);
-  const email = fieldValue(event, ["traits.email", "context.traits.email", "properties.email", "context.externalId.0.id"]);
+  const phone = firstPresent(event, ["traits.phone", "context.traits.phone", "properties.phone"]);
+  const email = firstPresent(event, ["traits.email", "context.traits.email", "properties.email", "context.externalId.0.id"]);
   // Braze takes one channel per entry; RudderStack prefers the phone.
   if (phone) subscription.phones = [phone];
   else if (email) subscription.emails = [email];

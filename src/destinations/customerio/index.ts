@@ -5,7 +5,17 @@
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { EVENT_FILTERING_KEYS, basicAuth, batchConsecutive, chunkItems, eventFilteringSchema, getPath, isEventAllowed } from "../shared";
+import {
+  EVENT_FILTERING_KEYS,
+  basicAuth,
+  batchConsecutive,
+  chunkItems,
+  eventFilteringSchema,
+  firstPresent,
+  getPath,
+  isEventAllowed,
+  withoutUndefined,
+} from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -42,11 +52,6 @@ const isEmail = (v: unknown) => typeof v === "string" && /^[^\s@]+@[^\s@]+\.[^\s
 /** Ids and tokens are URL-encoded in paths (an email's "@" included), as RudderStack does. */
 const pathParam = (v: unknown) => (typeof v === "string" ? encodeURIComponent(v) : String(v));
 const seconds = (ts: unknown) => Math.floor(new Date(String(ts)).getTime() / 1000);
-/** RudderStack skips empty strings (and null) when it looks for an id or a timestamp. */
-const present = (v: unknown) => !!v || v === 0 || v === false;
-const pick = (event: SluiceEvent, paths: string[]) => paths.map((p) => getPath(event, p)).find(present);
-/** RudderStack drops undefined fields only: a null attribute is sent as null. */
-const withoutUndefined = (obj: Obj) => Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
 
 /** Cuts a string to at most `max` UTF-8 bytes without splitting a character. */
 function truncateBytes(s: string, max: number): string {
@@ -63,7 +68,7 @@ function truncateBytes(s: string, max: number): string {
 type Built = { method: "PUT" | "POST" | "DELETE"; url: string; body: Obj };
 
 function identify(event: SluiceEvent, userId: unknown, base: string): Built {
-  const id = userId || pick(event, EMAIL);
+  const id = userId || firstPresent(event, EMAIL);
   if (!id) throw new TransformError("userId or email is not present");
   const traits: Obj = (event.traits ? event.traits : event.context?.traits) ?? {};
   const body: Obj = {};
@@ -71,9 +76,9 @@ function identify(event: SluiceEvent, userId: unknown, base: string): Built {
   for (const [key, value] of Object.entries(traits)) if (!NOT_ATTRIBUTES.includes(key)) body[key] = value;
   // user_properties is a deprecated place for attributes that RudderStack still honours.
   if (event.user_properties && typeof event.user_properties === "object") Object.assign(body, event.user_properties);
-  const createdAt = pick(event, ["traits.createdAt", "context.traits.createdAt"]);
+  const createdAt = firstPresent(event, ["traits.createdAt", "context.traits.createdAt"]);
   if (createdAt) body.created_at = seconds(createdAt);
-  const ts = pick(event, TIMESTAMP);
+  const ts = firstPresent(event, TIMESTAMP);
   if (ts) body._timestamp = seconds(ts);
   if (event.anonymousId) body.anonymous_id = event.anonymousId;
   return { method: "PUT", url: `${base}/v1/customers/${pathParam(id)}`, body };
@@ -93,13 +98,13 @@ function alias(event: SluiceEvent, userId: unknown, base: string): Built {
 
 /** A group becomes a Customer.io object, related to the user who sent it. */
 function group(event: SluiceEvent, base: string): Built {
-  const objectId = pick(event, ["groupId", "traits.groupId"]);
+  const objectId = firstPresent(event, ["groupId", "traits.groupId"]);
   if (objectId === undefined) throw new TransformError("groupId is required for group events");
   const typeId = getPath(event, "traits.objectTypeId");
-  const action = pick(event, ["traits.action", "properties.action"]);
+  const action = firstPresent(event, ["traits.action", "properties.action"]);
   const { action: _inAction, ...attributes } = event.traits || {};
-  const userId = pick(event, USER_ID);
-  const who = userId !== undefined ? String(userId) : pick(event, ["context.traits.email", "properties.email", "context.externalId.0.id"]);
+  const userId = firstPresent(event, USER_ID);
+  const who = userId !== undefined ? String(userId) : firstPresent(event, ["context.traits.email", "properties.email", "context.externalId.0.id"]);
   const op: Obj = {
     identifiers: withoutUndefined({ object_id: String(objectId), object_type_id: typeId == null ? "1" : String(typeId) || undefined }),
     type: "object",
@@ -125,7 +130,7 @@ function anonymousName(event: SluiceEvent, name: unknown): string {
 }
 
 function eventCall(event: SluiceEvent, name: string | undefined, evType: string, userId: unknown, base: string, config: Obj): Built {
-  const rawId = userId || pick(event, EMAIL);
+  const rawId = userId || firstPresent(event, EMAIL);
   const id = rawId ? pathParam(rawId) : undefined;
   const token = getPath(event, "context.device.token");
   if (name === DEVICE_DELETE_EVENT) {
@@ -134,7 +139,7 @@ function eventCall(event: SluiceEvent, name: string | undefined, evType: string,
   }
   const isDeviceEvent = DEVICE_EVENTS.includes(name as string) || config.deviceTokenEventName === name;
   if (isDeviceEvent && id && token) return { method: "PUT", url: `${base}/v1/customers/${id}/devices`, body: { device: device(event, token) } };
-  const ts = pick(event, TIMESTAMP);
+  const ts = firstPresent(event, TIMESTAMP);
   const body: Obj = { data: event.properties, name, type: evType, timestamp: ts ? seconds(ts) : undefined };
   if (id) return { method: "POST", url: `${base}/v1/customers/${id}/events`, body };
   const anonName = anonymousName(event, name);
@@ -156,7 +161,7 @@ function eventName(event: SluiceEvent): { name: string | undefined; evType: stri
 
 function build(event: SluiceEvent, ctx: DestinationContext): Built {
   const base = api(ctx.config);
-  const userId = pick(event, USER_ID);
+  const userId = firstPresent(event, USER_ID);
   switch (event.type) {
     case "identify":
       return identify(event, userId, base);

@@ -6,7 +6,19 @@
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { EVENT_FILTERING_KEYS, eventFilteringSchema, flattenJson, getPath, isEventAllowed, isPlainObject, timestampOf, toMillis } from "../shared";
+import {
+  EVENT_FILTERING_KEYS,
+  eventFilteringSchema,
+  firstPresent,
+  flattenJson,
+  getPath,
+  isEventAllowed,
+  isPlainObject,
+  isPresent,
+  timestampOf,
+  toMillis,
+  withoutUndefined,
+} from "../shared";
 import { type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 import {
   GROUP_COMMON,
@@ -17,7 +29,6 @@ import {
   STANDARD_EVENTS,
   type Standard,
   TRACK_PAGE_COMMON,
-  isPresent,
   mapParams,
   sourceNames,
 } from "./mapping";
@@ -215,11 +226,8 @@ function nonPersonalizedAds(event: SluiceEvent): boolean | undefined {
 }
 
 function userId(event: SluiceEvent): string | undefined {
-  for (const path of ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id"]) {
-    const v = getPath(event, path);
-    if (isPresent(v)) return String(v);
-  }
-  return undefined;
+  const v = firstPresent(event, ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id"]);
+  return v === undefined ? undefined : String(v);
 }
 
 /** client_id (gtag) or app_instance_id (firebase); a hybrid-mode web SDK passes its own client id. */
@@ -284,7 +292,7 @@ export const ga4: DestinationDefinition = {
         endpoint: endpointFor(ctx, ctx.config.debugMode ? DEBUG_ENDPOINT : ENDPOINT),
         headers: { HOST: "www.google-analytics.com", "Content-Type": "application/json" },
         params: query,
-        json: Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined)),
+        json: withoutUndefined(body),
       }),
     ];
   },

@@ -3,7 +3,7 @@
  * parameter is read from, and how products become GA4 items. Kept as data so each row can be
  * checked against RudderStack's mapping files one by one.
  */
-import { getPath } from "../shared";
+import { getPath, isPresent } from "../shared";
 import { TransformError } from "../types";
 
 type Obj = Record<string, any>;
@@ -38,9 +38,6 @@ export const p = (key: string, from: Source | Source[], extra: Partial<Param> = 
 });
 
 const prop = (...names: string[]) => names.map((n) => `properties.${n}`);
-
-/** RudderStack keeps 0 and false but skips empty strings and NaN when it tries several sources. */
-export const isPresent = (v: unknown) => !!v || v === 0 || v === false;
 
 function productOf([pricePath, quantityPath]: [string, string], source: unknown): number | undefined {
   const price = getPath(source, pricePath);

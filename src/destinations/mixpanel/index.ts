@@ -18,9 +18,10 @@ import {
   requestKey,
   timestampOf,
   toMillis,
+  withoutUndefined,
 } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
-import { type Mapping, PROFILE_OPERATIONS, browserFields, mapPaths, profileProperties, takeOperationTraits, withoutUndefined } from "./profile";
+import { type Mapping, PROFILE_OPERATIONS, browserFields, mapPaths, profileProperties, takeOperationTraits } from "./profile";
 
 type Obj = Record<string, any>;
 

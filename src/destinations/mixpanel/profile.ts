@@ -3,21 +3,18 @@
  * of mapped ($email, $first_name, …) and custom traits with device fields, and the
  * config-driven `$set_once` / `$union` / `$append` operations, whose traits then leave `$set`.
  */
-import { getPath, isPlainObject } from "../shared";
+import { firstPresent, getPath, isPlainObject, withoutUndefined } from "../shared";
 import { type SluiceEvent, TransformError } from "../types";
-import { parseUserAgent } from "../amplitude/user-agent";
+import { parseUserAgent } from "../user-agent";
 
 type Obj = Record<string, any>;
 export type Mapping = Array<[string, string[]]>;
-
-/** RudderStack's mapping rule: a value counts unless it is empty ("", null, undefined, NaN). */
-export const present = (v: unknown) => !!v || v === 0 || v === false;
 
 /** Each destination key from the first source path holding a present value. */
 export function mapPaths(source: unknown, table: Mapping): Obj {
   const out: Obj = {};
   for (const [key, paths] of table) {
-    const value = paths.map((p) => getPath(source, p)).find(present);
+    const value = firstPresent(source, paths);
     if (value !== undefined) out[key] = value;
   }
   return out;
@@ -107,8 +104,6 @@ const EXCLUDED = [
   "createdAt", "email", "firstName", "firstname", "first_name", "lastName", "lastname", "last_name", "name",
   "username", "userName", "phone", "avatar", "address", "country", "city", "state", "unsubscribed",
 ];
-
-export const withoutUndefined = (obj: Obj): Obj => Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
 
 function customFields(sources: unknown[], into: Obj): Obj {
   for (const source of sources) {

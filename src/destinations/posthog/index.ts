@@ -10,12 +10,14 @@ import {
   chunkItems,
   compact,
   eventFilteringSchema,
+  firstPresent,
   getPath,
   isEventAllowed,
+  isPresent,
   jsonBytes,
 } from "../shared";
 import { type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
-import { browserOf, osNameOf } from "./user-agent";
+import { parseUserAgent } from "../user-agent";
 
 type Obj = Record<string, any>;
 
@@ -40,21 +42,9 @@ export const PostHogConfig = t.Object(
   { additionalProperties: true },
 );
 
-/** RudderStack's mappings skip empty strings, null and undefined, but keep 0 and false. */
-const present = (v: unknown) => !!v || v === 0 || v === false;
-
-/** The first of `paths` holding a value RudderStack's mappings would use. */
-function pick(event: SluiceEvent, paths: string[]): any {
-  for (const p of paths) {
-    const v = getPath(event, p);
-    if (present(v)) return v;
-  }
-  return undefined;
-}
-
 /** An object of the present values only, as RudderStack's mapping files build it. */
 function mapped(entries: Array<[string, unknown]>): Obj {
-  return Object.fromEntries(entries.filter(([, v]) => present(v)));
+  return Object.fromEntries(entries.filter(([, v]) => isPresent(v)));
 }
 
 /** PostHog property name → where RudderStack reads it from. */
@@ -99,13 +89,13 @@ const PROPERTY_MAP: Array<[string, string[]]> = [
 function userAgentProperties(event: SluiceEvent): Obj {
   const ua = getPath(event, "context.userAgent");
   if (event.channel !== "web" || !ua) return {};
-  const browser = browserOf(String(ua));
-  return { $os: osNameOf(String(ua)), $browser: browser.name, $browser_version: browser.version };
+  const { browser, os } = parseUserAgent(String(ua));
+  return { $os: os.name, $browser: browser.name, $browser_version: browser.version };
 }
 
 /** PostHog's default properties, built from the event's context. */
 function contextProperties(event: SluiceEvent): Obj {
-  let props: Obj = mapped(PROPERTY_MAP.map(([key, paths]) => [key, pick(event, paths)]));
+  let props: Obj = mapped(PROPERTY_MAP.map(([key, paths]) => [key, firstPresent(event, paths)]));
   props = { ...props, ...userAgentProperties(event) };
   if (event.type === "screen") props.$screen_name = event.event;
   try {
@@ -120,27 +110,27 @@ function contextProperties(event: SluiceEvent): Obj {
 
 /** Throws like RudderStack's required mappings when none of `paths` holds a value. */
 function required(event: SluiceEvent, paths: string[], what: string): any {
-  const v = pick(event, paths);
-  if (!present(v)) throw new TransformError(`${what} is required for ${event.type} events`);
+  const v = firstPresent(event, paths);
+  if (!isPresent(v)) throw new TransformError(`${what} is required for ${event.type} events`);
   return v;
 }
 
 function groupPayload(event: SluiceEvent, useV2Group: boolean): Obj {
   const common = mapped([
-    ["timestamp", pick(event, TIMESTAMP)],
+    ["timestamp", firstPresent(event, TIMESTAMP)],
     ["distinct_id", required(event, USER_ID, "userId or anonymousId")],
     ["messageId", event.messageId],
   ]);
-  const groupId = pick(event, ["groupId", "traits.groupId"]);
-  if (!useV2Group) return { ...common, ...mapped([["groupId", groupId], ["traits", pick(event, TRAITS)]]) };
+  const groupId = firstPresent(event, ["groupId", "traits.groupId"]);
+  if (!useV2Group) return { ...common, ...mapped([["groupId", groupId], ["traits", firstPresent(event, TRAITS)]]) };
   // groupType goes to $group_type, so it is left out of the group's own properties.
   const { groupType: _mapped, ...groupSet } = event.traits ?? {};
   const properties = mapped([
     ["$group_key", groupId],
-    ["$group_set", present(event.traits) ? groupSet : undefined],
+    ["$group_set", isPresent(event.traits) ? groupSet : undefined],
     ["$group_type", getPath(event, "traits.groupType")],
   ]);
-  if (present(properties.$group_type) && present(properties.$group_key)) properties.$groups = { [properties.$group_type]: properties.$group_key };
+  if (isPresent(properties.$group_type) && isPresent(properties.$group_key)) properties.$groups = { [properties.$group_type]: properties.$group_key };
   return { ...common, properties };
 }
 
@@ -150,7 +140,7 @@ function callPayload(event: SluiceEvent, useV2Group: boolean): { type: string; e
   const pageLike = (timestampPaths: string[]) =>
     mapped([
       ["properties", event.properties],
-      ["timestamp", pick(event, timestampPaths)],
+      ["timestamp", firstPresent(event, timestampPaths)],
       ["category", event.category],
       ["distinct_id", userId()],
       ["name", event.name],
@@ -165,7 +155,7 @@ function callPayload(event: SluiceEvent, useV2Group: boolean): { type: string; e
           ["distinct_id", userId()],
           ["messageId", event.messageId],
           ["properties", event.properties],
-          ["timestamp", pick(event, TIMESTAMP)],
+          ["timestamp", firstPresent(event, TIMESTAMP)],
         ]),
       };
     case "identify":
@@ -174,7 +164,7 @@ function callPayload(event: SluiceEvent, useV2Group: boolean): { type: string; e
         event: "$identify",
         body: mapped([
           ["distinct_id", userId()],
-          ["timestamp", pick(event, ORIGINAL_FIRST)],
+          ["timestamp", firstPresent(event, ORIGINAL_FIRST)],
           ["messageId", event.messageId],
           ["$set", required(event, TRAITS, "traits")],
         ]),
@@ -189,7 +179,7 @@ function callPayload(event: SluiceEvent, useV2Group: boolean): { type: string; e
         event: "$create_alias",
         body: {
           properties: { alias: userId(), distinct_id: required(event, ["previousId"], "previousId") },
-          ...mapped([["timestamp", pick(event, ORIGINAL_FIRST)]]),
+          ...mapped([["timestamp", firstPresent(event, ORIGINAL_FIRST)]]),
         },
       };
     case "group":

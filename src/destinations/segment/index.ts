@@ -6,7 +6,7 @@
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { basicAuth, batchConsecutive, chunkItems, compact, getPath, requestKey } from "../shared";
+import { basicAuth, batchConsecutive, chunkItems, compact, firstPresent, requestKey } from "../shared";
 import { type DestinationDefinition, type SluiceEvent, requireConfig, restRequest } from "../types";
 
 const BATCH_API = "https://api.segment.io/v1/batch";
@@ -16,22 +16,12 @@ export const SegmentConfig = t.Object({ writeKey: t.String({ minLength: 1 }) }, 
 // Segment's documented limits: 32KB per message and 500KB per batch call.
 const MAX_BATCH_BYTES = 500 * 1024;
 
-/**
- * RudderStack reads these with its "first usable value" rule, which skips empty strings: SDKs
- * send `userId: ""` for anonymous users, and the anonymousId must win then.
- */
-function firstUsable(event: SluiceEvent, paths: string[]): unknown {
-  for (const p of paths) {
-    const v = getPath(event, p);
-    if (v || v === 0 || v === false) return v;
-  }
-  return undefined;
-}
-
+// Read with firstPresent, which skips empty strings: SDKs send `userId: ""` for anonymous users,
+// and the anonymousId must win then.
 const USER_ID_PATHS = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id", "anonymousId"];
 
 function traitsWithoutAnonymousId(event: SluiceEvent): unknown {
-  const traits = firstUsable(event, ["traits", "context.traits"]);
+  const traits = firstPresent(event, ["traits", "context.traits"]);
   if (!traits || typeof traits !== "object" || !(traits as Record<string, unknown>).anonymousId) return traits;
   const { anonymousId: _dropped, ...rest } = traits as Record<string, unknown>;
   return rest;
@@ -46,11 +36,11 @@ export function segmentItem(event: SluiceEvent): Record<string, unknown> {
   return compact({
     anonymousId: event.anonymousId,
     type: event.type,
-    userId: firstUsable(event, USER_ID_PATHS),
+    userId: firstPresent(event, USER_ID_PATHS),
     event: event.event || undefined,
     traits: traitsWithoutAnonymousId(event),
     properties: event.properties || undefined,
-    timeStamp: firstUsable(event, ["timestamp", "originalTimestamp"]),
+    timeStamp: firstPresent(event, ["timestamp", "originalTimestamp"]),
     messageId: event.messageId,
   });
 }

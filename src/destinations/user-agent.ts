@@ -1,9 +1,17 @@
 /**
- * Browser and OS names from a user agent, named as ua-parser-js 1.x names them, because
- * RudderStack fills PostHog's $browser, $browser_version and $os for web events from that
- * library. Only the common browsers and systems are recognised; anything else gives no name
- * (RudderStack's parser knows many more, see the README).
+ * Browser, OS and device vendor from a user agent, named as ua-parser-js 1.x names them,
+ * because RudderStack fills AM's browser/OS/manufacturer fields, MP's $browser and PostHog's
+ * $browser/$os for web events from that library (AM through Amplitude's fork, which the AM
+ * kind follows where it names things differently). Only the common browsers, systems and
+ * vendors are recognised; anything else gives no name and the callers fall back to the event's
+ * context (RudderStack's parser knows many more, see the README).
  */
+
+export interface UserAgentInfo {
+  browser: { name?: string; version?: string };
+  os: { name?: string };
+  device: { vendor?: string };
+}
 
 type Rule = {
   pattern: RegExp;
@@ -76,6 +84,17 @@ const OS_RULES: Rule[] = [
   { pattern: /\b([-frentopcghs]{0,5}bsd|dragonfly)[/ ]?(?!amd|[ix346]{1,2}86)([\w.]*)/i },
 ];
 
+// Only AM sends a vendor, and RudderStack's AM gives none for desktops (a Mac included).
+const VENDOR_RULES: Rule[] = [
+  { pattern: /\b(?:iPhone|iPad|iPod)\b/, name: "Apple" },
+  { pattern: /\b(?:SM-[A-Z]|SAMSUNG|Samsung)/, name: "Samsung" },
+  { pattern: /\bPixel\b/, name: "Google" },
+  { pattern: /\bHUAWEI|Huawei\b/, name: "Huawei" },
+  { pattern: /\b(?:Redmi|Xiaomi|MI \d)/, name: "Xiaomi" },
+  { pattern: /\bONEPLUS|OnePlus\b/, name: "OnePlus" },
+  { pattern: /\bmoto\b|Motorola/, name: "Motorola" },
+];
+
 function firstMatch(ua: string, rules: Rule[]): { name?: string; version?: string } | undefined {
   const text = ua.slice(0, UA_MAX_LENGTH);
   for (const rule of rules) {
@@ -87,10 +106,11 @@ function firstMatch(ua: string, rules: Rule[]): { name?: string; version?: strin
   return undefined;
 }
 
-export function browserOf(ua: string): { name?: string; version?: string } {
-  return firstMatch(ua, BROWSER_RULES) ?? {};
-}
-
-export function osNameOf(ua: string): string | undefined {
-  return firstMatch(ua, OS_RULES)?.name;
+export function parseUserAgent(ua: unknown): UserAgentInfo {
+  if (typeof ua !== "string" || ua === "") return { browser: {}, os: {}, device: {} };
+  return {
+    browser: firstMatch(ua, BROWSER_RULES) ?? {},
+    os: { name: firstMatch(ua, OS_RULES)?.name },
+    device: { vendor: firstMatch(ua, VENDOR_RULES)?.name },
+  };
 }
