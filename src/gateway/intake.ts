@@ -119,7 +119,10 @@ export async function acceptCalls(
   meta: RequestMeta,
 ): Promise<void> {
   const rows: EventRow[] = [];
-  const events: Record<string, any>[] = [];
+  // Events are kept past the commit only for live-event watchers: whatever survives the
+  // wait for the fsync is promoted out of the young heap, and that grew the process.
+  const topic = `source:${source.id}`;
+  const watched: Record<string, any>[] | undefined = deps.live.hasSubscribers(topic) ? [] : undefined;
   const keys: number[] = [];
   let suppressed = 0;
   let duplicates = 0;
@@ -137,7 +140,7 @@ export async function acceptCalls(
     // Marked at once, so a retry racing this request in the same commit is a duplicate too.
     deps.recent.add(key);
     keys.push(key);
-    events.push(event);
+    watched?.push(event);
     rows.push({
       workspaceId: source.workspaceId,
       sourceId: source.id,
@@ -150,7 +153,8 @@ export async function acceptCalls(
   }
   if (suppressed) deps.metrics.eventsSuppressed.inc({ source: source.id }, suppressed);
   if (duplicates) deps.metrics.eventsDuplicate.inc({ source: source.id }, duplicates);
-  if (rows.length === 0) return;
+  const stored = rows.length;
+  if (stored === 0) return;
   try {
     await deps.writer.write(rows);
   } catch (err) {
@@ -158,9 +162,8 @@ export async function acceptCalls(
     deps.log.error("event storage failed", { err, source: source.id });
     throw new AppError("UNAVAILABLE", "events could not be stored; retry later");
   }
-  const topic = `source:${source.id}`;
-  if (deps.live.hasSubscribers(topic)) for (const e of events) deps.live.publish(topic, e);
-  acceptedCounter(deps, source.id).inc(rows.length);
+  if (watched) for (const e of watched) deps.live.publish(topic, e);
+  acceptedCounter(deps, source.id).inc(stored);
 }
 
 const acceptedBySource = new WeakMap<IntakeDeps, Map<string, { inc(by?: number): void }>>();
