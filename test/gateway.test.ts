@@ -271,6 +271,17 @@ describe("browser SDK support", () => {
     expect(body.source).toMatchObject({ id: sourceId, enabled: true, config: {}, destinations: [] });
     expect((await fetch(`${s.url}/sourceConfig/?writeKey=nope`)).status).toBe(401);
   });
+
+  test("GET /sourceConfig/ as the browser SDK v3 asks for it: its extra query parameters, Basic auth and CORS", async () => {
+    const res = await fetch(`${s.url}/sourceConfig/?p=npm&v=3.34.1&build=modern&writeKey=${key}&lockIntegrationsVersion=true&lockPluginsVersion=true`, {
+      headers: { authorization: basic(key), accept: "application/json", origin: "https://shop.example" },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("access-control-allow-origin")).toBe("https://shop.example");
+    expect(((await res.json()) as any).source.id).toBe(sourceId);
+    const beacon = await fetch(`${s.url}/beacon/v1/batch?writeKey=${key}&v=3`, { method: "POST", body: JSON.stringify({ batch: [{ type: "track", anonymousId: "a", event: "E" }] }) });
+    expect(beacon.status).toBe(200);
+  });
 });
 
 test("accepted, duplicate and rejected events are counted in /metrics", async () => {

@@ -149,7 +149,7 @@ export function gatewayRoutes(deps: IntakeDeps, handlers: Record<string, IntakeH
     })
     .post("/beacon/v1/batch", via("/beacon/v1/batch"), {
       parse: "none",
-      query: t.Object({ writeKey: t.Optional(t.String()) }),
+      query: t.Object({ writeKey: t.Optional(t.String()) }, { additionalProperties: true }),
       detail: {
         summary: "batch call sent with navigator.sendBeacon",
         description: "For RudderStack's browser SDK: the write key comes as the `writeKey` query parameter and the body as text/plain JSON; no Authorization header.",
@@ -187,7 +187,7 @@ export function gatewayRoutes(deps: IntakeDeps, handlers: Record<string, IntakeH
         }
       },
       {
-        query: t.Object({ writeKey: t.Optional(t.String()) }),
+        query: t.Object({ writeKey: t.Optional(t.String()) }, { additionalProperties: true }),
         detail: {
           summary: "Source configuration for RudderStack's browser SDK",
           description: "Lets the browser SDK start against Sluice alone (set its configUrl to Sluice). All destinations are delivered by the server (cloud mode), so `destinations` is empty.",
