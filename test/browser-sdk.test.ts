@@ -88,7 +88,7 @@ async function runPage(tag: string, beacon: boolean) {
   page.on("response", (r) => failures.push(`${r.request().method()} ${r.url()} → ${r.status()}`));
   const url = `http://127.0.0.1:${site.port}/?wk=${writeKey}&dp=${encodeURIComponent(s.url)}&tag=${tag}&beacon=${beacon ? 1 : 0}`;
   await page.goto(url);
-  await page.waitForFunction(() => (window as any).sent === true, undefined, { timeout: 20_000 }).catch((e) => {
+  await page.waitForFunction(() => (globalThis as any).sent === true, undefined, { timeout: 20_000 }).catch((e) => {
     throw new Error(`${e.message}\n${failures.join("\n")}`);
   });
   const ofThisRun = () => storedEvents(s).filter((e) => e.userId === `browser-user-${tag}`);

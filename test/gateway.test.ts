@@ -360,3 +360,35 @@ test("event ids only grow: after a restart they stay above the processor's curso
   await b.stop();
   cleanup(a.dataDir);
 });
+
+test("the deduplication key set agrees with a JS Set through adds, deletes and growth, including keys that collide on their home slot", async () => {
+  const { KeySet } = await import("../src/gateway/dedup");
+  const set = new KeySet(16);
+  const ref = new Set<number>();
+  let seed = 7;
+  const rand = () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed;
+  };
+  // Keys sharing low bits land on the same home slot and form long probe runs.
+  const key = () => (rand() % 4 === 0 ? (rand() % 64) * 2 ** 32 + 5 : rand() * 2 ** 21 + rand()) || 1;
+  const pool: number[] = [];
+  for (let step = 0; step < 60_000; step++) {
+    const r = rand() % 10;
+    if (r < 6 || pool.length === 0) {
+      const k = key();
+      pool.push(k);
+      set.add(k);
+      ref.add(k);
+    } else if (r < 8) {
+      const k = pool[rand() % pool.length]!;
+      set.delete(k);
+      ref.delete(k);
+    } else {
+      const k = rand() % 2 ? pool[rand() % pool.length]! : key();
+      expect(set.has(k)).toBe(ref.has(k));
+    }
+  }
+  expect(set.size).toBe(ref.size);
+  for (const k of pool) expect(set.has(k)).toBe(ref.has(k));
+});
