@@ -7,8 +7,8 @@ import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { basic, cleanup, createSource, spawnSluice, waitFor } from "./helpers";
 
-test("kill -9 during intake loses no acknowledged event", async () => {
-  const server = await spawnSluice();
+for (const sync of ["FULL", "NORMAL"]) test(`kill -9 during intake loses no acknowledged event (--sync ${sync})`, async () => {
+  const server = await spawnSluice({ args: ["--sync", sync] });
   const { writeKey } = await createSource(server.url);
   const acked: string[] = [];
   let stop = false;
@@ -43,7 +43,7 @@ test("kill -9 during intake loses no acknowledged event", async () => {
   expect(lost).toEqual([]);
 
   // And the server starts again on the same data.
-  const again = await spawnSluice({ dataDir: server.dataDir });
+  const again = await spawnSluice({ dataDir: server.dataDir, args: ["--sync", sync] });
   expect((await fetch(`${again.url}/health`)).status).toBe(200);
   again.proc.kill("SIGTERM");
   expect(await again.proc.exited).toBe(0);
