@@ -69,6 +69,7 @@ export function intakeHandlers(deps: IntakeDeps): Record<string, IntakeHandler> 
 
   const intake = (path: CallType | "batch", route: string, writeKeyFrom: "header" | "query"): IntakeHandler => {
     const latency = m.httpDuration.bind({ route });
+    const ok = m.httpRequests.bind({ route, method: "POST", status: "200" });
     return async (request, server) => {
       const started = performance.now();
       // Read now: nothing of the request is kept across the wait for the disk.
@@ -103,7 +104,8 @@ export function intakeHandlers(deps: IntakeDeps): Record<string, IntakeHandler> 
         // Refusals are rare and worth a line; accepted calls are counted, not logged.
         if (deps.log.enabled("info")) deps.log.info("request", { method: "POST", route, status, message: body });
       }
-      count(route, status);
+      if (status === 200) ok.inc();
+      else count(route, status);
       latency.observe((performance.now() - started) / 1000);
       return intakeResponse(origin, status, body);
     };
