@@ -297,6 +297,21 @@ describe("user transformations in delivery", () => {
     sink.stop();
   });
 
+  test("a fan-out whose later output the kind refuses is aborted whole: none of its outputs is sent", async () => {
+    const { sink, src, dst } = await withTransformation(`
+      function transformEvent(event) {
+        if (event.event === "split") return [{ ...event, event: "part 1" }, { ...event, type: "not-a-call" }];
+        return event;
+      }`);
+    await sendEvent(s.url, src.writeKey, "track", { userId: "fan", event: "split" });
+    await sendEvent(s.url, src.writeKey, "track", { userId: "fan", event: "after" });
+    await waitFor(() => tracks(sink).some((r) => r.body.event === "after"), { what: "the event after the refused fan-out" });
+    expect(tracks(sink).map((r) => r.body.event)).toEqual(["after"]);
+    const stats = (await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`)).json;
+    expect(stats.counts).toMatchObject({ succeeded: 1, aborted: 1 });
+    sink.stop();
+  });
+
   test("a transformation that throws aborts only that event, with its error in stats; the next events go on", async () => {
     const { sink, src, dst } = await withTransformation(`
       function transformEvent(event) {

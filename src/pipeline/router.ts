@@ -345,14 +345,20 @@ export class Router {
       return { kind: "abort", response: "", error: `user transformation failed: ${transformed.error}`, ms: performance.now() - started };
     }
     if (transformed.output.length === 0) return { kind: "filtered", ms: performance.now() - started };
-    let last: Outcome | undefined;
+    // Every output is transformed before anything is sent (as the batch path does), so an
+    // output the kind refuses aborts the event without a part of it already delivered.
+    const prepared: Array<{ requests: DestinationRequest[]; messageId: string }> = [];
     for (const out of transformed.output) {
       const dt = destinationTransform(this.stages, dest, out.event);
       if (!dt.ok) return { kind: "abort", response: "", error: dt.error, ms: performance.now() - started };
-      for (const req of dt.requests) {
+      prepared.push({ requests: dt.requests, messageId: String(out.event.messageId ?? event.messageId ?? "") });
+    }
+    let last: Outcome | undefined;
+    for (const { requests, messageId } of prepared) {
+      for (const req of requests) {
         await this.acquireConnection(q);
         try {
-          last = await sendRequest(req, { timeoutMs: this.settings.timeoutMs, messageId: String(out.event.messageId ?? event.messageId ?? "") });
+          last = await sendRequest(req, { timeoutMs: this.settings.timeoutMs, messageId });
         } finally {
           this.releaseConnection(q);
         }
