@@ -10,6 +10,7 @@ import { ConfigStore } from "./control-plane/config-store";
 import { controlPlaneRoutes } from "./control-plane/routes";
 import { applyWorkspaceFile } from "./control-plane/workspace-file";
 import { RecentMessageIds } from "./gateway/dedup";
+import { Checkpoints } from "./gateway/checkpoints";
 import { GroupCommitWriter } from "./gateway/group-commit";
 import type { IntakeDeps } from "./gateway/intake";
 import { gatewayRoutes, intakeHandlers, serverRoutes } from "./gateway/routes";
@@ -126,10 +127,11 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     log.info("workspace file applied", { file: settings.config, ...summary });
   }
 
-  // Checkpoints happen on their own thread (gateway/checkpoint-worker.ts), never on this one.
+  // Checkpoints are run by gateway/checkpoints.ts, never automatically by a connection.
   db.$client.exec("PRAGMA wal_autocheckpoint = 0");
   const writer = new GroupCommitWriter(join(settings.dataDir, "sluice.db"), settings.synchronous, eventIdFloor(db.$client));
-  await writer.start();
+  const checkpoints = new Checkpoints(join(settings.dataDir, "sluice.db"), log, metrics);
+  await checkpoints.start();
   const recent = new RecentMessageIds(settings.retentionHours * 3600_000, now);
   recent.load(db.$client);
   const live = new LiveEvents();
@@ -221,6 +223,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
       deletions.stop();
       stopMaintenance();
       await writer.close();
+      await checkpoints.close();
       processor.run();
       processor.stop();
       await router.stop();

@@ -1,18 +1,16 @@
 /**
- * The checkpoint thread. Every other connection has wal_autocheckpoint off, so the main
- * thread never stalls copying the WAL into the database file; this thread does it once a
- * second through a connection with synchronous=FULL, which syncs the WAL before and the
- * database file after, so the WAL is never reused before its pages are safe in the
- * database. It is separate from intake's fsync (group-commit.ts), which requests wait for.
+ * The checkpoint thread: copies the WAL into the database file when asked (checkpoints.ts),
+ * through a connection with synchronous=FULL, which syncs the WAL before and the database
+ * file after. Every other connection has wal_autocheckpoint off, so this bulk copy never
+ * runs on the main thread.
  */
 import { Database } from "bun:sqlite";
 
 declare const self: Worker;
 
-type Msg = { type: "init"; path: string } | { type: "close" };
+type Msg = { type: "init"; path: string } | { type: "checkpoint" } | { type: "close" };
 
 let db: Database | undefined;
-let timer: Timer | undefined;
 
 self.onmessage = (e: MessageEvent<Msg>) => {
   const msg = e.data;
@@ -23,19 +21,23 @@ self.onmessage = (e: MessageEvent<Msg>) => {
       db.exec("PRAGMA journal_mode = WAL");
       db.exec("PRAGMA synchronous = FULL");
       db.exec("PRAGMA wal_autocheckpoint = 0");
-      timer = setInterval(() => {
-        try {
-          db?.exec("PRAGMA wal_checkpoint(PASSIVE)");
-        } catch {}
-      }, 1000);
       self.postMessage({ type: "ready" });
     } catch (err) {
       self.postMessage({ type: "init-failed", error: String((err as Error)?.message ?? err) });
     }
     return;
   }
+  if (msg.type === "checkpoint") {
+    try {
+      // PASSIVE: never waits for or blocks the writers on the main thread.
+      const r = db!.query("PRAGMA wal_checkpoint(PASSIVE)").get() as { busy: number; log: number; checkpointed: number };
+      self.postMessage({ type: "checkpointed", ...r });
+    } catch (err) {
+      self.postMessage({ type: "checkpointed", error: String((err as Error)?.message ?? err) });
+    }
+    return;
+  }
   if (msg.type === "close") {
-    clearInterval(timer);
     try {
       db?.close();
     } catch {}

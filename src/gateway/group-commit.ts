@@ -7,16 +7,14 @@
  * the callers answered. So "OK" still means "on disk, survives a power cut", the main
  * thread never waits for the disk, and commits made during an fsync share the next one.
  *
- * WAL checkpoints run on a thread of their own (checkpoint-worker.ts): a checkpoint
- * copies a second of events into the database file and syncs it, which must not hold up
- * the fsyncs requests wait for.
+ * WAL checkpoints are not done here (checkpoints.ts): their bulk copy runs on a thread
+ * of its own, so it never holds up the fsyncs requests wait for.
  *
  * Why not the whole commit on a storage thread: handing rows across threads cost the
  * main thread about as much as inserting them, and the other thread twice that.
  */
 import { Database, type Statement } from "bun:sqlite";
 import { closeSync, fdatasync, fstatSync, openSync, statSync } from "node:fs";
-import { locateWorkerFile } from "../lib/worker-file";
 
 export interface EventRow {
   workspaceId: string;
@@ -37,7 +35,6 @@ export class GroupCommitWriter {
   private db: Database;
   private insert: Statement;
   private commitRows: (rows: EventRow[]) => void;
-  private worker: Worker;
   private rows: EventRow[] = [];
   private pending: Pending[] = [];
   private scheduled = false;
@@ -54,7 +51,6 @@ export class GroupCommitWriter {
   /** The newest id given to an event; ids are assigned here (see db/schema/pipeline.ts). */
   private lastEventId: number;
   private closed = false;
-  private ready: Promise<void>;
 
   constructor(
     path: string,
@@ -67,7 +63,7 @@ export class GroupCommitWriter {
     this.db.exec("PRAGMA journal_mode = WAL");
     // Durability comes from the fdatasync of the WAL before anyone is answered (see above).
     this.db.exec("PRAGMA synchronous = OFF");
-    // Checkpoints run on the checkpoint thread, whose connection syncs the database file.
+    // Checkpoints run elsewhere (checkpoints.ts), through connections that sync the database file.
     this.db.exec("PRAGMA wal_autocheckpoint = 0");
     this.walPath = `${path}-wal`;
     const newest = (this.db.query("SELECT max(id) AS id FROM events").get() as { id: number | null }).id ?? 0;
@@ -82,23 +78,6 @@ export class GroupCommitWriter {
       for (const r of rows) this.insert.run(++id, r.workspaceId, r.sourceId, r.messageId, r.userKey, r.type, r.payload, r.receivedAt);
       this.lastEventId = id;
     }).immediate;
-
-    this.worker = new Worker(locateWorkerFile(import.meta.url, "checkpoint-worker", "src/gateway/checkpoint-worker.ts"));
-    this.ready = new Promise((resolve, reject) => {
-      const onInit = (e: MessageEvent) => {
-        if (e.data?.type === "ready") resolve();
-        else if (e.data?.type === "init-failed") reject(new Error(`the checkpoint thread could not open the database: ${e.data.error}`));
-        else return;
-        this.worker.removeEventListener("message", onInit);
-      };
-      this.worker.addEventListener("message", onInit);
-    });
-    this.worker.postMessage({ type: "init", path });
-  }
-
-  /** Resolves when the checkpoint thread has opened the database. */
-  start(): Promise<void> {
-    return this.ready;
   }
 
   /** Resolves once the rows are committed (and, with FULL, fsynced). */
@@ -204,22 +183,11 @@ export class GroupCommitWriter {
     for (const fn of this.afterCommit) fn(this.lastEventId);
   }
 
-  /** Stops taking writes, commits and syncs what is queued, and closes both connections. */
+  /** Stops taking writes, commits and syncs what is queued, and closes intake's connection. */
   async close() {
     if (this.closed) return;
     this.closed = true;
     await this.settled();
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, 5000);
-      this.worker.addEventListener("message", (e: MessageEvent) => {
-        if (e.data?.type === "closed") {
-          clearTimeout(t);
-          resolve();
-        }
-      });
-      this.worker.postMessage({ type: "close" });
-    });
-    this.worker.terminate();
     if (this.walFd !== undefined) closeSync(this.walFd);
     // Closed before the main connection: the last connection to close checkpoints the WAL,
     // and this one would do it without syncing the database file.
