@@ -1,7 +1,7 @@
 /**
  * Retention: finished deliveries and their events go after the configured time, in
  * small slices so intake never waits long; then an incremental vacuum gives the pages
- * back. WAL checkpoints run on their own thread (src/gateway/checkpoint-worker.ts).
+ * back. WAL checkpoints are src/gateway/checkpoints.ts's.
  */
 import type { Database } from "bun:sqlite";
 import type { Db } from "../../db";
