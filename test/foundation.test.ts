@@ -197,6 +197,11 @@ describe("control-plane API", () => {
     const metrics = await (await fetch(`${s.url}/metrics`)).text();
     expect(metrics).toContain('sluice_http_requests_total{method="GET",route="/v2/sources",status="401"}');
     expect(metrics).toContain("sluice_http_request_duration_seconds_bucket");
+    // The README names every metric.
+    const readme = await Bun.file(join(import.meta.dir, "..", "README.md")).text();
+    const names = [...new Set([...metrics.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]!))];
+    expect(names.length).toBeGreaterThan(8);
+    expect(names.filter((n) => !readme.includes(`\`${n}\``))).toEqual([]);
     const doc = (await (await fetch(`${s.url}/openapi/json`)).json()) as any;
     for (const p of ["/v1/track", "/v1/batch", "/v2/sources", "/v2/destinations", "/destination-definitions", "/health"]) expect(Object.keys(doc.paths)).toContain(p);
     expect((await fetch(`${s.url}/openapi`)).status).toBe(200);
