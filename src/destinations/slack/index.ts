@@ -1,6 +1,6 @@
 /**
  * SLACK: identify and track events as messages to a Slack incoming webhook, rendered from
- * Handlebars templates configured per event (see ./handlebars.ts for the subset). Config keys
+ * Handlebars templates configured per event (rendered by the handlebars library). Config keys
  * and texts follow RudderStack's SLACK destination so workspace files carry over.
  */
 import { t } from "elysia";
