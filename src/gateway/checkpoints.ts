@@ -9,7 +9,9 @@
  * copy, runs a RESTART checkpoint of the few frames written meanwhile, through its own
  * synchronous=FULL connection; nothing else runs on the main thread during it, so it
  * completes and the next commit writes the WAL from its start. It costs the main thread a
- * short copy and two fsyncs, at most four times a second.
+ * short copy and two fsyncs, at most four times a second: measured under full intake load,
+ * 4.5 ms median (7.5 ms at most), which shows in intake's p99. Moving those fsyncs to the
+ * checkpoint thread (holding intake's commits meanwhile) is the next step for the p99.
  */
 import { Database } from "bun:sqlite";
 import type { Logger } from "../lib/logger";
