@@ -130,7 +130,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   // Checkpoints are run by gateway/checkpoints.ts, never automatically by a connection.
   db.$client.exec("PRAGMA wal_autocheckpoint = 0");
   const writer = new GroupCommitWriter(join(settings.dataDir, "sluice.db"), settings.synchronous, eventIdFloor(db.$client));
-  const checkpoints = new Checkpoints(join(settings.dataDir, "sluice.db"), log, metrics);
+  const checkpoints = new Checkpoints(join(settings.dataDir, "sluice.db"), writer, log, metrics);
   await checkpoints.start();
   const recent = new RecentMessageIds(settings.retentionHours * 3600_000, now);
   recent.load(db.$client);

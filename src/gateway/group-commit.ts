@@ -51,6 +51,8 @@ export class GroupCommitWriter {
   /** The newest id given to an event; ids are assigned here (see db/schema/pipeline.ts). */
   private lastEventId: number;
   private closed = false;
+  /** Commits are held back while the checkpoint thread starts the WAL over (checkpoints.ts). */
+  private held = false;
 
   constructor(
     path: string,
@@ -101,13 +103,23 @@ export class GroupCommitWriter {
   /** Resolves when everything written so far is committed and synced (or failed). */
   settled(): Promise<void> {
     this.flush();
-    if (this.unsynced.size === 0) return Promise.resolve();
+    if (this.unsynced.size === 0 && this.pending.length === 0) return Promise.resolve();
     return new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  /** Holds commits back (rows queue in memory) until release(); requests simply wait. */
+  hold() {
+    this.held = true;
+  }
+
+  release() {
+    this.held = false;
+    this.flush();
   }
 
   private flush() {
     this.scheduled = false;
-    if (this.pending.length === 0) return;
+    if (this.pending.length === 0 || this.held) return;
     const rows = this.rows;
     const pending = this.pending;
     this.rows = [];
@@ -124,12 +136,14 @@ export class GroupCommitWriter {
     } catch (err) {
       // The transaction rolled back whole: every caller of this turn is told, none half-stored.
       for (const p of pending) p.reject(err);
+      if (this.unsynced.size === 0) for (const fn of this.idle.splice(0)) fn();
       return;
     }
     if (this.synchronous === "NORMAL") {
       // Committed to the WAL through the OS: survives a crash of this process, not a power cut.
       for (const p of pending) p.resolve();
       this.committed();
+      if (this.unsynced.size === 0) for (const fn of this.idle.splice(0)) fn();
       return;
     }
     this.unsynced.set(++this.seq, pending);
@@ -176,7 +190,7 @@ export class GroupCommitWriter {
       for (const p of pending) err ? p.reject(err) : p.resolve();
     }
     if (!err) this.committed();
-    if (this.unsynced.size === 0) for (const fn of this.idle.splice(0)) fn();
+    if (this.unsynced.size === 0 && this.pending.length === 0) for (const fn of this.idle.splice(0)) fn();
   }
 
   private committed() {
