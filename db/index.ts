@@ -56,3 +56,8 @@ function migrate(db: Db) {
 export function transact<T>(db: Db, fn: () => T): T {
   return db.$client.transaction(fn)();
 }
+
+/** The highest event id stored; 0 for an empty table (intake gives ids, see schema/pipeline.ts). */
+export function newestEventId(c: Database): number {
+  return (c.query("SELECT max(id) AS id FROM events").get() as { id: number | null }).id ?? 0;
+}

@@ -15,6 +15,7 @@
  */
 import { Database, type Statement } from "bun:sqlite";
 import { closeSync, fdatasync, fstatSync, openSync, statSync } from "node:fs";
+import { newestEventId } from "../../db";
 
 export interface EventRow {
   workspaceId: string;
@@ -68,10 +69,9 @@ export class GroupCommitWriter {
     // Checkpoints run elsewhere (checkpoints.ts), through connections that sync the database file.
     this.db.exec("PRAGMA wal_autocheckpoint = 0");
     this.walPath = `${path}-wal`;
-    const newest = (this.db.query("SELECT max(id) AS id FROM events").get() as { id: number | null }).id ?? 0;
     // Ids only grow, even after the newest events were deleted: an id the processor has
     // passed must never be given again, or its new event would never be routed.
-    this.lastEventId = Math.max(newest, idFloor);
+    this.lastEventId = Math.max(newestEventId(this.db), idFloor);
     this.insert = this.db.prepare(
       "INSERT INTO events (id, workspace_id, source_id, message_id, user_key, type, payload, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     );
@@ -130,20 +130,20 @@ export class GroupCommitWriter {
       } catch (err) {
         // Something else stored an event (a hand edit, a restored backup): take ids above it.
         if ((err as { code?: string }).code !== "SQLITE_CONSTRAINT_PRIMARYKEY") throw err;
-        this.lastEventId = Math.max(this.lastEventId, (this.db.query("SELECT max(id) AS id FROM events").get() as { id: number | null }).id ?? 0);
+        this.lastEventId = Math.max(this.lastEventId, newestEventId(this.db));
         this.commitRows(rows);
       }
     } catch (err) {
       // The transaction rolled back whole: every caller of this turn is told, none half-stored.
       for (const p of pending) p.reject(err);
-      if (this.unsynced.size === 0) for (const fn of this.idle.splice(0)) fn();
+      this.notifyIdle();
       return;
     }
     if (this.synchronous === "NORMAL") {
       // Committed to the WAL through the OS: survives a crash of this process, not a power cut.
       for (const p of pending) p.resolve();
       this.committed();
-      if (this.unsynced.size === 0) for (const fn of this.idle.splice(0)) fn();
+      this.notifyIdle();
       return;
     }
     this.unsynced.set(++this.seq, pending);
@@ -190,6 +190,11 @@ export class GroupCommitWriter {
       for (const p of pending) err ? p.reject(err) : p.resolve();
     }
     if (!err) this.committed();
+    this.notifyIdle();
+  }
+
+  /** Wakes settled() once nothing is queued, held back or waiting for its fsync. */
+  private notifyIdle() {
     if (this.unsynced.size === 0 && this.pending.length === 0) for (const fn of this.idle.splice(0)) fn();
   }
 

@@ -6,6 +6,7 @@
 import type { Statement } from "bun:sqlite";
 import type { ConfigStore } from "../control-plane/config-store";
 import type { Logger } from "../lib/logger";
+import { newestEventId } from "../../db";
 import { routeEvent } from "./route";
 
 const CURSOR = "processor";
@@ -25,7 +26,6 @@ export class Processor {
   private scheduled = false;
   private readEvents: Statement;
   private readPayload: Statement;
-  private maxEventId: Statement;
   private cursorSavedAt = 0;
   private insertDelivery: Statement;
   private saveCursor: Statement;
@@ -47,7 +47,6 @@ export class Processor {
       "SELECT id, source_id AS sourceId, workspace_id AS workspaceId, user_key AS userKey, type FROM events WHERE id > ? ORDER BY id LIMIT ?",
     );
     this.readPayload = c.prepare("SELECT payload FROM events WHERE id = ?");
-    this.maxEventId = c.prepare("SELECT max(id) AS id FROM events");
     this.insertDelivery = c.prepare(
       `INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, state, attempts, next_attempt_at, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
@@ -90,7 +89,7 @@ export class Processor {
   private skipAll() {
     // Intake is the only writer of events and reports every commit, so the table is asked
     // only until the first report (at start, for events committed before a restart).
-    const max = this.newestCommitted || ((this.maxEventId.get() as { id: number | null }).id ?? 0);
+    const max = this.newestCommitted || newestEventId(this.db.$client);
     if (max <= this.cursor) return;
     this.cursor = max;
     const now = this.now();

@@ -4,7 +4,7 @@
  * back. WAL checkpoints are src/gateway/checkpoints.ts's.
  */
 import type { Database } from "bun:sqlite";
-import type { Db } from "../../db";
+import { type Db, newestEventId } from "../../db";
 import type { Logger } from "../lib/logger";
 
 const SLICE = 5000;
@@ -16,7 +16,7 @@ const SLICE = 5000;
  */
 export function lastEventIdBefore(c: Database, cutoff: number): number {
   const firstFrom = c.prepare("SELECT id, received_at AS r FROM events WHERE id >= ? ORDER BY id LIMIT 1");
-  const max = (c.query("SELECT max(id) AS id FROM events").get() as { id: number | null }).id ?? 0;
+  const max = newestEventId(c);
   // Invariant: the answer is lo, or an event id in (lo, hi).
   let lo = 0;
   let hi = max + 1;
