@@ -284,34 +284,9 @@ export class Router {
    */
   private async executeBatch(q: DestinationQueue, dest: DestinationRuntime, heads: Queued[]): Promise<Array<Outcome | { kind: "filtered"; ms: number }>> {
     const started = performance.now();
-    const results: Array<Outcome | { kind: "filtered"; ms: number } | undefined> = new Array(heads.length);
-    const requests: DestinationRequest[] = [];
-    const requestsByItem: DestinationRequest[][] = [];
-    await Promise.all(
-      heads.map(async (item, i) => {
-        const event = JSON.parse(item.payload);
-        const transformed = await this.transforms.run(dest, item.sourceId, event);
-        if (transformed.error) {
-          results[i] = { kind: "abort", response: "", error: `user transformation failed: ${transformed.error}`, ms: 0 };
-          return;
-        }
-        const mine: DestinationRequest[] = [];
-        for (const out of transformed.output) {
-          const dt = destinationTransform(this.stages, dest, out.event);
-          if (!dt.ok) {
-            results[i] = { kind: "abort", response: "", error: dt.error, ms: 0 };
-            return;
-          }
-          for (const r of dt.requests) mine.push({ ...r, userKey: item.userKey });
-        }
-        if (!mine.length) results[i] = { kind: "filtered", ms: 0 };
-        else requestsByItem[i] = mine;
-      }),
-    );
+    const prepared = await Promise.all(heads.map((item) => this.prepare(dest, item)));
     // Requests keep the order of the heads, which is the order of the queue.
-    heads.forEach((_, i) => {
-      if (results[i] === undefined && requestsByItem[i]) requests.push(...requestsByItem[i]);
-    });
+    const requests = prepared.flatMap((p) => ("requests" in p ? p.requests.map((r) => r.request) : []));
     let common: Outcome | undefined;
     if (requests.length) {
       const ctx = destinationContext(this.stages.baseUrls, dest);
@@ -322,51 +297,56 @@ export class Router {
         merged = requests;
         this.log.warn("batching failed; sending one by one", { err, destinationId: dest.id });
       }
-      for (const req of merged) {
-        await this.acquireConnection(q);
-        try {
-          common = await sendRequest(req, { timeoutMs: this.settings.timeoutMs });
-        } finally {
-          this.releaseConnection(q);
-        }
-        if (common.kind !== "delivered") break;
-      }
+      common = await this.sendInOrder(q, merged.map((request) => ({ request })));
     }
     const ms = performance.now() - started;
-    return heads.map((_, i) => results[i] ?? { ...(common as Outcome), ms });
+    return prepared.map((p) => ("requests" in p ? { ...(common as Outcome), ms } : { ...p.outcome, ms: 0 }));
   }
 
   /** Runs the stages for one delivery and returns its outcome; never throws for a destination's failure. */
   private async execute(q: DestinationQueue, dest: DestinationRuntime, item: Queued): Promise<Outcome | { kind: "filtered"; ms: number }> {
     const started = performance.now();
+    const prepared = await this.prepare(dest, item);
+    if (!("requests" in prepared)) return { ...prepared.outcome, ms: performance.now() - started };
+    return (await this.sendInOrder(q, prepared.requests)) ?? { kind: "filtered", ms: performance.now() - started };
+  }
+
+  /**
+   * The user transformation and the kind's transform for one queued event. Every output is
+   * transformed before anything is sent, so an output the kind refuses aborts the event
+   * without a part of it already delivered. No output, or outputs the kind maps to no
+   * request (its own event filter), is "filtered".
+   */
+  private async prepare(
+    dest: DestinationRuntime,
+    item: Queued,
+  ): Promise<{ requests: Array<{ request: DestinationRequest; messageId: string }> } | { outcome: Outcome | { kind: "filtered" } }> {
     const event = JSON.parse(item.payload);
     const transformed = await this.transforms.run(dest, item.sourceId, event);
-    if (transformed.error) {
-      return { kind: "abort", response: "", error: `user transformation failed: ${transformed.error}`, ms: performance.now() - started };
-    }
-    if (transformed.output.length === 0) return { kind: "filtered", ms: performance.now() - started };
-    // Every output is transformed before anything is sent (as the batch path does), so an
-    // output the kind refuses aborts the event without a part of it already delivered.
-    const prepared: Array<{ requests: DestinationRequest[]; messageId: string }> = [];
+    if (transformed.error) return { outcome: { kind: "abort", response: "", error: `user transformation failed: ${transformed.error}`, ms: 0 } };
+    const requests: Array<{ request: DestinationRequest; messageId: string }> = [];
     for (const out of transformed.output) {
       const dt = destinationTransform(this.stages, dest, out.event);
-      if (!dt.ok) return { kind: "abort", response: "", error: dt.error, ms: performance.now() - started };
-      prepared.push({ requests: dt.requests, messageId: String(out.event.messageId ?? event.messageId ?? "") });
+      if (!dt.ok) return { outcome: { kind: "abort", response: "", error: dt.error, ms: 0 } };
+      const messageId = String(out.event.messageId ?? event.messageId ?? "");
+      for (const r of dt.requests) requests.push({ request: { ...r, userKey: item.userKey }, messageId });
     }
+    return requests.length ? { requests } : { outcome: { kind: "filtered" } };
+  }
+
+  /** Sends in order over the destination's bounded connections; stops at the first request not delivered. */
+  private async sendInOrder(q: DestinationQueue, sends: Array<{ request: DestinationRequest; messageId?: string }>): Promise<Outcome | undefined> {
     let last: Outcome | undefined;
-    for (const { requests, messageId } of prepared) {
-      for (const req of requests) {
-        await this.acquireConnection(q);
-        try {
-          last = await sendRequest(req, { timeoutMs: this.settings.timeoutMs, messageId });
-        } finally {
-          this.releaseConnection(q);
-        }
-        if (last.kind !== "delivered") return last;
+    for (const { request, messageId } of sends) {
+      await this.acquireConnection(q);
+      try {
+        last = await sendRequest(request, { timeoutMs: this.settings.timeoutMs, messageId });
+      } finally {
+        this.releaseConnection(q);
       }
+      if (last.kind !== "delivered") break;
     }
-    // An event the kind maps to no request (e.g. filtered by the kind's own event filter) is done.
-    return last ?? { kind: "filtered", ms: performance.now() - started };
+    return last;
   }
 
   private acquireConnection(q: DestinationQueue): Promise<void> | void {
