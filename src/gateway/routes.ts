@@ -25,20 +25,22 @@ export type IntakeHandler = (request: Request, server: PeerAddress) => Promise<R
 const TEXT = "text/plain;charset=utf-8";
 
 /** Browsers send credentials with the RudderStack SDK, so the origin is echoed, never "*". */
+function corsHeaders(origin: string, into: Record<string, string | number>) {
+  into["access-control-allow-origin"] = origin;
+  into["access-control-allow-credentials"] = "true";
+  into.vary = "Origin";
+}
+
 function allowOrigin(request: Request, set: Set) {
   const origin = request.headers.get("origin");
-  if (origin) {
-    set.headers["access-control-allow-origin"] = origin;
-    set.headers["access-control-allow-credentials"] = "true";
-    set.headers.vary = "Origin";
-  }
+  if (origin) corsHeaders(origin, set.headers);
 }
 
 function intakeResponse(origin: string | null, status: number, body: string): Response {
   // The common answer carries no init: building headers for it cost as much as the rest of the Response.
   if (!origin && status === 200) return new Response(body);
   const headers: Record<string, string> = { "content-type": TEXT };
-  if (origin) Object.assign(headers, { "access-control-allow-origin": origin, "access-control-allow-credentials": "true", vary: "Origin" });
+  if (origin) corsHeaders(origin, headers);
   return new Response(body, { status, headers });
 }
 
