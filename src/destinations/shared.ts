@@ -31,6 +31,9 @@ export function firstOf(value: unknown, paths: string[]): any {
 /** A value a RudderStack mapping would use: not undefined, null, "" or NaN (0 and false count). */
 export const isPresent = (v: unknown): boolean => !!v || v === 0 || v === false;
 
+/** Neither undefined nor null ("" and 0 count as values). */
+export const isDefined = (v: unknown): boolean => v !== undefined && v !== null;
+
 /** The first of `paths` holding a present value. */
 export function firstPresent(value: unknown, paths: string[]): any {
   for (const p of paths) {

@@ -3,7 +3,7 @@
  * RudderStack's AM mapping files define them. Web events (other than screen) read browser, OS
  * and vendor from `context.userAgent`, as Amplitude's own browser SDK reports them.
  */
-import { getPath, isPlainObject, isPresent } from "../shared";
+import { getPath, isDefined, isPlainObject, isPresent } from "../shared";
 import type { SluiceEvent } from "../types";
 import { parseUserAgent } from "../user-agent";
 
@@ -12,7 +12,6 @@ type Obj = Record<string, any>;
 /** Which RudderStack mapping an event uses; they differ in a few fields. */
 export type MappingKind = "identify" | "group" | "track" | "revenue" | "page" | "screen";
 
-const defined = (v: unknown) => v !== undefined && v !== null;
 // RudderStack's AM reads agents with Amplitude's fork of ua-parser-js, which names macOS "Mac".
 const amplitudeOsName = (name: string | undefined) => (name === "Mac OS" ? "Mac" : name);
 const isWeb = (event: SluiceEvent) => typeof event.channel === "string" && event.channel.toLowerCase() === "web";
@@ -43,7 +42,7 @@ function computedFields(event: SluiceEvent, kind: MappingKind, config: Obj): Obj
   const out: Obj = {};
   for (const [key, compute] of fields) {
     const trait = traitFor(event, key);
-    if (!defined(trait)) {
+    if (!isDefined(trait)) {
       out[key] = compute();
       continue;
     }
@@ -81,7 +80,7 @@ export function mappedFields(event: SluiceEvent, kind: MappingKind, config: Obj)
   const plain = kind === "group" ? PLAIN_FIELDS.filter(([key]) => key !== "insert_id") : PLAIN_FIELDS;
   for (const [key, path] of kind === "revenue" ? [...plain, ...REVENUE_FIELDS] : plain) {
     const trait = traitFor(event, key);
-    out[key] = defined(trait) ? trait : getPath(event, path);
+    out[key] = isDefined(trait) ? trait : getPath(event, path);
   }
   return out;
 }
@@ -100,11 +99,11 @@ export function addLocation(event: SluiceEvent, payload: Obj): void {
   for (const [key, paths] of LOCATION) {
     for (const path of paths) {
       const trait = traitFor(event, key);
-      if (defined(trait)) {
+      if (isDefined(trait)) {
         payload[key] = trait;
         continue;
       }
-      if (defined(payload[key])) continue;
+      if (isDefined(payload[key])) continue;
       const value = getPath(event, path);
       if (isPresent(value)) payload[key] = value;
     }

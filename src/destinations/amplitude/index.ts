@@ -14,6 +14,7 @@ import {
   compact,
   eventFilteringSchema,
   getPath,
+  isDefined,
   isEventAllowed,
   isPlainObject,
   timestampOf,
@@ -65,7 +66,6 @@ export const AmplitudeConfig = t.Object(
 );
 
 const base = (config: Obj) => (config.residencyServer === "EU" ? BASE_EU : BASE_US);
-const defined = (v: unknown) => v !== undefined && v !== null;
 const isInteger = (v: unknown) => (typeof v === "number" && Number.isInteger(v)) || (typeof v === "string" && /^-?\d+$/.test(v));
 
 /** Amplitude's session id: from `session_id` ("anon:123" → 123), else `context.sessionId`, else -1. */
@@ -123,7 +123,7 @@ type Built = { eventType: string; kind: MappingKind; isRevenue?: boolean; group?
 /** Top-level revenue fields; price, product_id, quantity and revenue then leave event_properties. */
 function addRevenue(payload: Obj, properties: Obj | undefined): void {
   const p = properties ?? {};
-  const hasPrice = defined(p.price);
+  const hasPrice = isDefined(p.price);
   Object.assign(payload, {
     productId: p.product_id,
     revenueType: p.revenueType || p.revenue_type || "Purchased",
@@ -194,13 +194,13 @@ function amplitudeEvent(source: SluiceEvent, b: Built, config: Obj): Obj {
 }
 
 const revenueKind = (properties: Obj | undefined): MappingKind =>
-  defined(properties?.revenue) && defined(properties?.revenue_type) ? "revenue" : "track";
+  isDefined(properties?.revenue) && isDefined(properties?.revenue_type) ? "revenue" : "track";
 
 /** Track events with revenue become the revenue event plus, per config, one "Product Purchased" per product. */
 function trackEvents(event: SluiceEvent, config: Obj): Array<{ event: SluiceEvent; built: Omit<Built, "group"> }> {
   const properties = event.properties;
   const single = (e: SluiceEvent, isRevenue = false) => ({ event: e, built: { eventType: e.event, kind: revenueKind(e.properties), isRevenue } });
-  if (!defined(properties?.revenue)) return [single(event)];
+  if (!isDefined(properties?.revenue)) return [single(event)];
   const products = Array.isArray(properties.products) && properties.products.length > 0 ? properties.products : undefined;
   let original = event;
   let isRevenue = false;

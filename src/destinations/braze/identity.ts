@@ -3,7 +3,7 @@
  * external_id, anonymous ones by a user alias (the rudder_id alias of the anonymousId, or
  * one the sender chose in `integrations.Braze.alias`).
  */
-import { firstPresent, isPlainObject } from "../shared";
+import { firstPresent, isDefined, isPlainObject } from "../shared";
 import type { SluiceEvent } from "../types";
 
 type Obj = Record<string, any>;
@@ -34,8 +34,7 @@ export function externalIdOf(event: SluiceEvent): unknown {
 /** The sender's alias when it names both parts, else the rudder_id alias of the anonymousId. */
 export function userAliasOf(event: SluiceEvent): { alias_name: unknown; alias_label: unknown } | undefined {
   const alias = integrationsOptions(event)?.alias;
-  const given = (v: unknown) => v !== undefined && v !== null;
-  if (given(alias?.alias_name) && given(alias?.alias_label)) return { alias_name: alias.alias_name, alias_label: alias.alias_label };
+  if (isDefined(alias?.alias_name) && isDefined(alias?.alias_label)) return { alias_name: alias.alias_name, alias_label: alias.alias_label };
   if (event.anonymousId) return { alias_name: event.anonymousId, alias_label: "rudder_id" };
   return undefined;
 }

@@ -5,7 +5,7 @@
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { EVENT_FILTERING_KEYS, chunkItems, compact, eventFilteringSchema, firstPresent, getPath, isEventAllowed } from "../shared";
+import { EVENT_FILTERING_KEYS, chunkItems, compact, eventFilteringSchema, firstPresent, getPath, isDefined, isEventAllowed } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 import { isMappedToDestination, userAttributes } from "./attributes";
 import { PARTNER, batchBraze } from "./batch";
@@ -46,7 +46,6 @@ const PURCHASE_FIELDS = ["product_id", "sku", "price", "quantity", "currency"];
 /** Braze reserves these names in custom event properties. */
 const RESERVED_EVENT_PROPERTIES = ["time", "event_name"];
 
-const defined = (v: unknown) => v !== undefined && v !== null;
 
 /** One purchase object per product of an Order Completed event. */
 function purchases(event: SluiceEvent, config: Obj): Obj[] {
@@ -55,14 +54,14 @@ function purchases(event: SluiceEvent, config: Obj): Obj[] {
   const timestamp = firstPresent(event, ["timestamp", "originalTimestamp"]);
   if (!props.products) throw fail("Products array is missing in the message");
   if (!Array.isArray(props.products)) throw fail("Products is not an array");
-  const products: Obj[] = props.products.filter(defined);
+  const products: Obj[] = props.products.filter(isDefined);
   if (products.length === 0) throw fail("Products array is empty");
   if (!timestamp) throw fail("Timestamp is missing in the message");
   products.forEach((product, i) => {
-    if (!defined(product.product_id || product.sku)) throw fail(`Product Id is missing for product at index: ${i}`);
-    if (!defined(product.price)) throw fail(`Price is missing for product at index: ${i}`);
-    if (!defined(product.quantity)) throw fail(`Quantity is missing for product at index: ${i}`);
-    if (!defined(props.currency) && !defined(product.currency)) throw fail(`Message properties and product at index: ${i} is missing currency`);
+    if (!isDefined(product.product_id || product.sku)) throw fail(`Product Id is missing for product at index: ${i}`);
+    if (!isDefined(product.price)) throw fail(`Price is missing for product at index: ${i}`);
+    if (!isDefined(product.quantity)) throw fail(`Quantity is missing for product at index: ${i}`);
+    if (!isDefined(props.currency) && !isDefined(product.currency)) throw fail(`Message properties and product at index: ${i} is missing currency`);
   });
   return products.map((product) => {
     const purchase: Obj = {
@@ -114,7 +113,7 @@ function identify(event: SluiceEvent, config: Obj, call: (path: string, json: Ob
   const mappedId = isMappedToDestination(event) ? getPath(event, "context.externalId.0.id") : undefined;
   const ev: SluiceEvent = mappedId ? { ...event, userId: mappedId } : event;
   const requests = [];
-  if ((ev.anonymousId || defined(integrationsOptions(ev)?.alias)) && externalIdOf(ev)) {
+  if ((ev.anonymousId || isDefined(integrationsOptions(ev)?.alias)) && externalIdOf(ev)) {
     const alias = userAliasOf(ev);
     const toIdentify = withExternalId(alias ? { user_alias: alias } : {}, ev);
     requests.push(call("/users/identify", { aliases_to_identify: [toIdentify], merge_behavior: "merge" }));
