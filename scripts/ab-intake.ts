@@ -1,0 +1,90 @@
+/**
+ * A/B of two Sluice binaries under the intake load of bench-intake.ts. Both servers run at
+ * once and take turns under wrk (A B, B A, A B, ...), so a slow or fast moment of this noisy
+ * machine falls on both alike; a difference that does not show here is not worth code.
+ *
+ *   bun scripts/ab-intake.ts OLD NEW [--rounds 6] [--seconds 3] [--batch] [--record]
+ *
+ * A binary may carry environment settings for its process: `dist/sluice@SLUICE_X=1,Y=2`.
+ * Reported per binary, as means over its rounds: events/s, p99, CPU µs per request of the
+ * main thread and of the whole process (user + system, from /proc), and the largest RSS.
+ * Build the old binary from a worktree: git worktree add /tmp/old HEAD && (cd /tmp/old && npm run build).
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { TOKEN, adminApi, fmt, record, requireWrk, rssMb, startProcess, wrk } from "./bench-lib";
+
+const args = process.argv.slice(2);
+const opt = (name: string, dflt: number) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
+const rounds = opt("--rounds", 6);
+const seconds = opt("--seconds", 3);
+const batchMode = args.includes("--batch");
+const WITH_VALUE = new Set(["--rounds", "--seconds"]);
+const specs = args.filter((a, i) => !a.startsWith("--") && !WITH_VALUE.has(args[i - 1] ?? ""));
+if (specs.length !== 2) {
+  console.error("usage: bun scripts/ab-intake.ts OLD NEW [--rounds 6] [--seconds 3] [--batch] [--record]");
+  process.exit(2);
+}
+requireWrk();
+
+const track = JSON.stringify({ userId: "bench-user", event: "Benchmark Event", properties: { plan: "pro", amount: 42, tags: ["a", "b"] }, context: { library: { name: "wrk" } } });
+const batch = JSON.stringify({
+  batch: Array.from({ length: 100 }, (_, i) => ({ type: "track", userId: `user-${i % 10}`, event: "Benchmark Event", properties: { i, plan: "pro" } })),
+});
+
+/** CPU µs of one thread (the main thread's tid is the pid) or of the whole process. */
+function cpuUs(pid: number, tid?: number): number {
+  const stat = readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) * 10_000;
+}
+
+async function start(spec: string) {
+  const [bin, envs] = spec.split("@");
+  const env = envs ? Object.fromEntries(envs.split(",").map((kv) => kv.split("=") as [string, string])) : {};
+  const dir = mkdtempSync(join(tmpdir(), "sluice-ab-"));
+  const p = await startProcess([resolve(bin!), "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dir], { SLUICE_ADMIN_TOKEN: TOKEN, LOG_LEVEL: "info", ...env }, dir);
+  const src = await adminApi(p.url, "POST", "/v2/sources", { name: "ab" });
+  const headers = { "content-type": "application/json", authorization: `Basic ${btoa(`${src.writeKey}:`)}` };
+  return { spec, ...p, headers, dir, runs: [] as Array<{ events: number; p99: number; main: number; all: number; rss: number }> };
+}
+
+const servers = [await start(specs[0]!), await start(specs[1]!)];
+for (const s of servers) wrk(`${s.url}/v1/track`, { body: track, headers: s.headers, connections: 16, seconds: 2 });
+for (let r = 0; r < rounds; r++) {
+  for (const s of r % 2 ? [servers[1]!, servers[0]!] : servers) {
+    const main0 = cpuUs(s.pid, s.pid);
+    const all0 = cpuUs(s.pid);
+    const w = batchMode
+      ? wrk(`${s.url}/v1/batch`, { body: batch, headers: s.headers, connections: 16, seconds })
+      : wrk(`${s.url}/v1/track`, { body: track, headers: s.headers, connections: 64, seconds });
+    const requests = w.rps * seconds;
+    s.runs.push({
+      events: w.rps * (batchMode ? 100 : 1),
+      p99: w.p99ms,
+      main: (cpuUs(s.pid, s.pid) - main0) / requests,
+      all: (cpuUs(s.pid) - all0) / requests,
+      rss: rssMb(s.pid).rss,
+    });
+  }
+}
+for (const s of servers) {
+  await s.stop();
+  rmSync(s.dir, { recursive: true, force: true });
+}
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const unit = batchMode ? "request of 100 events" : "call";
+const rows = [
+  `| Binary | events/s | p99 ms | main-thread CPU µs per ${unit} | process CPU µs per ${unit} | RSS MB (max) |`,
+  "| --- | --- | --- | --- | --- | --- |",
+  ...servers.map((s) => {
+    const m = (k: "events" | "p99" | "main" | "all") => mean(s.runs.map((x) => x[k]));
+    return `| ${s.spec} | ${fmt(m("events"))} | ${fmt(m("p99"), 2)} | ${fmt(m("main"), 1)} | ${fmt(m("all"), 1)} | ${fmt(Math.max(...s.runs.map((x) => x.rss)))} |`;
+  }),
+  "",
+  `${rounds} interleaved rounds of wrk ${seconds} s each per binary, ${batchMode ? "/v1/batch of 100 events at 16 connections" : "single track calls at 64 connections"}; means over the rounds.`,
+];
+if (args.includes("--record")) await record(`Intake A/B${batchMode ? " (batch)" : ""}`, `bun scripts/ab-intake.ts ${args.join(" ")}`, rows);
+else console.log(rows.join("\n"));
