@@ -131,15 +131,19 @@ export async function acceptCalls(
       suppressed++;
       continue;
     }
+    // Only a client's own messageIds can come again (SDK retries); one made here is new.
+    const clientMessageId = typeof call.messageId === "string" && call.messageId !== "";
     const event = enrichEvent(call, type, meta);
-    const key = RecentMessageIds.key(source.id, event.messageId);
-    if (deps.recent.has(key)) {
-      duplicates++;
-      continue;
+    if (clientMessageId) {
+      const key = RecentMessageIds.key(source.id, event.messageId);
+      if (deps.recent.has(key)) {
+        duplicates++;
+        continue;
+      }
+      // Marked at once, so a retry racing this request in the same commit is a duplicate too.
+      deps.recent.add(key);
+      keys.push(key);
     }
-    // Marked at once, so a retry racing this request in the same commit is a duplicate too.
-    deps.recent.add(key);
-    keys.push(key);
     watched?.push(event);
     rows.push({
       workspaceId: source.workspaceId,
