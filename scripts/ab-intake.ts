@@ -13,7 +13,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { TOKEN, adminApi, fmt, record, requireWrk, rssMb, startProcess, wrk } from "./bench-lib";
+import { INTAKE_BODIES, TOKEN, adminApi, fmt, record, requireWrk, rssMb, startProcess, wrk } from "./bench-lib";
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: number) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
@@ -28,10 +28,7 @@ if (specs.length !== 2) {
 }
 requireWrk();
 
-const track = JSON.stringify({ userId: "bench-user", event: "Benchmark Event", properties: { plan: "pro", amount: 42, tags: ["a", "b"] }, context: { library: { name: "wrk" } } });
-const batch = JSON.stringify({
-  batch: Array.from({ length: 100 }, (_, i) => ({ type: "track", userId: `user-${i % 10}`, event: "Benchmark Event", properties: { i, plan: "pro" } })),
-});
+const { track, batch } = INTAKE_BODIES;
 
 /** CPU µs of one thread (the main thread's tid is the pid) or of the whole process. */
 function cpuUs(pid: number, tid?: number): number {

@@ -5,7 +5,7 @@
  *
  *   npm run bench:intake [-- --seconds 10 --build --regulations N --full-only --no-record]
  */
-import { BINARY, adminApi, ensureBinary, fmt, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
+import { BINARY, INTAKE_BODIES, adminApi, ensureBinary, fmt, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
 import { join } from "node:path";
 
 const args = process.argv.slice(2);
@@ -15,10 +15,7 @@ const regulations = Number(args[args.indexOf("--regulations") + 1] || 0);
 requireWrk();
 await ensureBinary();
 
-const track = JSON.stringify({ userId: "bench-user", event: "Benchmark Event", properties: { plan: "pro", amount: 42, tags: ["a", "b"] }, context: { library: { name: "wrk" } } });
-const batch = JSON.stringify({
-  batch: Array.from({ length: 100 }, (_, i) => ({ type: "track", userId: `user-${i % 10}`, event: "Benchmark Event", properties: { i, plan: "pro" } })),
-});
+const { track, batch } = INTAKE_BODIES;
 
 async function measure(url: string, auth: string, pid: number) {
   const headers = { "content-type": "application/json", authorization: auth };

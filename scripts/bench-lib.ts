@@ -103,6 +103,22 @@ export function cpuTimeUs(pid: number): number {
   return (ticks * 1_000_000) / 100;
 }
 
+/** Stands for a prefix unique to each request in a body given to wrk() (see uniqueIds). */
+export const REQUEST_ID = "@@REQ@@";
+
+/**
+ * The intake benchmarks' bodies. Each event carries its own messageId, as every SDK sends
+ * one, so the figures include deduplication; wrk makes them unique per request.
+ */
+export const INTAKE_BODIES = {
+  track: JSON.stringify({ userId: "bench-user", event: "Benchmark Event", messageId: REQUEST_ID, properties: { plan: "pro", amount: 42, tags: ["a", "b"] }, context: { library: { name: "wrk" } } }),
+  batch: JSON.stringify({
+    batch: Array.from({ length: 100 }, (_, i) => ({ type: "track", userId: `user-${i % 10}`, event: "Benchmark Event", messageId: `${REQUEST_ID}-${i}`, properties: { i, plan: "pro" } })),
+  }),
+};
+
+let wrkRuns = 0;
+
 /** Runs wrk against url with a POST body; returns requests/s and latency percentiles. */
 export function wrk(
   url: string,
@@ -114,9 +130,15 @@ export function wrk(
   const rotate = opts.bodies?.length
     ? `bodies = { ${opts.bodies.map((b) => JSON.stringify(b)).join(", ")} }\ni = 0\nrequest = function() i = (i % #bodies) + 1; return wrk.format(nil, nil, nil, bodies[i]) end\n`
     : "";
+  // REQUEST_ID in the body becomes run-thread-counter, unique across runs against one server.
+  const run = `${process.pid}x${Date.now().toString(36)}x${++wrkRuns}`;
+  const unique = opts.body.includes(REQUEST_ID)
+    ? `threads = 0\nsetup = function(thread) threads = threads + 1; thread:set("tid", threads) end\nn = 0\n` +
+      `request = function() n = n + 1; local body = string.gsub(wrk.body, "${REQUEST_ID}", "${run}-" .. tid .. "-" .. n); return wrk.format(nil, nil, nil, body) end\n`
+    : "";
   writeFileSync(
     script,
-    `wrk.method = "POST"\nwrk.body = ${JSON.stringify(opts.body)}\n${hdrs}\n${rotate}` +
+    `wrk.method = "POST"\nwrk.body = ${JSON.stringify(opts.body)}\n${hdrs}\n${rotate}${unique}` +
       `done = function(summary, latency, requests) io.write(string.format("NON2XX %d\\n", summary.errors.status)) end\n`,
   );
   const cpuBefore = opts.pid ? cpuTimeUs(opts.pid) : 0;
