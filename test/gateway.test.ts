@@ -366,21 +366,28 @@ test("the deduplication key set agrees with a JS Set through adds, deletes and g
   const set = new KeySet(16);
   const ref = new Set<number>();
   let seed = 7;
+  // Math.imul keeps the LCG exact (in doubles it lost bits and cycled over a dozen keys).
   const rand = () => {
-    seed = (seed * 1103515245 + 12345) % 2 ** 31;
-    return seed;
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed >>> 1;
   };
   // Keys sharing low bits land on the same home slot and form long probe runs.
   const key = () => (rand() % 4 === 0 ? (rand() % 64) * 2 ** 32 + 5 : rand() * 2 ** 21 + rand()) || 1;
   const pool: number[] = [];
+  let sizeMismatches = 0;
   for (let step = 0; step < 60_000; step++) {
-    const r = rand() % 10;
-    if (r < 6 || pool.length === 0) {
+    const r = rand() % 20;
+    if (r < 10 || pool.length === 0) {
       const k = key();
       pool.push(k);
       set.add(k);
       ref.add(k);
-    } else if (r < 8) {
+    } else if (r < 14) {
+      // Adding a key it holds (an SDK retry), also while a growth is being copied.
+      const k = pool[rand() % pool.length]!;
+      set.add(k);
+      ref.add(k);
+    } else if (r < 15) {
       const k = pool[rand() % pool.length]!;
       set.delete(k);
       ref.delete(k);
@@ -388,7 +395,11 @@ test("the deduplication key set agrees with a JS Set through adds, deletes and g
       const k = rand() % 2 ? pool[rand() % pool.length]! : key();
       expect(set.has(k)).toBe(ref.has(k));
     }
+    if (set.size !== ref.size) sizeMismatches++;
   }
+  expect(sizeMismatches).toBe(0);
   expect(set.size).toBe(ref.size);
+  // Enough keys that the table grew many times, copying step by step between adds.
+  expect(ref.size).toBeGreaterThan(10_000);
   for (const k of pool) expect(set.has(k)).toBe(ref.has(k));
 });

@@ -18,11 +18,20 @@ import type { Database } from "bun:sqlite";
 /**
  * A set of non-zero integers below 2^53 in one Float64Array with linear probing, kept at
  * most 70% full. 0 marks an empty slot.
+ *
+ * It grows step by step: a bigger table takes the new keys while the old one stays as it
+ * was and is copied over a few slots per add. Copying it at once stopped the event loop for
+ * 145 ms at 1.5 million keys and 531 ms at 6 million, and every request waited.
  */
 export class KeySet {
   private slots: Float64Array;
   private mask: number;
   private count = 0;
+  /** The table before the last growth, read-only, while it is being copied. */
+  private old: Float64Array | undefined;
+  private oldMask = 0;
+  /** Slots of `old` below this are copied. */
+  private copied = 0;
 
   constructor(capacity = 1 << 12) {
     let size = 16;
@@ -35,48 +44,31 @@ export class KeySet {
     return this.count;
   }
 
-  /** The home slot: the key is already a hash, so its low 32 bits are as good as any. */
-  private home(key: number): number {
-    return (key >>> 0) & this.mask;
-  }
-
   has(key: number): boolean {
-    const slots = this.slots;
-    for (let i = this.home(key); ; i = (i + 1) & this.mask) {
-      const v = slots[i];
-      if (v === key) return true;
-      if (v === 0) return false;
-    }
+    return find(this.slots, this.mask, key) >= 0 || (this.old !== undefined && find(this.old, this.oldMask, key) >= 0);
   }
 
   add(key: number) {
+    if (this.has(key)) return;
+    if (this.old !== undefined) this.copySome(COPY_PER_ADD);
     if ((this.count + 1) * 10 > this.slots.length * 7) this.grow();
-    const slots = this.slots;
-    for (let i = this.home(key); ; i = (i + 1) & this.mask) {
-      const v = slots[i];
-      if (v === key) return;
-      if (v === 0) {
-        slots[i] = key;
-        this.count++;
-        return;
-      }
-    }
+    place(this.slots, this.mask, key);
+    this.count++;
   }
 
   delete(key: number) {
+    // Rare (a failed commit): finish copying first, so only one table holds keys.
+    if (this.old !== undefined) this.copySome(Infinity);
     const slots = this.slots;
-    let i = this.home(key);
-    for (; ; i = (i + 1) & this.mask) {
-      if (slots[i] === 0) return;
-      if (slots[i] === key) break;
-    }
+    let i = find(slots, this.mask, key);
+    if (i < 0) return;
     // Backward-shift deletion: later keys of the same probe run move up, so no lookup
     // stops early at the hole.
     for (let j = (i + 1) & this.mask; slots[j] !== 0; j = (j + 1) & this.mask) {
-      const h = this.home(slots[j]);
+      const h = home(slots[j]!, this.mask);
       const between = i <= j ? h > i && h <= j : h > i || h <= j;
       if (!between) {
-        slots[i] = slots[j];
+        slots[i] = slots[j]!;
         i = j;
       }
     }
@@ -85,11 +77,50 @@ export class KeySet {
   }
 
   private grow() {
-    const old = this.slots;
-    this.slots = new Float64Array(old.length * 2);
+    // A growth while copying: finish the copy first (it has had 35% of the table's adds).
+    if (this.old !== undefined) this.copySome(Infinity);
+    this.old = this.slots;
+    this.oldMask = this.mask;
+    this.copied = 0;
+    this.slots = new Float64Array(this.slots.length * 2);
     this.mask = this.slots.length - 1;
-    this.count = 0;
-    for (const v of old) if (v !== 0) this.add(v);
+  }
+
+  private copySome(n: number) {
+    const old = this.old!;
+    const end = Math.min(old.length, this.copied + n);
+    // Counted already: add() puts a key in the new table only if neither table holds it.
+    for (let i = this.copied; i < end; i++) if (old[i] !== 0) place(this.slots, this.mask, old[i]!);
+    this.copied = end;
+    if (end === old.length) this.old = undefined;
+  }
+}
+
+/** Old slots copied per add: the copy ends long before the new table needs to grow. */
+const COPY_PER_ADD = 16;
+
+/** The home slot: the key is already a hash, so its low 32 bits are as good as any. */
+function home(key: number, mask: number): number {
+  return (key >>> 0) & mask;
+}
+
+function find(slots: Float64Array, mask: number, key: number): number {
+  for (let i = home(key, mask); ; i = (i + 1) & mask) {
+    const v = slots[i];
+    if (v === key) return i;
+    if (v === 0) return -1;
+  }
+}
+
+/** Inserts; false if the key was there already. */
+function place(slots: Float64Array, mask: number, key: number): boolean {
+  for (let i = home(key, mask); ; i = (i + 1) & mask) {
+    const v = slots[i];
+    if (v === key) return false;
+    if (v === 0) {
+      slots[i] = key;
+      return true;
+    }
   }
 }
 
