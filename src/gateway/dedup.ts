@@ -124,7 +124,8 @@ function place(slots: Float64Array, mask: number, key: number): boolean {
   }
 }
 
-const MASK = 0x1fffffffffffffn;
+/** A hash seed per source id, so the key of (source, messageId) needs no joined string. */
+const sourceSeeds = new Map<string, bigint>();
 
 export class RecentMessageIds {
   private generations: KeySet[] = [new KeySet()];
@@ -138,8 +139,12 @@ export class RecentMessageIds {
   }
 
   static key(sourceId: string, messageId: string): number {
-    // 0 marks an empty slot of a KeySet.
-    return Number(Bun.hash(`${sourceId}\u0000${messageId}`) & MASK) || 1;
+    let seed = sourceSeeds.get(sourceId);
+    if (seed === undefined) sourceSeeds.set(sourceId, (seed = Bun.hash(sourceId)));
+    // The top 53 bits of the 64-bit hash; 0 marks an empty slot of a KeySet. Hashing the
+    // messageId alone, not a `${source}\0${messageId}` string made for it, saved about
+    // 0.3 µs of CPU an event under the batch load (scripts/ab-intake.ts).
+    return Number(Bun.hash.wyhash(messageId, seed) >> 11n) || 1;
   }
 
   has(key: number): boolean {
