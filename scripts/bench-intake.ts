@@ -65,5 +65,5 @@ for (const v of variants) {
 }
 
 rows.push("");
-rows.push(`wrk ${seconds} s per figure, 2 threads; single call = one track event (~200 B); batch = 100 track events per request. Events are stored with a unique messageId each (the dedup index is on in every figure). CPU µs = user + system time of the server process (all threads) over the run, divided by the requests wrk completed (steadier than rates on a shared machine). Targets: single ≥ 0.70 of bare, p99 ≤ 1.5× bare, batch ≥ 200,000 events/s, RSS ≤ 150 MB.`);
+rows.push(`wrk ${seconds} s per figure, 2 threads; single call = one track event (~200 B); batch = 100 track events per request. Each event carries its own messageId, unique per request (wrk substitutes it), as SDKs send them, so deduplication is in every figure. CPU µs = user + system time of the server process (all threads) over the run, divided by the requests wrk completed (steadier than rates on a shared machine). Targets: single ≥ 0.70 of bare, p99 ≤ 1.5× bare, batch ≥ 200,000 events/s, RSS ≤ 150 MB.`);
 await record("Intake", `npm run bench:intake -- --seconds ${seconds}${regulations ? ` --regulations ${regulations}` : ""}`, rows);
