@@ -16,13 +16,19 @@ requireWrk();
 await ensureBinary();
 
 const { track, batch } = INTAKE_BODIES;
+/**
+ * The same events without a messageId: Sluice makes one and skips deduplication for them.
+ * The unique value moves to a `requestId` field, so wrk still makes a body per request and
+ * the load costs the machine the same.
+ */
+const withoutIds = (body: string) => body.replaceAll('"messageId":', '"requestId":');
 
-async function measure(url: string, auth: string, pid: number) {
+async function measure(url: string, auth: string, pid: number, bodies = { track, batch }) {
   const headers = { "content-type": "application/json", authorization: auth };
   // A short warm-up so JIT and page cache do not count against the first figure.
-  wrk(`${url}/v1/track`, { body: track, headers, connections: 16, seconds: 2 });
-  const single = wrk(`${url}/v1/track`, { body: track, headers, connections: 64, seconds, pid });
-  const batched = wrk(`${url}/v1/batch`, { body: batch, headers, connections: 16, seconds, pid });
+  wrk(`${url}/v1/track`, { body: bodies.track, headers, connections: 16, seconds: 2 });
+  const single = wrk(`${url}/v1/track`, { body: bodies.track, headers, connections: 64, seconds, pid });
+  const batched = wrk(`${url}/v1/batch`, { body: bodies.batch, headers, connections: 16, seconds, pid });
   return { single, batched };
 }
 
@@ -31,11 +37,8 @@ const bare = await startProcess([process.execPath, join(import.meta.dir, "bare-s
 const base = await measure(bare.url, "Basic eDo=", bare.pid);
 await bare.stop();
 
-const variants: Array<{ name: string; args: string[]; regs?: number }> = [
-  { name: "Sluice, sync FULL (default)", args: [] },
-  { name: "Sluice, sync NORMAL", args: ["--sync", "NORMAL"] },
-];
-if (args.includes("--full-only")) variants.pop();
+const variants: Array<{ name: string; args: string[]; regs?: number }> = [{ name: "Sluice, sync FULL (default)", args: [] }];
+if (!args.includes("--full-only")) variants.push({ name: "Sluice, sync NORMAL", args: ["--sync", "NORMAL"] });
 if (regulations) variants.push({ name: `Sluice, sync FULL, ${fmt(regulations)} active regulations`, args: [], regs: regulations });
 
 rows.push("| Server | single calls/s (64 conn) | ratio to bare | p50 ms | p99 ms | p99 ratio | CPU µs per call | batch events/s (100/req, 16 conn) | CPU µs per batch event | RSS MB (peak) | non-2xx |");
@@ -64,6 +67,43 @@ for (const v of variants) {
   await s.stop();
 }
 
+/**
+ * What deduplication costs: two servers at once, one sent the events with their messageIds,
+ * the other the same events without (Sluice makes the ids and skips deduplication for them),
+ * taking turns under the same load so a slow moment of the machine falls on both.
+ */
+async function deduplicationCost(rounds = 3) {
+  const servers = await Promise.all(
+    [{ track, batch }, { track: withoutIds(track), batch: withoutIds(batch) }].map(async (bodies) => {
+      const s = await startSluice([]);
+      const src = await adminApi(s.url, "POST", "/v2/sources", { name: "bench" });
+      const headers = { "content-type": "application/json", authorization: `Basic ${btoa(`${src.writeKey}:`)}` };
+      wrk(`${s.url}/v1/track`, { body: bodies.track, headers, connections: 16, seconds: 2 });
+      return { s, bodies, headers, single: [] as number[], batch: [] as number[] };
+    }),
+  );
+  const half = Math.max(2, Math.round(seconds / 2));
+  for (let r = 0; r < rounds; r++) {
+    for (const x of r % 2 ? [...servers].reverse() : servers) {
+      x.single.push(wrk(`${x.s.url}/v1/track`, { body: x.bodies.track, headers: x.headers, connections: 64, seconds: half, pid: x.s.pid }).cpuUs ?? NaN);
+      x.batch.push((wrk(`${x.s.url}/v1/batch`, { body: x.bodies.batch, headers: x.headers, connections: 16, seconds: half, pid: x.s.pid }).cpuUs ?? NaN) / 100);
+    }
+  }
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    // Peak, not current: the server that waits for its turn gives memory back meanwhile.
+  const out = servers.map((x) => ({ single: mean(x.single), batch: mean(x.batch), rss: rssMb(x.s.pid).peak }));
+  for (const x of servers) await x.s.stop();
+  return out;
+}
+
+const [withDedup, withoutDedup] = await deduplicationCost();
 rows.push("");
-rows.push(`wrk ${seconds} s per figure, 2 threads; single call = one track event (~200 B); batch = 100 track events per request. Each event carries its own messageId, unique per request (wrk substitutes it), as SDKs send them, so deduplication is in every figure. CPU µs = user + system time of the server process (all threads) over the run, divided by the requests wrk completed (steadier than rates on a shared machine). Targets: single ≥ 0.70 of bare, p99 ≤ 1.5× bare, batch ≥ 200,000 events/s, RSS ≤ 150 MB.`);
+rows.push("| Deduplication (interleaved, sync FULL) | CPU µs per call | CPU µs per batch event | peak RSS MB |");
+rows.push("| --- | --- | --- | --- |");
+rows.push(`| events with their messageIds | ${fmt(withDedup!.single, 1)} | ${fmt(withDedup!.batch, 2)} | ${fmt(withDedup!.rss)} |`);
+rows.push(`| the same events without messageIds (not deduplicated) | ${fmt(withoutDedup!.single, 1)} | ${fmt(withoutDedup!.batch, 2)} | ${fmt(withoutDedup!.rss)} |`);
+rows.push(`| cost of deduplication | ${fmt(withDedup!.single - withoutDedup!.single, 1)} | ${fmt(withDedup!.batch - withoutDedup!.batch, 2)} | ${fmt(withDedup!.rss - withoutDedup!.rss)} |`);
+
+rows.push("");
+rows.push(`wrk ${seconds} s per figure, 2 threads; single call = one track event (~200 B); batch = 100 track events per request. Each event carries its own messageId, unique per request (wrk substitutes it), as SDKs send them, so deduplication is in every figure of the first table. The second table runs two servers at once, taking turns for 3 rounds of ${Math.max(2, Math.round(seconds / 2))} s: one gets the events with messageIds, the other the same events with the field renamed (Sluice makes the ids and does not deduplicate them). CPU µs = user + system time of the server process (all threads) over the run, divided by the requests wrk completed (steadier than rates on a shared machine). Targets: single ≥ 0.70 of bare, p99 ≤ 1.5× bare, batch ≥ 200,000 events/s, RSS ≤ 150 MB.`);
 await record("Intake", `npm run bench:intake -- --seconds ${seconds}${regulations ? ` --regulations ${regulations}` : ""}`, rows);
