@@ -361,9 +361,9 @@ test("event ids only grow: after a restart they stay above the processor's curso
   cleanup(a.dataDir);
 });
 
-test("the deduplication key set agrees with a JS Set through adds, deletes and growth, including keys that collide on their home slot", async () => {
-  const { KeySet } = await import("../src/gateway/dedup");
-  const set = new KeySet(16);
+for (const kind of ["KeySet", "ShardedKeySet"] as const) test(`the deduplication key set (${kind}) agrees with a JS Set through adds, deletes and growth, including keys that collide on their home slot`, async () => {
+  const dedup = await import("../src/gateway/dedup");
+  const set = new dedup[kind](16);
   const ref = new Set<number>();
   let seed = 7;
   // Math.imul keeps the LCG exact (in doubles it lost bits and cycled over a dozen keys).
