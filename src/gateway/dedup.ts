@@ -41,11 +41,6 @@ export class KeySet {
     return this.count;
   }
 
-  /** Bytes of the tables, for the benchmark's accounting. */
-  get bytes(): number {
-    return this.slots.byteLength + (this.old?.byteLength ?? 0);
-  }
-
   has(key: number): boolean {
     return find(this.slots, key) >= 0 || (this.old !== undefined && find(this.old, key) >= 0);
   }
@@ -149,10 +144,6 @@ export class ShardedKeySet {
 
   get size(): number {
     return this.shards.reduce((n, s) => n + s.size, 0);
-  }
-
-  get bytes(): number {
-    return this.shards.reduce((n, s) => n + s.bytes, 0);
   }
 
   has(key: number): boolean {

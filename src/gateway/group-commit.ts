@@ -40,13 +40,12 @@ export class GroupCommitWriter {
   private rows: EventRow[] = [];
   private pending: Pending[] = [];
   private scheduled = false;
-  /** Commits waiting for their fsync, by sequence number. */
-  private unsynced = new Map<number, Pending[]>();
-  private seq = 0;
+  /** Callers of the commit whose fsync is under way (one at most: commits wait for it). */
+  private unsynced: Pending[] = [];
   private walPath: string;
   private walFd: number | undefined;
   private syncs = 0;
-  /** An fdatasync is under way; commits made meanwhile wait for the next one. */
+  /** An fdatasync is under way; rows that arrive meanwhile are committed when it ends. */
   private syncing = false;
   private afterCommit: Array<(lastEventId: number) => void> = [];
   private idle: Array<() => void> = [];
@@ -104,7 +103,7 @@ export class GroupCommitWriter {
   /** Resolves when everything written so far is committed and synced (or failed). */
   settled(): Promise<void> {
     this.flush();
-    if (this.unsynced.size === 0 && this.pending.length === 0) return Promise.resolve();
+    if (this.unsynced.length === 0 && this.pending.length === 0) return Promise.resolve();
     return new Promise((resolve) => this.idle.push(resolve));
   }
 
@@ -150,24 +149,23 @@ export class GroupCommitWriter {
       this.notifyIdle();
       return;
     }
-    this.unsynced.set(++this.seq, pending);
-    if (!this.syncing) this.sync();
+    this.unsynced = pending;
+    this.sync();
   }
 
-  /** fdatasync of the WAL on the I/O pool; it covers every commit made before it starts. */
+  /** fdatasync of the WAL on the I/O pool, for the commit just made. */
   private sync() {
-    const upTo = this.seq;
     let fd: number;
     try {
       fd = this.walDescriptor();
     } catch (err) {
-      this.synced(upTo, err);
+      this.synced(err);
       return;
     }
     this.syncing = true;
     fdatasync(fd, (err) => {
       this.syncing = false;
-      this.synced(upTo, err);
+      this.synced(err);
       this.flush();
     });
   }
@@ -186,20 +184,18 @@ export class GroupCommitWriter {
     return this.walFd;
   }
 
-  private synced(upTo: number, error: unknown) {
+  private synced(error: unknown) {
     const err = error ? new Error(`fsync of the WAL failed: ${(error as Error).message ?? error}`) : undefined;
-    for (const [seq, pending] of this.unsynced) {
-      if (seq > upTo) break;
-      this.unsynced.delete(seq);
-      for (const p of pending) err ? p.reject(err) : p.resolve();
-    }
+    const waiting = this.unsynced;
+    this.unsynced = [];
+    for (const p of waiting) err ? p.reject(err) : p.resolve();
     if (!err) this.committed();
     this.notifyIdle();
   }
 
   /** Wakes settled() once nothing is queued, held back or waiting for its fsync. */
   private notifyIdle() {
-    if (this.unsynced.size === 0 && this.pending.length === 0) for (const fn of this.idle.splice(0)) fn();
+    if (this.unsynced.length === 0 && this.pending.length === 0) for (const fn of this.idle.splice(0)) fn();
   }
 
   private committed() {
