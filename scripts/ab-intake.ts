@@ -10,10 +10,8 @@
  * main thread and of the whole process (user + system, from /proc), and the largest RSS.
  * Build the old binary from a worktree: git worktree add /tmp/old HEAD && (cd /tmp/old && npm run build).
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { INTAKE_BODIES, TOKEN, adminApi, fmt, record, requireWrk, rssMb, startProcess, wrk } from "./bench-lib";
+import { resolve } from "node:path";
+import { INTAKE_BODIES, adminApi, cpuTimeUs, fmt, mean, record, requireWrk, rssMb, startSluice, wrk } from "./bench-lib";
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: number) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
@@ -30,29 +28,22 @@ requireWrk();
 
 const { track, batch } = INTAKE_BODIES;
 
-/** CPU µs of one thread (the main thread's tid is the pid) or of the whole process. */
-function cpuUs(pid: number, tid?: number): number {
-  const stat = readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(f[11]) + Number(f[12])) * 10_000;
-}
-
 async function start(spec: string) {
   const [bin, envs] = spec.split("@");
   const env = envs ? Object.fromEntries(envs.split(",").map((kv) => kv.split("=") as [string, string])) : {};
-  const dir = mkdtempSync(join(tmpdir(), "sluice-ab-"));
-  const p = await startProcess([resolve(bin!), "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dir], { SLUICE_ADMIN_TOKEN: TOKEN, LOG_LEVEL: "info", ...env }, dir);
+  const p = await startSluice([], env, undefined, resolve(bin!));
   const src = await adminApi(p.url, "POST", "/v2/sources", { name: "ab" });
   const headers = { "content-type": "application/json", authorization: `Basic ${btoa(`${src.writeKey}:`)}` };
-  return { spec, ...p, headers, dir, runs: [] as Array<{ events: number; p99: number; main: number; all: number; rss: number }> };
+  return { spec, ...p, headers, runs: [] as Array<{ events: number; p99: number; main: number; all: number; rss: number }> };
 }
 
 const servers = [await start(specs[0]!), await start(specs[1]!)];
 for (const s of servers) wrk(`${s.url}/v1/track`, { body: track, headers: s.headers, connections: 16, seconds: 2 });
 for (let r = 0; r < rounds; r++) {
   for (const s of r % 2 ? [servers[1]!, servers[0]!] : servers) {
-    const main0 = cpuUs(s.pid, s.pid);
-    const all0 = cpuUs(s.pid);
+    // The main thread's id is the process id.
+    const main0 = cpuTimeUs(s.pid, s.pid);
+    const all0 = cpuTimeUs(s.pid);
     const w = batchMode
       ? wrk(`${s.url}/v1/batch`, { body: batch, headers: s.headers, connections: 16, seconds })
       : wrk(`${s.url}/v1/track`, { body: track, headers: s.headers, connections: 64, seconds });
@@ -60,18 +51,14 @@ for (let r = 0; r < rounds; r++) {
     s.runs.push({
       events: w.rps * (batchMode ? 100 : 1),
       p99: w.p99ms,
-      main: (cpuUs(s.pid, s.pid) - main0) / requests,
-      all: (cpuUs(s.pid) - all0) / requests,
+      main: (cpuTimeUs(s.pid, s.pid) - main0) / requests,
+      all: (cpuTimeUs(s.pid) - all0) / requests,
       rss: rssMb(s.pid).rss,
     });
   }
 }
-for (const s of servers) {
-  await s.stop();
-  rmSync(s.dir, { recursive: true, force: true });
-}
+for (const s of servers) await s.stop();
 
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const unit = batchMode ? "request of 100 events" : "call";
 const rows = [
   `| Binary | events/s | p99 ms | main-thread CPU µs per ${unit} | process CPU µs per ${unit} | RSS MB (max) |`,

@@ -5,7 +5,7 @@
  *
  *   npm run bench:intake [-- --seconds 10 --build --regulations N --full-only --no-record]
  */
-import { BINARY, INTAKE_BODIES, adminApi, ensureBinary, fmt, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
+import { BINARY, INTAKE_BODIES, adminApi, ensureBinary, fmt, mean, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
 import { join } from "node:path";
 
 const args = process.argv.slice(2);
@@ -89,8 +89,7 @@ async function deduplicationCost(rounds = 3) {
       x.batch.push((wrk(`${x.s.url}/v1/batch`, { body: x.bodies.batch, headers: x.headers, connections: 16, seconds: half, pid: x.s.pid }).cpuUs ?? NaN) / 100);
     }
   }
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-    // Peak, not current: the server that waits for its turn gives memory back meanwhile.
+  // Peak, not current: the server that waits for its turn gives memory back meanwhile.
   const out = servers.map((x) => ({ single: mean(x.single), batch: mean(x.batch), rss: rssMb(x.s.pid).peak }));
   for (const x of servers) await x.s.stop();
   return out;

@@ -62,9 +62,9 @@ export async function startProcess(cmd: string[], env: Record<string, string> = 
   };
 }
 
-export async function startSluice(args: string[] = [], env: Record<string, string> = {}, existingDir?: string) {
+export async function startSluice(args: string[] = [], env: Record<string, string> = {}, existingDir?: string, binary = BINARY) {
   const dir = existingDir ?? mkdtempSync(join(tmpdir(), "sluice-bench-"));
-  const p = await startProcess([BINARY, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dir, ...args], {
+  const p = await startProcess([binary, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dir, ...args], {
     SLUICE_ADMIN_TOKEN: TOKEN,
     LOG_LEVEL: "info",
     ...env,
@@ -94,16 +94,16 @@ export interface WrkResult {
   cpuUs?: number;
 }
 
-/** User + system CPU time of a process and all its threads so far, in µs (from /proc). */
-export function cpuTimeUs(pid: number): number {
-  const stat = require("node:fs").readFileSync(`/proc/${pid}/stat`, "utf8") as string;
+/** User + system CPU time of a process and all its threads so far, or of one thread, in µs (from /proc). */
+export function cpuTimeUs(pid: number, tid?: number): number {
+  const stat = require("node:fs").readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8") as string;
   // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const ticks = Number(fields[11]) + Number(fields[12]);
   return (ticks * 1_000_000) / 100;
 }
 
-/** Stands for a prefix unique to each request in a body given to wrk() (see uniqueIds). */
+/** In a body given to wrk(), stands for a value unique to each request. */
 export const REQUEST_ID = "@@REQ@@";
 
 /**
@@ -189,5 +189,7 @@ function gitHead(): string {
   const r = Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: ROOT });
   return r.stdout.toString().trim() || "unknown";
 }
+
+export const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 export const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "n/a");
