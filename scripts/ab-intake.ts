@@ -11,7 +11,7 @@
  * Build the old binary from a worktree: git worktree add /tmp/old HEAD && (cd /tmp/old && npm run build).
  */
 import { resolve } from "node:path";
-import { INTAKE_BODIES, adminApi, cpuTimeUs, fmt, mean, record, requireWrk, rssMb, startSluice, wrk } from "./bench-lib";
+import { INTAKE_BODIES, adminApi, cpuTimeUs, fmt, mean, median, record, requireWrk, rssMb, startSluice, wrk } from "./bench-lib";
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: number) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
@@ -61,14 +61,14 @@ for (const s of servers) await s.stop();
 
 const unit = batchMode ? "request of 100 events" : "call";
 const rows = [
-  `| Binary | events/s | p99 ms | main-thread CPU µs per ${unit} | process CPU µs per ${unit} | RSS MB (max) |`,
-  "| --- | --- | --- | --- | --- | --- |",
+  `| Binary | events/s | p99 ms (mean) | p99 ms (median) | main-thread CPU µs per ${unit} | process CPU µs per ${unit} | RSS MB (max) |`,
+  "| --- | --- | --- | --- | --- | --- | --- |",
   ...servers.map((s) => {
     const m = (k: "events" | "p99" | "main" | "all") => mean(s.runs.map((x) => x[k]));
-    return `| ${s.spec} | ${fmt(m("events"))} | ${fmt(m("p99"), 2)} | ${fmt(m("main"), 1)} | ${fmt(m("all"), 1)} | ${fmt(Math.max(...s.runs.map((x) => x.rss)))} |`;
+    return `| ${s.spec} | ${fmt(m("events"))} | ${fmt(m("p99"), 2)} | ${fmt(median(s.runs.map((x) => x.p99)), 2)} | ${fmt(m("main"), 1)} | ${fmt(m("all"), 1)} | ${fmt(Math.max(...s.runs.map((x) => x.rss)))} |`;
   }),
   "",
-  `${rounds} interleaved rounds of wrk ${seconds} s each per binary, ${batchMode ? "/v1/batch of 100 events at 16 connections" : "single track calls at 64 connections"}; means over the rounds.`,
+  `${rounds} interleaved rounds of wrk ${seconds} s each per binary, ${batchMode ? "/v1/batch of 100 events at 16 connections" : "single track calls at 64 connections"}; means over the rounds, and the median p99 (one disturbed round moves the mean).`,
 ];
 if (args.includes("--record")) await record(`Intake A/B${batchMode ? " (batch)" : ""}`, `bun scripts/ab-intake.ts ${args.join(" ")}`, rows);
 else console.log(rows.join("\n"));

@@ -191,5 +191,10 @@ function gitHead(): string {
 }
 
 export const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+/** The middle value: a tail latency of one disturbed round does not move it. */
+export const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
 
 export const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "n/a");
