@@ -1,18 +1,21 @@
 /**
  * The baseline of the benchmarks: a bare Bun.serve that reads the body and answers
  * OK without storing anything. `--sink` makes it a destination stand-in that records
- * arrival latency (receivedAt → now) of JSON events instead.
+ * arrival latency (receivedAt → now) of JSON events instead. `--also json,ip,headers`
+ * adds what every event call needs from Bun besides (bench-floor.ts): parsing the body
+ * as JSON, the peer address, and the headers the gateway reads.
  */
 const args = process.argv.slice(2);
 const port = Number(args[args.indexOf("--port") + 1] || 0);
 const sink = args.includes("--sink");
+const also = new Set(args.includes("--also") ? (args[args.indexOf("--also") + 1] ?? "").split(",") : []);
 
 const latencies: number[] = [];
 let count = 0;
 const server = Bun.serve({
   port,
   hostname: "127.0.0.1",
-  async fetch(req) {
+  async fetch(req, srv) {
     const url = new URL(req.url);
     if (url.pathname === "/__stats") {
       const sorted = latencies.slice().sort((a, b) => a - b);
@@ -23,6 +26,14 @@ const server = Bun.serve({
       latencies.length = 0;
       count = 0;
       return new Response("ok");
+    }
+    if (also.has("headers")) {
+      for (const h of ["origin", "authorization", "content-encoding", "content-length", "anonymousid", "x-forwarded-for"]) req.headers.get(h);
+    }
+    if (also.has("ip")) srv.requestIP(req);
+    if (also.has("json")) {
+      await req.json();
+      return new Response("OK");
     }
     const text = await req.text();
     if (sink) {

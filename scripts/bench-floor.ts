@@ -1,0 +1,61 @@
+/**
+ * What an event call costs before any of Sluice's own work: the bare server of the intake
+ * benchmark, then the same server doing in addition what every event call needs from Bun
+ * (parsing the body as JSON, the peer address for `request_ip`, the headers the gateway
+ * reads), and the compiled Sluice. All take turns under the same wrk load, so a slow
+ * minute of the machine falls on all alike. The single-call target (0.70 of the bare
+ * rate) is about main-thread time: both servers answer from one thread.
+ *
+ *   npm run bench:floor [-- --rounds 4 --seconds 3 --build --no-record]
+ */
+import { join } from "node:path";
+import { INTAKE_BODIES, adminApi, cpuTimeUs, ensureBinary, fmt, mean, record, requireWrk, startProcess, startSluice, wrk } from "./bench-lib";
+
+const args = process.argv.slice(2);
+const opt = (name: string, dflt: number) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
+const rounds = opt("--rounds", 4);
+const seconds = opt("--seconds", 3);
+
+requireWrk();
+await ensureBinary();
+
+const bareWith = (also: string) => [process.execPath, join(import.meta.dir, "bare-server.ts"), "--port", "0", ...(also ? ["--also", also] : [])];
+const servers: Array<{ name: string; url: string; pid: number; auth: string; stop(): Promise<void>; main: number[]; rps: number[] }> = [];
+for (const [name, also] of [
+  ["bare Bun.serve (reads the body, answers OK)", ""],
+  ["+ JSON.parse of the body (request.json())", "json"],
+  ["+ the peer address (server.requestIP)", "ip"],
+  ["+ reading 6 headers", "headers"],
+  ["+ all three", "json,ip,headers"],
+] as const) {
+  const p = await startProcess(bareWith(also));
+  servers.push({ name, ...p, auth: "Basic eDo=", main: [], rps: [] });
+}
+const sluice = await startSluice();
+const src = await adminApi(sluice.url, "POST", "/v2/sources", { name: "floor" });
+servers.push({ name: "Sluice (compiled, sync FULL)", ...sluice, auth: `Basic ${btoa(`${src.writeKey}:`)}`, main: [], rps: [] });
+
+for (const s of servers) wrk(`${s.url}/v1/track`, { body: INTAKE_BODIES.track, headers: { "content-type": "application/json", authorization: s.auth }, connections: 16, seconds: 1 });
+for (let r = 0; r < rounds; r++) {
+  for (const s of r % 2 ? [...servers].reverse() : servers) {
+    // The main thread's id is the process id.
+    const before = cpuTimeUs(s.pid, s.pid);
+    const w = wrk(`${s.url}/v1/track`, { body: INTAKE_BODIES.track, headers: { "content-type": "application/json", authorization: s.auth }, connections: 64, seconds });
+    s.main.push((cpuTimeUs(s.pid, s.pid) - before) / (w.rps * seconds));
+    s.rps.push(w.rps);
+  }
+}
+for (const s of servers) await s.stop();
+
+const bare = mean(servers[0]!.main);
+const rows = [
+  "| Server | calls/s | main-thread CPU µs per call | more than bare | bare's main-thread time / this one's |",
+  "| --- | --- | --- | --- | --- |",
+  ...servers.map((s) => {
+    const m = mean(s.main);
+    return `| ${s.name} | ${fmt(mean(s.rps))} | ${fmt(m, 1)} | ${fmt(m - bare, 1)} | ${fmt(bare / m, 2)} |`;
+  }),
+  "",
+  `${rounds} interleaved rounds of wrk ${seconds} s per server, single track calls (~200 B, each with its own messageId) at 64 connections; means over the rounds. The last column is the rate a server bound by its main thread can reach, as a share of the bare one's: the single-call target asks 0.70.`,
+];
+await record("Intake floor", `npm run bench:floor${args.length ? ` -- ${args.join(" ")}` : ""}`, rows);
