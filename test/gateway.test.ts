@@ -239,6 +239,18 @@ describe("deduplication", () => {
     expect((await sendEvent(s.url, other.writeKey, "track", body)).status).toBe(200);
     expect(count()).toBe(before + 2);
   });
+
+  test("inside a batch: an id twice, an id stored before and an event without an id", async () => {
+    const stored = `dup-${crypto.randomUUID()}`;
+    const twice = `dup-${crypto.randomUUID()}`;
+    expect((await sendEvent(s.url, key, "track", { userId: "u", event: "E", messageId: stored })).status).toBe(200);
+    const before = count();
+    const entry = (messageId?: string) => ({ type: "track", userId: "u", event: "E", ...(messageId ? { messageId } : {}) });
+    const res = await sendEvent(s.url, key, "batch", { batch: [entry(twice), entry(stored), entry(), entry(twice)] });
+    expect(res.status).toBe(200);
+    // The first of the pair and the one without an id (which gets a new one).
+    expect(count()).toBe(before + 2);
+  });
 });
 
 describe("browser SDK support", () => {
@@ -394,6 +406,9 @@ for (const kind of ["KeySet", "ShardedKeySet"] as const) test(`the deduplication
     } else {
       const k = rand() % 2 ? pool[rand() % pool.length]! : key();
       expect(set.has(k)).toBe(ref.has(k));
+      // The prefetch read finds an empty slot or a key the set holds, and changes nothing.
+      const seen = set.touch(k);
+      if (seen !== 0) expect(ref.has(seen)).toBe(true);
     }
     if (set.size !== ref.size) sizeMismatches++;
   }

@@ -126,16 +126,19 @@ export async function acceptCalls(
   const keys: number[] = [];
   let suppressed = 0;
   let duplicates = 0;
-  for (const { type, call } of calls) {
+  // Only a client's own messageIds can come again (SDK retries); one made here is new.
+  // 0 for the others (no key is 0).
+  const keyOf = calls.map(({ call }) => (typeof call.messageId === "string" && call.messageId !== "" ? RecentMessageIds.key(source.id, call.messageId) : 0));
+  if (calls.length > 1) deps.recent.prefetch(keyOf);
+  for (let i = 0; i < calls.length; i++) {
+    const { type, call } = calls[i]!;
     if (typeof call.userId === "string" && call.userId !== "" && deps.suppressor.isSuppressed(source.workspaceId, source.id, call.userId)) {
       suppressed++;
       continue;
     }
-    // Only a client's own messageIds can come again (SDK retries); one made here is new.
-    const clientMessageId = typeof call.messageId === "string" && call.messageId !== "";
+    const key = keyOf[i]!;
     const event = enrichEvent(call, type, meta);
-    if (clientMessageId) {
-      const key = RecentMessageIds.key(source.id, event.messageId);
+    if (key !== 0) {
       if (deps.recent.has(key)) {
         duplicates++;
         continue;
