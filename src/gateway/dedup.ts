@@ -201,7 +201,7 @@ export class RecentMessageIds {
   /**
    * Reads the home slot of each key (0 marks none) before they are looked up one by one.
    * Each lookup in tables of millions of keys misses the CPU cache; loads that depend on
-   * nothing else overlap, so a batch pays for about one miss instead of one per event.
+   * nothing else overlap their misses instead of waiting for them one after another.
    * Measured alone: 0.24 → 0.16 µs per key for has() and the reads together.
    */
   prefetch(keys: number[]): number {
