@@ -11,12 +11,11 @@
  * Build the old binary from a worktree: git worktree add /tmp/old HEAD && (cd /tmp/old && npm run build).
  */
 import { resolve } from "node:path";
-import { INTAKE_BODIES, adminApi, cpuTimeUs, fmt, mean, median, record, requireWrk, rssMb, startSluice, wrk } from "./bench-lib";
+import { INTAKE_BODIES, adminApi, basicAuth, cpuTimeUs, fmt, mean, median, numberArg, record, requireWrk, rssMb, startSluice, wrk } from "./bench-lib";
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: number) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
-const rounds = opt("--rounds", 6);
-const seconds = opt("--seconds", 3);
+const rounds = numberArg("--rounds", 6);
+const seconds = numberArg("--seconds", 3);
 const batchMode = args.includes("--batch");
 const WITH_VALUE = new Set(["--rounds", "--seconds"]);
 const specs = args.filter((a, i) => !a.startsWith("--") && !WITH_VALUE.has(args[i - 1] ?? ""));
@@ -33,7 +32,7 @@ async function start(spec: string) {
   const env = envs ? Object.fromEntries(envs.split(",").map((kv) => kv.split("=") as [string, string])) : {};
   const p = await startSluice([], env, undefined, resolve(bin!));
   const src = await adminApi(p.url, "POST", "/v2/sources", { name: "ab" });
-  const headers = { "content-type": "application/json", authorization: `Basic ${btoa(`${src.writeKey}:`)}` };
+  const headers = { "content-type": "application/json", authorization: basicAuth(src.writeKey) };
   return { spec, ...p, headers, runs: [] as Array<{ events: number; p99: number; main: number; all: number; rss: number }> };
 }
 

@@ -7,12 +7,10 @@
  *   npm run bench:delivery [-- --events 50000 --seconds 10 --build]
  */
 import { join } from "node:path";
-import { adminApi, ensureBinary, fmt, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
+import { adminApi, basicAuth, ensureBinary, fmt, numberArg, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
 
-const args = process.argv.slice(2);
-const arg = (name: string, def: number) => Number(args[args.indexOf(name) + 1] || def) || def;
-const total = arg("--events", 50_000);
-const seconds = arg("--seconds", 10);
+const total = numberArg("--events", 50_000);
+const seconds = numberArg("--seconds", 10);
 
 requireWrk();
 await ensureBinary();
@@ -44,7 +42,7 @@ for (const { destinations, transformation } of variants) {
     destIds.push(dst.id);
   }
   if (transformation) await adminApi(s.url, "POST", "/v2/transformations", { name: "trivial", code: transformation, destinationIds: destIds });
-  const auth = `Basic ${btoa(`${src.writeKey}:`)}`;
+  const auth = basicAuth(src.writeKey);
 
   // 1. Drain: accept `total` events as fast as intake takes them, then time how long
   //    until the sink has every delivery.

@@ -9,12 +9,11 @@
  *   npm run bench:floor [-- --rounds 4 --seconds 3 --build --no-record]
  */
 import { join } from "node:path";
-import { INTAKE_BODIES, adminApi, cpuTimeUs, ensureBinary, fmt, mean, record, requireWrk, startProcess, startSluice, wrk } from "./bench-lib";
+import { INTAKE_BODIES, adminApi, basicAuth, cpuTimeUs, ensureBinary, fmt, mean, numberArg, record, requireWrk, startProcess, startSluice, wrk } from "./bench-lib";
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: number) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
-const rounds = opt("--rounds", 4);
-const seconds = opt("--seconds", 3);
+const rounds = numberArg("--rounds", 4);
+const seconds = numberArg("--seconds", 3);
 
 requireWrk();
 await ensureBinary();
@@ -33,7 +32,7 @@ for (const [name, also] of [
 }
 const sluice = await startSluice();
 const src = await adminApi(sluice.url, "POST", "/v2/sources", { name: "floor" });
-servers.push({ name: "Sluice (compiled, sync FULL)", ...sluice, auth: `Basic ${btoa(`${src.writeKey}:`)}`, main: [], rps: [] });
+servers.push({ name: "Sluice (compiled, sync FULL)", ...sluice, auth: basicAuth(src.writeKey), main: [], rps: [] });
 
 for (const s of servers) wrk(`${s.url}/v1/track`, { body: INTAKE_BODIES.track, headers: { "content-type": "application/json", authorization: s.auth }, connections: 16, seconds: 1 });
 for (let r = 0; r < rounds; r++) {

@@ -5,12 +5,12 @@
  *
  *   npm run bench:intake [-- --seconds 10 --build --regulations N --full-only --no-record]
  */
-import { BINARY, INTAKE_BODIES, adminApi, ensureBinary, fmt, mean, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
+import { BINARY, INTAKE_BODIES, adminApi, basicAuth, ensureBinary, fmt, mean, numberArg, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
 import { join } from "node:path";
 
 const args = process.argv.slice(2);
-const seconds = Number(args[args.indexOf("--seconds") + 1] || 10);
-const regulations = Number(args[args.indexOf("--regulations") + 1] || 0);
+const seconds = numberArg("--seconds", 10);
+const regulations = numberArg("--regulations", 0);
 
 requireWrk();
 await ensureBinary();
@@ -31,8 +31,8 @@ async function measure(url: string, auth: string, pid: number, bodies = { track,
   const batched = wrk(`${url}/v1/batch`, { body: bodies.batch, headers, connections: 16, seconds, pid });
   // Memory before the extra batch run, so the RSS column counts the same events as before it.
   const mem = rssMb(pid);
-  // With FULL, 16 connections are bound by the commit–fsync cycle: more requests in flight
-  // show what the server itself can take.
+  // With FULL, 16 connections may be bound by the commit–fsync cycle rather than by CPU:
+  // more requests in flight show which.
   const batched64 = wrk(`${url}/v1/batch`, { body: bodies.batch, headers, connections: 64, seconds, pid });
   return { single, batched, batched64, mem };
 }
@@ -60,7 +60,7 @@ for (const v of variants) {
     seedRegulations(s.dir, v.regs);
     s = await startSluice(v.args, {}, s.dir);
   }
-  const auth = `Basic ${btoa(`${src.writeKey}:`)}`;
+  const auth = basicAuth(src.writeKey);
   const r = await measure(s.url, auth, s.pid);
   const mem = r.mem;
   const stored = await fetch(`${s.url}/metrics`).then((x) => x.text());
@@ -82,7 +82,7 @@ async function deduplicationCost(rounds = 3) {
     [{ track, batch }, { track: withoutIds(track), batch: withoutIds(batch) }].map(async (bodies) => {
       const s = await startSluice([]);
       const src = await adminApi(s.url, "POST", "/v2/sources", { name: "bench" });
-      const headers = { "content-type": "application/json", authorization: `Basic ${btoa(`${src.writeKey}:`)}` };
+      const headers = { "content-type": "application/json", authorization: basicAuth(src.writeKey) };
       wrk(`${s.url}/v1/track`, { body: bodies.track, headers, connections: 16, seconds: 2 });
       return { s, bodies, headers, single: [] as number[], batch: [] as number[] };
     }),

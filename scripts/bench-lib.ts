@@ -190,6 +190,15 @@ function gitHead(): string {
   return r.stdout.toString().trim() || "unknown";
 }
 
+/** A numeric command-line option (`--name N`), or the default when it is missing or not a positive number. */
+export const numberArg = (name: string, def: number) => {
+  const args = process.argv.slice(2);
+  return Number(args[args.indexOf(name) + 1] || def) || def;
+};
+
+/** The Authorization header of a source: HTTP Basic with the write key as user name. */
+export const basicAuth = (writeKey: string) => `Basic ${btoa(`${writeKey}:`)}`;
+
 export const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 /** The middle value: a tail latency of one disturbed round does not move it. */
 export const median = (xs: number[]) => {

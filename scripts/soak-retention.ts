@@ -8,12 +8,10 @@
  */
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import { adminApi, ensureBinary, fmt, record, requireWrk, startProcess, startSluice } from "./bench-lib";
+import { adminApi, basicAuth, ensureBinary, fmt, numberArg, record, requireWrk, startProcess, startSluice } from "./bench-lib";
 
-const args = process.argv.slice(2);
-const arg = (name: string, def: number) => Number(args[args.indexOf(name) + 1] || def) || def;
-const seconds = arg("--seconds", 90);
-const retentionSeconds = arg("--retention-seconds", 15);
+const seconds = numberArg("--seconds", 90);
+const retentionSeconds = numberArg("--retention-seconds", 15);
 
 requireWrk();
 await ensureBinary();
@@ -34,7 +32,7 @@ const samples: Array<{ t: number; db: number; wal: number; delivered: number }> 
 // user would saturate delivery and grow a backlog (which retention rightly keeps).
 const bodies = Array.from({ length: 100 }, (_, u) => JSON.stringify({ userId: `soak-user-${u}`, event: "Soak", properties: { payload: "x".repeat(300) } }));
 const script =
-  `wrk.method="POST"\nwrk.headers["content-type"]="application/json"\nwrk.headers["authorization"]="Basic ${btoa(`${src.writeKey}:`)}"\n` +
+  `wrk.method="POST"\nwrk.headers["content-type"]="application/json"\nwrk.headers["authorization"]="${basicAuth(src.writeKey)}"\n` +
   `bodies = { ${bodies.map((b) => JSON.stringify(b)).join(", ")} }\ni = 0\nrequest = function() i = (i % #bodies) + 1; return wrk.format(nil, nil, nil, bodies[i]) end\n`;
 await Bun.write(join(s.dir, "soak.lua"), script);
 // Steady, not saturating: 4 connections for the whole soak.
