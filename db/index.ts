@@ -13,10 +13,18 @@ export { schema };
 
 export type SyncMode = "FULL" | "NORMAL";
 
+/** The page size of a new database file; an existing file keeps its own. */
+export const PAGE_SIZE = 16384;
+
 export function openDatabase(path: string, opts: { synchronous?: SyncMode } = {}): Db {
   const sqlite = new Database(path, { create: true, strict: true });
   // First: another thread or a process that is just stopping may hold a lock for a moment.
   sqlite.exec("PRAGMA busy_timeout = 5000");
+  // Only takes effect on a new file (before the first table). Intake appends whole pages of
+  // events, and SQLite writes each WAL frame with two system calls: 16 KB pages cut the main
+  // thread's CPU per batch event by about 15% against 4 KB (scripts/ab-intake.ts --batch),
+  // single calls and delivery unchanged; 32 and 64 KB gained nothing more.
+  sqlite.exec(`PRAGMA page_size = ${PAGE_SIZE}`);
   // Only takes effect on a new file (before the first table): lets retention give pages back.
   sqlite.exec("PRAGMA auto_vacuum = INCREMENTAL");
   sqlite.exec("PRAGMA journal_mode = WAL");

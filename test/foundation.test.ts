@@ -51,6 +51,28 @@ test("embedded migrations match the drizzle journal (run npm run db:generate aft
   expect(current).toBe(renderMigrationIndex(journal.entries.map((e) => e.tag)));
 });
 
+test("a new database file gets 16 KB pages; a file made with other pages keeps them and still migrates", async () => {
+  const { Database } = await import("bun:sqlite");
+  const { openDatabase, PAGE_SIZE } = await import("../db");
+  const dir = tempDir();
+  const pageSize = (db: { $client: InstanceType<typeof Database> }) => (db.$client.query("PRAGMA page_size").get() as { page_size: number }).page_size;
+  const fresh = openDatabase(join(dir, "new.db"));
+  expect(pageSize(fresh)).toBe(PAGE_SIZE);
+  expect(PAGE_SIZE).toBe(16384);
+  fresh.$client.close();
+  // As Sluice made them before: 4 KB pages, WAL, a table already there.
+  const old = new Database(join(dir, "old.db"), { create: true });
+  old.exec("PRAGMA page_size = 4096");
+  old.exec("PRAGMA journal_mode = WAL");
+  old.exec("CREATE TABLE kept (x)");
+  old.close();
+  const reopened = openDatabase(join(dir, "old.db"));
+  expect(pageSize(reopened)).toBe(4096);
+  expect(reopened.$client.query("SELECT count(*) AS n FROM events").get()).toEqual({ n: 0 });
+  reopened.$client.close();
+  cleanup(dir);
+});
+
 describe("first start and tokens", () => {
   test("first start creates a workspace, an owner and a generated token; later starts keep them", async () => {
     const dir = tempDir();

@@ -23,7 +23,9 @@ self.onmessage = (e: MessageEvent<Msg>) => {
       db.exec("PRAGMA journal_mode = WAL");
       db.exec("PRAGMA synchronous = FULL");
       db.exec("PRAGMA wal_autocheckpoint = 0");
-      self.postMessage({ type: "ready" });
+      // The thresholds of checkpoints.ts are in bytes; SQLite counts frames of one page each.
+      const { page_size } = db.query("PRAGMA page_size").get() as { page_size: number };
+      self.postMessage({ type: "ready", pageSize: page_size });
     } catch (err) {
       self.postMessage({ type: "init-failed", error: String((err as Error)?.message ?? err) });
     }
