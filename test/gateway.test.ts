@@ -383,8 +383,18 @@ for (const kind of ["KeySet", "ShardedKeySet"] as const) test(`the deduplication
     seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
     return seed >>> 1;
   };
-  // Keys sharing low bits land on the same home slot and form long probe runs.
-  const key = () => (rand() % 4 === 0 ? (rand() % 64) * 2 ** 32 + 5 : rand() * 2 ** 21 + rand()) || 1;
+  // A KeySet holds keys by their low 48 bits (ShardedKeySet picks one by the bits above), and
+  // low 32 bits of 0 mark an empty slot.
+  const bits = kind === "KeySet" ? 2 ** 48 : 2 ** 53;
+  const valid = (k: number) => ((k % bits) >>> 0 === 0 ? (k % bits) + 1 : k % bits);
+  // Keys sharing their low 32 bits land on the same home slot and form long probe runs; some
+  // differ only in bits 32–47 (a KeySet's third word), some only above bit 47 (the shard).
+  const key = () => {
+    const r = rand() % 8;
+    if (r === 0) return valid((rand() % 64) * 2 ** 32 + 5);
+    if (r === 1) return valid((rand() % 64) * 2 ** 47 + 2 ** 33 + 5);
+    return valid(rand() * 2 ** 22 + rand());
+  };
   const pool: number[] = [];
   let sizeMismatches = 0;
   for (let step = 0; step < 60_000; step++) {

@@ -10,31 +10,35 @@
  * start the sets are rebuilt from the events still in the database, so a restart forgets
  * nothing. A false duplicate needs two different ids with the same 53-bit hash.
  *
- * The sets are open-addressing tables of doubles (KeySet, 64 of them side by side in a
- * ShardedKeySet), about 18 bytes a key (each kept 35–70% full): a JS Set took 33, and a day
- * of events at 100 a second is 8.6 million keys.
+ * The sets are open-addressing tables of 6-byte slots (KeySet, 64 of them side by side in a
+ * ShardedKeySet), about 13.4 bytes a key (each kept 35–70% full): 8-byte slots took 17.7, a
+ * JS Set 33, and a day of events at 100 a second is 8.6 million keys.
  */
 import type { Database } from "bun:sqlite";
 
 /**
- * A set of non-zero integers below 2^53 in one Float64Array with linear probing, kept at
- * most 70% full. 0 marks an empty slot. Any table size works (the home slot is a remainder,
- * not a mask), so ShardedKeySet can stagger its tables' sizes.
+ * A set of keys below 2^53 whose low 32 bits are not all 0, with linear probing, kept at most
+ * 70% full. A key is held by its low 48 bits, in three 16-bit words a slot (6 bytes where a
+ * Float64Array took 8); the bits above 48 choose the table in ShardedKeySet, so together they
+ * hold every bit of a key. A slot whose low two words are 0 is empty. Any table size works
+ * (the home slot is a remainder, not a mask), so ShardedKeySet can stagger its tables' sizes.
  *
- * It grows step by step: a bigger table takes the new keys while the old one stays as it
- * was and is copied over a few slots per add. Copying it at once stopped the event loop for
- * 145 ms at 1.5 million keys and 531 ms at 6 million, and every request waited.
+ * It grows step by step: a bigger table takes the new keys while the old one stays as it was
+ * and is copied over a few slots per add. Copying it at once stopped the event loop for 145 ms
+ * at 1.5 million keys and 531 ms at 6 million, and every request waited. (Growing by half
+ * instead of doubling saved only 1.2 bytes a key more and made an add 0.1 µs slower: the
+ * fuller tables have longer probe runs.)
  */
 export class KeySet {
-  private slots: Float64Array;
+  private slots: Uint16Array;
   private count = 0;
   /** The table before the last growth, read-only, while it is being copied. */
-  private old: Float64Array | undefined;
+  private old: Uint16Array | undefined;
   /** Slots of `old` below this are copied. */
   private copied = 0;
 
   constructor(capacity = 1 << 12) {
-    this.slots = new Float64Array(Math.max(16, Math.ceil(capacity)));
+    this.slots = table(Math.max(16, Math.ceil(capacity)));
   }
 
   get size(): number {
@@ -42,39 +46,50 @@ export class KeySet {
   }
 
   has(key: number): boolean {
-    return find(this.slots, key) >= 0 || (this.old !== undefined && find(this.old, key) >= 0);
+    const lo = key >>> 0;
+    const hi = high(key);
+    return find(this.slots, lo, hi) >= 0 || (this.old !== undefined && find(this.old, lo, hi) >= 0);
   }
 
-  /** Reads the key's home slot and nothing else (see RecentMessageIds.prefetch). */
+  /** Reads the key's home slot and nothing else (see RecentMessageIds.prefetch); 0 for an empty one. */
   touch(key: number): number {
-    return this.slots[home(key, this.slots.length)]!;
+    const i = 3 * home(key >>> 0, this.slots);
+    return slotKey(this.slots, i);
   }
 
   add(key: number) {
-    if (this.has(key)) return;
-    if (this.old !== undefined) this.copySome(COPY_PER_ADD);
-    if ((this.count + 1) * 10 > this.slots.length * 7) this.grow();
-    place(this.slots, key);
-    this.count++;
+    const lo = key >>> 0;
+    const hi = high(key);
+    if (this.old !== undefined) {
+      if (find(this.old, lo, hi) >= 0) return;
+      this.copySome(COPY_PER_ADD);
+    }
+    if ((this.count + 1) * 10 > capacity(this.slots) * 7) {
+      if (find(this.slots, lo, hi) >= 0) return;
+      this.grow();
+    }
+    // One probe run in the common case: place() itself finds a key the table holds.
+    if (place(this.slots, lo, hi)) this.count++;
   }
 
   delete(key: number) {
     // Rare (a failed commit): finish copying first, so only one table holds keys.
     if (this.old !== undefined) this.copySome(Infinity);
     const slots = this.slots;
-    let i = find(slots, key);
+    const size = capacity(slots);
+    let i = find(slots, key >>> 0, high(key));
     if (i < 0) return;
     // Backward-shift deletion: later keys of the same probe run move up, so no lookup
     // stops early at the hole.
-    for (let j = next(i, slots.length); slots[j] !== 0; j = next(j, slots.length)) {
-      const h = home(slots[j]!, slots.length);
+    for (let j = next(i, size); !empty(slots, j); j = next(j, size)) {
+      const h = home(low(slots, j), slots);
       const between = i <= j ? h > i && h <= j : h > i || h <= j;
       if (!between) {
-        slots[i] = slots[j]!;
+        slots.copyWithin(3 * i, 3 * j, 3 * j + 3);
         i = j;
       }
     }
-    slots[i] = 0;
+    slots.fill(0, 3 * i, 3 * i + 3);
     this.count--;
   }
 
@@ -83,58 +98,84 @@ export class KeySet {
     if (this.old !== undefined) this.copySome(Infinity);
     this.old = this.slots;
     this.copied = 0;
-    this.slots = new Float64Array(this.slots.length * 2);
+    this.slots = table(capacity(this.old) * 2);
   }
 
   private copySome(n: number) {
     const old = this.old!;
-    const end = Math.min(old.length, this.copied + n);
+    const end = Math.min(capacity(old), this.copied + n);
     // Counted already: add() puts a key in the new table only if neither table holds it.
-    for (let i = this.copied; i < end; i++) if (old[i] !== 0) place(this.slots, old[i]!);
+    for (let i = this.copied; i < end; i++) if (!empty(old, i)) place(this.slots, low(old, i), old[3 * i + 2]!);
     this.copied = end;
-    if (end === old.length) this.old = undefined;
+    if (end === capacity(old)) this.old = undefined;
   }
 }
 
 /** Old slots copied per add: the copy ends long before the new table needs to grow. */
 const COPY_PER_ADD = 16;
 
+const table = (slots: number) => new Uint16Array(3 * slots);
+const capacity = (slots: Uint16Array) => (slots.length / 3) | 0;
+
+/** Bits 32–47 of the key, its third word. */
+const high = (key: number) => (key / 4294967296) & 0xffff;
+
+const low = (slots: Uint16Array, i: number) => (slots[3 * i]! | (slots[3 * i + 1]! << 16)) >>> 0;
+
+const empty = (slots: Uint16Array, i: number) => slots[3 * i] === 0 && slots[3 * i + 1] === 0;
+
+/** The low 48 bits held in slot i (index 3i), as a number; 0 for an empty slot. */
+const slotKey = (slots: Uint16Array, j: number) => slots[j]! + slots[j + 1]! * 65536 + slots[j + 2]! * 4294967296;
+
 /** The home slot: the key is already a hash, so its low 32 bits are as good as any. */
-function home(key: number, size: number): number {
-  return (key >>> 0) % size;
+function home(lo: number, slots: Uint16Array): number {
+  return lo % capacity(slots);
 }
 
 function next(i: number, size: number): number {
   return i + 1 === size ? 0 : i + 1;
 }
 
-function find(slots: Float64Array, key: number): number {
-  for (let i = home(key, slots.length); ; i = next(i, slots.length)) {
-    const v = slots[i];
-    if (v === key) return i;
-    if (v === 0) return -1;
+/**
+ * Walks the key's probe run: the slot holding it, or -1 - i for the empty slot i where the
+ * run ends (where it would go).
+ */
+function probe(slots: Uint16Array, lo: number, hi: number): number {
+  const a = lo & 0xffff;
+  const b = lo >>> 16;
+  const size = capacity(slots);
+  for (let i = lo % size; ; i = next(i, size)) {
+    const j = 3 * i;
+    const x = slots[j]!;
+    // The second word is read only when the first matches or is 0 (1 in 65,536 otherwise).
+    if (x === a && slots[j + 1] === b && slots[j + 2] === hi) return i;
+    if (x === 0 && slots[j + 1] === 0) return -1 - i;
   }
+}
+
+function find(slots: Uint16Array, lo: number, hi: number): number {
+  const i = probe(slots, lo, hi);
+  return i >= 0 ? i : -1;
 }
 
 /** Inserts; false if the key was there already. */
-function place(slots: Float64Array, key: number): boolean {
-  for (let i = home(key, slots.length); ; i = next(i, slots.length)) {
-    const v = slots[i];
-    if (v === key) return false;
-    if (v === 0) {
-      slots[i] = key;
-      return true;
-    }
-  }
+function place(slots: Uint16Array, lo: number, hi: number): boolean {
+  const i = probe(slots, lo, hi);
+  if (i >= 0) return false;
+  const j = 3 * (-1 - i);
+  slots[j] = lo & 0xffff;
+  slots[j + 1] = lo >>> 16;
+  slots[j + 2] = hi;
+  return true;
 }
 
 /**
- * KeySets side by side, chosen by high bits of the key (the home slot uses the low ones),
+ * KeySets side by side, chosen by the key's top six bits (47–52; a KeySet holds the low 48),
  * with sizes staggered over a factor of two, so they grow at different times: together
  * they stay near the average fill instead of all doubling at once, and a growth copies a
- * 64th of the keys. Measured alone: at most 52 MB for 3 million keys and 107 MB for 6
- * million, against 101 and 201 MB for one table (which peaks right after doubling, while
- * it still holds the old one), for 0.06 µs more an add.
+ * 64th of the keys. Measured alone, with 8-byte slots doubling: at most 52 MB for 3 million
+ * keys and 107 MB for 6 million, against 101 and 201 MB for one table (which peaks right
+ * after doubling, while it still holds the old one), for 0.06 µs more an add.
  */
 export class ShardedKeySet {
   private shards: KeySet[];
@@ -144,7 +185,7 @@ export class ShardedKeySet {
   }
 
   private shard(key: number): KeySet {
-    return this.shards[(key / 4294967296) & (SHARDS - 1)]!;
+    return this.shards[(key / 140737488355328) & (SHARDS - 1)]!;
   }
 
   get size(): number {
@@ -155,8 +196,10 @@ export class ShardedKeySet {
     return this.shard(key).has(key);
   }
 
+  /** The key held in the home slot (the shard's bits are the asked key's), or 0. */
   touch(key: number): number {
-    return this.shard(key).touch(key);
+    const held = this.shard(key).touch(key);
+    return held === 0 ? 0 : held + (key - (key % 281474976710656));
   }
 
   add(key: number) {
@@ -187,10 +230,12 @@ export class RecentMessageIds {
   static key(sourceId: string, messageId: string): number {
     let seed = sourceSeeds.get(sourceId);
     if (seed === undefined) sourceSeeds.set(sourceId, (seed = Bun.hash(sourceId)));
-    // The top 53 bits of the 64-bit hash; 0 marks an empty slot of a KeySet. Hashing the
-    // messageId alone, not a `${source}\0${messageId}` string made for it, saved about
-    // 0.3 µs of CPU an event under the batch load (scripts/ab-intake.ts).
-    return Number(Bun.hash.wyhash(messageId, seed) >> 11n) || 1;
+    // The top 53 bits of the 64-bit hash. Hashing the messageId alone, not a
+    // `${source}\0${messageId}` string made for it, saved about 0.3 µs of CPU an event under
+    // the batch load (scripts/ab-intake.ts).
+    const key = Number(Bun.hash.wyhash(messageId, seed) >> 11n);
+    // Low 32 bits of 0 mark an empty slot of a KeySet (and 0 is "no key" for intake).
+    return (key >>> 0) === 0 ? key + 1 : key;
   }
 
   has(key: number): boolean {
