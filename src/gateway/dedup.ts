@@ -53,8 +53,7 @@ export class KeySet {
 
   /** Reads the key's home slot and nothing else (see RecentMessageIds.prefetch); 0 for an empty one. */
   touch(key: number): number {
-    const i = 3 * home(key >>> 0, this.slots);
-    return slotKey(this.slots, i);
+    return slotKey(this.slots, home(key >>> 0, this.slots));
   }
 
   add(key: number) {
@@ -124,8 +123,8 @@ const low = (slots: Uint16Array, i: number) => (slots[3 * i]! | (slots[3 * i + 1
 
 const empty = (slots: Uint16Array, i: number) => slots[3 * i] === 0 && slots[3 * i + 1] === 0;
 
-/** The low 48 bits held in slot i (index 3i), as a number; 0 for an empty slot. */
-const slotKey = (slots: Uint16Array, j: number) => slots[j]! + slots[j + 1]! * 65536 + slots[j + 2]! * 4294967296;
+/** The low 48 bits held in slot i, as a number; 0 for an empty slot. */
+const slotKey = (slots: Uint16Array, i: number) => low(slots, i) + slots[3 * i + 2]! * 4294967296;
 
 /** The home slot: the key is already a hash, so its low 32 bits are as good as any. */
 function home(lo: number, slots: Uint16Array): number {
