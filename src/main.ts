@@ -3,13 +3,13 @@
  * Settings → database + migrations → listen; signals for a graceful stop.
  */
 import { join } from "node:path";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { openDatabase } from "../db";
 import { createSluice } from "./app";
 import { createTokenForEmail } from "./control-plane/tokens";
 import { WorkspaceFileError } from "./control-plane/workspace-file";
-import { createLogger } from "./lib/logger";
-import { SettingsError, parseSettings, settingsHelp } from "./settings";
+import { type Logger, createLogger } from "./lib/logger";
+import { type Settings, SettingsError, parseSettings, settingsHelp } from "./settings";
 import { VERSION } from "./version";
 
 const HELP = `Sluice ${VERSION}: a self-hosted customer-event data plane (RudderStack-compatible HTTP API).
@@ -23,6 +23,23 @@ Usage:
 Options (flags win over environment variables):
 ${settingsHelp()}
 `;
+
+/**
+ * On a machine of 16 GB or more JavaScriptCore lets its heap grow to about four times what
+ * was live at the last full collection, and every batch in flight when a young collection runs
+ * is promoted and waits for that full one: hundreds of MB of garbage under load. Its only
+ * knob is the RAM size it believes in, read from BUN_JSC_forceRAMSize when a process starts
+ * (Bun ignores --max-old-space-size), so serve re-executes itself once, same pid, with it set.
+ */
+function paceGarbageCollector(settings: Settings, env: NodeJS.ProcessEnv, log: Logger) {
+  if (settings.gcMemoryMb === 0 || env.BUN_JSC_forceRAMSize || process.platform !== "linux") return;
+  try {
+    const args = readFileSync("/proc/self/cmdline", "utf8").split("\0").slice(0, -1);
+    process.execve!("/proc/self/exe", args, { ...env, BUN_JSC_forceRAMSize: String(settings.gcMemoryMb * 1024 * 1024) });
+  } catch (e) {
+    log.warn("could not restart with the garbage collector paced to --gc-memory-mb; running with JavaScriptCore's own pacing", { error: (e as Error).message });
+  }
+}
 
 function fail(message: string): never {
   process.stderr.write(`sluice: ${message}\n`);
@@ -38,6 +55,7 @@ async function serve(args: string[]) {
     throw e;
   }
   const log = createLogger(settings.logLevel);
+  paceGarbageCollector(settings, process.env, log);
   let sluice;
   try {
     sluice = await createSluice(settings, { log });
@@ -51,17 +69,20 @@ async function serve(args: string[]) {
       `\nSluice created the owner account ${settings.adminEmail}.\nIts personal access token (shown only this once):\n\n  ${sluice.generatedToken}\n\n`,
     );
   }
+  // What the collector actually paces against (absent: JavaScriptCore's own guess), for the log.
+  const forced = Number(process.env.BUN_JSC_forceRAMSize);
+  const gcMemoryMb = forced > 0 ? Math.round(forced / 1024 / 1024) : undefined;
   const servers: Array<{ stop(force?: boolean): Promise<void> | void }> = [];
   try {
     if (settings.apiPort !== undefined) {
       const dp = sluice.dataPlane.listen({ port: settings.port, hostname: settings.host });
       const api = sluice.api.listen({ port: settings.apiPort, hostname: settings.host });
       servers.push(dp.server!, api.server!);
-      log.info("listening", { dataPlane: `http://${settings.host}:${dp.server!.port}`, api: `http://${settings.host}:${api.server!.port}`, dataDir: settings.dataDir, version: VERSION });
+      log.info("listening", { dataPlane: `http://${settings.host}:${dp.server!.port}`, api: `http://${settings.host}:${api.server!.port}`, dataDir: settings.dataDir, gcMemoryMb, version: VERSION });
     } else {
       const app = sluice.combined.listen({ port: settings.port, hostname: settings.host });
       servers.push(app.server!);
-      log.info("listening", { url: `http://${settings.host}:${app.server!.port}`, dataDir: settings.dataDir, version: VERSION });
+      log.info("listening", { url: `http://${settings.host}:${app.server!.port}`, dataDir: settings.dataDir, gcMemoryMb, version: VERSION });
     }
   } catch (e) {
     fail(`could not listen on port ${settings.port}: ${(e as Error).message}`);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import journal from "../db/migrations/meta/_journal.json";
 import { renderMigrationIndex } from "../scripts/embed-migrations";
@@ -332,6 +332,28 @@ test("--api-port serves the APIs on their own listener; event calls stay on --po
   server.proc.kill("SIGTERM");
   expect(await server.proc.exited).toBe(0);
   cleanup(server.dataDir);
+});
+
+test("serve restarts itself once (same pid) with the collector paced to --gc-memory-mb; 0 or the user's own BUN_JSC_forceRAMSize is left alone", async () => {
+  const { spawnSluice } = await import("./helpers");
+  const forcedRam = (pid: number) => /(?:^|\0)BUN_JSC_forceRAMSize=([^\0]*)/.exec(readFileSync(`/proc/${pid}/environ`, "utf8"))?.[1];
+  const cases: Array<{ args?: string[]; env: Record<string, string | undefined>; bytes: string | undefined; logged: number | undefined }> = [
+    { env: { BUN_JSC_forceRAMSize: undefined }, bytes: String(128 * 1024 * 1024), logged: 128 },
+    { args: ["--gc-memory-mb", "300"], env: { BUN_JSC_forceRAMSize: undefined }, bytes: String(300 * 1024 * 1024), logged: 300 },
+    { args: ["--gc-memory-mb", "0"], env: { BUN_JSC_forceRAMSize: undefined }, bytes: undefined, logged: undefined },
+    { env: { BUN_JSC_forceRAMSize: String(64 * 1024 * 1024) }, bytes: String(64 * 1024 * 1024), logged: 64 },
+  ];
+  for (const c of cases) {
+    const server = await spawnSluice({ args: c.args, env: c.env });
+    // Read from the pid Bun.spawn started: the restart keeps it.
+    expect(forcedRam(server.proc.pid)).toBe(c.bytes);
+    const listening = JSON.parse(server.output().split("\n").find((l) => l.includes('"listening"'))!);
+    expect(listening.gcMemoryMb).toBe(c.logged);
+    expect((await fetch(`${server.url}/health`)).status).toBe(200);
+    server.proc.kill("SIGTERM");
+    expect(await server.proc.exited).toBe(0);
+    cleanup(server.dataDir);
+  }
 });
 
 test("the README's workspace file example applies as written", async () => {

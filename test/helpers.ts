@@ -109,13 +109,14 @@ export interface SluiceProcess {
  * Starts Sluice as a real process (`bun src/main.ts serve`, or the compiled binary) on a
  * free port and waits until it listens.
  */
-export async function spawnSluice(opts: { dataDir?: string; args?: string[]; env?: Record<string, string>; binary?: string; cwd?: string } = {}): Promise<SluiceProcess> {
+export async function spawnSluice(opts: { dataDir?: string; args?: string[]; env?: Record<string, string | undefined>; binary?: string; cwd?: string } = {}): Promise<SluiceProcess> {
   const dataDir = opts.dataDir ?? tempDir();
   const root = join(import.meta.dir, "..");
   const cmd = opts.binary ? [opts.binary] : [process.execPath, join(root, "src", "main.ts")];
   const proc = Bun.spawn([...cmd, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...(opts.args ?? [])], {
     cwd: opts.cwd ?? root,
-    env: { ...process.env, SLUICE_ADMIN_EMAIL: ADMIN_EMAIL, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN, LOG_LEVEL: "info", ...opts.env },
+    // An entry set to undefined removes that variable.
+    env: Object.fromEntries(Object.entries({ ...process.env, SLUICE_ADMIN_EMAIL: ADMIN_EMAIL, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN, LOG_LEVEL: "info", ...opts.env }).filter(([, v]) => v !== undefined)),
     stdout: "pipe",
     stderr: "pipe",
   });
