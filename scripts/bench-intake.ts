@@ -34,7 +34,7 @@ async function measure(url: string, auth: string, pid: number, bodies = { track,
   // With FULL, 16 connections may be bound by the commit–fsync cycle rather than by CPU:
   // more requests in flight show which.
   const batched64 = wrk(`${url}/v1/batch`, { body: bodies.batch, headers, connections: 64, seconds, pid });
-  return { single, batched, batched64, mem };
+  return { single, batched, batched64, mem, memEnd: rssMb(pid) };
 }
 
 const rows: string[] = [];
@@ -46,9 +46,9 @@ const variants: Array<{ name: string; args: string[]; regs?: number }> = [{ name
 if (!args.includes("--full-only")) variants.push({ name: "Sluice, sync NORMAL", args: ["--sync", "NORMAL"] });
 if (regulations) variants.push({ name: `Sluice, sync FULL, ${fmt(regulations)} active regulations`, args: [], regs: regulations });
 
-rows.push("| Server | single calls/s (64 conn) | ratio to bare | p50 ms | p99 ms | p99 ratio | CPU µs per call | batch events/s (100/req, 16 conn) | CPU µs per batch event | batch events/s (64 conn) | RSS MB (peak) | non-2xx |");
-rows.push("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-rows.push(`| bare Bun.serve (reads body, answers OK) | ${fmt(base.single.rps)} | 1.00 | ${fmt(base.single.p50ms, 2)} | ${fmt(base.single.p99ms, 2)} | 1.00 | ${fmt(base.single.cpuUs ?? NaN, 1)} | ${fmt(base.batched.rps * 100)} | ${fmt((base.batched.cpuUs ?? NaN) / 100, 2)} | ${fmt(base.batched64.rps * 100)} | | ${base.single.non2xx + base.batched.non2xx + base.batched64.non2xx} |`);
+rows.push("| Server | single calls/s (64 conn) | ratio to bare | p50 ms | p99 ms | p99 ratio | CPU µs per call | batch events/s (100/req, 16 conn) | CPU µs per batch event | batch events/s (64 conn) | RSS MB (peak) | RSS MB at the end (peak) | non-2xx |");
+rows.push("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+rows.push(`| bare Bun.serve (reads body, answers OK) | ${fmt(base.single.rps)} | 1.00 | ${fmt(base.single.p50ms, 2)} | ${fmt(base.single.p99ms, 2)} | 1.00 | ${fmt(base.single.cpuUs ?? NaN, 1)} | ${fmt(base.batched.rps * 100)} | ${fmt((base.batched.cpuUs ?? NaN) / 100, 2)} | ${fmt(base.batched64.rps * 100)} | | | ${base.single.non2xx + base.batched.non2xx + base.batched64.non2xx} |`);
 
 for (const v of variants) {
   let s = await startSluice(v.args);
@@ -66,7 +66,7 @@ for (const v of variants) {
   const stored = await fetch(`${s.url}/metrics`).then((x) => x.text());
   const accepted = [...stored.matchAll(/sluice_events_accepted_total\{[^}]*\} (\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
   rows.push(
-    `| ${v.name} | ${fmt(r.single.rps)} | ${fmt(r.single.rps / base.single.rps, 2)} | ${fmt(r.single.p50ms, 2)} | ${fmt(r.single.p99ms, 2)} | ${fmt(r.single.p99ms / base.single.p99ms, 2)} | ${fmt(r.single.cpuUs ?? NaN, 1)} | ${fmt(r.batched.rps * 100)} | ${fmt((r.batched.cpuUs ?? NaN) / 100, 2)} | ${fmt(r.batched64.rps * 100)} | ${fmt(mem.rss)} (${fmt(mem.peak)}) | ${r.single.non2xx + r.batched.non2xx + r.batched64.non2xx} |`,
+    `| ${v.name} | ${fmt(r.single.rps)} | ${fmt(r.single.rps / base.single.rps, 2)} | ${fmt(r.single.p50ms, 2)} | ${fmt(r.single.p99ms, 2)} | ${fmt(r.single.p99ms / base.single.p99ms, 2)} | ${fmt(r.single.cpuUs ?? NaN, 1)} | ${fmt(r.batched.rps * 100)} | ${fmt((r.batched.cpuUs ?? NaN) / 100, 2)} | ${fmt(r.batched64.rps * 100)} | ${fmt(mem.rss)} (${fmt(mem.peak)}) | ${fmt(r.memEnd.rss)} (${fmt(r.memEnd.peak)}) | ${r.single.non2xx + r.batched.non2xx + r.batched64.non2xx} |`,
   );
   console.log(`${v.name}: stored ${accepted} events`);
   await s.stop();
@@ -109,5 +109,5 @@ rows.push(`| the same events without messageIds (not deduplicated) | ${fmt(witho
 rows.push(`| cost of deduplication | ${fmt(withDedup!.single - withoutDedup!.single, 1)} | ${fmt(withDedup!.batch - withoutDedup!.batch, 2)} | ${fmt(withDedup!.rss - withoutDedup!.rss)} |`);
 
 rows.push("");
-rows.push(`wrk ${seconds} s per figure, 2 threads; single call = one track event (~200 B); batch = 100 track events per request, at 16 connections and again at 64 (RSS is read before the 64-connection run). Each event carries its own messageId, unique per request (wrk substitutes it), as SDKs send them, so deduplication is in every figure of the first table. The second table runs two servers at once, taking turns for 3 rounds of ${Math.max(2, Math.round(seconds / 2))} s: one gets the events with messageIds, the other the same events with the field renamed (Sluice makes the ids and does not deduplicate them). CPU µs = user + system time of the server process (all threads) over the run, divided by the requests wrk completed (steadier than rates on a shared machine). Targets: single ≥ 0.70 of bare, p99 ≤ 1.5× bare, batch ≥ 200,000 events/s, RSS ≤ 150 MB.`);
+rows.push(`wrk ${seconds} s per figure, 2 threads; single call = one track event (~200 B); batch = 100 track events per request, at 16 connections and again at 64 (RSS is read before the 64-connection run, and again at the end). Each event carries its own messageId, unique per request (wrk substitutes it), as SDKs send them, so deduplication is in every figure of the first table. The second table runs two servers at once, taking turns for 3 rounds of ${Math.max(2, Math.round(seconds / 2))} s: one gets the events with messageIds, the other the same events with the field renamed (Sluice makes the ids and does not deduplicate them). CPU µs = user + system time of the server process (all threads) over the run, divided by the requests wrk completed (steadier than rates on a shared machine). Targets: single ≥ 0.70 of bare, p99 ≤ 1.5× bare, batch ≥ 200,000 events/s, RSS ≤ 150 MB.`);
 await record("Intake", `npm run bench:intake -- --seconds ${seconds}${regulations ? ` --regulations ${regulations}` : ""}`, rows);
