@@ -27,9 +27,10 @@ ${settingsHelp()}
 /**
  * On a machine of 16 GB or more JavaScriptCore lets its heap grow to about four times what
  * was live at the last full collection, and every batch in flight when a young collection runs
- * is promoted and waits for that full one: hundreds of MB of garbage under load. Its only
- * knob is the RAM size it believes in, read from BUN_JSC_forceRAMSize when a process starts
- * (Bun ignores --max-old-space-size), so serve re-executes itself once, same pid, with it set.
+ * is promoted and waits for that full one: 50-80 MB of garbage under load, more as the
+ * deduplication tables (which count as live) grow. Its only knob is the RAM size it believes
+ * in, read from BUN_JSC_forceRAMSize when a process starts (Bun ignores --max-old-space-size),
+ * so serve re-executes itself once, same pid, with it set.
  */
 function paceGarbageCollector(settings: Settings, env: NodeJS.ProcessEnv, log: Logger) {
   if (settings.gcMemoryMb === 0 || env.BUN_JSC_forceRAMSize || process.platform !== "linux") return;
