@@ -4,10 +4,6 @@
  */
 import { join } from "node:path";
 import { mkdirSync, readFileSync } from "node:fs";
-import { openDatabase } from "../db";
-import { createSluice } from "./app";
-import { createTokenForEmail } from "./control-plane/tokens";
-import { WorkspaceFileError } from "./control-plane/workspace-file";
 import { type Logger, createLogger } from "./lib/logger";
 import { type Settings, SettingsError, parseSettings, settingsHelp } from "./settings";
 import { VERSION } from "./version";
@@ -57,6 +53,10 @@ async function serve(args: string[]) {
   }
   const log = createLogger(settings.logLevel);
   paceGarbageCollector(settings, process.env, log);
+  // Loaded only now, after the restart above: evaluating the app's modules (Elysia, drizzle,
+  // the destinations) takes most of a start, and a restart would do it twice.
+  const { createSluice } = await import("./app");
+  const { WorkspaceFileError } = await import("./control-plane/workspace-file");
   let sluice;
   try {
     sluice = await createSluice(settings, { log });
@@ -109,7 +109,7 @@ async function serve(args: string[]) {
   process.on("SIGINT", () => void shutdown("SIGINT"));
 }
 
-function tokenCreate(args: string[]) {
+async function tokenCreate(args: string[]) {
   const i = args.indexOf("--email");
   const email = i >= 0 ? args[i + 1] : undefined;
   if (!email) fail("token create needs --email <account e-mail>");
@@ -121,6 +121,8 @@ function tokenCreate(args: string[]) {
     if (e instanceof SettingsError) fail(e.message);
     throw e;
   }
+  const { openDatabase } = await import("../db");
+  const { createTokenForEmail } = await import("./control-plane/tokens");
   mkdirSync(settings.dataDir, { recursive: true });
   const db = openDatabase(join(settings.dataDir, "sluice.db"), { synchronous: settings.synchronous });
   try {
@@ -141,7 +143,7 @@ if (cmd === "--version" || cmd === "-v" || cmd === "version") {
   process.stdout.write(HELP);
 } else if (cmd === "token") {
   if (rest[0] !== "create") fail("usage: sluice token create --email <account e-mail>");
-  tokenCreate(rest.slice(1));
+  await tokenCreate(rest.slice(1));
 } else if (cmd === "serve") {
   await serve(rest);
 } else if (cmd === undefined || cmd.startsWith("--")) {
