@@ -3,13 +3,22 @@
  * 127.0.0.1 with keep-alive connections, against a bare Bun.serve that answers OK
  * without storing, in the same run. Writes the figures into BENCHMARKS.md.
  *
- *   npm run bench:intake [-- --seconds 10 --build --regulations N --full-only --no-record]
+ *   npm run bench:intake [-- --seconds 8 --rounds 4 --build --regulations N --full-only --no-record]
+ *
+ * Every server runs from the start, and they take turns under each load (single calls, then
+ * batches at 16 connections, then at 64), in rounds whose order is balanced (see order()): this machine's speed
+ * drifts by a third within minutes, and a slow minute must fall on the baseline as much as on
+ * Sluice, or the ratios measure the minute. `--seconds` is each server's time under each load,
+ * split over the rounds.
  */
-import { BINARY, INTAKE_BODIES, adminApi, basicAuth, ensureBinary, fmt, mean, numberArg, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
+import { INTAKE_BODIES, type WrkResult, adminApi, cpuTimeUs, basicAuth, ensureBinary, fmt, median, numberArg, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
 import { join } from "node:path";
+import { RecentMessageIds } from "../src/gateway/dedup";
 
 const args = process.argv.slice(2);
-const seconds = numberArg("--seconds", 10);
+const seconds = numberArg("--seconds", 8);
+const rounds = numberArg("--rounds", 4);
+const turn = Math.max(1, Math.round(seconds / rounds));
 const regulations = numberArg("--regulations", 0);
 
 requireWrk();
@@ -23,32 +32,28 @@ const { track, batch } = INTAKE_BODIES;
  */
 const withoutIds = (body: string) => body.replaceAll('"messageId":', '"requestId":');
 
-async function measure(url: string, auth: string, pid: number, bodies = { track, batch }) {
-  const headers = { "content-type": "application/json", authorization: auth };
-  // A short warm-up so JIT and page cache do not count against the first figure.
-  wrk(`${url}/v1/track`, { body: bodies.track, headers, connections: 16, seconds: 2 });
-  const single = wrk(`${url}/v1/track`, { body: bodies.track, headers, connections: 64, seconds, pid });
-  const batched = wrk(`${url}/v1/batch`, { body: bodies.batch, headers, connections: 16, seconds, pid });
-  // Memory before the extra batch run, so the RSS column counts the same events as before it.
-  const mem = rssMb(pid);
-  // With FULL, 16 connections may be bound by the commit–fsync cycle rather than by CPU:
-  // more requests in flight show which.
-  const batched64 = wrk(`${url}/v1/batch`, { body: bodies.batch, headers, connections: 64, seconds, pid });
-  return { single, batched, batched64, mem, memEnd: rssMb(pid) };
+type Load = "single" | "batch16" | "batch64";
+interface Server {
+  name: string;
+  url: string;
+  pid: number;
+  sluice: boolean;
+  headers: Record<string, string>;
+  bodies: { track: string; batch: string };
+  runs: Record<Load, WrkResult[]>;
+  mem?: { rss: number; peak: number };
+  memEnd?: { rss: number; peak: number };
+  stop(): Promise<void>;
 }
 
-const rows: string[] = [];
+const servers: Server[] = [];
 const bare = await startProcess([process.execPath, join(import.meta.dir, "bare-server.ts"), "--port", "0"]);
-const base = await measure(bare.url, "Basic eDo=", bare.pid);
-await bare.stop();
+servers.push({ name: "bare Bun.serve (reads body, answers OK)", ...bare, sluice: false, headers: { "content-type": "application/json", authorization: "Basic eDo=" }, bodies: { track, batch }, runs: { single: [], batch16: [], batch64: [] } });
 
-const variants: Array<{ name: string; args: string[]; regs?: number }> = [{ name: "Sluice, sync FULL (default)", args: [] }];
+const variants: Array<{ name: string; args: string[]; regs?: number; noIds?: boolean }> = [{ name: "Sluice, sync FULL (default)", args: [] }];
+variants.push({ name: "Sluice, sync FULL, the events without messageIds (not deduplicated)", args: [], noIds: true });
 if (!args.includes("--full-only")) variants.push({ name: "Sluice, sync NORMAL", args: ["--sync", "NORMAL"] });
 if (regulations) variants.push({ name: `Sluice, sync FULL, ${fmt(regulations)} active regulations`, args: [], regs: regulations });
-
-rows.push("| Server | single calls/s (64 conn) | ratio to bare | p50 ms | p99 ms | p99 ratio | CPU µs per call | batch events/s (100/req, 16 conn) | CPU µs per batch event | batch events/s (64 conn) | RSS MB (peak) | RSS MB at the end (peak) | non-2xx |");
-rows.push("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-rows.push(`| bare Bun.serve (reads body, answers OK) | ${fmt(base.single.rps)} | 1.00 | ${fmt(base.single.p50ms, 2)} | ${fmt(base.single.p99ms, 2)} | 1.00 | ${fmt(base.single.cpuUs ?? NaN, 1)} | ${fmt(base.batched.rps * 100)} | ${fmt((base.batched.cpuUs ?? NaN) / 100, 2)} | ${fmt(base.batched64.rps * 100)} | | | ${base.single.non2xx + base.batched.non2xx + base.batched64.non2xx} |`);
 
 for (const v of variants) {
   let s = await startSluice(v.args);
@@ -60,54 +65,129 @@ for (const v of variants) {
     seedRegulations(s.dir, v.regs);
     s = await startSluice(v.args, {}, s.dir);
   }
-  const auth = basicAuth(src.writeKey);
-  const r = await measure(s.url, auth, s.pid);
-  const mem = r.mem;
-  const stored = await fetch(`${s.url}/metrics`).then((x) => x.text());
-  const accepted = [...stored.matchAll(/sluice_events_accepted_total\{[^}]*\} (\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
-  rows.push(
-    `| ${v.name} | ${fmt(r.single.rps)} | ${fmt(r.single.rps / base.single.rps, 2)} | ${fmt(r.single.p50ms, 2)} | ${fmt(r.single.p99ms, 2)} | ${fmt(r.single.p99ms / base.single.p99ms, 2)} | ${fmt(r.single.cpuUs ?? NaN, 1)} | ${fmt(r.batched.rps * 100)} | ${fmt((r.batched.cpuUs ?? NaN) / 100, 2)} | ${fmt(r.batched64.rps * 100)} | ${fmt(mem.rss)} (${fmt(mem.peak)}) | ${fmt(r.memEnd.rss)} (${fmt(r.memEnd.peak)}) | ${r.single.non2xx + r.batched.non2xx + r.batched64.non2xx} |`,
-  );
-  console.log(`${v.name}: stored ${accepted} events`);
-  await s.stop();
+  const bodies = v.noIds ? { track: withoutIds(track), batch: withoutIds(batch) } : { track, batch };
+  servers.push({ name: v.name, ...s, sluice: true, headers: { "content-type": "application/json", authorization: basicAuth(src.writeKey) }, bodies, runs: { single: [], batch16: [], batch64: [] } });
 }
+
+// A short warm-up so JIT and page cache do not count against the first figures.
+for (const s of servers) wrk(`${s.url}/v1/track`, { body: s.bodies.track, headers: s.headers, connections: 16, seconds: 2 });
 
 /**
- * What deduplication costs: two servers at once, one sent the events with their messageIds,
- * the other the same events without (Sluice makes the ids and skips deduplication for them),
- * taking turns under the same load so a slow moment of the machine falls on both.
+ * The order of the servers in round r: a Williams design (0, 1, n-1, 2, n-2, ... shifted by r,
+ * mirrored in odd passes when n is odd), so over n rounds (2n when odd) each server comes
+ * right after every other as often: a plain rotation put each one after the same neighbour
+ * every round, and what a turn leaves behind fell on that neighbour alone.
  */
-async function deduplicationCost(rounds = 3) {
-  const servers = await Promise.all(
-    [{ track, batch }, { track: withoutIds(track), batch: withoutIds(batch) }].map(async (bodies) => {
-      const s = await startSluice([]);
-      const src = await adminApi(s.url, "POST", "/v2/sources", { name: "bench" });
-      const headers = { "content-type": "application/json", authorization: basicAuth(src.writeKey) };
-      wrk(`${s.url}/v1/track`, { body: bodies.track, headers, connections: 16, seconds: 2 });
-      return { s, bodies, headers, single: [] as number[], batch: [] as number[] };
-    }),
-  );
-  const half = Math.max(2, Math.round(seconds / 2));
-  for (let r = 0; r < rounds; r++) {
-    for (const x of r % 2 ? [...servers].reverse() : servers) {
-      x.single.push(wrk(`${x.s.url}/v1/track`, { body: x.bodies.track, headers: x.headers, connections: 64, seconds: half, pid: x.s.pid }).cpuUs ?? NaN);
-      x.batch.push((wrk(`${x.s.url}/v1/batch`, { body: x.bodies.batch, headers: x.headers, connections: 16, seconds: half, pid: x.s.pid }).cpuUs ?? NaN) / 100);
-    }
-  }
-  // Peak, not current: the server that waits for its turn gives memory back meanwhile.
-  const out = servers.map((x) => ({ single: mean(x.single), batch: mean(x.batch), rss: rssMb(x.s.pid).peak }));
-  for (const x of servers) await x.s.stop();
-  return out;
+function order(r: number): Server[] {
+  const n = servers.length;
+  const first = Array.from({ length: n }, (_, i) => (i === 0 ? 0 : i % 2 ? (i + 1) / 2 : n - i / 2));
+  const row = first.map((x) => servers[(x + r) % n]!);
+  return n % 2 && Math.floor(r / n) % 2 ? row.reverse() : row;
 }
 
-const [withDedup, withoutDedup] = await deduplicationCost();
-rows.push("");
-rows.push("| Deduplication (interleaved, sync FULL) | CPU µs per call | CPU µs per batch event | peak RSS MB |");
-rows.push("| --- | --- | --- | --- |");
-rows.push(`| events with their messageIds | ${fmt(withDedup!.single, 1)} | ${fmt(withDedup!.batch, 2)} | ${fmt(withDedup!.rss)} |`);
-rows.push(`| the same events without messageIds (not deduplicated) | ${fmt(withoutDedup!.single, 1)} | ${fmt(withoutDedup!.batch, 2)} | ${fmt(withoutDedup!.rss)} |`);
-rows.push(`| cost of deduplication | ${fmt(withDedup!.single - withoutDedup!.single, 1)} | ${fmt(withDedup!.batch - withoutDedup!.batch, 2)} | ${fmt(withDedup!.rss - withoutDedup!.rss)} |`);
+/** Waits (up to 2 s) until the process has used under a tenth of a core for 100 ms: its checkpoint and collector are done. */
+async function settle(pid: number) {
+  const deadline = Date.now() + 2000;
+  let last = cpuTimeUs(pid);
+  while (Date.now() < deadline) {
+    await Bun.sleep(100);
+    const now = cpuTimeUs(pid);
+    if (now - last < 10_000) return;
+    last = now;
+  }
+}
 
+async function phase(load: Load) {
+  for (let r = 0; r < rounds; r++) {
+    for (const s of order(r)) {
+      const result =
+        load === "single"
+          ? wrk(`${s.url}/v1/track`, { body: s.bodies.track, headers: s.headers, connections: 64, seconds: turn, pid: s.pid })
+          : wrk(`${s.url}/v1/batch`, { body: s.bodies.batch, headers: s.headers, connections: load === "batch16" ? 16 : 64, seconds: turn, pid: s.pid });
+      s.runs[load].push(result);
+      await settle(s.pid);
+    }
+  }
+}
+
+await phase("single");
+await phase("batch16");
+// Memory before the extra batch runs, so this column counts the same events as in earlier runs.
+for (const s of servers) if (s.sluice) s.mem = rssMb(s.pid);
+// With FULL, 16 connections may be bound by the commit–fsync cycle rather than by CPU: more requests in flight show which.
+await phase("batch64");
+for (const s of servers) if (s.sluice) s.memEnd = rssMb(s.pid);
+for (const s of servers) await s.stop();
+
+/**
+ * The same work without HTTP or the disk around it, so without their noise: hashing a
+ * messageId into its key, then the lookup and insert of every event, into the tables of
+ * RecentMessageIds holding `keys` already (about what a server holds after this run).
+ */
+function dedupInIsolation(keys: number): string {
+  const recent = new RecentMessageIds(24 * 3600_000);
+  for (let i = 0; i < keys; i++) recent.add(RecentMessageIds.key("bench", `fill-${i}`));
+  const n = 500_000;
+  const ids = Array.from({ length: n }, (_, i) => `${crypto.randomUUID()}-${i}`);
+  let t = performance.now();
+  const k = ids.map((id) => RecentMessageIds.key("bench", id));
+  const hash = ((performance.now() - t) * 1000) / n;
+  t = performance.now();
+  for (const key of k) if (!recent.has(key)) recent.add(key);
+  const probe = ((performance.now() - t) * 1000) / n;
+  return `In isolation (RecentMessageIds in this process, ${fmt(keys / 1e6)} million keys held): hashing a messageId into its key ${fmt(hash, 2)} µs, looking it up and adding it ${fmt(probe, 2)} µs.`;
+}
+
+/** Over the rounds: the rate over all turns, latencies as medians, CPU per request over all requests. */
+function summary(runs: WrkResult[]) {
+  const requests = runs.reduce((a, w) => a + w.requests, 0);
+  const cpu = (k: "cpuUs" | "mainCpuUs") => runs.reduce((a, w) => a + (w[k] ?? NaN) * w.requests, 0) / requests;
+  return {
+    rps: runs.reduce((a, w) => a + w.rps, 0) / runs.length,
+    p50: median(runs.map((w) => w.p50ms)),
+    p99: median(runs.map((w) => w.p99ms)),
+    cpu: cpu("cpuUs"),
+    main: cpu("mainCpuUs"),
+    non2xx: runs.reduce((a, w) => a + w.non2xx, 0),
+  };
+}
+
+/** The ratio to the bare server's figure of the same round: its median, and the lowest and highest. */
+function ratios(s: Server, load: Load, of: (w: WrkResult) => number) {
+  const xs = s.runs[load].map((w, r) => of(w) / of(servers[0]!.runs[load][r]!));
+  return `${fmt(median(xs), 2)} (${fmt(Math.min(...xs), 2)}–${fmt(Math.max(...xs), 2)})`;
+}
+
+const base = summary(servers[0]!.runs.single);
+const rows: string[] = [];
+rows.push("| Server | single calls/s (64 conn) | ratio to bare (range over rounds) | p50 ms | p99 ms | p99 ratio (range) | CPU µs per call (main thread) | batch events/s (100/req, 16 conn) | CPU µs per batch event (main thread) | batch events/s (64 conn) | RSS MB (peak) | RSS MB at the end (peak) | non-2xx |");
+rows.push("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+for (const s of servers) {
+  const one = summary(s.runs.single);
+  const b16 = summary(s.runs.batch16);
+  const b64 = summary(s.runs.batch64);
+  const isBase = s === servers[0];
+  rows.push(
+    `| ${s.name} | ${fmt(one.rps)} | ${isBase ? "1.00" : ratios(s, "single", (w) => w.rps)} | ${fmt(one.p50, 2)} | ${fmt(one.p99, 2)} | ${isBase ? "1.00" : ratios(s, "single", (w) => w.p99ms)} | ${fmt(one.cpu, 1)} (${fmt(one.main, 1)}) | ${fmt(b16.rps * 100)} | ${fmt(b16.cpu / 100, 2)} (${fmt(b16.main / 100, 2)}) | ${fmt(b64.rps * 100)} | ${s.mem ? `${fmt(s.mem.rss)} (${fmt(s.mem.peak)})` : ""} | ${s.memEnd ? `${fmt(s.memEnd.rss)} (${fmt(s.memEnd.peak)})` : ""} | ${one.non2xx + b16.non2xx + b64.non2xx} |`,
+  );
+}
+
+// Deduplication's cost: the two FULL servers compared round by round (a slow minute falls on both).
+const [withIds, noIds] = [servers[1]!, servers[2]!];
+/** Per round, the difference between the two (per event), as "median (lowest to highest)". */
+const paired = (load: Load, k: "cpuUs" | "mainCpuUs", per: number) => {
+  const xs = withIds.runs[load].map((w, r) => ((w[k] ?? NaN) - (noIds.runs[load][r]![k] ?? NaN)) / per);
+  const d = per === 1 ? 1 : 2;
+  return `${fmt(median(xs), d)} (${fmt(Math.min(...xs), d)} to ${fmt(Math.max(...xs), d)})`;
+};
 rows.push("");
-rows.push(`wrk ${seconds} s per figure, 2 threads; single call = one track event (~200 B); batch = 100 track events per request, at 16 connections and again at 64 (RSS is read before the 64-connection run, and again at the end). Each event carries its own messageId, unique per request (wrk substitutes it), as SDKs send them, so deduplication is in every figure of the first table. The second table runs two servers at once, taking turns for 3 rounds of ${Math.max(2, Math.round(seconds / 2))} s: one gets the events with messageIds, the other the same events with the field renamed (Sluice makes the ids and does not deduplicate them). CPU µs = user + system time of the server process (all threads) over the run, divided by the requests wrk completed (steadier than rates on a shared machine). Targets: single ≥ 0.70 of bare, p99 ≤ 1.5× bare, batch ≥ 200,000 events/s, RSS ≤ 150 MB.`);
-await record("Intake", `npm run bench:intake -- --seconds ${seconds}${regulations ? ` --regulations ${regulations}` : ""}`, rows);
+rows.push(
+  `Deduplication, from the two FULL servers (one sent the events with their messageIds, the other the same events with the field renamed: Sluice makes the ids and does not deduplicate them), CPU µs more with the ids, median over the rounds (lowest to highest): a single call ${paired("single", "cpuUs", 1)}, main thread ${paired("single", "mainCpuUs", 1)}; a batch event ${paired("batch16", "cpuUs", 100)}, main thread ${paired("batch16", "mainCpuUs", 100)}. RSS ${fmt((withIds.memEnd?.rss ?? NaN) - (noIds.memEnd?.rss ?? NaN))} MB more at the end.`,
+);
+rows.push("");
+rows.push(dedupInIsolation(3_000_000));
+rows.push("");
+rows.push(
+  `wrk, 2 threads; ${rounds} rounds in which every server takes a turn of ${turn} s under the load, in a balanced order (each server follows every other equally often) and once the server before it has gone idle, for each load in turn: single calls at 64 connections, then batches at 16, then at 64 (${fmt(turn * rounds)} s per server and load). Rates are means over the rounds, p50 and p99 medians over them; each ratio is taken against the bare server's figure of the same round, and the median of those is shown with the lowest and highest. Single call = one track event (~200 B); batch = 100 track events per request. Each event carries its own messageId, unique per request (wrk substitutes it), as SDKs send them, so deduplication is in every Sluice figure but those of the server sent none. CPU µs = user + system time of the server process (all threads; the main thread alone in brackets) over the turns, divided by the requests wrk completed (steadier than rates on a shared machine). RSS after the 16-connection batches, and again at the end. Targets: single ≥ 0.70 of bare, p99 ≤ 1.5× bare, batch ≥ 200,000 events/s, RSS ≤ 150 MB.`,
+);
+await record("Intake", `npm run bench:intake -- --seconds ${seconds} --rounds ${rounds}${regulations ? ` --regulations ${regulations}` : ""}`, rows);

@@ -92,6 +92,10 @@ export interface WrkResult {
   non2xx: number;
   /** CPU time of the server process (all its threads) per request, in µs; set when a pid was given. */
   cpuUs?: number;
+  /** The same for its main thread alone (the JavaScript thread, whose id is the pid). */
+  mainCpuUs?: number;
+  /** Requests completed. */
+  requests: number;
 }
 
 /** User + system CPU time of a process and all its threads so far, or of one thread, in µs (from /proc). */
@@ -142,6 +146,7 @@ export function wrk(
       `done = function(summary, latency, requests) io.write(string.format("NON2XX %d\\n", summary.errors.status)) end\n`,
   );
   const cpuBefore = opts.pid ? cpuTimeUs(opts.pid) : 0;
+  const mainBefore = opts.pid ? cpuTimeUs(opts.pid, opts.pid) : 0;
   const r = Bun.spawnSync(["wrk", "-t", String(opts.threads ?? 2), "-c", String(opts.connections), "-d", `${opts.seconds}s`, "--latency", "-s", script, url]);
   const out = r.stdout.toString();
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
@@ -157,7 +162,8 @@ export function wrk(
   // the server waited for a core.
   const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
   const cpuUs = opts.pid && requests ? (cpuTimeUs(opts.pid) - cpuBefore) / requests : undefined;
-  return { rps, p50ms: pct("50"), p99ms: pct("99"), non2xx, cpuUs };
+  const mainCpuUs = opts.pid && requests ? (cpuTimeUs(opts.pid, opts.pid) - mainBefore) / requests : undefined;
+  return { rps, p50ms: pct("50"), p99ms: pct("99"), non2xx, cpuUs, mainCpuUs, requests };
 }
 
 /** Peak and current resident memory of a process, in MB. */
