@@ -11,7 +11,7 @@
  * Build the old binary from a worktree: git worktree add /tmp/old HEAD && (cd /tmp/old && npm run build).
  */
 import { resolve } from "node:path";
-import { INTAKE_BODIES, adminApi, basicAuth, cpuTimeUs, fmt, mean, median, numberArg, record, requireWrk, rssMb, startSluice, wrk } from "./bench-lib";
+import { INTAKE_BODIES, adminApi, balancedOrder, basicAuth, fmt, mean, median, numberArg, record, requireWrk, rssMb, startSluice, wrk } from "./bench-lib";
 
 const args = process.argv.slice(2);
 const rounds = numberArg("--rounds", 6);
@@ -39,19 +39,15 @@ async function start(spec: string) {
 const servers = [await start(specs[0]!), await start(specs[1]!)];
 for (const s of servers) wrk(`${s.url}/v1/track`, { body: track, headers: s.headers, connections: 16, seconds: 2 });
 for (let r = 0; r < rounds; r++) {
-  for (const s of r % 2 ? [servers[1]!, servers[0]!] : servers) {
-    // The main thread's id is the process id.
-    const main0 = cpuTimeUs(s.pid, s.pid);
-    const all0 = cpuTimeUs(s.pid);
+  for (const s of balancedOrder(servers, r)) {
     const w = batchMode
-      ? wrk(`${s.url}/v1/batch`, { body: batch, headers: s.headers, connections: 16, seconds })
-      : wrk(`${s.url}/v1/track`, { body: track, headers: s.headers, connections: 64, seconds });
-    const requests = w.rps * seconds;
+      ? wrk(`${s.url}/v1/batch`, { body: batch, headers: s.headers, connections: 16, seconds, pid: s.pid })
+      : wrk(`${s.url}/v1/track`, { body: track, headers: s.headers, connections: 64, seconds, pid: s.pid });
     s.runs.push({
       events: w.rps * (batchMode ? 100 : 1),
       p99: w.p99ms,
-      main: (cpuTimeUs(s.pid, s.pid) - main0) / requests,
-      all: (cpuTimeUs(s.pid) - all0) / requests,
+      main: w.mainCpuUs!,
+      all: w.cpuUs!,
       rss: rssMb(s.pid).rss,
     });
   }

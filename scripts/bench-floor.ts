@@ -9,7 +9,7 @@
  *   npm run bench:floor [-- --rounds 4 --seconds 3 --build --no-record]
  */
 import { join } from "node:path";
-import { INTAKE_BODIES, adminApi, basicAuth, cpuTimeUs, ensureBinary, fmt, mean, numberArg, record, requireWrk, startProcess, startSluice, wrk } from "./bench-lib";
+import { INTAKE_BODIES, adminApi, balancedOrder, basicAuth, ensureBinary, fmt, mean, numberArg, record, requireWrk, startProcess, startSluice, wrk } from "./bench-lib";
 
 const args = process.argv.slice(2);
 const rounds = numberArg("--rounds", 4);
@@ -36,11 +36,9 @@ servers.push({ name: "Sluice (compiled, sync FULL)", ...sluice, auth: basicAuth(
 
 for (const s of servers) wrk(`${s.url}/v1/track`, { body: INTAKE_BODIES.track, headers: { "content-type": "application/json", authorization: s.auth }, connections: 16, seconds: 1 });
 for (let r = 0; r < rounds; r++) {
-  for (const s of r % 2 ? [...servers].reverse() : servers) {
-    // The main thread's id is the process id.
-    const before = cpuTimeUs(s.pid, s.pid);
-    const w = wrk(`${s.url}/v1/track`, { body: INTAKE_BODIES.track, headers: { "content-type": "application/json", authorization: s.auth }, connections: 64, seconds });
-    s.main.push((cpuTimeUs(s.pid, s.pid) - before) / (w.rps * seconds));
+  for (const s of balancedOrder(servers, r)) {
+    const w = wrk(`${s.url}/v1/track`, { body: INTAKE_BODIES.track, headers: { "content-type": "application/json", authorization: s.auth }, connections: 64, seconds, pid: s.pid });
+    s.main.push(w.mainCpuUs!);
     s.rps.push(w.rps);
   }
 }

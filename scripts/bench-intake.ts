@@ -6,12 +6,12 @@
  *   npm run bench:intake [-- --seconds 8 --rounds 4 --build --regulations N --full-only --no-record]
  *
  * Every server runs from the start, and they take turns under each load (single calls, then
- * batches at 16 connections, then at 64), in rounds whose order is balanced (see order()): this machine's speed
+ * batches at 16 connections, then at 64), in rounds whose order is balanced (bench-lib's balancedOrder): this machine's speed
  * drifts by a third within minutes, and a slow minute must fall on the baseline as much as on
  * Sluice, or the ratios measure the minute. `--seconds` is each server's time under each load,
  * split over the rounds.
  */
-import { INTAKE_BODIES, type WrkResult, adminApi, cpuTimeUs, basicAuth, ensureBinary, fmt, median, numberArg, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
+import { INTAKE_BODIES, type WrkResult, adminApi, balancedOrder, cpuTimeUs, basicAuth, ensureBinary, fmt, median, numberArg, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
 import { join } from "node:path";
 import { RecentMessageIds } from "../src/gateway/dedup";
 
@@ -72,19 +72,6 @@ for (const v of variants) {
 // A short warm-up so JIT and page cache do not count against the first figures.
 for (const s of servers) wrk(`${s.url}/v1/track`, { body: s.bodies.track, headers: s.headers, connections: 16, seconds: 2 });
 
-/**
- * The order of the servers in round r: a Williams design (0, 1, n-1, 2, n-2, ... shifted by r,
- * mirrored in odd passes when n is odd), so over n rounds (2n when odd) each server comes
- * right after every other as often: a plain rotation put each one after the same neighbour
- * every round, and what a turn leaves behind fell on that neighbour alone.
- */
-function order(r: number): Server[] {
-  const n = servers.length;
-  const first = Array.from({ length: n }, (_, i) => (i === 0 ? 0 : i % 2 ? (i + 1) / 2 : n - i / 2));
-  const row = first.map((x) => servers[(x + r) % n]!);
-  return n % 2 && Math.floor(r / n) % 2 ? row.reverse() : row;
-}
-
 /** Waits (up to 2 s) until the process has used under a tenth of a core for 100 ms: its checkpoint and collector are done. */
 async function settle(pid: number) {
   const deadline = Date.now() + 2000;
@@ -99,7 +86,7 @@ async function settle(pid: number) {
 
 async function phase(load: Load) {
   for (let r = 0; r < rounds; r++) {
-    for (const s of order(r)) {
+    for (const s of balancedOrder(servers, r)) {
       const result =
         load === "single"
           ? wrk(`${s.url}/v1/track`, { body: s.bodies.track, headers: s.headers, connections: 64, seconds: turn, pid: s.pid })
@@ -158,7 +145,6 @@ function ratios(s: Server, load: Load, of: (w: WrkResult) => number) {
   return `${fmt(median(xs), 2)} (${fmt(Math.min(...xs), 2)}–${fmt(Math.max(...xs), 2)})`;
 }
 
-const base = summary(servers[0]!.runs.single);
 const rows: string[] = [];
 rows.push("| Server | single calls/s (64 conn) | ratio to bare (range over rounds) | p50 ms | p99 ms | p99 ratio (range) | CPU µs per call (main thread) | batch events/s (100/req, 16 conn) | CPU µs per batch event (main thread) | batch events/s (64 conn) | RSS MB (peak) | RSS MB at the end (peak) | non-2xx |");
 rows.push("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");

@@ -166,6 +166,20 @@ export function wrk(
   return { rps, p50ms: pct("50"), p99ms: pct("99"), non2xx, cpuUs, mainCpuUs, requests };
 }
 
+/**
+ * The order in which benchmarked servers take their turns in round r: a Williams design
+ * (0, 1, n-1, 2, n-2, ... shifted by r, mirrored in odd passes when n is odd), so over n
+ * rounds (2n when odd) each server comes right after every other as often. A plain rotation,
+ * or forward and reverse in turn, puts a server after the same neighbour round after round,
+ * and what a turn leaves behind (disk writes, a collection) falls on that neighbour alone.
+ */
+export function balancedOrder<T>(items: T[], r: number): T[] {
+  const n = items.length;
+  const first = Array.from({ length: n }, (_, i) => (i === 0 ? 0 : i % 2 ? (i + 1) / 2 : n - i / 2));
+  const row = first.map((x) => items[(x + r) % n]!);
+  return n % 2 && Math.floor(r / n) % 2 ? row.reverse() : row;
+}
+
 /** Peak and current resident memory of a process, in MB. */
 export function rssMb(pid: number): { rss: number; peak: number } {
   try {
