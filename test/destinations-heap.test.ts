@@ -46,18 +46,33 @@ test("HEAP track → POST heapanalytics.com/api/track with identity, event, time
   ]);
 });
 
-test("HEAP identify → POST /api/add_user_properties with identity and flattened traits", () => {
+test("HEAP identify → POST /api/add_user_properties with identity and flattened traits; no userId → 'userId is required'", () => {
   const event: SluiceEvent = {
     type: "identify",
     messageId: "m-2",
+    userId: "u-9",
     anonymousId: "a-9",
     context: { traits: { email: "ada@example.com", address: { city: "London" } } },
   };
   const [req] = heap.transform(event, ctx());
   expect(req!.endpoint).toBe("https://heapanalytics.com/api/add_user_properties");
   expect(req!.headers).toEqual(HEADERS);
-  expect(req!.body.JSON).toEqual({ identity: "a-9", properties: { email: "ada@example.com", "address.city": "London" }, app_id: "4141" });
+  expect(req!.body.JSON).toEqual({ identity: "u-9", properties: { email: "ada@example.com", "address.city": "London" }, app_id: "4141" });
+  // A blank userId falls back to the ids in traits; an anonymous user has no identity to set properties on.
+  const blank: SluiceEvent = { ...event, userId: "", context: { traits: { id: "t-1", plan: "pro" } } };
+  expect(heap.transform(blank, ctx())[0]!.body.JSON.identity).toBe("t-1");
+  expect(() => heap.transform({ ...event, userId: "", context: { traits: { plan: "pro" } } }, ctx())).toThrow("userId is required");
   expect(() => heap.transform({ type: "identify", messageId: "m", userId: "u" }, ctx())).toThrow("traits are required");
+});
+
+test("HEAP track: a blank userId falls back to anonymousId; dataResidency EU → c.eu.heap-api.com", () => {
+  const event: SluiceEvent = { type: "track", messageId: "m", userId: "", anonymousId: "a-5", event: "E", timestamp: ts };
+  const [req] = heap.transform(event, ctx({ appId: "4141", dataResidency: "EU" }));
+  expect(req!.endpoint).toBe("https://c.eu.heap-api.com/api/track");
+  expect(req!.body.JSON.identity).toBe("a-5");
+  const identify: SluiceEvent = { type: "identify", messageId: "m", userId: "u", traits: { a: 1 } };
+  expect(heap.transform(identify, ctx({ appId: "1", dataResidency: "EU" }))[0]!.endpoint).toBe("https://c.eu.heap-api.com/api/add_user_properties");
+  expect(heap.transform(event, ctx({ appId: "1", dataResidency: "US" }))[0]!.endpoint).toBe("https://heapanalytics.com/api/track");
 });
 
 test("HEAP refuses other message types; missing appId; baseUrl override", () => {

@@ -21,7 +21,7 @@ const context = {
 };
 const base = { messageId: "1714557600000-5b1c3f0e-8a2d-4e57-9f1c-2a7b9c0d1e2f", userId: "u-1", anonymousId: "a-1", timestamp: ts, context };
 
-test("MP track → POST api.mixpanel.com/import/ (JSON array, token Basic auth, strict=0) with event and properties", () => {
+test("MP track → POST api.mixpanel.com/import/ (JSON array, token Basic auth, strict=0, verbose=2) with event and properties", () => {
   const event: SluiceEvent = { ...base, type: "track", event: "Video Played", properties: { title: "Intro", duration: 30 } };
   const [req] = mixpanel.transform(event, ctx());
   expect(req).toEqual({
@@ -30,7 +30,7 @@ test("MP track → POST api.mixpanel.com/import/ (JSON array, token Basic auth, 
     method: "POST",
     endpoint: "https://api.mixpanel.com/import/",
     headers: IMPORT_HEADERS,
-    params: { strict: "0" },
+    params: { strict: 0, verbose: 2 },
     body: {
       JSON: {},
       JSON_ARRAY: {
@@ -259,7 +259,7 @@ test("MP dataResidency eu/in, strictMode, baseUrl override", () => {
   const event: SluiceEvent = { ...base, type: "track", event: "E" };
   expect(mixpanel.transform(event, ctx({ dataResidency: "eu" }))[0]!.endpoint).toBe("https://api-eu.mixpanel.com/import/");
   expect(mixpanel.transform(event, ctx({ dataResidency: "in" }))[0]!.endpoint).toBe("https://api-in.mixpanel.com/import/");
-  expect(mixpanel.transform(event, ctx({ strictMode: true }))[0]!.params).toEqual({ strict: "1" });
+  expect(mixpanel.transform(event, ctx({ strictMode: true }))[0]!.params).toEqual({ strict: 1, verbose: 2 });
   expect(mixpanel.transform(event, ctx({}, "http://127.0.0.1:3001"))[0]!.endpoint).toBe("http://127.0.0.1:3001/import/");
 });
 

@@ -79,7 +79,7 @@ test("POSTHOG web event (RudderStack's own example) → $os, $browser, $browser_
       os: { name: "", version: "" },
       screen: { density: 2 },
       campaign: {},
-      page: { path: "/Rectified.html", referrer: "http://localhost:1112/", search: "", title: "", url: "http://localhost:1112/Rectified.html" },
+      page: { path: "/Rectified.html", referrer: "http://localhost:1112/", initial_referrer: "https://search.example/", search: "", title: "", url: "http://localhost:1112/Rectified.html" },
       ip: "0.0.0.0",
     },
     type: "track",
@@ -111,6 +111,7 @@ test("POSTHOG web event (RudderStack's own example) → $os, $browser, $browser_
       $app_version: "1.1.7",
       $app_name: "RudderLabs JavaScript SDK",
       $app_namespace: "com.rudderlabs.javascript",
+      $initial_referrer: "https://search.example/",
       $app_build: "1.0.0",
       $os: "Mac OS",
       $browser: "Chrome",
@@ -150,14 +151,14 @@ test("POSTHOG track with context.traits → properties.$set carries them (person
   expect(body(event).properties).toEqual({ $set: { plan: "pro" }, ...bare });
 });
 
-test("POSTHOG identify → event $identify with $set traits and originalTimestamp; no traits → aborted", () => {
+test("POSTHOG identify → event $identify with $set traits and the event's timestamp; no traits → aborted", () => {
   const event: SluiceEvent = { ...base, type: "identify", context: { ...context, traits: { email: "ada@example.com" } } };
   expect(body(event)).toEqual({
     distinct_id: "u-1",
     messageId: "m-1",
     event: "$identify",
     $set: { email: "ada@example.com" },
-    timestamp: orig,
+    timestamp: ts,
     properties: defaults,
     api_key: "phc_key",
     type: "identify",
@@ -173,7 +174,7 @@ test("POSTHOG page / screen → $pageview and $screen ($screen_name from event),
     event: "$pageview",
     name: "Cart",
     category: "Shop",
-    timestamp: orig,
+    timestamp: ts,
     properties: { ...defaults, title: "Your cart" },
     api_key: "phc_key",
     type: "page",
@@ -191,12 +192,12 @@ test("POSTHOG page / screen → $pageview and $screen ($screen_name from event),
   });
 });
 
-test("POSTHOG alias → $create_alias with properties.alias = userId and distinct_id = previousId, no top-level ids", () => {
+test("POSTHOG alias → $create_alias with properties.distinct_id = userId and alias = previousId, no top-level ids", () => {
   const event: SluiceEvent = { ...base, type: "alias", previousId: "old-7" };
   expect(body(event)).toEqual({
     event: "$create_alias",
-    properties: { ...bare, alias: "u-1", distinct_id: "old-7" },
-    timestamp: orig,
+    properties: { ...bare, distinct_id: "u-1", alias: "old-7" },
+    timestamp: ts,
     api_key: "phc_key",
     type: "alias",
   });

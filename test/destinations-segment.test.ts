@@ -11,7 +11,7 @@ const AUTH = `Basic ${btoa("wk_123:")}`;
 const context = { ip: "8.8.8.8", library: { name: "rudder-js", version: "3.0.0" }, traits: { plan: "pro" } };
 const base = { messageId: "m-1", userId: "u-1", anonymousId: "a-1", context, timestamp: "2024-05-01T10:00:00.000Z" };
 /** What RudderStack keeps of every event: ids, type and `timeStamp` (context, name, groupId... are dropped). */
-const kept = { anonymousId: "a-1", userId: "u-1", timeStamp: "2024-05-01T10:00:00.000Z", messageId: "m-1" };
+const kept = { anonymousId: "a-1", userId: "u-1", timeStamp: "2024-05-01T10:00:00.000Z" };
 
 test("SEGMENT track → POST api.segment.io/v1/batch, one item with event and properties, Basic writeKey auth", () => {
   const event: SluiceEvent = { ...base, type: "track", event: "Product Viewed", properties: { sku: "A1", price: 9 } };
@@ -64,7 +64,7 @@ test("SEGMENT page / screen / group / alias → the same reduced item with only 
 test("SEGMENT userId: an empty userId falls back to trait ids, then anonymousId; originalTimestamp when no timestamp", () => {
   const anon: SluiceEvent = { type: "track", messageId: "m-2", userId: "", anonymousId: "a-9", event: "E", originalTimestamp: "2024-01-01T00:00:00.000Z" };
   expect(segment.transform(anon, ctx())[0]!.body.JSON.batch).toEqual([
-    { anonymousId: "a-9", type: "track", userId: "a-9", event: "E", timeStamp: "2024-01-01T00:00:00.000Z", messageId: "m-2" },
+    { anonymousId: "a-9", type: "track", userId: "a-9", event: "E", timeStamp: "2024-01-01T00:00:00.000Z" },
   ]);
   const byTrait: SluiceEvent = { type: "identify", messageId: "m-3", anonymousId: "a-9", context: { traits: { id: "t-1" } } };
   expect((segment.transform(byTrait, ctx())[0]!.body.JSON.batch as any[])[0].userId).toBe("t-1");
@@ -97,8 +97,8 @@ test("SEGMENT batch → consecutive one-item batches concatenated in order; 500K
   expect(batched!.body.JSON).toEqual({
     batch: [
       { ...kept, type: "identify", traits: { plan: "pro" } },
-      { ...kept, messageId: "m-2", type: "track", event: "E1", traits: { plan: "pro" } },
-      { ...kept, messageId: "m-3", type: "page", traits: { plan: "pro" } },
+      { ...kept, type: "track", event: "E1", traits: { plan: "pro" } },
+      { ...kept, type: "page", traits: { plan: "pro" } },
     ],
   });
 
@@ -108,10 +108,10 @@ test("SEGMENT batch → consecutive one-item batches concatenated in order; 500K
 
   // ~30KB messages: 20 of them exceed one 500KB call.
   const big = Array.from({ length: 20 }, (_, i) =>
-    segment.transform({ ...base, messageId: `m${i}`, type: "track", event: "Big", properties: { blob: "x".repeat(30_000) } }, ctx())[0]!,
+    segment.transform({ ...base, type: "track", event: `Big ${i}`, properties: { blob: "x".repeat(30_000) } }, ctx())[0]!,
   );
   const calls = segment.batch!(big, ctx());
   expect(calls.length).toBe(2);
   for (const call of calls) expect(JSON.stringify(call.body.JSON).length).toBeLessThanOrEqual(500 * 1024);
-  expect(calls.flatMap((c) => (c.body.JSON.batch as any[]).map((m) => m.messageId))).toEqual(big.map((_, i) => `m${i}`));
+  expect(calls.flatMap((c) => (c.body.JSON.batch as any[]).map((m) => m.event))).toEqual(big.map((_, i) => `Big ${i}`));
 });

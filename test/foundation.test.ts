@@ -206,7 +206,9 @@ describe("control-plane API", () => {
     const res = await fetch(`${s.url}/destination-definitions`);
     const defs = (await res.json() as any);
     const webhook = defs.find((d: any) => d.name === "WEBHOOK");
-    expect(webhook.config.defaultConfig).toEqual(["webhookUrl", "webhookMethod", "headers"]);
+    // The spec's three keys first; then RudderStack's per-platform key and its live-events switches.
+    expect(webhook.config.defaultConfig.slice(0, 3)).toEqual(["webhookUrl", "webhookMethod", "headers"]);
+    expect(webhook.config.defaultConfig).toEqual(["webhookUrl", "webhookMethod", "headers", "oneTrustCookieCategories", "eventDelivery", "eventDeliveryTS"]);
     expect(webhook.displayName).toBe("Webhook");
   });
 

@@ -103,6 +103,17 @@ describe("enrichment", () => {
     expect(lastEvent().request_ip).toBe("127.0.0.1");
   });
 
+  test("a numeric userId or anonymousId is accepted and stored as its decimal string, as RudderStack does", async () => {
+    expect((await sendEvent(s.url, key, "track", { userId: 42, event: "Numeric" })).status).toBe(200);
+    expect(lastEvent()).toMatchObject({ userId: "42", event: "Numeric" });
+    expect((await sendEvent(s.url, key, "batch", { batch: [{ type: "page", anonymousId: 1e21, name: "Big" }, { type: "track", userId: 7.5, event: "Frac" }] })).status).toBe(200);
+    const [big, frac] = storedEvents(s).slice(-2);
+    expect(big!.anonymousId).toBe("1000000000000000000000");
+    expect(frac!.userId).toBe("7.5");
+    // Other non-strings are still refused, naming the field.
+    await expect400(await sendEvent(s.url, key, "track", { userId: true, event: "E" }), "userId");
+  });
+
   test("the write key in the body is not stored", async () => {
     await sendEvent(s.url, key, "track", { userId: "u", event: "E", writeKey: key });
     expect(lastEvent().writeKey).toBeUndefined();
@@ -194,7 +205,7 @@ describe("bad bodies → 400 naming the problem", () => {
     await expect400(await sendEvent(s.url, key, "identify", { userId: "u", traits: "x" }), "traits");
     await expect400(await sendEvent(s.url, key, "track", { userId: "u", event: "E", context: 1 }), "context");
     await expect400(await sendEvent(s.url, key, "track", { userId: "u", event: "E", integrations: "all" }), "integrations");
-    await expect400(await sendEvent(s.url, key, "track", { userId: 7, event: "E" }), "userId");
+    await expect400(await sendEvent(s.url, key, "track", { userId: { id: 7 }, event: "E" }), "userId");
     await expect400(await sendEvent(s.url, key, "track", { userId: "u", event: "E", timestamp: "yesterday" }), "timestamp");
   });
 

@@ -104,7 +104,8 @@ describe("testDestination: stages", () => {
     const req = entry.dest_transformed_payload[0];
     expect(Object.keys(req).sort()).toEqual(["body", "endpoint", "files", "headers", "method", "params", "type", "version"]);
     expect(req).toMatchObject({ version: "1", type: "REST", method: "POST", endpoint: `${sink.url}/hook`, params: {}, files: {} });
-    expect(req.headers).toEqual({ "content-type": "application/json", "X-Env": "test" });
+    // Header names from the config are lower-cased, as RudderStack's WEBHOOK does.
+    expect(req.headers).toEqual({ "content-type": "application/json", "x-env": "test" });
     expect(Object.keys(req.body).sort()).toEqual(["FORM", "JSON", "JSON_ARRAY", "XML"]);
     // Processing went on with the message as sent, enriched like the gateway does.
     expect(req.body.JSON).toMatchObject({ ...track, messageId: "m-test-1" });
@@ -323,7 +324,7 @@ describe("errors", () => {
     const path = `/v0/testDestination/${d.id}`;
     expect((await call(path, {})).json).toEqual({ message: "message: is required" });
     expect((await call(path, { message: "track" })).json).toEqual({ message: "message: expected an object" });
-    expect((await call(path, { message: { ...track, userId: 7 } })).json.message).toStartWith("message.userId:");
+    expect((await call(path, { message: { ...track, userId: true } })).json.message).toStartWith("message.userId:");
     expect((await call(path, { message: { ...track, timestamp: "yesterday" } })).json.message).toStartWith("message.timestamp:");
     const stage = await call(path, { message: track, stage: { user_transformation: true } });
     expect(stage.status).toBe(400);
@@ -467,6 +468,32 @@ describe("no side effects", () => {
   });
 });
 
+describe("RudderStack fidelity", () => {
+  test("a numeric userId is accepted and used as its decimal string (POSTHOG distinct_id \"42\")", async () => {
+    const ph = await api(s.url, "POST", "/v2/destinations", { name: "ph-num", type: "POSTHOG", config: { teamApiKey: "phc" }, sourceIds: [] });
+    expect(ph.status).toBe(201);
+    const res = await call(`/v0/testDestination/${ph.json.id}`, { message: { ...track, userId: 42 }, stage: { dest_transform: true } });
+    expect(res.status).toBe(200);
+    expect(res.json.data[0].dest_transformed_payload[0].body.JSON.distinct_id).toBe("42");
+  });
+
+  test("an exported RudderStack config with browser-only keys and live-events switches is kept whole", async () => {
+    const config = { apiKey: "am-key", useNativeSDK: true, connectionMode: "cloud", preferAnonymousIdForDeviceId: false, eventDelivery: false, eventDeliveryTS: 1668424218224 };
+    const am = await api(s.url, "POST", "/v2/destinations", { name: "am-import", type: "AM", config, sourceIds: [] });
+    expect(am.status).toBe(201);
+    expect((await api(s.url, "GET", `/v2/destinations/${am.json.id}`)).json.config).toEqual(config);
+    const res = await call(`/v0/testDestination/${am.json.id}`, { message: track, stage: { dest_transform: true }, destinationConfig: config });
+    expect(res.status).toBe(200);
+    expect(res.json.data[0].dest_transformed_payload[0].endpoint).toBe("https://api2.amplitude.com/2/httpapi");
+  });
+
+  test("GET webhook: params keep their JSON types in dest_transformed_payload (0 stays 0)", async () => {
+    const d = await hook("https://hooks.example.com", { config: { webhookMethod: "GET" } });
+    const res = await call(`/v0/testDestination/${d.id}`, { message: { ...track, properties: { count: 0, ok: false, name: "x" } }, stage: { dest_transform: true } });
+    expect(res.json.data[0].dest_transformed_payload[0].params).toEqual({ count: 0, ok: false, name: "x" });
+  });
+});
+
 describe("destination definitions", () => {
   test("GET /destination-definitions lists every kind with defaultConfig; WEBHOOK's is webhookUrl, webhookMethod, headers", async () => {
     const res = await fetch(`${s.url}/destination-definitions`);
@@ -474,7 +501,9 @@ describe("destination definitions", () => {
     const defs = (await res.json()) as Array<{ name: string; config: { defaultConfig: string[] } }>;
     expect(defs.length).toBeGreaterThan(1);
     for (const d of defs) expect(Array.isArray(d.config.defaultConfig)).toBe(true);
-    expect(defs.find((d) => d.name === "WEBHOOK")!.config.defaultConfig).toEqual(["webhookUrl", "webhookMethod", "headers"]);
+    // RudderStack's WEBHOOK definition: the three keys of the spec, its per-platform key, and the
+    // live-events switches RudderStack's control plane keeps in every destination's config.
+    expect(defs.find((d) => d.name === "WEBHOOK")!.config.defaultConfig).toEqual(["webhookUrl", "webhookMethod", "headers", "oneTrustCookieCategories", "eventDelivery", "eventDeliveryTS"]);
   });
 
   test("the OpenAPI document describes both Test API routes with their statuses", async () => {

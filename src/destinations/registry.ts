@@ -15,7 +15,30 @@ import { segment } from "./segment";
 import { slack } from "./slack";
 import { webhook } from "./webhook";
 
-const KINDS: DestinationDefinition[] = [webhook, http, slack, segment, posthog, amplitude, mixpanel, ga4, heap, customerio, braze];
+/**
+ * RudderStack's control plane keeps its live-events switches in every destination's config,
+ * so every exported config carries them: accepted by every kind, used by none.
+ */
+const LIVE_EVENTS_KEYS = ["eventDelivery", "eventDeliveryTS"];
+
+function withLiveEventsKeys(d: DestinationDefinition): DestinationDefinition {
+  const keys = [...d.config.defaultConfig, ...LIVE_EVENTS_KEYS.filter((k) => !d.config.defaultConfig.includes(k))];
+  return { ...d, config: { ...d.config, defaultConfig: keys } };
+}
+
+const KINDS: DestinationDefinition[] = [
+  webhook,
+  http,
+  slack,
+  segment,
+  posthog,
+  amplitude,
+  mixpanel,
+  ga4,
+  heap,
+  customerio,
+  braze,
+].map(withLiveEventsKeys);
 
 const BY_NAME = new Map(KINDS.map((k) => [k.name, k]));
 

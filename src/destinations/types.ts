@@ -22,7 +22,8 @@ export interface DestinationRequest {
   method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   endpoint: string;
   headers: Record<string, string>;
-  params: Record<string, string>;
+  /** Query parameters with their values' own types, as RudderStack shows them (0 stays 0); the URL gets their text. */
+  params: Record<string, unknown>;
   body: {
     JSON: Record<string, unknown>;
     JSON_ARRAY: Record<string, unknown>;
@@ -87,7 +88,7 @@ export function restRequest(parts: {
   method?: DestinationRequest["method"];
   endpoint: string;
   headers?: Record<string, string>;
-  params?: Record<string, string>;
+  params?: Record<string, unknown>;
   json?: Record<string, unknown> | unknown[];
   form?: Record<string, unknown>;
   xml?: Record<string, unknown>;

@@ -15,6 +15,22 @@ export interface RequestMeta {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/**
+ * RudderStack accepts a number as userId or anonymousId (its gateway reads ids as strings),
+ * so SDKs and backends that send `userId: 42` keep working: the id becomes "42" before
+ * validation, and every later step (suppression, per-user order, destinations) sees the string.
+ */
+export function stringifyNumericIds(call: Record<string, any>): void {
+  if (typeof call.userId === "number") call.userId = decimalString(call.userId);
+  if (typeof call.anonymousId === "number") call.anonymousId = decimalString(call.anonymousId);
+}
+
+/** 42 → "42", 1e21 → "1000000000000000000000" (not "1e+21"); NaN and Infinity stay numbers and fail validation. */
+function decimalString(n: number): string | number {
+  if (!Number.isFinite(n)) return n;
+  return Number.isInteger(n) ? BigInt(n).toString() : String(n);
+}
+
 export function enrichEvent(event: Record<string, any>, type: string, meta: RequestMeta): Record<string, any> {
   event.type = type;
   if (typeof event.messageId !== "string" || event.messageId === "") event.messageId = crypto.randomUUID();

@@ -11,7 +11,7 @@ import type { ConfigStore, SourceRuntime } from "../control-plane/config-store";
 import type { LiveEvents } from "../pipeline/live-events";
 import type { Suppressor } from "../regulations/suppression";
 import { RecentMessageIds } from "./dedup";
-import { type RequestMeta, enrichEvent } from "./enrich";
+import { type RequestMeta, enrichEvent, stringifyNumericIds } from "./enrich";
 import type { EventRow, GroupCommitWriter } from "./group-commit";
 import { BATCH_TYPES, BatchCall, CallSchemas, type CallType, LenientCallSchemas, MAX_CALL_BYTES } from "./schemas";
 
@@ -39,6 +39,7 @@ const batchCheck = compile(BatchCall);
 
 /** Throws a 400 naming the first field at fault (prefixed `batch[i].` inside a batch). */
 function validateCall(source: SourceRuntime, type: CallType, call: Record<string, any>, prefix: string) {
+  stringifyNumericIds(call);
   const check = (source.settings.lenientValidation ? lenient : strict)[type];
   if (!check.Check(call)) {
     const first = check.Errors(call).First();

@@ -14,8 +14,8 @@ const DateTime = (description: string) =>
   t.String({ description, pattern: ISO_DATE_TIME.source, errorMessage: "expected an ISO 8601 date-time such as 2024-05-01T12:00:00.000Z" });
 
 const common = {
-  anonymousId: t.Optional(Str("Identifier of a user without a unique identifier. userId or anonymousId is required.")),
-  userId: t.Optional(Str("Unique identifier of the user.")),
+  anonymousId: t.Optional(Str("Identifier of a user without a unique identifier. userId or anonymousId is required. A number is accepted and stored as its decimal string.")),
+  userId: t.Optional(Str("Unique identifier of the user. A number is accepted and stored as its decimal string (42 → \"42\"), as RudderStack does.")),
   messageId: t.Optional(Str("Deduplication key; generated when absent.")),
   context: t.Optional(Obj("Information about the message (traits, ip, library, ...).")),
   integrations: t.Optional(Obj("Destinations to enable or disable, e.g. {\"All\": false, \"WEBHOOK\": true}.")),

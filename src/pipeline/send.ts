@@ -15,8 +15,14 @@ export function requestUrl(req: DestinationRequest): string {
   const params = Object.entries(req.params ?? {});
   if (!params.length) return req.endpoint;
   const u = new URL(req.endpoint);
-  for (const [k, v] of params) u.searchParams.append(k, String(v));
+  for (const [k, v] of params) u.searchParams.append(k, paramText(v));
   return u.toString();
+}
+
+/** A query value's text: params keep their JSON types in the request (0, true), the URL needs text. */
+function paramText(v: unknown): string {
+  if (v === null || v === undefined) return "";
+  return typeof v === "object" ? JSON.stringify(v) : String(v);
 }
 
 /**

@@ -63,7 +63,7 @@ const DestinationRequest = t.Object({
   method: t.String(),
   endpoint: t.String(),
   headers: t.Record(t.String(), t.String()),
-  params: t.Record(t.String(), t.String()),
+  params: t.Record(t.String(), t.Unknown(), { description: "Query parameters; values keep their type (0 stays 0), as in RudderStack's output." }),
   body: t.Object({
     JSON: t.Record(t.String(), t.Unknown()),
     JSON_ARRAY: t.Record(t.String(), t.Unknown()),

@@ -7,7 +7,7 @@
 import type { DestinationRuntime } from "../control-plane/config-store";
 import { validateDestinationConfig } from "../control-plane/destinations";
 import type { DestinationRequest } from "../destinations/types";
-import { enrichEvent } from "../gateway/enrich";
+import { enrichEvent, stringifyNumericIds } from "../gateway/enrich";
 import { LenientCallSchemas } from "../gateway/schemas";
 import type { ScopedContext } from "../lib/context";
 import { badRequest, notFound } from "../lib/errors";
@@ -72,6 +72,7 @@ export function prepareMessage(message: Record<string, unknown>, now: number): R
   const type = message.type;
   if (typeof type !== "string" || type === "") throw badRequest("message type missing or invalid");
   if (!SUPPORTED_TYPES.has(type)) throw badRequest("message type is unsupported");
+  stringifyNumericIds(message);
   parseWith(LenientCallSchemas[type as keyof typeof LenientCallSchemas], message, "message");
   for (const f of DATE_FIELDS) {
     const v = message[f];

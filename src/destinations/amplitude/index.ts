@@ -261,6 +261,8 @@ export const amplitude: DestinationDefinition = {
       "traitsToAppend", "traitsToPrepend", "enableEnhancedUserOperations", "trackProductsOnce", "trackRevenuePerProduct",
       "mapDeviceBrand", "userProvidedPageEventString", "useUserDefinedPageEventName", "userProvidedScreenEventString",
       "useUserDefinedScreenEventName", ...EVENT_FILTERING_KEYS,
+      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
+      "trackAllPages", "trackCategorizedPages", "trackNamedPages", "versionName", "oneTrustCookieCategories", "enableEnhncedUserOpertaions", "useNativeSDK", "connectionMode", "preferAnonymousIdForDeviceId", "attribution", "eventUploadThreshold", "eventUploadPeriodMillis", "trackNewCampaigns", "proxyServerUrl", "enableLocationListening", "trackSessionEvents", "useAdvertisingIdForDeviceId", "useIdfaAsDeviceId",
     ],
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
     requiredKeys: ["apiKey"],

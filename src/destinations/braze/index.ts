@@ -162,6 +162,8 @@ export const braze: DestinationDefinition = {
       "sendPurchaseEventWithExtraProperties",
       "useEcommerceRecommendedEvents",
       ...EVENT_FILTERING_KEYS,
+      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
+      "useNativeSDK", "connectionMode", "oneTrustCookieCategories", "enableBrazeLogging", "enablePushNotification", "allowUserSuppliedJavascript",
     ],
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
     requiredKeys: ["restApiKey", "dataCenter"],

@@ -188,7 +188,11 @@ export const customerio: DestinationDefinition = {
   name: "CUSTOMERIO",
   displayName: "Customer IO",
   config: {
-    defaultConfig: ["apiKey", "siteID", "datacenter", "deviceTokenEventName", ...EVENT_FILTERING_KEYS],
+    defaultConfig: [
+      "apiKey", "siteID", "datacenter", "deviceTokenEventName", ...EVENT_FILTERING_KEYS,
+      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
+      "dataUseInApp", "useNativeSDK", "sendPageNameInSDK", "oneTrustCookieCategories", "ketchConsentPurposes",
+    ],
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
     requiredKeys: ["siteID", "apiKey"],
   },

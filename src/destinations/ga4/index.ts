@@ -254,7 +254,11 @@ export const ga4: DestinationDefinition = {
   name: "GA4",
   displayName: "Google Analytics 4 (GA4)",
   config: {
-    defaultConfig: ["apiSecret", "debugMode", "typesOfClient", "measurementId", "firebaseAppId", "piiPropertiesToIgnore", "connectionMode", ...EVENT_FILTERING_KEYS],
+    defaultConfig: [
+      "apiSecret", "debugMode", "typesOfClient", "measurementId", "firebaseAppId", "piiPropertiesToIgnore", "connectionMode", ...EVENT_FILTERING_KEYS,
+      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
+      "oneTrustCookieCategories", "ketchConsentPurposes", "sdkBaseUrl", "debugView", "useNativeSDK", "capturePageView", "useNativeSDKToSend", "extendPageViewParams", "overrideClientAndSessionId", "consentManagement", "blockPageViewEvent", "sendUserId",
+    ],
     supportedMessageTypes: ["track", "page", "group"],
     requiredKeys: ["apiSecret", "typesOfClient"],
   },

@@ -1,16 +1,26 @@
 /**
  * HEAP: server-side track (`/api/track`) and user properties (`/api/add_user_properties`),
  * one request per event as RudderStack sends them, with properties flattened to dotted keys.
+ * `dataResidency: EU` sends to Heap's EU collector instead of heapanalytics.com.
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { EVENT_FILTERING_KEYS, compact, eventFilteringSchema, flattenJson, genericUserId, isEventAllowed, timestampOf, traitsOf } from "../shared";
+import { compact, eventFilteringSchema, firstPresent, flattenJson, isEventAllowed, timestampOf, traitsOf } from "../shared";
 import { type DestinationDefinition, TransformError, requireConfig, restRequest } from "../types";
 
-const API = "https://heapanalytics.com/api";
+const API = { US: "https://heapanalytics.com/api", EU: "https://c.eu.heap-api.com/api" };
+// Blank ids are skipped ("" is no identity), so an SDK's `userId: ""` falls back to the next one.
+const USER_PATHS = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id"];
 const HEADERS = { Accept: "application/json", "Content-Type": "application/json" };
 
-export const HeapConfig = t.Object({ appId: t.String({ minLength: 1 }), ...eventFilteringSchema }, { additionalProperties: true });
+export const HeapConfig = t.Object(
+  { appId: t.String({ minLength: 1 }), dataResidency: t.Optional(t.String()), ...eventFilteringSchema },
+  { additionalProperties: true },
+);
+
+function apiBase(config: Record<string, any>): string {
+  return String(config.dataResidency ?? "").toUpperCase() === "EU" ? API.EU : API.US;
+}
 
 /** Flattened properties without idempotencyKey, which Heap takes as a separate field. */
 function heapProperties(source: unknown): Record<string, unknown> {
@@ -22,7 +32,7 @@ export const heap: DestinationDefinition = {
   name: "HEAP",
   displayName: "Heap.io",
   config: {
-    defaultConfig: ["appId", ...EVENT_FILTERING_KEYS],
+    defaultConfig: ["appId", "dataResidency", "blacklistedEvents", "whitelistedEvents", "eventFilteringOption", "useNativeSDK", "oneTrustCookieCategories"],
     supportedMessageTypes: ["identify", "track"],
     requiredKeys: ["appId"],
   },
@@ -30,13 +40,16 @@ export const heap: DestinationDefinition = {
   transform(event, ctx) {
     const appId = String(requireConfig(ctx, "appId"));
     if (!isEventAllowed(event, ctx.config)) return [];
-    const identity = genericUserId(event);
+    const api = apiBase(ctx.config);
     if (event.type === "identify") {
+      // User properties belong to a known user: an anonymous id would make Heap create a user for it.
+      const identity = firstPresent(event, USER_PATHS);
+      if (identity === undefined) throw new TransformError("userId is required");
       const traits = traitsOf(event);
       if (!traits) throw new TransformError("traits are required");
       return [
         restRequest({
-          endpoint: endpointFor(ctx, `${API}/add_user_properties`),
+          endpoint: endpointFor(ctx, `${api}/add_user_properties`),
           headers: HEADERS,
           json: compact({ identity, properties: heapProperties(traits), app_id: appId }),
         }),
@@ -44,6 +57,7 @@ export const heap: DestinationDefinition = {
     }
     if (event.type === "track") {
       if (!event.event) throw new TransformError("event is required");
+      const identity = firstPresent(event, [...USER_PATHS, "anonymousId"]);
       const json: Record<string, unknown> = compact({
         identity,
         properties: heapProperties(event.properties),
@@ -53,7 +67,7 @@ export const heap: DestinationDefinition = {
       });
       // An empty key would make Heap deduplicate unrelated events, so only a real one is sent.
       if (event.properties?.idempotencyKey) json.idempotency_key = event.properties.idempotencyKey;
-      return [restRequest({ endpoint: endpointFor(ctx, `${API}/track`), headers: HEADERS, json })];
+      return [restRequest({ endpoint: endpointFor(ctx, `${api}/track`), headers: HEADERS, json })];
     }
     throw new TransformError(`message type ${event.type} is not supported`);
   },

@@ -162,6 +162,8 @@ export const http: DestinationDefinition = {
       "apiUrl", "auth", "username", "password", "bearerToken", "apiKeyName", "apiKeyValue", "method", "format",
       "isDefaultMapping", "propertiesMapping", "queryParams", "headers", "pathParams", "xmlRootKey",
       "isBatchingEnabled", "maxBatchSize", ...EVENT_FILTERING_KEYS,
+      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
+      "oneTrustCookieCategories", "connectionMode", "consentManagement",
     ],
     // RudderStack's HTTP definition restricts no message type.
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias", "merge"],

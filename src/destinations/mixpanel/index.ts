@@ -167,6 +167,8 @@ export const mixpanel: DestinationDefinition = {
       "useUserDefinedPageEventName", "userDefinedPageEventTemplate", "useUserDefinedScreenEventName",
       "userDefinedScreenEventTemplate", "dropTraitsInTrackEvent", "propIncrements", "setOnceProperties",
       "unionProperties", "appendProperties", ...EVENT_FILTERING_KEYS,
+      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
+      "people", "setAllTraitsByDefault", "superProperties", "peopleProperties", "eventIncrements", "consolidatedPageCalls", "trackCategorizedPages", "trackNamedPages", "sourceName", "crossSubdomainCookie", "persistence", "persistenceType", "persistenceName", "secureCookie", "oneTrustCookieCategories", "ignoreDnt", "useNativeSDK",
     ],
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
     requiredKeys: ["token"],
@@ -189,7 +191,8 @@ export const mixpanel: DestinationDefinition = {
       restRequest({
         endpoint: endpointFor(ctx, `${base}/import/`),
         headers: { "Content-Type": "application/json", Authorization: basicAuth(token) },
-        params: { strict: c.strictMode ? "1" : "0" },
+        // strict as the number RudderStack sets; verbose=2 makes Mixpanel name each refused record.
+        params: { strict: c.strictMode ? 1 : 0, verbose: 2 },
         json: [withoutUndefined(item)],
       });
     const engageRequest = (item: Obj, path = "engage") =>

@@ -29,8 +29,8 @@ const MAX_EVENT_BYTES = 1024 * 1024;
 
 const USER_ID = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id", "anonymousId"];
 const TRAITS = ["traits", "context.traits"];
+// timestamp, $time and $timestamp all read the event's timestamp first, as RudderStack's mapping does.
 const TIMESTAMP = ["timestamp", "originalTimestamp"];
-const ORIGINAL_FIRST = ["originalTimestamp", "timestamp"];
 
 export const PostHogConfig = t.Object(
   {
@@ -74,6 +74,7 @@ const PROPERTY_MAP: Array<[string, string[]]> = [
   ["$app_name", ["context.app.name"]],
   ["$device_model", ["context.device.model"]],
   ["$app_namespace", ["context.app.namespace"]],
+  ["$initial_referrer", ["context.page.initial_referrer"]],
   ["$app_build", ["context.app.build"]],
   ["$viewport_height", ["properties.viewport_height"]],
   ["$viewport_width", ["properties.viewport_width"]],
@@ -164,22 +165,23 @@ function callPayload(event: SluiceEvent, useV2Group: boolean): { type: string; e
         event: "$identify",
         body: mapped([
           ["distinct_id", userId()],
-          ["timestamp", firstPresent(event, ORIGINAL_FIRST)],
+          ["timestamp", firstPresent(event, TIMESTAMP)],
           ["messageId", event.messageId],
           ["$set", required(event, TRAITS, "traits")],
         ]),
       };
     case "page":
-      return { type: "page", event: "$pageview", body: pageLike(ORIGINAL_FIRST) };
+      return { type: "page", event: "$pageview", body: pageLike(TIMESTAMP) };
     case "screen":
       return { type: "screen", event: "$screen", body: pageLike(TIMESTAMP) };
     case "alias":
       return {
         type: "alias",
         event: "$create_alias",
+        // The person merged is the previous id, the surviving one the userId (PostHog's $create_alias).
         body: {
-          properties: { alias: userId(), distinct_id: required(event, ["previousId"], "previousId") },
-          ...mapped([["timestamp", firstPresent(event, ORIGINAL_FIRST)]]),
+          properties: { distinct_id: userId(), alias: required(event, ["previousId"], "previousId") },
+          ...mapped([["timestamp", firstPresent(event, TIMESTAMP)]]),
         },
       };
     case "group":
@@ -206,7 +208,20 @@ export const posthog: DestinationDefinition = {
   name: "POSTHOG",
   displayName: "PostHog",
   config: {
-    defaultConfig: ["teamApiKey", "yourInstance", "useV2Group", ...EVENT_FILTERING_KEYS],
+    defaultConfig: [
+      "teamApiKey",
+      "yourInstance",
+      ...EVENT_FILTERING_KEYS,
+      "useV2Group",
+      "oneTrustCookieCategories",
+      "useNativeSDK",
+      "autocapture",
+      "capturePageView",
+      "disableSessionRecording",
+      "propertyBlackList",
+      "xhrHeaders",
+      "enableLocalStoragePersistence",
+    ],
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
     requiredKeys: ["teamApiKey"],
   },

@@ -28,9 +28,8 @@ function traitsWithoutAnonymousId(event: SluiceEvent): unknown {
 }
 
 /**
- * The batch item RudderStack builds. `timeStamp` is spelled as RudderStack spells it (Segment
- * ignores it and stamps its own receipt time). `messageId` is the one addition: Segment
- * deduplicates on it, which keeps at-least-once redeliveries from double counting.
+ * The batch item RudderStack builds, field for field. `timeStamp` is spelled as RudderStack
+ * spells it (Segment ignores it and stamps its own receipt time); no messageId, as RudderStack.
  */
 export function segmentItem(event: SluiceEvent): Record<string, unknown> {
   return compact({
@@ -41,7 +40,6 @@ export function segmentItem(event: SluiceEvent): Record<string, unknown> {
     traits: traitsWithoutAnonymousId(event),
     properties: event.properties || undefined,
     timeStamp: firstPresent(event, ["timestamp", "originalTimestamp"]),
-    messageId: event.messageId,
   });
 }
 
@@ -49,7 +47,11 @@ export const segment: DestinationDefinition = {
   name: "SEGMENT",
   displayName: "Segment",
   config: {
-    defaultConfig: ["writeKey"],
+    defaultConfig: [
+      "writeKey",
+      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
+      "oneTrustCookieCategories", "connectionMode", "consentManagement",
+    ],
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
     requiredKeys: ["writeKey"],
   },

@@ -107,6 +107,8 @@ export const slack: DestinationDefinition = {
     defaultConfig: [
       "eventChannelSettings", "incomingWebhooksType", "identifyTemplate", "eventTemplateSettings",
       "webhookUrl", "whitelistedTraitsSettings", "denyListOfEvents",
+      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
+      "oneTrustCookieCategories",
     ],
     supportedMessageTypes: ["identify", "track"],
     requiredKeys: ["webhookUrl"],

@@ -4,6 +4,7 @@
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
+import { flattenJson } from "../shared";
 import {
   type DestinationDefinition,
   type DestinationRequest,
@@ -13,41 +14,85 @@ import {
   restRequest,
 } from "../types";
 
-const Header = t.Object({ from: t.String(), to: t.String() });
+const Header = t.Object({ from: t.Optional(t.String()), to: t.Optional(t.Any()) }, { additionalProperties: true });
 
-export const WebhookConfig = t.Object({
-  webhookUrl: t.String({ minLength: 1 }),
-  webhookMethod: t.Optional(t.Union([t.Literal("POST"), t.Literal("PUT"), t.Literal("PATCH"), t.Literal("GET"), t.Literal("DELETE")])),
-  headers: t.Optional(t.Union([t.Array(Header), t.Record(t.String(), t.String())])),
-});
+export const WebhookConfig = t.Object(
+  {
+    webhookUrl: t.String({ minLength: 1 }),
+    webhookMethod: t.Optional(t.Union([t.Literal("POST"), t.Literal("PUT"), t.Literal("PATCH"), t.Literal("GET"), t.Literal("DELETE")])),
+    headers: t.Optional(t.Union([t.Array(Header), t.Record(t.String(), t.String())])),
+  },
+  { additionalProperties: true },
+);
 
-/** Flattens an object into query parameters: `a.b` for nesting, `a[0]` for arrays. */
-export function flattenParams(value: unknown, prefix = "", out: Record<string, string> = {}): Record<string, string> {
-  if (Array.isArray(value)) {
-    value.forEach((v, i) => flattenParams(v, `${prefix}[${i}]`, out));
-  } else if (value !== null && typeof value === "object") {
-    for (const [k, v] of Object.entries(value)) flattenParams(v, prefix ? `${prefix}.${k}` : k, out);
-  } else if (prefix && value !== undefined) {
-    out[prefix] = value === null ? "" : String(value);
-  }
-  return out;
-}
-
+/**
+ * Config headers as RudderStack's getHashFromArray reads them: names lower-cased, rows
+ * with a blank name skipped. (An object of name → value is accepted too.)
+ */
 function configHeaders(headers: unknown): Record<string, string> {
   const out: Record<string, string> = {};
   if (Array.isArray(headers)) {
-    for (const h of headers) if (h && typeof h.from === "string" && h.from) out[h.from] = String(h.to ?? "");
+    for (const h of headers) {
+      if (h && typeof h.from === "string" && h.from.trim()) out[h.from.toLowerCase()] = String(h.to ?? "");
+    }
   } else if (headers && typeof headers === "object") {
     for (const [k, v] of Object.entries(headers)) out[k] = String(v);
   }
   return out;
 }
 
+/** `integrations.WEBHOOK` (or `webhook` / `Webhook`) of the event: where fullPath/appendPath may also come from. */
+function integrationsOptions(event: SluiceEvent): Record<string, any> {
+  const all = event.integrations;
+  if (!all || typeof all !== "object") return {};
+  const own = all.WEBHOOK ?? all.webhook ?? all.Webhook;
+  return own && typeof own === "object" ? own : {};
+}
+
+/**
+ * A user transformation may steer one event's request (RudderStack's WEBHOOK does the same):
+ * `header` adds string-valued headers, `fullPath` replaces the URL and `appendPath` is added
+ * to it. The three keys are instructions, not data, so they never reach the body.
+ */
+const STEERING_KEYS = new Set(["header", "fullPath", "appendPath"]);
+
+function steeredEndpoint(event: SluiceEvent, url: string): string {
+  const opts = integrationsOptions(event);
+  const full = typeof event.fullPath === "string" ? event.fullPath : typeof opts.fullPath === "string" ? opts.fullPath : url;
+  const append = typeof event.appendPath === "string" ? event.appendPath : typeof opts.appendPath === "string" ? opts.appendPath : "";
+  return full + append;
+}
+
+function eventHeaders(event: SluiceEvent): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (event.header && typeof event.header === "object" && !Array.isArray(event.header)) {
+    for (const [k, v] of Object.entries(event.header)) if (typeof v === "string") out[k] = v;
+  }
+  return out;
+}
+
+/** The body: the event without the steering keys and top-level nulls, with `context.ip` from `request_ip` when it has none. */
+function webhookBody(event: SluiceEvent): Record<string, unknown> {
+  const body: Record<string, any> = {};
+  for (const [k, v] of Object.entries(event)) if (!STEERING_KEYS.has(k) && v !== undefined && v !== null) body[k] = v;
+  const ip = event.context?.ip ?? event.request_ip;
+  if (ip !== undefined && ip !== null && ip !== "") body.context = { ...(isObject(body.context) ? body.context : {}), ip };
+  return body;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
+
+/** GET and DELETE carry the traits (identify) or properties, flattened, as typed query parameters. */
+function queryParams(event: SluiceEvent): Record<string, unknown> {
+  const source = event.type === "identify" ? (event.traits ?? event.context?.traits) : event.properties;
+  return isObject(source) ? flattenJson(source) : {};
+}
+
 export const webhook: DestinationDefinition = {
   name: "WEBHOOK",
   displayName: "Webhook",
   config: {
-    defaultConfig: ["webhookUrl", "webhookMethod", "headers"],
+    defaultConfig: ["webhookUrl", "webhookMethod", "headers", "oneTrustCookieCategories"],
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias", "merge"],
     requiredKeys: ["webhookUrl"],
   },
@@ -58,12 +103,10 @@ export const webhook: DestinationDefinition = {
     if (!["POST", "PUT", "PATCH", "GET", "DELETE"].includes(method)) {
       throw new TransformError(`destination config 'webhookMethod' must be one of POST, PUT, PATCH, GET, DELETE`);
     }
-    const endpoint = endpointFor(ctx, url);
-    const headers = configHeaders(ctx.config.headers);
-    if (method === "GET" || method === "DELETE") {
-      const source = event.type === "identify" ? (event.traits ?? event.context?.traits) : event.properties;
-      return [restRequest({ method, endpoint, headers, params: flattenParams(source ?? {}) })];
-    }
-    return [restRequest({ method, endpoint, headers: { "content-type": "application/json", ...headers }, json: event })];
+    const endpoint = endpointFor(ctx, steeredEndpoint(event, url));
+    const withBody = method !== "GET" && method !== "DELETE";
+    const headers = { ...(withBody ? { "content-type": "application/json" } : {}), ...configHeaders(ctx.config.headers), ...eventHeaders(event) };
+    if (!withBody) return [restRequest({ method, endpoint, headers, params: queryParams(event) })];
+    return [restRequest({ method, endpoint, headers, json: webhookBody(event) })];
   },
 };
