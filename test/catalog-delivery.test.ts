@@ -73,6 +73,8 @@ const KINDS: Array<{ type: string; config: Record<string, unknown>; call?: strin
   { type: "HEAP", config: { appId: "heap-app" } },
   { type: "CUSTOMERIO", config: { siteID: "cio-site", apiKey: "cio-key" } },
   { type: "BRAZE", config: { restApiKey: "braze-key", dataCenter: "US-01" } },
+  { type: "MAUTIC", config: { userName: "admin@example.com", password: "pw", subDomainName: "acme" }, call: "identify", body: { traits: { email: "ada@example.com", firstName: "Ada" } } },
+  { type: "FRESHSALES", config: { apiKey: "fs-key", domain: "acme" }, call: "identify", body: { traits: { email: "ada@example.com", firstName: "Ada" } } },
 ];
 
 describe("every kind: the stand-in receives exactly the requests the kind's transform makes", () => {

@@ -6,9 +6,11 @@ import type { DestinationDefinition } from "./types";
 import { amplitude } from "./amplitude";
 import { braze } from "./braze";
 import { customerio } from "./customerio";
+import { freshsales } from "./freshsales";
 import { ga4 } from "./ga4";
 import { heap } from "./heap";
 import { http } from "./http";
+import { mautic } from "./mautic";
 import { mixpanel } from "./mixpanel";
 import { posthog } from "./posthog";
 import { segment } from "./segment";
@@ -38,6 +40,8 @@ const KINDS: DestinationDefinition[] = [
   heap,
   customerio,
   braze,
+  freshsales,
+  mautic,
 ].map(withLiveEventsKeys);
 
 const BY_NAME = new Map(KINDS.map((k) => [k.name, k]));
