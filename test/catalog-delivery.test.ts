@@ -74,6 +74,7 @@ const KINDS: Array<{ type: string; config: Record<string, unknown>; call?: strin
   { type: "CUSTOMERIO", config: { siteID: "cio-site", apiKey: "cio-key" } },
   { type: "BRAZE", config: { restApiKey: "braze-key", dataCenter: "US-01" } },
   { type: "MAUTIC", config: { userName: "admin@example.com", password: "pw", subDomainName: "acme" }, call: "identify", body: { traits: { email: "ada@example.com", firstName: "Ada" } } },
+  { type: "INTERCOM", config: { apiKey: "ic-token", apiVersion: "v2" }, call: "identify", body: { traits: { email: "ada@example.com", name: "Ada" } } },
   { type: "FRESHSALES", config: { apiKey: "fs-key", domain: "acme" }, call: "identify", body: { traits: { email: "ada@example.com", firstName: "Ada" } } },
 ];
 

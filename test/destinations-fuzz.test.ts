@@ -20,6 +20,7 @@ const KINDS: Array<{ type: string; config: Record<string, unknown> }> = [
   { type: "HEAP", config: { appId: "heap-app" } },
   { type: "CUSTOMERIO", config: { siteID: "cio-site", apiKey: "cio-key" } },
   { type: "BRAZE", config: { restApiKey: "braze-key", dataCenter: "US-01", enableNestedArrayOperations: true, sendPurchaseEventWithExtraProperties: true, enableSubscriptionGroupInGroupCall: true } },
+  { type: "INTERCOM", config: { apiKey: "ic-key", apiVersion: "v2", sendAnonymousId: true } },
   { type: "FRESHSALES", config: { apiKey: "fs-key", domain: "acme", rudderEventsToFreshsalesEvents: [{ from: "Bought", to: "lifecycle_stage" }] } },
   { type: "MAUTIC", config: { userName: "admin@example.com", password: "mautic-pass", subDomainName: "acme", lookUpField: "email" } },
 ];

@@ -10,6 +10,7 @@ import { freshsales } from "./freshsales";
 import { ga4 } from "./ga4";
 import { heap } from "./heap";
 import { http } from "./http";
+import { intercom } from "./intercom";
 import { mautic } from "./mautic";
 import { mixpanel } from "./mixpanel";
 import { posthog } from "./posthog";
@@ -40,6 +41,7 @@ const KINDS: DestinationDefinition[] = [
   heap,
   customerio,
   braze,
+  intercom,
   freshsales,
   mautic,
 ].map(withLiveEventsKeys);

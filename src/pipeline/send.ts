@@ -69,8 +69,12 @@ export async function sendRequest(
 ): Promise<Outcome> {
   const started = performance.now();
   const { body, contentType } = requestBody(req);
-  const headers: Record<string, string> = { "user-agent": "Sluice", ...req.headers };
-  if (contentType && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) headers["content-type"] = contentType;
+  // Defaults only where the kind set no header of that name in any case: fetch would join two
+  // spellings of one name into a list ("Sluice, RudderStack").
+  const headers: Record<string, string> = { ...req.headers };
+  const has = (name: string) => Object.keys(headers).some((h) => h.toLowerCase() === name);
+  if (!has("user-agent")) headers["user-agent"] = "Sluice";
+  if (contentType && !has("content-type")) headers["content-type"] = contentType;
   // Receivers deduplicate redeliveries (at least once) by this id.
   if (opts.messageId) headers["x-sluice-message-id"] = opts.messageId;
   let res: Response;
