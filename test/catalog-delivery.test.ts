@@ -73,8 +73,10 @@ const KINDS: Array<{ type: string; config: Record<string, unknown>; call?: strin
   { type: "HEAP", config: { appId: "heap-app" } },
   { type: "CUSTOMERIO", config: { siteID: "cio-site", apiKey: "cio-key" } },
   { type: "BRAZE", config: { restApiKey: "braze-key", dataCenter: "US-01" } },
+  { type: "HS", config: { authorizationType: "legacyApiKey", apiKey: "hs-key", hubID: "123", apiVersion: "legacyApi" }, call: "identify", body: { traits: { email: "ada@example.com", firstName: "Ada" } } },
   { type: "MAUTIC", config: { userName: "admin@example.com", password: "pw", subDomainName: "acme" }, call: "identify", body: { traits: { email: "ada@example.com", firstName: "Ada" } } },
   { type: "INTERCOM", config: { apiKey: "ic-token", apiVersion: "v2" }, call: "identify", body: { traits: { email: "ada@example.com", name: "Ada" } } },
+  { type: "SENDGRID", config: { apiKey: "sg-key", eventNamesSettings: [{ event: "Bought" }], fromEmail: "from@example.com", subject: "Hi", contents: [{ type: "text/plain", value: "hello" }], mailFromTraits: true } },
   { type: "FRESHSALES", config: { apiKey: "fs-key", domain: "acme" }, call: "identify", body: { traits: { email: "ada@example.com", firstName: "Ada" } } },
 ];
 

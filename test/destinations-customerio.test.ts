@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test";
 import { customerio } from "../src/destinations/customerio";
+import { jsonRequest } from "./helpers";
 import type { DestinationContext, DestinationRequest, SluiceEvent } from "../src/destinations/types";
 
 const ctx = (config: Record<string, any> = {}, baseUrl?: string): DestinationContext => ({
@@ -15,21 +16,8 @@ const ts = "2024-05-01T10:00:00.000Z";
 const secs = Date.parse(ts) / 1000;
 const API = "https://track.customer.io/api";
 
-const request = (
-  method: DestinationRequest["method"],
-  endpoint: string,
-  json: Record<string, unknown>,
-  headers: Record<string, string> = HEADERS,
-): DestinationRequest => ({
-  version: "1",
-  type: "REST",
-  method,
-  endpoint,
-  headers,
-  params: {},
-  body: { JSON: json, JSON_ARRAY: {}, XML: {}, FORM: {} },
-  files: {},
-});
+const request = (method: DestinationRequest["method"], endpoint: string, json: Record<string, unknown>, headers: Record<string, string> = HEADERS) =>
+  jsonRequest(method, endpoint, json, headers);
 const one = (event: SluiceEvent, config?: Record<string, any>) => {
   const reqs = customerio.transform(event, ctx(config));
   expect(reqs).toHaveLength(1);

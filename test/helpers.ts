@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Sluice, createSluice } from "../src/app";
 import { silentLogger } from "../src/lib/logger";
+import type { DestinationRequest } from "../src/destinations/types";
 import { parseSettings } from "../src/settings";
 
 export const ADMIN_EMAIL = "owner@example.com";
@@ -181,4 +182,9 @@ export function startSink(respond?: (req: SinkRequest, n: number) => Response | 
     received,
     stop: () => server.stop(true),
   };
+}
+
+/** The request a kind's transform is expected to return: a JSON body, nothing else set. */
+export function jsonRequest(method: DestinationRequest["method"], endpoint: string, json: Record<string, unknown>, headers: Record<string, string>): DestinationRequest {
+  return { version: "1", type: "REST", method, endpoint, headers, params: {}, body: { JSON: json, JSON_ARRAY: {}, XML: {}, FORM: {} }, files: {} };
 }

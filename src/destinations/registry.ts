@@ -10,11 +10,13 @@ import { freshsales } from "./freshsales";
 import { ga4 } from "./ga4";
 import { heap } from "./heap";
 import { http } from "./http";
+import { hubspot } from "./hubspot";
 import { intercom } from "./intercom";
 import { mautic } from "./mautic";
 import { mixpanel } from "./mixpanel";
 import { posthog } from "./posthog";
 import { segment } from "./segment";
+import { sendgrid } from "./sendgrid";
 import { slack } from "./slack";
 import { webhook } from "./webhook";
 
@@ -42,8 +44,10 @@ const KINDS: DestinationDefinition[] = [
   customerio,
   braze,
   intercom,
+  sendgrid,
   freshsales,
   mautic,
+  hubspot,
 ].map(withLiveEventsKeys);
 
 const BY_NAME = new Map(KINDS.map((k) => [k.name, k]));

@@ -1,0 +1,356 @@
+/**
+ * SENDGRID: identify upserts a Marketing contact (PUT /v3/marketing/contacts, batched per list
+ * combination), a configured track event sends a mail through /v3/mail/send, and deletion is
+ * DELETE /v3/marketing/contacts?ids=... (Bearer apiKey throughout).
+ */
+import { t } from "elysia";
+import { endpointFor } from "../base-url";
+import { batchConsecutive, chunkItems, compact, firstPresent, getPath, isPlainObject } from "../shared";
+import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
+
+type Obj = Record<string, any>;
+
+const API = "https://api.sendgrid.com/v3";
+const CONTACTS = `${API}/marketing/contacts`;
+const MAIL_SEND = `${API}/mail/send`;
+// SendGrid's contacts upsert takes at most 30,000 contacts per call.
+const MAX_CONTACTS = 30_000;
+// The delete URL's id list is cut where RudderStack found SendGrid answers 414.
+const DELETE_IDS_MAX_CHARS = 8150;
+const IP_POOL_MIN = 2;
+const IP_POOL_MAX = 64;
+/** Properties that are mail fields, so they are not also sent as custom_args. */
+const MAIL_FIELDS = [
+  "personalizations", "from", "replyTo", "replyToList", "subject", "content", "attachments", "templateId",
+  "headers", "categories", "sendAt", "batchId", "asm", "IPPoolName", "mailSettings", "trackingSettings",
+];
+const TRACK_MAPPING: Array<[string, string]> = [
+  ["from", "from"], ["attachments", "attachments"], ["categories", "categories"], ["send_at", "sendAt"],
+  ["batch_id", "batchId"], ["reply_to_list", "replyToList"], ["content", "content"], ["template_id", "templateId"],
+  ["headers", "headers"], ["custom_args", "customArgs"], ["personalizations", "personalizations"],
+  ["subject", "subject"], ["reply_to", "replyTo"],
+];
+const traitPaths = (...keys: string[]) => [...keys.map((k) => `traits.${k}`), ...keys.map((k) => `context.traits.${k}`)];
+const CONTACT_MAPPING: Array<[string, string[]]> = [
+  ["email", [...traitPaths("email"), "properties.email"]],
+  ["phone_number", [...traitPaths("phone"), "properties.phone"]],
+  ["first_name", traitPaths("firstName", "firstname", "first_name")],
+  ["last_name", traitPaths("lastName", "lastname", "last_name")],
+  ["city", traitPaths("city", "address.city")],
+  ["state_province_region", traitPaths("state", "region", "address.state", "address.region")],
+  ["country", traitPaths("country", "address.country")],
+  ["postal_code", traitPaths("zip", "zipcode", "postalCode", "postalcode", "address.zip", "address.zipcode", "address.postalCode", "address.postalcode")],
+  ["address_line_1", traitPaths("address")],
+  ["whatsapp", traitPaths("whatsappNumber")],
+  ["facebook", traitPaths("facebookUrl")],
+  ["unique_name", traitPaths("name")],
+];
+
+export const SendgridConfig = t.Object(
+  {
+    apiKey: t.String({ minLength: 1 }),
+    listId: t.Optional(t.String()),
+    eventNamesSettings: t.Optional(t.Array(t.Any())),
+    customFieldsMapping: t.Optional(t.Array(t.Any())),
+    contents: t.Optional(t.Array(t.Any())),
+    attachments: t.Optional(t.Array(t.Any())),
+    groupsToDisplay: t.Optional(t.Array(t.Any())),
+    group: t.Optional(t.Union([t.String(), t.Number()])),
+    mailFromTraits: t.Optional(t.Boolean()),
+  },
+  { additionalProperties: true },
+);
+
+/** RudderStack's isEmpty: a value whose text is blank. */
+const isBlank = (v: unknown) => v === undefined || v === null || (typeof v === "object" ? Object.keys(v as Obj).length === 0 : String(v).trim() === "");
+const isEmptyObject = (v: unknown) => !isPlainObject(v) || Object.keys(v).length === 0;
+const present = (v: unknown) => !!v || v === 0 || v === false;
+const isIntegerText = (v: unknown) => present(v) && String(v).trim() !== "" && Number.isInteger(Number(v));
+
+function headersOf(apiKey: string): Record<string, string> {
+  return { "Content-Type": "application/json", Authorization: `Bearer ${apiKey}` };
+}
+
+function requireApiKey(ctx: DestinationContext): string {
+  const key = ctx.config.apiKey;
+  if (!key) throw new TransformError("Invalid Api Key");
+  return String(key);
+}
+
+// ---------- identify: marketing contacts ----------
+
+/** An address object is sent as its values joined by spaces, as RudderStack flattens it. */
+function flattenAddress(address: unknown): string {
+  if (address && typeof address === "object") return Object.values(address).map((v) => `${v} `).join("").trim();
+  return String(address).trim();
+}
+
+/** The config list plus the event's `listIds` external id, sorted, as one comma-separated key. */
+function listIdsOf(event: SluiceEvent, config: Obj): string[] {
+  const ids: string[] = [];
+  if (config.listId) ids.push(String(config.listId));
+  const ext = (Array.isArray(event.context?.externalId) ? event.context.externalId : []).find((e: Obj) => e?.type === "listIds")?.id;
+  if (typeof ext === "string" && ext) ids.push(ext);
+  if (Array.isArray(ext)) ids.push(...ext.map(String));
+  return ids.sort();
+}
+
+/**
+ * SendGrid takes custom fields by field id; RudderStack looks the ids up by name over the
+ * network, which a pure transform cannot, so the mapping's `to` is taken as the field id.
+ */
+function customFieldsOf(event: SluiceEvent, config: Obj): Obj {
+  const out: Obj = {};
+  const traits = event.context?.traits;
+  if (!Array.isArray(config.customFieldsMapping) || !isPlainObject(traits)) return out;
+  for (const row of config.customFieldsMapping) {
+    const from = typeof row?.from === "string" ? row.from.trim() : "";
+    const to = typeof row?.to === "string" ? row.to.trim() : "";
+    if (from && to && traits[from]) out[to] = traits[from];
+  }
+  return out;
+}
+
+function contactOf(event: SluiceEvent, config: Obj): Obj {
+  const contact: Obj = {};
+  for (const [key, paths] of CONTACT_MAPPING) {
+    const v = firstPresent(event, paths);
+    if (v !== undefined) contact[key] = v;
+  }
+  if (contact.address_line_1 !== undefined) contact.address_line_1 = flattenAddress(contact.address_line_1);
+  contact.custom_fields = customFieldsOf(event, config);
+  return contact;
+}
+
+function identify(event: SluiceEvent, ctx: DestinationContext, apiKey: string): DestinationRequest {
+  if (!firstPresent(event, [...traitPaths("email"), "properties.email"])) throw new TransformError("Parameter mail is required");
+  const listIds = listIdsOf(event, ctx.config);
+  const body: Obj = listIds.length > 0 ? { list_ids: listIds, contacts: [contactOf(event, ctx.config)] } : { contacts: [contactOf(event, ctx.config)] };
+  return restRequest({ method: "PUT", endpoint: endpointFor(ctx, CONTACTS), headers: headersOf(apiKey), json: body });
+}
+
+// ---------- track: mail send ----------
+
+function validateEvent(event: SluiceEvent, config: Obj): void {
+  const name = event.event;
+  if (!name) throw new TransformError("Event is required for track call");
+  const wanted = String(name).trim().toLowerCase();
+  const settings = Array.isArray(config.eventNamesSettings) ? config.eventNamesSettings : [];
+  const configured = settings.some((s: Obj) => typeof s?.event === "string" && s.event.trim() !== "" && s.event.trim().toLowerCase() === wanted);
+  if (!configured) throw new TransformError("Event not configured on dashboard");
+}
+
+function validListOf<T extends Obj>(list: unknown, keep: (item: Obj) => boolean): T[] {
+  return Array.isArray(list) ? (list.filter((i) => isPlainObject(i) && keep(i)) as T[]) : [];
+}
+
+/** Dashboard values fill what the event's properties leave unset. */
+function fillFromConfig(payload: Obj, config: Obj): void {
+  if (!payload.from) payload.from = compact({ email: config.fromEmail, name: config.fromName || undefined });
+  if (config.templateId && !payload.template_id) payload.template_id = config.templateId;
+  if (isBlank(payload.attachments)) {
+    const attachments = validListOf(config.attachments, (a) => !!a.content && !!a.filename).map((a) =>
+      Object.fromEntries(Object.entries(a).filter(([, v]) => !isBlank(v))),
+    );
+    if (attachments.length > 0) payload.attachments = attachments;
+    else delete payload.attachments;
+  }
+  if (isBlank(payload.content)) {
+    const content = validListOf(config.contents, (c) => !!c.type && !!c.value);
+    if (content.length > 0) payload.content = content;
+    else delete payload.content;
+  }
+  if (isBlank(payload.subject)) payload.subject = config.subject;
+  if (!payload.reply_to) payload.reply_to = { email: config.replyToEmail || null, name: config.replyToName || null };
+}
+
+function requireMailFields(payload: Obj): void {
+  if (!payload.template_id && isBlank(payload.content)) throw new TransformError("Either template id or content is required");
+  if (isBlank(payload.personalizations)) throw new TransformError("Personalizations field cannot be missing or empty");
+  if (!payload.from) throw new TransformError("From is required field");
+  if (!payload.from.email) throw new TransformError("Email inside from object is required");
+}
+
+function mailSettings(properties: Obj, config: Obj): Obj | undefined {
+  const s: Obj = {};
+  const footer: Obj = { enable: config.footer, text: config.footerText, html: config.footerHtml };
+  let sandbox = config.sandboxMode;
+  const m = isPlainObject(properties.mailSettings) ? properties.mailSettings : undefined;
+  if (m) {
+    if (m.bypassListManagement) s.bypass_list_management = { enable: m.bypassListManagement };
+    else {
+      if (m.bypassSpamManagement) s.bypass_spam_management = { enable: m.bypassSpamManagement };
+      if (m.bypassBounceManagement) s.bypass_bounce_management = { enable: m.bypassBounceManagement };
+      if (m.bypassUnsubscribeManagement) s.bypass_unsubscribe_management = { enable: m.bypassUnsubscribeManagement };
+    }
+    if (m.footer) footer.enable = m.footer;
+    if (m.footerText) footer.text = m.footerText;
+    if (m.footerHtml) footer.html = m.footerHtml;
+    if (m.sandboxMode) sandbox = m.sandboxMode;
+  }
+  if (isBlank(footer.text)) footer.text = null;
+  if (isBlank(footer.html)) footer.html = null;
+  if (footer.enable) s.footer = compact(footer);
+  if (sandbox) s.sandbox_mode = { enable: sandbox };
+  return Object.keys(s).length > 0 ? s : undefined;
+}
+
+function trackingSettings(config: Obj): Obj | undefined {
+  const s: Obj = {};
+  if (config.clickTracking || config.clickTrackingEnableText) s.click_tracking = compact({ enable: config.clickTracking, enable_text: config.clickTrackingEnableText });
+  if (config.openTracking) s.open_tracking = compact({ enable: config.openTracking, substitution_tag: config.openTrackingSubstitutionTag || null });
+  if (config.subscriptionTracking) {
+    s.subscription_tracking = compact({
+      enable: config.subscriptionTracking,
+      text: config.text || null,
+      html: config.html || null,
+      substitution_tag: config.substitutionTag || null,
+    });
+  }
+  if (config.ganalytics) {
+    s.ganalytics = compact({
+      enable: config.ganalytics,
+      utm_source: config.utmSource || null,
+      utm_medium: config.utmMedium || null,
+      utm_term: config.utmTerm || null,
+      utm_content: config.utmContent || null,
+      utm_campaign: config.utmCampaign || null,
+    });
+  }
+  return Object.keys(s).length > 0 ? s : undefined;
+}
+
+function asmOf(config: Obj): Obj | undefined {
+  const asm: Obj = {};
+  if (config.group && isIntegerText(config.group)) asm.group_id = Number(config.group);
+  const groups = (Array.isArray(config.groupsToDisplay) ? config.groupsToDisplay : [])
+    .map((g: Obj) => g?.groupId)
+    .filter((id: unknown) => typeof id === "string" && id.trim() !== "" && Number.isInteger(Number(id)))
+    .map(Number);
+  if (groups.length > 0) asm.groups_to_display = groups;
+  // SendGrid refuses groups to display without a group id; RudderStack then drops the asm.
+  if (asm.groups_to_display && !asm.group_id) return undefined;
+  return Object.keys(asm).length > 0 ? asm : undefined;
+}
+
+/** Cleans what SendGrid would refuse, as RudderStack's payloadValidator does. */
+function tidyMail(payload: Obj): void {
+  if (Array.isArray(payload.personalizations)) {
+    payload.personalizations = payload.personalizations.map((p: unknown) => {
+      const item: Obj = isPlainObject(p) ? { ...p } : {};
+      item.to = Array.isArray(item.to) && (payload.subject || item.subject) ? item.to.filter((to: Obj) => to?.email) : [];
+      return item;
+    });
+  }
+  if (Array.isArray(payload.attachments)) payload.attachments = payload.attachments.map((a: Obj) => (a?.content && a?.filename ? a : null));
+  if (Array.isArray(payload.categories)) payload.categories = payload.categories.slice(0, 10).map((c: unknown) => (typeof c === "string" ? c : JSON.stringify(c)));
+  if (payload.headers !== undefined && payload.headers !== null && typeof payload.headers !== "object") payload.headers = null;
+  if (isEmptyObject(payload.reply_to) || !payload.reply_to?.email) delete payload.reply_to;
+}
+
+function track(event: SluiceEvent, ctx: DestinationContext, apiKey: string): DestinationRequest {
+  const config = ctx.config;
+  validateEvent(event, config);
+  const properties: Obj = isPlainObject(event.properties) ? event.properties : {};
+  const payload: Obj = {};
+  for (const [key, prop] of TRACK_MAPPING) if (present(properties[prop])) payload[key] = properties[prop];
+  if (!payload.personalizations && config.mailFromTraits) {
+    const email = firstPresent(event, ["traits.email", "context.traits.email"]);
+    if (!email) throw new TransformError("Either email not found in traits or personalizations field is missing/empty");
+    payload.personalizations = [{ to: [{ email }] }];
+  }
+  fillFromConfig(payload, config);
+  requireMailFields(payload);
+  const asm = asmOf(config);
+  if (asm) payload.asm = asm;
+  const pool = config.IPPoolName;
+  if (typeof pool === "string" && pool.length >= IP_POOL_MIN && pool.length <= IP_POOL_MAX) payload.ip_pool_name = pool;
+  if (isPlainObject(payload.reply_to)) payload.reply_to = compact(payload.reply_to);
+  const mail = mailSettings(properties, config);
+  if (mail) payload.mail_settings = mail;
+  const tracking = trackingSettings(config);
+  if (tracking) payload.tracking_settings = tracking;
+  if (!payload.custom_args) {
+    const custom = Object.fromEntries(Object.entries(properties).filter(([k]) => !MAIL_FIELDS.includes(k)));
+    if (Object.keys(custom).length > 0) payload.custom_args = custom;
+  }
+  tidyMail(payload);
+  return restRequest({ endpoint: endpointFor(ctx, MAIL_SEND), headers: headersOf(apiKey), json: compact(payload) });
+}
+
+// ---------- batching and deletion ----------
+
+function isContactsUpsert(r: DestinationRequest): boolean {
+  return r.method === "PUT" && r.endpoint.endsWith("/v3/marketing/contacts");
+}
+
+function mergeContacts(run: DestinationRequest[]): DestinationRequest[] {
+  const first = run[0]!;
+  const listIds = first.body.JSON.list_ids;
+  const contacts = run.flatMap((r) => r.body.JSON.contacts as Obj[]);
+  return chunkItems(contacts, MAX_CONTACTS).map((chunk) =>
+    restRequest({ method: "PUT", endpoint: first.endpoint, headers: first.headers, json: listIds ? { list_ids: listIds, contacts: chunk } : { contacts: chunk } }),
+  );
+}
+
+/** User ids joined by commas into URLs no longer than SendGrid accepts. */
+function idChunks(ids: string[]): string[][] {
+  const chunks: string[][] = [];
+  let cur: string[] = [];
+  for (const id of ids) {
+    if (cur.length > 0 && [...cur, id].join(",").length >= DELETE_IDS_MAX_CHARS) {
+      chunks.push(cur);
+      cur = [];
+    }
+    cur.push(id);
+  }
+  if (cur.length > 0) chunks.push(cur);
+  return chunks;
+}
+
+export const sendgrid: DestinationDefinition = {
+  name: "SENDGRID",
+  displayName: "Sendgrid",
+  config: {
+    defaultConfig: [
+      "apiKey", "subject", "listId", "customFieldsMapping", "templateId", "mailFromTraits", "replyToEmail", "replyToName",
+      "IPPoolName", "fromEmail", "fromName", "eventNamesSettings", "contents", "attachments", "group", "groupsToDisplay",
+      "footer", "footerText", "footerHtml", "sandboxMode", "clickTracking", "clickTrackingEnableText", "openTracking",
+      "openTrackingSubstitutionTag", "subscriptionTracking", "text", "html", "substitutionTag", "ganalytics",
+      "utmSource", "utmMedium", "utmTerm", "utmContent", "utmCampaign",
+      // Consent setting of RudderStack's dashboard: accepted so imported configs stay whole; not used here.
+      "oneTrustCookieCategories",
+    ],
+    supportedMessageTypes: ["identify", "track"],
+    requiredKeys: ["apiKey"],
+  },
+  configSchema: SendgridConfig,
+  transform(event, ctx) {
+    if (!event.type) throw new TransformError("Event type is required");
+    const apiKey = requireApiKey(ctx);
+    const type = String(event.type).toLowerCase();
+    if (type === "identify") return [identify(event, ctx, apiKey)];
+    if (type === "track") return [track(event, ctx, apiKey)];
+    throw new TransformError(`Event type ${type} is not supported`);
+  },
+  batch(requests) {
+    return batchConsecutive(
+      requests,
+      (r) => (isContactsUpsert(r) ? JSON.stringify([r.endpoint, r.headers, r.body.JSON.list_ids ?? null]) : null),
+      mergeContacts,
+    );
+  },
+  deleteUsers(users, ctx) {
+    if (!ctx.config.apiKey) throw new TransformError("apiKey is required for deleting user");
+    const ids = users.map((u) => u.userId).filter((id): id is string => !!id);
+    // RudderStack's last (usually only) chunk keeps the brackets of its `ids=[IDS]` template.
+    const chunks = idChunks(ids);
+    return chunks.map((chunk, i) =>
+      restRequest({
+        method: "DELETE",
+        endpoint: endpointFor(ctx, `${CONTACTS}?ids=${i === chunks.length - 1 ? `[${chunk.join(",")}]` : chunk.join(",")}`),
+        headers: { Authorization: `Bearer ${ctx.config.apiKey}` },
+      }),
+    );
+  },
+};
