@@ -5,6 +5,7 @@
 import type { DestinationDefinition } from "./types";
 import { amplitude } from "./amplitude";
 import { braze } from "./braze";
+import { clevertap } from "./clevertap";
 import { customerio } from "./customerio";
 import { freshsales } from "./freshsales";
 import { ga4 } from "./ga4";
@@ -45,6 +46,7 @@ const KINDS: DestinationDefinition[] = [
   braze,
   intercom,
   sendgrid,
+  clevertap,
   freshsales,
   mautic,
   hubspot,

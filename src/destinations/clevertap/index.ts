@@ -1,0 +1,221 @@
+/**
+ * CLEVERTAP: CleverTap's Upload API (`POST /1/upload`, `{d: [...]}`) with the account id and
+ * passcode as headers, on the regional host the config names. identify uploads a profile,
+ * alias ties the previous identity to the new one, and track/page/screen upload events
+ * ("Order Completed" as CleverTap's Charged event). Consecutive uploads share one call, and
+ * users are deleted through `/1/delete/profiles.json`.
+ */
+import { t } from "elysia";
+import { endpointFor } from "../base-url";
+import { genericField } from "../generic-fields";
+import { EVENT_FILTERING_KEYS, batchConsecutive, chunkItems, compact, eventFilteringSchema, firstPresent, getPath, isEventAllowed, isPlainObject, isPresent, requestKey } from "../shared";
+import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+
+type Obj = Record<string, any>;
+
+export const ClevertapConfig = t.Object(
+  {
+    accountId: t.String({ minLength: 1 }),
+    passcode: t.String({ minLength: 1 }),
+    accountToken: t.Optional(t.String()),
+    region: t.Optional(t.String()),
+    trackAnonymous: t.Optional(t.Boolean()),
+    enableObjectIdMapping: t.Optional(t.Boolean()),
+    ...eventFilteringSchema,
+  },
+  { additionalProperties: true },
+);
+
+// CleverTap's documented limits: 1,000 records per upload, 100 identities per deletion.
+const MAX_UPLOAD_RECORDS = 1000;
+const MAX_DELETE_IDS = 100;
+
+/** Traits that are profile fields of their own (or ids), so they are not repeated as custom ones. */
+const PROFILE_EXCLUSIONS = new Set([
+  "email", "firstName", "firstname", "first_name", "lastName", "lastname", "last_name", "name", "phone", "gender",
+  "education", "employed", "birthday", "married", "customerType", "anonymousId", "avatar", "userId", "id", "ts", "overrideFields",
+]);
+const APPLE = ["ios", "watchos", "ipados", "tvos"];
+
+function apiUrl(config: Obj, path: string): string {
+  const region = config.region;
+  return region && region !== "none" ? `https://${region}.api.clevertap.com/1${path}` : `https://api.clevertap.com/1${path}`;
+}
+
+function headers(config: Obj): Record<string, string> {
+  return { "X-CleverTap-Account-Id": String(config.accountId), "X-CleverTap-Passcode": String(config.passcode), "Content-Type": "application/json" };
+}
+
+/** CleverTap wants epoch seconds; a date text is converted, a number kept. */
+function unixSeconds(ts: unknown): unknown {
+  if (!isPresent(ts) || Number(ts)) return ts;
+  const ms = new Date(String(ts)).getTime();
+  return Number.isNaN(ms) ? ts : Math.floor(ms / 1000);
+}
+
+/** Arrays and objects travel as JSON text (CleverTap's property values are flat), except Charged's Items. */
+function flattenValues(data: Obj, eventName?: string): Obj {
+  const out: Obj = {};
+  for (const [k, v] of Object.entries(data)) out[k] = v && typeof v === "object" ? JSON.stringify(v) : v;
+  if (eventName === "Charged" && out.Items !== undefined) {
+    const items = data.Items;
+    if (!Array.isArray(items) || typeof items[0] !== "object") throw new TransformError("Products property value must be an array of objects");
+    out.Items = items;
+  }
+  return out;
+}
+
+/** Every key of `sources` not excluded (later sources win), as RudderStack's extractCustomFields. */
+function customFields(event: SluiceEvent, target: Obj, sources: string[], exclude: Set<string>): Obj {
+  for (const path of sources) {
+    const from = getPath(event, path);
+    if (!isPlainObject(from)) continue;
+    for (const [k, v] of Object.entries(from)) if (!exclude.has(k) && v !== undefined) target[k] = v;
+  }
+  return target;
+}
+
+function gender(value: unknown): unknown {
+  if (["f", "F", "Female", "female", "FEMALE"].includes(value as string)) return "F";
+  if (["m", "M", "Male", "male", "MALE"].includes(value as string)) return "M";
+  return value;
+}
+
+function profileOf(event: SluiceEvent): Obj {
+  const trait = (key: string) => firstPresent(event, [`traits.${key}`, `context.traits.${key}`]);
+  let profile: Obj = compact({
+    Email: genericField(event, "email"),
+    Name: trait("name"),
+    Phone: trait("phone"),
+    Gender: isPresent(trait("gender")) ? gender(trait("gender")) : undefined,
+    Employed: trait("employed"),
+    DOB: trait("birthday"),
+    Education: trait("education"),
+    Married: trait("married"),
+    "Customer Type": trait("customerType"),
+    Photo: trait("avatar"),
+  });
+  const first = genericField(event, "firstName");
+  const last = genericField(event, "lastName");
+  if (!profile.Name && first && last) profile.Name = `${first} ${last}`;
+  profile = flattenValues(customFields(event, profile, ["traits", "context.traits"], PROFILE_EXCLUSIONS));
+  // overrideFields are sent as given, whatever their shape.
+  const overrides = getPath(event, "traits.overrideFields") ?? getPath(event, "context.traits.overrideFields");
+  if (isPlainObject(overrides)) Object.assign(profile, overrides);
+  return compact(profile);
+}
+
+const profileTs = (event: SluiceEvent) => unixSeconds(getPath(event, "traits.ts") || getPath(event, "context.traits.ts"));
+
+function identifyRecords(event: SluiceEvent, config: Obj): Obj[] {
+  const profile = profileOf(event);
+  if (!config.enableObjectIdMapping) {
+    return [compact({ type: "profile", profileData: profile, ts: profileTs(event), identity: genericField(event, "userId") })];
+  }
+  const userId = genericField(event, "userIdOnly");
+  const record: Obj = { type: "profile", profileData: profile, ts: profileTs(event) };
+  if (event.anonymousId) {
+    record.objectId = event.anonymousId;
+    if (userId) profile.identity = userId;
+  } else if (userId) record.identity = userId;
+  return [compact(record)];
+}
+
+/** With object-id mapping, a mobile identify also registers the device's push token. */
+function deviceTokenRecord(event: SluiceEvent, config: Obj): Obj | undefined {
+  const token = getPath(event, "context.device.token");
+  const os = String(getPath(event, "context.os.name") ?? "").toLowerCase();
+  if (!config.enableObjectIdMapping || !event.anonymousId || !token || !(os === "android" || APPLE.includes(os))) return undefined;
+  return { type: "token", tokenData: { id: token, type: os === "android" ? "fcm" : "apns" }, objectId: event.anonymousId };
+}
+
+/** The event name of a page or screen: "Web Page Viewed: <name>" / "Screen Viewed: <name>", or the bare prefix. */
+function viewedName(event: SluiceEvent, prefix: string): string {
+  const name = firstPresent(event, ["event", "properties.event", "name", "properties.name"]);
+  return isPresent(name) ? `${prefix}: ${name}` : prefix;
+}
+
+function eventRecord(event: SluiceEvent, config: Obj): Obj {
+  if (!config.trackAnonymous && !genericField(event, "userIdOnly")) throw new TransformError("userId, not present cannot track anonymous user");
+  const props = isPlainObject(event.properties) ? event.properties : undefined;
+  let record: Obj;
+  if (event.type === "track" && typeof event.event === "string" && event.event.toLowerCase() === "order completed") {
+    const charged = compact({ "Charged ID": props?.checkout_id, Amount: props?.revenue, Items: props?.products });
+    const data = customFields(event, charged, ["properties"], new Set(["checkout_id", "revenue", "products", "ts"]));
+    record = { evtName: "Charged", evtData: data, ts: props?.ts };
+  } else {
+    let name: unknown;
+    if (event.type === "page") name = viewedName(event, "Web Page Viewed");
+    else if (event.type === "screen") name = viewedName(event, "Screen Viewed");
+    else name = firstPresent(event, ["event"]);
+    if (!isPresent(name)) throw new TransformError('Missing required value from "event"');
+    record = { evtName: name, evtData: props ?? {}, ts: getPath(event, "properties.ts") };
+  }
+  record.type = "event";
+  record.evtData = flattenValues(record.evtData, record.evtName);
+  if (config.enableObjectIdMapping) {
+    if (event.anonymousId) record.objectId = event.anonymousId;
+    else record.identity = genericField(event, "userIdOnly");
+  } else record.identity = genericField(event, "userId");
+  record.ts = unixSeconds(record.ts);
+  return compact(record);
+}
+
+function upload(ctx: DestinationContext, records: Obj[]): DestinationRequest {
+  return restRequest({ endpoint: endpointFor(ctx, apiUrl(ctx.config, "/upload")), headers: headers(ctx.config), json: { d: records } });
+}
+
+export const clevertap: DestinationDefinition = {
+  name: "CLEVERTAP",
+  displayName: "CleverTap",
+  config: {
+    defaultConfig: [
+      "accountId", "accountToken", "passcode", "region", "trackAnonymous", "enableObjectIdMapping", ...EVENT_FILTERING_KEYS,
+      "oneTrustCookieCategories", "useNativeSDK", "connectionMode", "consentManagement",
+    ],
+    supportedMessageTypes: ["identify", "track", "page", "screen", "alias"],
+    requiredKeys: ["accountId", "passcode"],
+  },
+  configSchema: ClevertapConfig,
+  transform(event, ctx) {
+    requireConfig(ctx, "accountId");
+    requireConfig(ctx, "passcode");
+    if (!isEventAllowed(event, ctx.config)) return [];
+    switch (event.type) {
+      case "identify": {
+        const token = deviceTokenRecord(event, ctx.config);
+        const requests = [upload(ctx, identifyRecords(event, ctx.config))];
+        if (token) requests.push(upload(ctx, [token]));
+        return requests;
+      }
+      case "alias":
+        return [upload(ctx, [compact({ type: "profile", profileData: { identity: event.userId }, ts: profileTs(event), identity: event.previousId })])];
+      case "track":
+      case "page":
+      case "screen":
+        return [upload(ctx, [eventRecord(event, ctx.config)])];
+      default:
+        throw new TransformError("Message type not supported");
+    }
+  },
+  batch(requests) {
+    // Every upload is a `{d: [...]}` of records; consecutive ones to the same account concatenate.
+    return batchConsecutive(
+      requests,
+      (r) => (r.endpoint.endsWith("/1/upload") ? requestKey(r) : null),
+      (run) =>
+        chunkItems(
+          run.flatMap((r) => (Array.isArray(r.body.JSON.d) ? r.body.JSON.d : [])),
+          MAX_UPLOAD_RECORDS,
+        ).map((d) => restRequest({ endpoint: run[0]!.endpoint, headers: run[0]!.headers, json: { d } })),
+    );
+  },
+  deleteUsers(users, ctx) {
+    const { accountId, passcode } = ctx.config;
+    if (!accountId || !passcode) throw new TransformError("Project ID and Passcode is required for delete user");
+    const ids = users.map((u) => u.userId).filter((id) => !!id);
+    return chunkItems(ids, MAX_DELETE_IDS).map((identity) =>
+      restRequest({ endpoint: endpointFor(ctx, apiUrl(ctx.config, "/delete/profiles.json")), headers: headers(ctx.config), json: { identity } }),
+    );
+  },
+};
