@@ -1,6 +1,7 @@
-import { expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test } from "bun:test";
 import { amplitude } from "../src/destinations/amplitude";
 import { parseUserAgent } from "../src/destinations/user-agent";
+import { type TestServer, api, cleanup, createSource, sendEvent, startSink, startSluice, waitFor } from "./helpers";
 import type { DestinationContext, DestinationRequest, SluiceEvent } from "../src/destinations/types";
 
 const ctx = (config: Record<string, any> = {}, baseUrl?: string): DestinationContext => ({
@@ -382,4 +383,364 @@ test("AM user agents → the names Amplitude's fork of ua-parser-js reports for 
     expect([f.os_name, f.os_version, f.device_model, f.device_manufacturer]).toEqual(expected);
   }
   expect(parseUserAgent(undefined)).toEqual({ browser: {}, os: {}, device: {} });
+});
+
+// RudderStack processor fixture "Test 5" (reverse ETL identify with an external device_id).
+const retlContext = {
+  externalId: [{ id: "lynnanderson@smith.net", identifierType: "device_id", type: "AM-users" }],
+  mappedToDestination: "true",
+  app: { build: "1.0.0", name: "RudderLabs JavaScript SDK", namespace: "com.rudderlabs.javascript", version: "1.0.0" },
+  userAgent: "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_14_5) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/77.0.3865.90 Safari/537.36",
+  locale: "en-US",
+  ip: "0.0.0.0",
+  os: { name: "", version: "" },
+  page: { initial_referrer: "https://docs.rudderstack.com", initial_referring_domain: "docs.rudderstack.com" },
+};
+const retlIdentify: SluiceEvent = {
+  channel: "web",
+  context: retlContext,
+  traits: {
+    anonymousId: "123456",
+    email: "test@rudderstack.com",
+    city: "kolkata",
+    address: { country: "India", postalCode: 712136, state: "WB", street: "" },
+    os_version: "test os",
+    ip: "0.0.0.0",
+    age: 26,
+  },
+  type: "identify",
+  messageId: "84e26acc-56a5-4835-8233-591137fca468",
+  session_id: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22",
+  originalTimestamp: "2019-10-14T09:03:17.562Z",
+  anonymousId: "123456",
+  userId: "123456",
+  integrations: { All: true },
+  sentAt: "2019-10-14T09:03:22.563Z",
+};
+
+test("AM reverse-ETL identify: an external id typed device_id becomes device_id and user_properties.device_id (fixture Test 5)", () => {
+  const [req] = amplitude.transform(structuredClone(retlIdentify), ctx({ apiKey: "abcde", groupTypeTrait: "email", groupValueTrait: "age" }));
+  expect(req!.body.JSON).toEqual({
+    api_key: "abcde",
+    events: [
+      {
+        os_name: "Chrome",
+        os_version: "test os",
+        device_model: "Mac",
+        platform: "Web",
+        device_id: "lynnanderson@smith.net",
+        app_name: "RudderLabs JavaScript SDK",
+        app_version: "1.0.0",
+        language: "en-US",
+        insert_id: "84e26acc-56a5-4835-8233-591137fca468",
+        ip: "0.0.0.0",
+        user_properties: {
+          initial_referrer: "https://docs.rudderstack.com",
+          initial_referring_domain: "docs.rudderstack.com",
+          anonymousId: "123456",
+          email: "test@rudderstack.com",
+          postalCode: 712136,
+          state: "WB",
+          street: "",
+          ip: "0.0.0.0",
+          age: 26,
+          device_id: "lynnanderson@smith.net",
+        },
+        event_type: "$identify",
+        time: 1571043797562,
+        user_id: "123456",
+        session_id: -1,
+        country: "India",
+        city: "kolkata",
+        library: "rudderstack",
+      },
+    ],
+    options: { min_id_length: 1 },
+  });
+});
+
+test("AM without mappedToDestination the external id is ignored: device_id is the anonymousId (fixture Test 7)", () => {
+  const { mappedToDestination: _m, ...plainContext } = retlContext;
+  const [req] = amplitude.transform({ ...structuredClone(retlIdentify), context: plainContext }, ctx({ apiKey: "abcde" }));
+  const sentEvent = (req!.body.JSON.events as any[])[0];
+  expect(sentEvent.device_id).toBe("123456");
+  expect(sentEvent.user_properties.device_id).toBeUndefined();
+});
+
+test("AM reverse-ETL track with an external user_id: it becomes user_id and stays in user_properties; the caller's event is untouched", () => {
+  const event: SluiceEvent = {
+    type: "track",
+    event: "Signed Up",
+    messageId: "m-r1",
+    timestamp: ts,
+    traits: { plan: "pro" },
+    context: { mappedToDestination: true, externalId: [{ id: "ext-user-1", identifierType: "user_id", type: "AM-users" }] },
+  };
+  const before = structuredClone(event);
+  const sentEvent = (amplitude.transform(event, ctx())[0]!.body.JSON.events as any[])[0];
+  expect(sentEvent.user_id).toBe("ext-user-1");
+  expect(sentEvent.device_id).toBeUndefined();
+  expect(sentEvent.user_properties).toEqual({ plan: "pro", user_id: "ext-user-1" });
+  expect(event).toEqual(before);
+});
+
+test("AM event_id: identify, track, page, screen and alias carry it; revenue and group do not", () => {
+  const integrations = { Amplitude: { event_id: 9 } };
+  const eventIdOf = (e: Record<string, any>) => (amplitude.transform({ ...base, type: "track", ...e, integrations } as SluiceEvent, ctx())[0]!.body.JSON.events as any[])[0].event_id;
+  expect(eventIdOf({ type: "identify" })).toBe(9);
+  expect(eventIdOf({ type: "track", event: "Clicked" })).toBe(9);
+  expect(eventIdOf({ type: "page", name: "Home" })).toBe(9);
+  expect(eventIdOf({ type: "screen", name: "Home" })).toBe(9);
+  expect(eventIdOf({ type: "track", event: "Paid", properties: { revenue: 4, revenue_type: "Purchased" } })).toBeUndefined();
+  expect(eventIdOf({ type: "group", groupId: "g-1" })).toBeUndefined();
+  const alias = amplitude.transform({ ...base, type: "alias", previousId: "old-1", integrations }, ctx())[0]!;
+  expect(JSON.parse((alias.body.FORM as any).mapping[0]).event_id).toBe(9);
+});
+
+let sluice: TestServer;
+const sink = startSink((r) => new Response(r.path.includes("deletions") ? "{}" : "{\"code\":200}"));
+beforeAll(async () => {
+  sluice = await startSluice({ args: ["--destination-base-url", `AM=${sink.url}`, "--retry-backoff-ms", "20"] });
+});
+afterAll(async () => {
+  await sluice.stop();
+  sink.stop();
+  cleanup(sluice.dataDir);
+});
+
+test("AM end to end: reverse-ETL identify and several users' tracks → /batch with device_id from the external id, per-user order kept", async () => {
+  const src = await createSource(sluice.url);
+  const dst = await api(sluice.url, "POST", "/v2/destinations", { name: "amp-e2e", type: "AM", config: { apiKey: "e2e-key" }, sourceIds: [src.id] });
+  expect(dst.status).toBe(201);
+  const { type: _t, messageId: _m, ...identify } = retlIdentify;
+  const batch = [{ type: "identify", ...identify, userId: "retl-user-1" }];
+  for (const user of ["buyer-1", "buyer-2"]) for (let k = 0; k < 3; k++) batch.push({ type: "track", userId: user, event: `step ${k}` } as any);
+  expect((await sendEvent(sluice.url, src.writeKey, "batch", { batch })).status).toBe(200);
+  const mine = () => sink.received.filter((r) => r.body?.api_key === "e2e-key");
+  const events = () => mine().flatMap((r) => r.body.events ?? []);
+  await waitFor(() => events().length >= 7, { what: "7 events at the Amplitude stand-in" });
+  expect(mine().every((r) => r.method === "POST" && r.path === "/batch" && r.headers["content-type"] === "application/json")).toBe(true);
+  expect(mine().length).toBeLessThan(7);
+  const identified = events().find((e: any) => e.event_type === "$identify");
+  expect(identified).toMatchObject({ user_id: "retl-user-1", device_id: "lynnanderson@smith.net", os_version: "test os", platform: "Web" });
+  expect(identified.user_properties.device_id).toBe("lynnanderson@smith.net");
+  for (const user of ["buyer-1", "buyer-2"]) {
+    expect(events().filter((e: any) => e.user_id === user).map((e: any) => e.event_type)).toEqual(["step 0", "step 1", "step 2"]);
+  }
+});
+
+test("AM end to end: suppress_with_delete reaches the User Privacy API with Basic apiKey:apiSecret; the deletion completes", async () => {
+  const src = await createSource(sluice.url);
+  const dst = await api(sluice.url, "POST", "/v2/destinations", { name: "amp-del", type: "AM", config: { apiKey: "del-key", apiSecret: "del-secret" }, sourceIds: [src.id] });
+  expect(dst.status).toBe(201);
+  const reg = await api(sluice.url, "POST", "/v2/regulations", { regulationType: "suppress_with_delete", destinationIds: [dst.json.id], users: [{ userId: "gone-user-1" }] });
+  expect(reg.status).toBe(201);
+  const call = await waitFor(() => sink.received.find((r) => r.path === "/api/2/deletions/users" && r.body?.user_ids?.includes("gone-user-1")), { what: "the deletion call" });
+  expect(call.method).toBe("POST");
+  expect(call.headers.authorization).toBe(`Basic ${btoa("del-key:del-secret")}`);
+  expect(call.body).toEqual({ user_ids: ["gone-user-1"], requester: "RudderStack", ignore_invalid_id: "true" });
+  const deletionOf = async () => {
+    const list = (await api(sluice.url, "GET", "/v2/regulations")).json;
+    const items: any[] = Array.isArray(list) ? list : (list.regulations ?? list.items ?? list.data ?? []);
+    return items.find((r) => JSON.stringify(r).includes("gone-user-1"))?.deletion;
+  };
+  await waitFor(async () => (await deletionOf())?.[0]?.status === "complete", { what: "deletion complete" });
+});
+
+// RudderStack router fixture "Test 0": a web identify with context.traits only, and a page with request_ip.
+const routerContext = {
+  app: { build: "1.0.0", name: "RudderLabs JavaScript SDK", namespace: "com.rudderlabs.javascript", version: "1.0.0" },
+  library: { name: "RudderLabs JavaScript SDK", version: "1.0.0" },
+  userAgent: retlContext.userAgent,
+  locale: "en-US",
+  os: { name: "", version: "" },
+  screen: { density: 2 },
+  page: { path: "/destinations/amplitude", referrer: "", search: "", title: "", url: "https://docs.rudderstack.com/destinations/amplitude", category: "destination", ...retlContext.page },
+};
+const webDevice = { os_name: "Chrome", os_version: "77.0.3865.90", device_model: "Mac", library: "rudderstack", platform: "Web", app_name: "RudderLabs JavaScript SDK", app_version: "1.0.0", language: "en-US", session_id: -1 };
+const eventsOf = (event: SluiceEvent, config: Record<string, any>) => amplitude.transform(event, ctx(config)).map((r) => r.body.JSON);
+
+test("AM web identify with context.traits → city/country top-level, address spread into user_properties (router fixture Test 0)", () => {
+  const event: SluiceEvent = {
+    channel: "web",
+    context: {
+      ...routerContext,
+      ip: "0.0.0.0",
+      traits: { anonymousId: "123456", email: "test@rudderstack.com", address: { city: "kolkata", country: "India", postalCode: 712136, state: "WB", street: "" }, ip: "0.0.0.0", age: 26 },
+    },
+    type: "identify",
+    messageId: "84e26acc-56a5-4835-8233-591137fca468",
+    session_id: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22",
+    originalTimestamp: "2019-10-14T09:03:17.562Z",
+    anonymousId: "123456",
+    userId: "123456",
+    integrations: { All: true },
+    sentAt: "2019-10-14T09:03:22.563Z",
+  };
+  expect(eventsOf(event, { apiKey: "abcde", groupTypeTrait: "email", groupValueTrait: "age" })).toEqual([
+    {
+      api_key: "abcde",
+      events: [
+        {
+          ...webDevice,
+          device_id: "123456",
+          insert_id: "84e26acc-56a5-4835-8233-591137fca468",
+          city: "kolkata",
+          country: "India",
+          user_properties: {
+            initial_referrer: "https://docs.rudderstack.com",
+            initial_referring_domain: "docs.rudderstack.com",
+            anonymousId: "123456",
+            email: "test@rudderstack.com",
+            postalCode: 712136,
+            state: "WB",
+            street: "",
+            ip: "0.0.0.0",
+            age: 26,
+          },
+          event_type: "$identify",
+          time: 1571043797562,
+          user_id: "123456",
+          ip: "0.0.0.0",
+        },
+      ],
+      options: { min_id_length: 1 },
+    },
+  ]);
+});
+
+test("AM web page → 'Viewed <name> Page', ip from request_ip when context.ip is absent (router fixture Test 0)", () => {
+  const properties = { ...routerContext.page };
+  const event: SluiceEvent = {
+    channel: "web",
+    context: { ...routerContext, traits: { email: "test@rudderstack.com", anonymousId: "12345" } },
+    request_ip: "1.1.1.1",
+    type: "page",
+    messageId: "5e10d13a-bf9a-44bf-b884-43a9e591ea71",
+    session_id: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22",
+    originalTimestamp: "2019-10-14T11:15:18.299Z",
+    anonymousId: "00000000000000000000000000",
+    userId: "12345",
+    properties,
+    integrations: { All: true },
+    name: "ApplicationLoaded",
+    sentAt: "2019-10-14T11:15:53.296Z",
+  };
+  expect(eventsOf(event, { apiKey: "abcde" })).toEqual([
+    {
+      api_key: "abcde",
+      events: [
+        {
+          ...webDevice,
+          device_id: "00000000000000000000000000",
+          event_type: "Viewed ApplicationLoaded Page",
+          event_properties: { ...properties, name: "ApplicationLoaded" },
+          insert_id: "5e10d13a-bf9a-44bf-b884-43a9e591ea71",
+          ip: "1.1.1.1",
+          user_properties: {
+            initial_referrer: "https://docs.rudderstack.com",
+            initial_referring_domain: "docs.rudderstack.com",
+            email: "test@rudderstack.com",
+            anonymousId: "12345",
+          },
+          user_id: "12345",
+          time: 1571051718299,
+        },
+      ],
+      options: { min_id_length: 1 },
+    },
+  ]);
+});
+
+test("AM reverse-ETL group: the external id also lands in the Group Identify group_properties", () => {
+  const event: SluiceEvent = {
+    type: "group",
+    messageId: "g-1",
+    userId: "user-42",
+    timestamp: ts,
+    traits: { company: "Acme", plan: "gold" },
+    context: { mappedToDestination: true, externalId: [{ id: "dev-9", identifierType: "device_id", type: "AM-users" }] },
+  };
+  const [identify, groupCall] = amplitude.transform(event, ctx({ groupTypeTrait: "company", groupValueTrait: "plan" }));
+  expect((identify!.body.JSON.events as any[])[0]).toMatchObject({ device_id: "dev-9", groups: { Acme: "gold" } });
+  expect(JSON.parse((groupCall!.body.FORM as any).identification[0])).toEqual({
+    group_type: "Acme",
+    group_value: "gold",
+    group_properties: { company: "Acme", plan: "gold", device_id: "dev-9" },
+  });
+});
+
+// RudderStack processor fixtures "Test 73"–"Test 77": page/screen names, with and without user-defined templates.
+test("AM page without name or category → 'Viewed  Page', no name in event_properties, event_id kept (fixture Test 73)", () => {
+  const properties = { path: "/destinations/amplitude", referrer: "", search: "", title: "", url: "https://docs.rudderstack.com/destinations/amplitude", initial_referrer: "https://docs.rudderstack.com", initial_referring_domain: "docs.rudderstack.com" };
+  const event: SluiceEvent = {
+    channel: "web",
+    context: { ...routerContext, page: { ...routerContext.page, title: "Home Page" }, traits: { email: "test@rudderstack.com", anonymousId: "12345" } },
+    request_ip: "1.1.1.1",
+    type: "page",
+    messageId: "5e10d13a-bf9a-44bf-b884-43a9e591ea71",
+    session_id: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22",
+    originalTimestamp: "2019-10-14T11:15:18.299Z",
+    anonymousId: "00000000000000000000000000",
+    userId: "12345",
+    properties,
+    integrations: { All: true, Amplitude: { event_id: 2 } },
+  };
+  const [body] = eventsOf(event, { apiKey: "abcde", useUserDefinedPageEventName: false, userProvidedPageEventString: "Viewed {{context.page.title}} event." });
+  expect((body!.events as any[])[0]).toEqual({
+    ...webDevice,
+    device_id: "00000000000000000000000000",
+    event_properties: properties,
+    insert_id: "5e10d13a-bf9a-44bf-b884-43a9e591ea71",
+    ip: "1.1.1.1",
+    event_id: 2,
+    user_properties: { initial_referrer: "https://docs.rudderstack.com", initial_referring_domain: "docs.rudderstack.com", email: "test@rudderstack.com", anonymousId: "12345" },
+    event_type: "Viewed  Page",
+    user_id: "12345",
+    time: 1571051718299,
+  });
+});
+
+test("AM screen names: template 'My {{ event }} event.', template off, '{{ event }}', and an empty template → name (fixtures Tests 74–77)", () => {
+  const screen = (over: Record<string, unknown>): SluiceEvent => ({
+    type: "screen",
+    messageId: "m-screen",
+    userId: "identified user id",
+    anonymousId: "anon-id-new",
+    event: "Screen View",
+    properties: { prop1: "5" },
+    context: { ip: "14.5.67.21", library: { name: "http" } },
+    timestamp: "2020-02-02T00:23:09.544Z",
+    ...over,
+  });
+  const expected = (eventType: string, name: string) => ({
+    device_id: "anon-id-new",
+    insert_id: "m-screen",
+    event_properties: { prop1: "5", name },
+    user_properties: {},
+    event_type: eventType,
+    user_id: "identified user id",
+    time: 1580602989544,
+    session_id: -1,
+    ip: "14.5.67.21",
+    library: "rudderstack",
+  });
+  const first = (event: SluiceEvent, config: Record<string, any>) => (eventsOf(event, { apiKey: "abcde", ...config })[0]!.events as any[])[0];
+  expect(first(screen({}), { useUserDefinedScreenEventName: true, userProvidedScreenEventString: "My {{ event }} event." })).toEqual(expected("My Screen View event.", "Screen View"));
+  expect(first(screen({}), { useUserDefinedScreenEventName: false, userProvidedScreenEventString: "My {{ event }} event." })).toEqual(expected("Viewed Screen View Screen", "Screen View"));
+  expect(first(screen({ event: "Screen same as event" }), { useUserDefinedScreenEventName: true, userProvidedScreenEventString: "{{ event }}" })).toEqual(
+    expected("Screen same as event", "Screen same as event"),
+  );
+  expect(first(screen({ event: undefined, name: "Screen" }), { useUserDefinedScreenEventName: true, userProvidedScreenEventString: "" })).toEqual(expected("Screen", "Screen"));
+});
+
+test("AM alias: top-level traits named global_user_id, user_id or event_id win over the mapping (RudderStack's reverse-ETL rule)", () => {
+  const event: SluiceEvent = { ...base, type: "alias", previousId: "old-1", traits: { user_id: "mapped-old", event_id: "7" }, integrations: { Amplitude: { event_id: 3 } } };
+  const [req] = amplitude.transform(event, ctx());
+  expect(JSON.parse((req!.body.FORM as any).mapping[0])).toEqual({
+    global_user_id: "user-42",
+    user_id: "mapped-old",
+    event_id: "7",
+    user_properties: { utm_source: "google", utm_medium: "cpc" },
+  });
 });

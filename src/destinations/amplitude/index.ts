@@ -23,6 +23,7 @@ import {
   withoutUndefined,
 } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { withExternalId } from "./external-id";
 import { type MappingKind, addLocation, addMobileIds, mappedFields } from "./fields";
 import { moveToSet, setDotted, traitUserProperties } from "./user-properties";
 
@@ -175,7 +176,8 @@ function dropCityAndCountry(props: Obj): void {
 }
 
 /** One event for /2/httpapi, built the way RudderStack's AM transform builds it. */
-function amplitudeEvent(source: SluiceEvent, b: Built, config: Obj): Obj {
+function amplitudeEvent(original: SluiceEvent, b: Built, config: Obj): Obj {
+  const source = withExternalId(original);
   // Mapping consumes some top-level traits, so it works on a copy of them.
   const event = isPlainObject(source.traits) ? { ...source, traits: { ...source.traits } } : source;
   const payload = mappedFields(event, b.kind, config);
@@ -234,13 +236,17 @@ function pageOrScreenType(event: SluiceEvent, config: Obj): { eventType: string;
 }
 
 /** The User Mapping API call for an alias (or an unmapping with `integrations.Amplitude.unmap`). */
-function aliasMapping(event: SluiceEvent, config: Obj): Obj {
-  const eventId = getPath(event, "integrations.Amplitude.event_id");
+function aliasMapping(original: SluiceEvent, config: Obj): Obj {
+  const event = withExternalId(original);
+  // As in every AM mapping, a top-level trait named like the field wins.
+  const trait = (key: string) => (isPlainObject(event.traits) && isDefined(event.traits[key]) ? event.traits[key] : undefined);
+  const integrationEventId = getPath(event, "integrations.Amplitude.event_id");
   const props = withoutUndefined(baseUserProperties(event));
   const mapping = withoutUndefined({
-    global_user_id: event.userId,
-    user_id: event.previousId,
-    event_id: typeof eventId === "string" ? undefined : eventId,
+    global_user_id: trait("global_user_id") ?? event.userId,
+    user_id: trait("user_id") ?? event.previousId,
+    // A string event_id from the integrations object is dropped (Amplitude wants an integer); a trait is taken as is.
+    event_id: trait("event_id") ?? (typeof integrationEventId === "string" ? undefined : integrationEventId),
     user_properties: config.enableEnhancedUserOperations ? moveToSet(props) : props,
   });
   const unmap = getPath(event, "integrations.Amplitude.unmap");
@@ -297,7 +303,8 @@ export const amplitude: DestinationDefinition = {
       case "identify":
         return [httpapi([amplitudeEvent(event, { eventType: "$identify", kind: "identify" }, c)])];
       case "group": {
-        const group = groupInfo(event, c);
+        // RudderStack's group_properties are the traits object it later adds the external id to, so they carry it too.
+        const group = groupInfo(withExternalId(event), c);
         const requests = [httpapi([amplitudeEvent(event, { eventType: "$identify", kind: "group", group }, c)])];
         if (group) requests.push(form("groupidentify", { identification: [JSON.stringify(compact(group))] }));
         return requests;
