@@ -23,6 +23,7 @@ const KINDS: Array<{ type: string; config: Record<string, unknown> }> = [
   { type: "INTERCOM", config: { apiKey: "ic-key", apiVersion: "v2", sendAnonymousId: true } },
   { type: "SENDGRID", config: { apiKey: "sg-key", eventNamesSettings: [{ event: "Bought" }, { event: "Order Completed" }], fromEmail: "from@example.com", subject: "Hi", contents: [{ type: "text/plain", value: "hello" }], mailFromTraits: true } },
   { type: "CLEVERTAP", config: { accountId: "ct-acc", passcode: "ct-pass", region: "in1" } },
+  { type: "MOENGAGE", config: { apiId: "moe-id", apiKey: "moe-key", region: "US" } },
   { type: "FRESHSALES", config: { apiKey: "fs-key", domain: "acme", rudderEventsToFreshsalesEvents: [{ from: "Bought", to: "lifecycle_stage" }] } },
   { type: "MAUTIC", config: { userName: "admin@example.com", password: "mautic-pass", subDomainName: "acme", lookUpField: "email" } },
   { type: "HS", config: { authorizationType: "legacyApiKey", apiKey: "hs-key", hubID: "123", apiVersion: "legacyApi" } },

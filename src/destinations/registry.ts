@@ -15,6 +15,7 @@ import { hubspot } from "./hubspot";
 import { intercom } from "./intercom";
 import { mautic } from "./mautic";
 import { mixpanel } from "./mixpanel";
+import { moengage } from "./moengage";
 import { posthog } from "./posthog";
 import { segment } from "./segment";
 import { sendgrid } from "./sendgrid";
@@ -47,6 +48,7 @@ const KINDS: DestinationDefinition[] = [
   intercom,
   sendgrid,
   clevertap,
+  moengage,
   freshsales,
   mautic,
   hubspot,
