@@ -73,6 +73,7 @@ const KINDS: Array<{ type: string; config: Record<string, unknown>; call?: strin
   { type: "HEAP", config: { appId: "heap-app" } },
   { type: "CUSTOMERIO", config: { siteID: "cio-site", apiKey: "cio-key" } },
   { type: "BRAZE", config: { restApiKey: "braze-key", dataCenter: "US-01" } },
+  { type: "ITERABLE", config: { apiKey: "it-key" } },
   { type: "HS", config: { authorizationType: "legacyApiKey", apiKey: "hs-key", hubID: "123", apiVersion: "legacyApi" }, call: "identify", body: { traits: { email: "ada@example.com", firstName: "Ada" } } },
   { type: "MAUTIC", config: { userName: "admin@example.com", password: "pw", subDomainName: "acme" }, call: "identify", body: { traits: { email: "ada@example.com", firstName: "Ada" } } },
   { type: "INTERCOM", config: { apiKey: "ic-token", apiVersion: "v2" }, call: "identify", body: { traits: { email: "ada@example.com", name: "Ada" } } },

@@ -26,6 +26,7 @@ const KINDS: Array<{ type: string; config: Record<string, unknown> }> = [
   { type: "MOENGAGE", config: { apiId: "moe-id", apiKey: "moe-key", region: "US" } },
   { type: "FRESHSALES", config: { apiKey: "fs-key", domain: "acme", rudderEventsToFreshsalesEvents: [{ from: "Bought", to: "lifecycle_stage" }] } },
   { type: "MAUTIC", config: { userName: "admin@example.com", password: "mautic-pass", subDomainName: "acme", lookUpField: "email" } },
+  { type: "ITERABLE", config: { apiKey: "it-key", dataCenter: "USDC" } },
   { type: "HS", config: { authorizationType: "legacyApiKey", apiKey: "hs-key", hubID: "123", apiVersion: "legacyApi" } },
 ];
 

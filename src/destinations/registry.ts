@@ -13,6 +13,7 @@ import { heap } from "./heap";
 import { http } from "./http";
 import { hubspot } from "./hubspot";
 import { intercom } from "./intercom";
+import { iterable } from "./iterable";
 import { mautic } from "./mautic";
 import { mixpanel } from "./mixpanel";
 import { moengage } from "./moengage";
@@ -51,6 +52,7 @@ const KINDS: DestinationDefinition[] = [
   moengage,
   freshsales,
   mautic,
+  iterable,
   hubspot,
 ].map(withLiveEventsKeys);
 
