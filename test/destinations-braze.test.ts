@@ -1,4 +1,5 @@
-import { expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { type TestServer, api, cleanup, createSource, sendEvent, startSink, startSluice, waitFor } from "./helpers";
 import { braze, brazeBaseUrl } from "../src/destinations/braze";
 import type { DestinationContext, DestinationRequest, SluiceEvent } from "../src/destinations/types";
 
@@ -200,9 +201,10 @@ test("BRAZE identify corner cases: alias option, no traits, nulls, bad email, an
     aliases_to_identify: [{ user_alias: { alias_name: "ada@example.com", alias_label: "email" }, external_id: "u-1" }],
     merge_behavior: "merge",
   });
-  // No traits: the merge still goes out (RudderStack calls it before finding no attributes).
+  // No traits: refused with RudderStack's message, even when there is an alias to merge.
   const bare: SluiceEvent = { type: "identify", messageId: "m", userId: "u-1", anonymousId: "a-1", context: { traits: {} } };
-  expect(braze.transform(bare, ctx()).map((r) => r.endpoint)).toEqual([`${US}/users/identify`]);
+  expect(() => braze.transform(bare, ctx())).toThrow("No attributes found to update the user profile");
+  expect(() => braze.transform({ ...bare, context: {} }, ctx())).toThrow("No attributes found to update the user profile");
   expect(() => braze.transform({ ...bare, anonymousId: undefined }, ctx())).toThrow("No attributes found to update the user profile");
   // Explicit nulls clear email, gender and phone; other standard attributes drop them.
   const nulls: SluiceEvent = { type: "identify", messageId: "m", userId: "u", traits: { email: null, gender: null, phone: null, firstName: null, job: null } };
@@ -374,8 +376,12 @@ test("BRAZE filtering, missing keys, baseUrl override, unsupported type", () => 
   const event = trackE({ event: "Noise" });
   expect(braze.transform(event, ctx({ eventFilteringOption: "blacklistedEvents", blacklistedEvents: [{ eventName: "Noise" }] }))).toEqual([]);
   expect(braze.transform(event, ctx({ eventFilteringOption: "whitelistedEvents", whitelistedEvents: [{ eventName: "Other" }] }))).toEqual([]);
-  expect(() => braze.transform(event, ctx({ restApiKey: "" }))).toThrow("destination config is missing 'restApiKey'");
-  expect(() => braze.transform(event, ctx({ dataCenter: undefined }))).toThrow("destination config is missing 'dataCenter'");
+  // processor fixture "Destination config is missing restApiKey": RudderStack's configuration error.
+  expect(() => braze.transform(event, ctx({ restApiKey: "" }))).toThrow("Rest API Key not found. Aborting");
+  expect(() => braze.transform(event, ctx({ restApiKey: undefined }))).toThrow("Rest API Key not found. Aborting");
+  // RudderStack's getEndpointFromConfig message for a data center that is missing or not a string.
+  expect(() => braze.transform(event, ctx({ dataCenter: undefined }))).toThrow("Invalid Data Center: valid values are EU, US, AU");
+  expect(() => braze.transform(event, ctx({ dataCenter: 1 }))).toThrow("Invalid Data Center: valid values are EU, US, AU");
   expect(braze.transform(event, ctx({}, "http://127.0.0.1:6000"))[0]!.endpoint).toBe("http://127.0.0.1:6000/users/track");
   expect(() => braze.transform({ ...event, type: "merge" }, ctx())).toThrow("Message type is not supported");
 });
@@ -482,4 +488,475 @@ test("BRAZE deleteUsers → POST /users/delete {external_ids}, 50 per request, u
   });
   expect(reqs[1]!.body.JSON).toEqual({ external_ids: ["u50"] });
   expect(braze.deleteUsers!(users.slice(0, 1), ctx({ dataCenter: "AU-01" }))[0]!.endpoint).toBe("https://rest.au-01.braze.com/users/delete");
+  // RudderStack's deleteUsers message when either key is missing.
+  expect(() => braze.deleteUsers!([{ userId: "u" }], ctx({ restApiKey: "" }))).toThrow("data center / api key for deletion not present");
+  expect(() => braze.deleteUsers!([{ userId: "u" }], ctx({ dataCenter: undefined }))).toThrow("data center / api key for deletion not present");
+});
+
+// rudder-transformer router/identityResolution.ts "batchedIdentify_success": two web identifies
+// (context.traits, anonymousId and userId) → one /users/track with both attributes objects.
+test("BRAZE identify (router fixture batchedIdentify_success) → attributes email, first_name, last_name, external_id; alias merged by /users/identify", () => {
+  const identify = (anon: string, user: string, traits: Record<string, string>): SluiceEvent => ({
+    type: "identify",
+    messageId: "m",
+    anonymousId: anon,
+    userId: user,
+    integrations: { All: true },
+    context: { traits, locale: "en-GB" },
+    timestamp: "2019-10-14T09:03:17.562Z",
+  });
+  const config = { dataCenter: "eu-01", prefixProperties: true, useNativeSDK: false };
+  const first = braze.transform(identify("e6ab2c5e", "user123", { email: "test@example.com", firstName: "John", lastName: "Doe" }), ctx(config));
+  const second = braze.transform(identify("f7bc3d6f", "user456", { email: "test2@example.com", firstName: "Jane", lastName: "Smith" }), ctx(config));
+  const EU = "https://rest.fra-01.braze.eu";
+  expect(first[0]).toEqual(request(`${EU}/users/identify`, { aliases_to_identify: [{ user_alias: RUDDER_ALIAS("e6ab2c5e"), external_id: "user123" }], merge_behavior: "merge" }));
+  expect(braze.batch!([first[1]!, second[1]!], ctx(config))).toEqual([
+    request(`${EU}/users/track`, {
+      partner: "RudderStack",
+      attributes: [
+        { email: "test@example.com", first_name: "John", last_name: "Doe", external_id: "user123" },
+        { email: "test2@example.com", first_name: "Jane", last_name: "Smith", external_id: "user456" },
+      ],
+    }),
+  ]);
+});
+
+// rudder-transformer processor/data.ts, transcribed: the web message of its Tests 0-3.
+const webContext = {
+  app: { build: "1.0.0", name: "RudderLabs JavaScript SDK", namespace: "com.rudderlabs.javascript", version: "1.0.5" },
+  ip: "0.0.0.0",
+  library: { name: "RudderLabs JavaScript SDK", version: "1.0.5" },
+  locale: "en-GB",
+  os: { name: "", version: "" },
+  screen: { density: 2 },
+};
+const MICKEY_ANON = "e6ab2c5e-2cda-44a9-a962-e2f67df78bca";
+const fixtureConfig = (dataCenter: string) => ({ dataCenter, prefixProperties: true, useNativeSDK: false });
+
+test("BRAZE processor Test 0: anonymous identify (userId '') → au-01 /users/track attributes: email, then the other traits as they come, null and 0 kept, on the rudder_id alias", () => {
+  const event: SluiceEvent = {
+    type: "identify",
+    messageId: "2536eda4",
+    anonymousId: MICKEY_ANON,
+    userId: "",
+    integrations: { All: true },
+    context: { ...webContext, traits: { city: "Disney", country: "USA", email: "mickey@disney.com", firstname: "Mickey", closed_at: null, orderTotal: 0 } },
+    timestamp: "2020-01-24T11:59:02.402+05:30",
+  };
+  expect(braze.transform(event, ctx(fixtureConfig("au-01")))).toEqual([
+    request("https://rest.au-01.braze.com/users/track", {
+      attributes: [
+        {
+          email: "mickey@disney.com",
+          city: "Disney",
+          country: "USA",
+          firstname: "Mickey",
+          closed_at: null,
+          orderTotal: 0,
+          _update_existing_only: false,
+          user_alias: RUDDER_ALIAS(MICKEY_ANON),
+        },
+      ],
+    }),
+  ]);
+  const attributes = (braze.transform(event, ctx(fixtureConfig("au-01")))[0]!.body.JSON as any).attributes[0];
+  expect(Object.keys(attributes)).toEqual(["email", "city", "country", "firstname", "closed_at", "orderTotal", "_update_existing_only", "user_alias"]);
+});
+
+test("BRAZE processor Test 1: identify with anonymousId and userId but no traits → refused 'No attributes found to update the user profile' (no /users/identify either)", () => {
+  const event: SluiceEvent = { type: "identify", messageId: "2536eda4", anonymousId: MICKEY_ANON, userId: "mickeyMouse", integrations: { All: true }, context: webContext };
+  expect(() => braze.transform(event, ctx(fixtureConfig("us-01")))).toThrow("No attributes found to update the user profile");
+});
+
+test("BRAZE processor Tests 2-3: track → eu-01 /users/track event with all properties; context.traits add an attributes object", () => {
+  const event: SluiceEvent = {
+    type: "track",
+    messageId: "a6a0ad5a",
+    anonymousId: MICKEY_ANON,
+    userId: "mickeyMouse",
+    event: "braze revenue test",
+    integrations: { All: true },
+    context: webContext,
+    properties: { currency: "USD", revenue: 50 },
+    timestamp: "2020-01-24T11:59:02.403+05:30",
+  };
+  const EU_TRACK = "https://rest.fra-01.braze.eu/users/track";
+  const revenueEvent = { name: "braze revenue test", time: "2020-01-24T11:59:02.403+05:30", properties: { currency: "USD", revenue: 50 }, external_id: "mickeyMouse" };
+  expect(braze.transform(event, ctx(fixtureConfig("eu-01")))).toEqual([request(EU_TRACK, { partner: "RudderStack", events: [revenueEvent] })]);
+  const withTraits = { ...event, context: { ...webContext, traits: { email: "mickey@disney.com", closed_at: null } } };
+  expect(braze.transform(withTraits, ctx(fixtureConfig("eu-01")))).toEqual([
+    request(EU_TRACK, { partner: "RudderStack", attributes: [{ email: "mickey@disney.com", closed_at: null, external_id: "mickeyMouse" }], events: [revenueEvent] }),
+  ]);
+});
+
+test("BRAZE processor: Order Completed without traits → purchases only (product_id, price, currency, quantity, time, external_id); sku and extras dropped", () => {
+  const event: SluiceEvent = {
+    type: "track",
+    messageId: "msg-order-completed-456",
+    userId: "test-user-456",
+    anonymousId: "anon-id-789",
+    event: "Order Completed",
+    properties: {
+      order_id: "order-67890",
+      currency: "USD",
+      revenue: 200.0,
+      shipping: 15.0,
+      tax: 20.0,
+      total: 235.0,
+      products: [{ product_id: "product-002", sku: "SKU-002", name: "Deluxe Widget", price: 100.0, quantity: 2, category: "Electronics", currency: "USD" }],
+    },
+    timestamp: "2024-01-24T13:00:00.500Z",
+  };
+  expect(braze.transform(event, ctx())).toEqual([
+    request(TRACK, {
+      partner: "RudderStack",
+      purchases: [{ product_id: "product-002", price: 100, currency: "USD", quantity: 2, time: "2024-01-24T13:00:00.500Z", external_id: "test-user-456" }],
+    }),
+  ]);
+});
+
+test("BRAZE processor T-I-01 / T-I-06 (useEcommerceRecommendedEvents): anonymous web Product Viewed and Order Completed → ecommerce events with attributes and alias", () => {
+  const TS = "2026-05-28T11:00:00.000+05:30";
+  const message = (name: string, properties: Record<string, unknown>): SluiceEvent => ({
+    type: "track",
+    messageId: "msg-ecom-001",
+    anonymousId: MICKEY_ANON,
+    userId: "",
+    event: name,
+    integrations: { All: true },
+    channel: "web",
+    context: { ...webContext, ip: undefined, traits: { email: "mickey@disney.com", firstname: "Mickey" } },
+    properties,
+    timestamp: TS,
+  } as SluiceEvent);
+  const expected = (name: string, properties: Record<string, unknown>) => [
+    request(TRACK, {
+      partner: "RudderStack",
+      attributes: [{ email: "mickey@disney.com", firstname: "Mickey", _update_existing_only: false, user_alias: RUDDER_ALIAS(MICKEY_ANON) }],
+      events: [{ name, time: TS, properties, _update_existing_only: false, user_alias: RUDDER_ALIAS(MICKEY_ANON) }],
+    }),
+  ];
+  const config = { ...fixtureConfig("us-01"), useEcommerceRecommendedEvents: true };
+  expect(braze.transform(message("Product Viewed", { product_id: "sku_42", name: "Widget", variant: "red", price: 9.99, currency: "USD", category: "home" }), ctx(config))).toEqual(
+    expected("ecommerce.product_viewed", { product_id: "sku_42", product_name: "Widget", variant_id: "red", price: 9.99, currency: "USD", source: "web", metadata: { category: "home" } }),
+  );
+  const order = {
+    order_id: "ord_001",
+    revenue: 99.99,
+    currency: "USD",
+    discount: 5,
+    products: [{ product_id: "sku_42", name: "Widget", quantity: 1, price: 99.99, color: "blue" }],
+    campaign_id: "spring26",
+  };
+  expect(braze.transform(message("Order Completed", order), ctx(config))).toEqual(
+    expected("ecommerce.order_placed", {
+      order_id: "ord_001",
+      total_value: 99.99,
+      currency: "USD",
+      total_discounts: 5,
+      source: "web",
+      products: [{ product_id: "sku_42", product_name: "Widget", variant_id: "sku_42", quantity: 1, price: 99.99, metadata: { color: "blue" } }],
+      metadata: { campaign_id: "spring26" },
+    }),
+  );
+});
+
+test("BRAZE processor Test 6: anonymous track → gender woman → F, firstName → first_name, event_name dropped from the event's properties", () => {
+  const event: SluiceEvent = {
+    type: "track",
+    messageId: "a6a0ad5a",
+    anonymousId: MICKEY_ANON,
+    userId: "",
+    event: "braze revenue test",
+    context: { ...webContext, traits: { city: "Disney", country: "USA", email: "mickey@disney.com", firstName: "Mickey", gender: "woman" } },
+    properties: { currency: "USD", revenue: 50, event_name: "braze revenue test 2" },
+    timestamp: "2020-01-24T11:59:02.403+05:30",
+  };
+  const anon = { _update_existing_only: false, user_alias: RUDDER_ALIAS(MICKEY_ANON) };
+  expect(braze.transform(event, ctx({ ...fixtureConfig("eu-01"), enableNestedArrayOperations: false }))).toEqual([
+    request("https://rest.fra-01.braze.eu/users/track", {
+      partner: "RudderStack",
+      attributes: [{ email: "mickey@disney.com", first_name: "Mickey", gender: "F", city: "Disney", country: "USA", ...anon }],
+      events: [{ name: "braze revenue test", time: "2020-01-24T11:59:02.403+05:30", properties: { revenue: 50, currency: "USD" }, ...anon }],
+    }),
+  ]);
+});
+
+test("BRAZE processor Tests 8, 9, 11: Order Completed without any currency refused; group traits.groupId → ab_rudder_group_1234; price 0 kept", () => {
+  const base: SluiceEvent = {
+    type: "track",
+    messageId: "24ecc509",
+    userId: "Randomuser2222",
+    anonymousId: "c6ff1462-b692-43d6-8f6a-659efedc99ea",
+    event: "Order Completed",
+    context: { ...webContext, traits: { email: "manashi@gmaiol.com" } },
+    properties: {
+      products: [
+        { sku: "45790-32", name: "Monopoly: 3rd Edition", price: 19, quantity: 1, currency78: "USD", product_id: "507f1f77bcf86cd799439011" },
+        { sku: "46493-32", name: "Uno Card Game", price23: 3, quantity: 2, currency78: "USD", product_id: "505bd76785ebb509fc183733" },
+      ],
+    },
+    originalTimestamp: "2020-09-14T12:09:37.491Z",
+  };
+  const EU = fixtureConfig("eu-01");
+  expect(() => braze.transform(base, ctx(EU))).toThrow("Invalid Order Completed event: Message properties and product at index: 0 is missing currency");
+  const group: SluiceEvent = { ...base, type: "group", properties: undefined, traits: { groupId: "1234" } };
+  expect(braze.transform(group, ctx(EU))).toEqual([
+    request("https://rest.fra-01.braze.eu/users/track", { attributes: [{ ab_rudder_group_1234: true, external_id: "Randomuser2222" }], partner: "RudderStack" }),
+  ]);
+  const free: SluiceEvent = {
+    ...base,
+    userId: "",
+    anonymousId: MICKEY_ANON,
+    context: { ...webContext, traits: { city: "Disney", country: "USA", email: "mickey@disney.com", firstname: "Mickey" } },
+    properties: {
+      currency: "USD",
+      products: [
+        { category: "Games", name: "Monopoly: 3rd Edition", price: 0, product_id: "507f1f77bcf86cd799439011", quantity: 1, sku: "45790-32" },
+        { category: "Games", name: "Uno Card Game", price: 0, product_id: "505bd76785ebb509fc183733", quantity: 2, sku: "46493-32" },
+      ],
+    },
+    timestamp: "2020-01-24T11:59:02.402+05:30",
+  };
+  const anon = { _update_existing_only: false, user_alias: RUDDER_ALIAS(MICKEY_ANON) };
+  const purchase = (product_id: string, quantity: number) => ({ product_id, price: 0, currency: "USD", quantity, time: "2020-01-24T11:59:02.402+05:30", ...anon });
+  expect(braze.transform(free, ctx(EU))[0]!.body.JSON).toEqual({
+    attributes: [{ email: "mickey@disney.com", city: "Disney", country: "USA", firstname: "Mickey", ...anon }],
+    purchases: [purchase("507f1f77bcf86cd799439011", 1), purchase("505bd76785ebb509fc183733", 2)],
+    partner: "RudderStack",
+  });
+});
+
+test("BRAZE processor Test 10: reverse-ETL identify → attributes as given with external_id from context.externalId (the alias merge goes ahead of it)", () => {
+  const event: SluiceEvent = {
+    type: "identify",
+    messageId: "2536eda4",
+    anonymousId: MICKEY_ANON,
+    userId: "",
+    context: {
+      ...webContext,
+      mappedToDestination: true,
+      externalId: [{ identifierType: "external_id", id: "mickey@disney.com" }],
+      traits: { home_city: "Disney", country: "USA", first_name: "Mickey" },
+    },
+  };
+  const requests = braze.transform(event, ctx(fixtureConfig("us-01")));
+  expect(requests.map((r) => r.endpoint)).toEqual([`${US}/users/identify`, TRACK]);
+  expect(requests[1]).toEqual(request(TRACK, { attributes: [{ home_city: "Disney", country: "USA", external_id: "mickey@disney.com", first_name: "Mickey" }] }));
+});
+
+test("BRAZE processor Tests 13-14: enableNestedArrayOperations — update replaces the trait with $update (+ $add), arrays pass as they are, _merge_objects false", () => {
+  const event: SluiceEvent = {
+    type: "track",
+    messageId: "d1e049af",
+    anonymousId: MICKEY_ANON,
+    userId: "finalUserTestCA",
+    event: "braze revenue test",
+    context: {
+      ...webContext,
+      traits: {
+        cars: { add: [{ age: 27, id: 1, name: "abc" }], update: [{ age: 30, id: 2, identifier: "id", name: "abcd" }, { age: 27, id: 1, identifier: "id", name: "abcd" }] },
+        city: "Disney",
+        country: "USA",
+        email: "mickey@disney.com",
+        firstName: "Mickey",
+        gender: "woman",
+        pets: [{ breed: "beagle", id: 1, name: "Gus", type: "dog" }, { breed: "calico", id: 2, name: "Gerald", type: "cat" }],
+      },
+    },
+    properties: { currency: "USD", mergeObjectsUpdateOperation: false, revenue: 50 },
+    timestamp: "2023-03-14T02:13:10.518+05:30",
+  };
+  expect(bodyOf(event, { dataCenter: "eu-01", enableNestedArrayOperations: true })).toEqual({
+    partner: "RudderStack",
+    attributes: [
+      {
+        email: "mickey@disney.com",
+        first_name: "Mickey",
+        gender: "F",
+        cars: {
+          $update: [
+            { $identifier_key: "id", $identifier_value: 2, $new_object: { age: 30, name: "abcd" } },
+            { $identifier_key: "id", $identifier_value: 1, $new_object: { age: 27, name: "abcd" } },
+          ],
+          $add: [{ age: 27, id: 1, name: "abc" }],
+        },
+        city: "Disney",
+        country: "USA",
+        pets: [{ breed: "beagle", id: 1, name: "Gus", type: "dog" }, { breed: "calico", id: 2, name: "Gerald", type: "cat" }],
+        _merge_objects: false,
+        external_id: "finalUserTestCA",
+      },
+    ],
+    events: [
+      { name: "braze revenue test", time: "2023-03-14T02:13:10.518+05:30", properties: { mergeObjectsUpdateOperation: false, revenue: 50, currency: "USD" }, external_id: "finalUserTestCA" },
+    ],
+  });
+});
+
+test("BRAZE processor Tests 20, 25, 29: email lower-cased, a non-string email refused, the alias option merged by an identify without anonymousId", () => {
+  const traits = { email: "A@HOTMAIL.COM", phone: "9988123321", firstName: "anil", lastName: "kumar", gender: null, birthday: "01/01/1971", bio: "Tech", company: null };
+  const identify: SluiceEvent = { type: "identify", messageId: "m", userId: "ank101", context: { traits } };
+  expect(bodyOf(identify)).toEqual({
+    attributes: [{ dob: "01/01/1971", email: "a@hotmail.com", first_name: "anil", gender: null, last_name: "kumar", phone: "9988123321", bio: "Tech", company: null, external_id: "ank101" }],
+  });
+  const badEmail: SluiceEvent = { type: "identify", messageId: "m", anonymousId: MICKEY_ANON, userId: "", context: { traits: { city: "Disney", email: 123, closed_at: null, orderTotal: 0 } } };
+  expect(() => braze.transform(badEmail, ctx())).toThrow("Invalid email, email must be a valid string");
+  const aliased: SluiceEvent = {
+    type: "identify",
+    messageId: "m",
+    userId: "mickeyUser",
+    integrations: { All: true, Braze: { alias: { alias_label: "email", alias_name: "micky@example.com" } } },
+    context: { traits: { city: "Disney", country: "USA", email: "micky@example.com", firstname: "Mickey" } },
+  };
+  expect(braze.transform(aliased, ctx())).toEqual([
+    request(`${US}/users/identify`, { aliases_to_identify: [{ user_alias: { alias_name: "micky@example.com", alias_label: "email" }, external_id: "mickeyUser" }], merge_behavior: "merge" }),
+    request(TRACK, { attributes: [{ email: "micky@example.com", city: "Disney", country: "USA", firstname: "Mickey", external_id: "mickeyUser" }] }),
+  ]);
+});
+
+test("BRAZE processor Tests 22, 23, 32: subscription groups — phone wins over email, external_ids only for a userId", () => {
+  const group = (extra: Partial<SluiceEvent>): SluiceEvent => ({ type: "group", messageId: "m", groupId: "1234", anonymousId: "c6ff1462", context: { traits: { email: "manashi@gmaiol.com" } }, ...extra });
+  const config = { dataCenter: "eu-01", enableSubscriptionGroupInGroupCall: true };
+  const SET = "https://rest.fra-01.braze.eu/v2/subscription/status/set";
+  const groups = (g: Record<string, unknown>) => [request(SET, { subscription_groups: [{ subscription_group_id: "1234", ...g }] })];
+  expect(braze.transform(group({ userId: "Randomuser2222", traits: { phone: "5055077683", subscriptionState: "subscribed" } }), ctx(config))).toEqual(
+    groups({ subscription_state: "subscribed", external_ids: ["Randomuser2222"], phones: ["5055077683"] }),
+  );
+  expect(braze.transform(group({ userId: "Randomuser2222", traits: { email: "abc@test.com", subscriptionState: "unsubscribed" } }), ctx(config))).toEqual(
+    groups({ subscription_state: "unsubscribed", external_ids: ["Randomuser2222"], emails: ["abc@test.com"] }),
+  );
+  expect(braze.transform(group({ traits: { email: "abc@test.com", subscriptionState: "unsubscribed" } }), ctx(config))).toEqual(
+    groups({ subscription_state: "unsubscribed", emails: ["abc@test.com"] }),
+  );
+});
+
+test("BRAZE processor Tests 24, 26, 28, 30, 31: integrations.braze.appId, purchase extra properties with email null, alias option on track, null products skipped", () => {
+  const appEvent = trackE({ userId: "mickeyMouse", event: "braze revenue test", integrations: { All: true, braze: { appId: "123" } }, properties: { currency: "USD", revenue: 50 } });
+  expect(bodyOf(appEvent).events).toEqual([{ name: "braze revenue test", time: ts, properties: { revenue: 50, currency: "USD" }, external_id: "mickeyMouse", app_id: "123" }]);
+
+  const anon = { _update_existing_only: false, user_alias: RUDDER_ALIAS(MICKEY_ANON) };
+  const order = trackE({
+    userId: "",
+    anonymousId: MICKEY_ANON,
+    event: "Order Completed",
+    context: { traits: { city: "Disney", country: "USA", email: null, firstname: "Mickey" } },
+    properties: {
+      currency: "USD",
+      order_id: "50314b8e9bcf000000000000",
+      products: [
+        { category: "Games", image_url: "https:///img.jpg", name: "Monopoly", price: 0, product_id: "507f1f77bcf86cd799439023", quantity: 1, sku: "45790-32", url: "https://p" },
+        { category: "Games", name: "Uno Card Game", price: 0, product_id: "505bd76785ebb509fc183724", quantity: 2, sku: "46493-32" },
+      ],
+    },
+  });
+  expect(bodyOf(order, { sendPurchaseEventWithExtraProperties: true })).toEqual({
+    attributes: [{ city: "Disney", country: "USA", email: null, firstname: "Mickey", ...anon }],
+    partner: "RudderStack",
+    purchases: [
+      { product_id: "507f1f77bcf86cd799439023", price: 0, currency: "USD", quantity: 1, time: ts, properties: { category: "Games", image_url: "https:///img.jpg", name: "Monopoly", url: "https://p" }, ...anon },
+      { product_id: "505bd76785ebb509fc183724", price: 0, currency: "USD", quantity: 2, time: ts, properties: { category: "Games", name: "Uno Card Game" }, ...anon },
+    ],
+  });
+
+  const emailAlias = { alias_name: "micky@example.com", alias_label: "email" };
+  const aliased = trackE({
+    userId: "",
+    anonymousId: MICKEY_ANON,
+    event: "Test Event",
+    integrations: { All: true, Braze: { alias: { alias_label: "email", alias_name: "micky@example.com" } } },
+    context: { traits: { email: "micky@example.com" } },
+    properties: { coupon: "hasbros", currency: "USD" },
+  });
+  expect(bodyOf(aliased)).toEqual({
+    partner: "RudderStack",
+    attributes: [{ email: "micky@example.com", _update_existing_only: false, user_alias: emailAlias }],
+    events: [{ name: "Test Event", time: ts, properties: { coupon: "hasbros", currency: "USD" }, _update_existing_only: false, user_alias: emailAlias }],
+  });
+
+  const nullFirst = trackE({ event: "Order Completed", properties: { products: [null, { price: 19, quantity: 1, currency78: "USD", product_id: "507f" }] } });
+  expect(() => braze.transform(nullFirst, ctx())).toThrow("Invalid Order Completed event: Message properties and product at index: 0 is missing currency");
+  expect(() => braze.transform(trackE({ event: "Order Completed", properties: { products: [undefined] } }), ctx())).toThrow("Invalid Order Completed event: Products array is empty");
+});
+
+test("BRAZE processor T-I-02/03/05/07/08 (useEcommerceRecommendedEvents): cart_updated add/remove, checkout_started, order_refunded, order_cancelled", () => {
+  const TS = "2026-05-28T11:00:00.000+05:30";
+  const props = (name: string, properties: Record<string, unknown>) => {
+    const event = { type: "track", messageId: "m", anonymousId: MICKEY_ANON, userId: "", event: name, channel: "web", context: { traits: { email: "mickey@disney.com", firstname: "Mickey" } }, properties, timestamp: TS } as SluiceEvent;
+    const body = bodyOf(event, { useEcommerceRecommendedEvents: true });
+    expect(body.attributes).toEqual([{ email: "mickey@disney.com", firstname: "Mickey", _update_existing_only: false, user_alias: RUDDER_ALIAS(MICKEY_ANON) }]);
+    expect(body.events).toHaveLength(1);
+    return [body.events[0].name, body.events[0].properties];
+  };
+  const widget = (quantity: number, price: number) => [{ product_id: "sku_42", product_name: "Widget", variant_id: "sku_42", quantity, price }];
+  const cart = { cart_id: "cart_001", currency: "USD", product_id: "sku_42", name: "Widget", price: 9.99 };
+  expect(props("Product Added", { ...cart, quantity: 2 })).toEqual(["ecommerce.cart_updated", { cart_id: "cart_001", currency: "USD", action: "add", source: "web", products: widget(2, 9.99) }]);
+  expect(props("Product Removed", { ...cart, quantity: 1 })).toEqual(["ecommerce.cart_updated", { cart_id: "cart_001", currency: "USD", action: "remove", source: "web", products: widget(1, 9.99) }]);
+  const products = [{ product_id: "sku_42", name: "Widget", quantity: 1, price: 99.99 }];
+  expect(props("Checkout Started", { order_id: "ord_001", revenue: 99.99, currency: "USD", tax: 5, shipping: 3, products })).toEqual([
+    "ecommerce.checkout_started",
+    { checkout_id: "ord_001", total_value: 99.99, currency: "USD", tax: 5, shipping: 3, source: "web", products: widget(1, 99.99) },
+  ]);
+  expect(props("Order Refunded", { order_id: "ord_001" })).toEqual(["ecommerce.order_refunded", { order_id: "ord_001", source: "web" }]);
+  expect(props("Order Cancelled", { order_id: "ord_001", total: 99.99, currency: "USD", cancel_reason: "out_of_stock", products })).toEqual([
+    "ecommerce.order_cancelled",
+    { order_id: "ord_001", total_value: 99.99, currency: "USD", cancel_reason: "out_of_stock", source: "web", products: widget(1, 99.99) },
+  ]);
+  expect(props("Order Cancelled", { order_id: "ord_001", total: 99.99, currency: "USD", products })).toEqual([
+    "ecommerce.order_cancelled",
+    { order_id: "ord_001", total_value: 99.99, currency: "USD", source: "web", products: widget(1, 99.99) },
+  ]);
+});
+
+let sluice: TestServer;
+const sink = startSink(() => new Response('{"message":"success"}'));
+beforeAll(async () => {
+  sluice = await startSluice({ args: ["--destination-base-url", `BRAZE=${sink.url}`, "--retry-backoff-ms", "20"] });
+});
+afterAll(async () => {
+  await sluice.stop();
+  sink.stop();
+  cleanup(sluice.dataDir);
+});
+
+test("BRAZE end to end: identify merges the alias first, several users' tracks arrive in fewer /users/track calls, per-user order kept", async () => {
+  const src = await createSource(sluice.url);
+  const config = { restApiKey: "e2e-key", dataCenter: "US-03" };
+  const dst = await api(sluice.url, "POST", "/v2/destinations", { name: "braze-e2e", type: "BRAZE", config, sourceIds: [src.id] });
+  expect(dst.status).toBe(201);
+  const batch: any[] = [{ type: "identify", userId: "bz-1", anonymousId: "anon-1", traits: { email: "BZ1@example.com", plan: "pro" } }];
+  for (const user of ["bz-1", "bz-2"]) for (let k = 0; k < 3; k++) batch.push({ type: "track", userId: user, event: `step ${k}`, properties: { k } });
+  expect((await sendEvent(sluice.url, src.writeKey, "batch", { batch })).status).toBe(200);
+  const mine = () => sink.received.filter((r) => r.headers.authorization === "Bearer e2e-key");
+  const events = () => mine().flatMap((r) => r.body?.events ?? []);
+  await waitFor(() => events().length >= 6, { what: "6 events at the Braze stand-in" });
+  const identify = mine().find((r) => r.path === "/users/identify");
+  expect(identify?.body).toEqual({ aliases_to_identify: [{ user_alias: { alias_name: "anon-1", alias_label: "rudder_id" }, external_id: "bz-1" }], merge_behavior: "merge" });
+  const tracks = mine().filter((r) => r.path === "/users/track");
+  expect(tracks.every((r) => r.method === "POST" && r.headers["content-type"] === "application/json")).toBe(true);
+  expect(tracks.length).toBeLessThan(7);
+  expect(mine().indexOf(identify!)).toBeLessThan(mine().indexOf(tracks[0]!));
+  const attributes = tracks.flatMap((r) => r.body.attributes ?? []);
+  expect(attributes).toContainEqual({ email: "bz1@example.com", plan: "pro", external_id: "bz-1" });
+  for (const user of ["bz-1", "bz-2"]) {
+    expect(events().filter((e: any) => e.external_id === user).map((e: any) => e.name)).toEqual(["step 0", "step 1", "step 2"]);
+  }
+});
+
+test("BRAZE end to end: suppress_with_delete → POST /users/delete {external_ids}; the deletion completes", async () => {
+  const src = await createSource(sluice.url);
+  const dst = await api(sluice.url, "POST", "/v2/destinations", { name: "braze-del", type: "BRAZE", config: { restApiKey: "del-key", dataCenter: "EU-01" }, sourceIds: [src.id] });
+  expect(dst.status).toBe(201);
+  const reg = await api(sluice.url, "POST", "/v2/regulations", { regulationType: "suppress_with_delete", destinationIds: [dst.json.id], users: [{ userId: "gone-bz-1" }] });
+  expect(reg.status).toBe(201);
+  const call = await waitFor(() => sink.received.find((r) => r.path === "/users/delete" && r.body?.external_ids?.includes("gone-bz-1")), { what: "the deletion call" });
+  expect(call.method).toBe("POST");
+  expect(call.headers.authorization).toBe("Bearer del-key");
+  expect(call.body).toEqual({ external_ids: ["gone-bz-1"] });
+  const deletionOf = async () => {
+    const list = (await api(sluice.url, "GET", "/v2/regulations")).json;
+    const items: any[] = Array.isArray(list) ? list : (list.regulations ?? list.items ?? list.data ?? []);
+    return items.find((r) => JSON.stringify(r).includes("gone-bz-1"))?.deletion;
+  };
+  await waitFor(async () => (await deletionOf())?.[0]?.status === "complete", { what: "deletion complete" });
 });

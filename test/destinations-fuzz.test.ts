@@ -22,6 +22,7 @@ const KINDS: Array<{ type: string; config: Record<string, unknown> }> = [
   { type: "BRAZE", config: { restApiKey: "braze-key", dataCenter: "US-01", enableNestedArrayOperations: true, sendPurchaseEventWithExtraProperties: true, enableSubscriptionGroupInGroupCall: true } },
   { type: "INTERCOM", config: { apiKey: "ic-key", apiVersion: "v2", sendAnonymousId: true } },
   { type: "SENDGRID", config: { apiKey: "sg-key", eventNamesSettings: [{ event: "Bought" }, { event: "Order Completed" }], fromEmail: "from@example.com", subject: "Hi", contents: [{ type: "text/plain", value: "hello" }], mailFromTraits: true } },
+  { type: "ZENDESK", config: { domain: "acme", email: "agent@example.com", apiToken: "zd-token", createUsersAsVerified: true } },
   { type: "CLEVERTAP", config: { accountId: "ct-acc", passcode: "ct-pass", region: "in1" } },
   { type: "MOENGAGE", config: { apiId: "moe-id", apiKey: "moe-key", region: "US" } },
   { type: "FRESHSALES", config: { apiKey: "fs-key", domain: "acme", rudderEventsToFreshsalesEvents: [{ from: "Bought", to: "lifecycle_stage" }] } },

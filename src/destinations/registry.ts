@@ -22,6 +22,7 @@ import { segment } from "./segment";
 import { sendgrid } from "./sendgrid";
 import { slack } from "./slack";
 import { webhook } from "./webhook";
+import { zendesk } from "./zendesk";
 
 /**
  * RudderStack's control plane keeps its live-events switches in every destination's config,
@@ -48,6 +49,7 @@ const KINDS: DestinationDefinition[] = [
   braze,
   intercom,
   sendgrid,
+  zendesk,
   clevertap,
   moengage,
   freshsales,

@@ -6,7 +6,7 @@
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
 import { EVENT_FILTERING_KEYS, chunkItems, compact, eventFilteringSchema, firstPresent, getPath, isDefined, isEventAllowed } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, restRequest } from "../types";
 import { isMappedToDestination, userAttributes } from "./attributes";
 import { PARTNER, batchBraze } from "./batch";
 import { ecommerceEventFor, ecommerceProperties } from "./ecommerce";
@@ -34,11 +34,20 @@ export const BrazeConfig = t.Object(
 );
 
 /** The REST endpoint of a Braze instance: US-0N → rest.iad-0N.braze.com, EU-0N → rest.fra-0N.braze.eu, AU-0N → rest.au-0N.braze.com. */
-export function brazeBaseUrl(dataCenter: string): string {
+export function brazeBaseUrl(dataCenter: unknown): string {
+  // RudderStack's own message for a missing data center, not the generic missing-key one.
+  if (!dataCenter || typeof dataCenter !== "string") throw new TransformError("Invalid Data Center: valid values are EU, US, AU");
   const [region, number] = dataCenter.trim().toLowerCase().split("-");
   const host = { us: `iad-${number}.braze.com`, eu: `fra-${number}.braze.eu`, au: `au-${number}.braze.com` }[region ?? ""];
   if (!host || !number) throw new TransformError(`Invalid Data Center: ${dataCenter}, valid values are EU, US, AU`);
   return `https://rest.${host}`;
+}
+
+/** The restApiKey, refused with RudderStack's own message when missing (never sent as "Bearer undefined"). */
+function restApiKeyOf(ctx: DestinationContext): string {
+  const key = ctx.config.restApiKey;
+  if (key === undefined || key === null || key === "") throw new TransformError("Rest API Key not found. Aborting");
+  return String(key);
 }
 
 /** Product keys Braze's purchase object has fields for; the rest can go in its properties. */
@@ -105,23 +114,20 @@ function trackBody(event: SluiceEvent, name: string, config: Obj): Obj {
 /**
  * identify: RudderStack first calls /users/identify (inside its transform) to merge the
  * anonymous alias into the identified user, then updates the attributes. We send the same
- * two requests, the merge first. Like RudderStack, the merge goes out even when there are
- * no attributes to update.
+ * two requests, the merge first. An identify with no attributes is refused as RudderStack
+ * refuses it; its merge is not sent, since a refused event sends nothing here.
  */
 function identify(event: SluiceEvent, config: Obj, call: (path: string, json: Obj) => ReturnType<typeof restRequest>) {
   // Reverse ETL identifies name their user in context.externalId.
   const mappedId = isMappedToDestination(event) ? getPath(event, "context.externalId.0.id") : undefined;
   const ev: SluiceEvent = mappedId ? { ...event, userId: mappedId } : event;
-  const requests = [];
-  if ((ev.anonymousId || isDefined(integrationsOptions(ev)?.alias)) && externalIdOf(ev)) {
-    const alias = userAliasOf(ev);
-    const toIdentify = withExternalId(alias ? { user_alias: alias } : {}, ev);
-    requests.push(call("/users/identify", { aliases_to_identify: [toIdentify], merge_behavior: "merge" }));
-  }
   const attributes = userAttributes(ev, config);
-  if (Object.keys(attributes).length > 0) requests.push(call("/users/track", { attributes: [withUserIdentifier(attributes, ev)] }));
-  if (requests.length === 0) throw new TransformError("No attributes found to update the user profile");
-  return requests;
+  if (Object.keys(attributes).length === 0) throw new TransformError("No attributes found to update the user profile");
+  const update = call("/users/track", { attributes: [withUserIdentifier(attributes, ev)] });
+  if (!((ev.anonymousId || isDefined(integrationsOptions(ev)?.alias)) && externalIdOf(ev))) return [update];
+  const alias = userAliasOf(ev);
+  const toIdentify = withExternalId(alias ? { user_alias: alias } : {}, ev);
+  return [call("/users/identify", { aliases_to_identify: [toIdentify], merge_behavior: "merge" }), update];
 }
 
 /** group: a subscription state change when enabled, else an `ab_rudder_group_<id>` attribute. */
@@ -164,14 +170,15 @@ export const braze: DestinationDefinition = {
       ...EVENT_FILTERING_KEYS,
       // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
       "useNativeSDK", "connectionMode", "oneTrustCookieCategories", "enableBrazeLogging", "enablePushNotification", "allowUserSuppliedJavascript",
+      "consentManagement", "ketchConsentPurposes", "usePlatformSpecificApiKeys", "androidApiKey", "iOSApiKey", "webApiKey",
     ],
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
     requiredKeys: ["restApiKey", "dataCenter"],
   },
   configSchema: BrazeConfig,
   transform(event, ctx) {
-    const apiKey = String(requireConfig(ctx, "restApiKey"));
-    const base = brazeBaseUrl(String(requireConfig(ctx, "dataCenter")));
+    const apiKey = restApiKeyOf(ctx);
+    const base = brazeBaseUrl(ctx.config.dataCenter);
     if (!isEventAllowed(event, ctx.config)) return [];
     const headers = { "Content-Type": "application/json", Accept: "application/json", Authorization: `Bearer ${apiKey}` };
     const call = (path: string, json: Obj) => restRequest({ endpoint: endpointFor(ctx, `${base}${path}`), headers, json });
@@ -205,8 +212,11 @@ export const braze: DestinationDefinition = {
     return batchBraze(requests);
   },
   deleteUsers(users, ctx: DestinationContext) {
-    const apiKey = String(requireConfig(ctx, "restApiKey"));
-    const base = brazeBaseUrl(String(requireConfig(ctx, "dataCenter")));
+    // RudderStack's deletion handler has its own message for either key missing.
+    if (!ctx.config.dataCenter || !ctx.config.restApiKey) throw new TransformError("data center / api key for deletion not present");
+    const apiKey = String(ctx.config.restApiKey);
+    // AU instances get their own host here; RudderStack's deletion handler sends every non-EU center to iad.
+    const base = brazeBaseUrl(ctx.config.dataCenter);
     const ids = users.map((u) => u.userId).filter((id) => !!id);
     return chunkItems(ids, DELETE_MAX).map((externalIds) =>
       restRequest({
