@@ -77,6 +77,7 @@ const KINDS: Array<{ type: string; config: Record<string, unknown>; call?: strin
   { type: "HS", config: { authorizationType: "legacyApiKey", apiKey: "hs-key", hubID: "123", apiVersion: "legacyApi" }, call: "identify", body: { traits: { email: "ada@example.com", firstName: "Ada" } } },
   { type: "MAUTIC", config: { userName: "admin@example.com", password: "pw", subDomainName: "acme" }, call: "identify", body: { traits: { email: "ada@example.com", firstName: "Ada" } } },
   { type: "INTERCOM", config: { apiKey: "ic-token", apiVersion: "v2" }, call: "identify", body: { traits: { email: "ada@example.com", name: "Ada" } } },
+  { type: "KLAVIYO", config: { privateApiKey: "pk_kl" } },
   { type: "SENDGRID", config: { apiKey: "sg-key", eventNamesSettings: [{ event: "Bought" }], fromEmail: "from@example.com", subject: "Hi", contents: [{ type: "text/plain", value: "hello" }], mailFromTraits: true } },
   { type: "ZENDESK", config: { domain: "acme", email: "agent@example.com", apiToken: "zd-token" } },
   { type: "CLEVERTAP", config: { accountId: "ct-acc", passcode: "ct-pass", region: "in1" } },

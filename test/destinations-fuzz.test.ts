@@ -21,6 +21,7 @@ const KINDS: Array<{ type: string; config: Record<string, unknown> }> = [
   { type: "CUSTOMERIO", config: { siteID: "cio-site", apiKey: "cio-key" } },
   { type: "BRAZE", config: { restApiKey: "braze-key", dataCenter: "US-01", enableNestedArrayOperations: true, sendPurchaseEventWithExtraProperties: true, enableSubscriptionGroupInGroupCall: true } },
   { type: "INTERCOM", config: { apiKey: "ic-key", apiVersion: "v2", sendAnonymousId: true } },
+  { type: "KLAVIYO", config: { publicApiKey: "kl-public", privateApiKey: "pk_kl-private", listId: "L1", consent: ["email", "sms"] } },
   { type: "SENDGRID", config: { apiKey: "sg-key", eventNamesSettings: [{ event: "Bought" }, { event: "Order Completed" }], fromEmail: "from@example.com", subject: "Hi", contents: [{ type: "text/plain", value: "hello" }], mailFromTraits: true } },
   { type: "ZENDESK", config: { domain: "acme", email: "agent@example.com", apiToken: "zd-token", createUsersAsVerified: true } },
   { type: "CLEVERTAP", config: { accountId: "ct-acc", passcode: "ct-pass", region: "in1" } },

@@ -14,6 +14,7 @@ import { http } from "./http";
 import { hubspot } from "./hubspot";
 import { intercom } from "./intercom";
 import { iterable } from "./iterable";
+import { klaviyo } from "./klaviyo";
 import { mautic } from "./mautic";
 import { mixpanel } from "./mixpanel";
 import { moengage } from "./moengage";
@@ -48,6 +49,7 @@ const KINDS: DestinationDefinition[] = [
   customerio,
   braze,
   intercom,
+  klaviyo,
   sendgrid,
   zendesk,
   clevertap,
