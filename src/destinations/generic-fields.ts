@@ -3,34 +3,32 @@
  * sit in an event. Mapping files that say `sourceFromGenericMap` read a field from these paths,
  * in this order, so kinds that share the table find the same value RudderStack finds.
  */
-import { firstPresent } from "./shared";
+import { firstPresent, traitPaths } from "./shared";
 import type { SluiceEvent } from "./types";
 
-const both = (key: string) => [`traits.${key}`, `context.traits.${key}`];
-
 export const GENERIC_PATHS = {
-  address: both("address"),
-  createdAt: [...both("createdAt"), "timestamp", "originalTimestamp"],
-  email: [...both("email"), "properties.email", "context.externalId.0.id"],
-  emailOnly: [...both("email"), "properties.email"],
+  address: traitPaths("address"),
+  createdAt: [...traitPaths("createdAt"), "timestamp", "originalTimestamp"],
+  email: [...traitPaths("email"), "properties.email", "context.externalId.0.id"],
+  emailOnly: [...traitPaths("email"), "properties.email"],
   timestamp: ["timestamp", "originalTimestamp"],
   traits: ["traits", "context.traits"],
   groupId: ["groupId", "traits.groupId"],
   userId: ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id", "anonymousId"],
   userIdOnly: ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id"],
-  name: both("name"),
-  title: both("title"),
+  name: traitPaths("name"),
+  title: traitPaths("title"),
   firstName: ["traits.firstName", "traits.firstname", "traits.first_name", "context.traits.firstName", "context.traits.firstname", "context.traits.first_name"],
   lastName: ["traits.lastName", "traits.lastname", "traits.last_name", "context.traits.lastName", "context.traits.lastname", "context.traits.last_name"],
-  gender: both("gender"),
-  phone: [...both("phone"), "properties.phone"],
-  website: [...both("website"), "properties.website"],
-  birthday: [...both("birthday"), ...both("dateOfBirth"), "traits.dateofbirth", "context.dateofbirth", ...both("dob"), ...both("DOB")],
-  state: [...both("state"), "context.geo.region"],
-  country: both("country"),
-  region: [...both("region"), "context.geo.region"],
+  gender: traitPaths("gender"),
+  phone: [...traitPaths("phone"), "properties.phone"],
+  website: [...traitPaths("website"), "properties.website"],
+  birthday: [...traitPaths("birthday"), ...traitPaths("dateOfBirth"), "traits.dateofbirth", "context.dateofbirth", ...traitPaths("dob"), ...traitPaths("DOB")],
+  state: [...traitPaths("state"), "context.geo.region"],
+  country: traitPaths("country"),
+  region: [...traitPaths("region"), "context.geo.region"],
   city: ["traits.address.city", "context.traits.address.city", "context.geo.city"],
-  avatar: [...both("avatar"), ...both("avatarURL"), ...both("avatar_URL")],
+  avatar: [...traitPaths("avatar"), ...traitPaths("avatarURL"), ...traitPaths("avatar_URL")],
   zipcode: [
     ...["zip", "zipcode", "zip_code", "zipCode", "postalcode", "postal_code", "postalCode"].map((k) => `traits.${k}`),
     ...["zipcode", "zip_code", "zip", "zipCode", "postalcode", "postal_code", "postalCode"].map((k) => `traits.address.${k}`),

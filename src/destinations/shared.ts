@@ -108,6 +108,38 @@ export function traitsOf(event: SluiceEvent): Obj | undefined {
   return firstOf(event, ["traits", "context.traits"]);
 }
 
+/**
+ * `traits.<key>` for each key, then `context.traits.<key>` for each: the order RudderStack's
+ * mapping files list trait paths in.
+ */
+export function traitPaths(...keys: string[]): string[] {
+  return [...keys.map((k) => `traits.${k}`), ...keys.map((k) => `context.traits.${k}`)];
+}
+
+/** The first present value among these traits, top-level traits before context traits. */
+export function traitValue(event: SluiceEvent, ...keys: string[]): any {
+  return firstPresent(event, traitPaths(...keys));
+}
+
+const APPLE_FAMILY = ["ios", "ipados", "watchos", "tvos"];
+
+/** RudderStack's isAppleFamily: iOS, iPadOS, watchOS or tvOS, in any case. */
+export function isAppleFamily(platform: unknown): boolean {
+  return typeof platform === "string" && APPLE_FAMILY.includes(platform.toLowerCase());
+}
+
+/**
+ * Copies every key of the `sources` objects (later ones win) that is not excluded and not
+ * undefined into `into`: the custom fields beside the ones a mapping already named.
+ */
+export function copyFieldsExcept(sources: unknown[], into: Obj, exclude: ReadonlySet<string>): Obj {
+  for (const source of sources) {
+    if (!isPlainObject(source)) continue;
+    for (const [k, v] of Object.entries(source)) if (!exclude.has(k) && v !== undefined) into[k] = v;
+  }
+  return into;
+}
+
 /** RudderStack's generic user id: userId, then ids in traits, then anonymousId. */
 export function genericUserId(event: SluiceEvent, includeAnonymous = true): any {
   const paths = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id"];

@@ -3,7 +3,7 @@
  * RudderStack's AM mapping files define them. Web events (other than screen) read browser, OS
  * and vendor from `context.userAgent`, as Amplitude's own browser SDK reports them.
  */
-import { getPath, isDefined, isPlainObject, isPresent } from "../shared";
+import { getPath, isAppleFamily, isDefined, isPlainObject, isPresent } from "../shared";
 import type { SluiceEvent } from "../types";
 import { parseUserAgent } from "../user-agent";
 
@@ -110,15 +110,13 @@ export function addLocation(event: SluiceEvent, payload: Obj): void {
   }
 }
 
-const APPLE = ["ios", "watchos", "ipados", "tvos"];
-
 /** Mobile events: brand from the manufacturer (unless mapDeviceBrand) and the advertising ids. */
 export function addMobileIds(event: SluiceEvent, payload: Obj, config: Obj): void {
   if (!config.mapDeviceBrand) payload.device_brand = getPath(event, "context.device.manufacturer");
   const type = getPath(event, "context.device.type");
   if (typeof type !== "string" || type === "") return;
   const advertisingId = getPath(event, "context.device.advertisingId");
-  if (APPLE.includes(type.toLowerCase())) {
+  if (isAppleFamily(type)) {
     payload.idfa = advertisingId;
     payload.idfv = getPath(event, "context.device.id");
   } else if (type.toLowerCase() === "android") {

@@ -8,7 +8,7 @@
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
 import { genericField } from "../generic-fields";
-import { EVENT_FILTERING_KEYS, batchConsecutive, chunkItems, compact, eventFilteringSchema, firstPresent, getPath, isEventAllowed, isPlainObject, isPresent, requestKey } from "../shared";
+import { batchConsecutive, chunkItems, compact, copyFieldsExcept, EVENT_FILTERING_KEYS, firstPresent, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, traitValue, requestKey, eventFilteringSchema } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -30,12 +30,13 @@ export const ClevertapConfig = t.Object(
 const MAX_UPLOAD_RECORDS = 1000;
 const MAX_DELETE_IDS = 100;
 
+/** Properties the Charged event already carries under CleverTap's names. */
+const CHARGED_EXCLUSIONS = new Set(["checkout_id", "revenue", "products", "ts"]);
 /** Traits that are profile fields of their own (or ids), so they are not repeated as custom ones. */
 const PROFILE_EXCLUSIONS = new Set([
   "email", "firstName", "firstname", "first_name", "lastName", "lastname", "last_name", "name", "phone", "gender",
   "education", "employed", "birthday", "married", "customerType", "anonymousId", "avatar", "userId", "id", "ts", "overrideFields",
 ]);
-const APPLE = ["ios", "watchos", "ipados", "tvos"];
 
 function apiUrl(config: Obj, path: string): string {
   const region = config.region;
@@ -65,16 +66,6 @@ function flattenValues(data: Obj, eventName?: string): Obj {
   return out;
 }
 
-/** Every key of `sources` not excluded (later sources win), as RudderStack's extractCustomFields. */
-function customFields(event: SluiceEvent, target: Obj, sources: string[], exclude: Set<string>): Obj {
-  for (const path of sources) {
-    const from = getPath(event, path);
-    if (!isPlainObject(from)) continue;
-    for (const [k, v] of Object.entries(from)) if (!exclude.has(k) && v !== undefined) target[k] = v;
-  }
-  return target;
-}
-
 function gender(value: unknown): unknown {
   if (["f", "F", "Female", "female", "FEMALE"].includes(value as string)) return "F";
   if (["m", "M", "Male", "male", "MALE"].includes(value as string)) return "M";
@@ -82,7 +73,7 @@ function gender(value: unknown): unknown {
 }
 
 function profileOf(event: SluiceEvent): Obj {
-  const trait = (key: string) => firstPresent(event, [`traits.${key}`, `context.traits.${key}`]);
+  const trait = (key: string) => traitValue(event, key);
   let profile: Obj = compact({
     Email: genericField(event, "email"),
     Name: trait("name"),
@@ -98,7 +89,8 @@ function profileOf(event: SluiceEvent): Obj {
   const first = genericField(event, "firstName");
   const last = genericField(event, "lastName");
   if (!profile.Name && first && last) profile.Name = `${first} ${last}`;
-  profile = flattenValues(customFields(event, profile, ["traits", "context.traits"], PROFILE_EXCLUSIONS));
+  // RudderStack's extractCustomFields: context traits win over top-level ones.
+  profile = flattenValues(copyFieldsExcept([event.traits, event.context?.traits], profile, PROFILE_EXCLUSIONS));
   // overrideFields are sent as given, whatever their shape.
   const overrides = getPath(event, "traits.overrideFields") ?? getPath(event, "context.traits.overrideFields");
   if (isPlainObject(overrides)) Object.assign(profile, overrides);
@@ -125,7 +117,7 @@ function identifyRecords(event: SluiceEvent, config: Obj): Obj[] {
 function deviceTokenRecord(event: SluiceEvent, config: Obj): Obj | undefined {
   const token = getPath(event, "context.device.token");
   const os = String(getPath(event, "context.os.name") ?? "").toLowerCase();
-  if (!config.enableObjectIdMapping || !event.anonymousId || !token || !(os === "android" || APPLE.includes(os))) return undefined;
+  if (!config.enableObjectIdMapping || !event.anonymousId || !token || !(os === "android" || isAppleFamily(os))) return undefined;
   return { type: "token", tokenData: { id: token, type: os === "android" ? "fcm" : "apns" }, objectId: event.anonymousId };
 }
 
@@ -141,7 +133,7 @@ function eventRecord(event: SluiceEvent, config: Obj): Obj {
   let record: Obj;
   if (event.type === "track" && typeof event.event === "string" && event.event.toLowerCase() === "order completed") {
     const charged = compact({ "Charged ID": props?.checkout_id, Amount: props?.revenue, Items: props?.products });
-    const data = customFields(event, charged, ["properties"], new Set(["checkout_id", "revenue", "products", "ts"]));
+    const data = copyFieldsExcept([event.properties], charged, CHARGED_EXCLUSIONS);
     record = { evtName: "Charged", evtData: data, ts: props?.ts };
   } else {
     let name: unknown;

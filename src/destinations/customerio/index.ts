@@ -5,17 +5,7 @@
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import {
-  EVENT_FILTERING_KEYS,
-  basicAuth,
-  batchConsecutive,
-  chunkItems,
-  eventFilteringSchema,
-  firstPresent,
-  getPath,
-  isEventAllowed,
-  withoutUndefined,
-} from "../shared";
+import { basicAuth, batchConsecutive, chunkItems, EVENT_FILTERING_KEYS, firstPresent, getPath, isAppleFamily, isEventAllowed, eventFilteringSchema, withoutUndefined } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -27,7 +17,6 @@ const BATCH_MAX = 1000;
 const BATCH_MAX_BYTES = 500_000;
 const DEVICE_EVENTS = ["Application Installed", "Application Opened", "Application Uninstalled"];
 const DEVICE_DELETE_EVENT = "Application Uninstalled";
-const APPLE_PLATFORMS = ["ios", "ipados", "watchos", "tvos"];
 const OBJECT_ACTIONS = ["identify", "delete", "add_relationships", "delete_relationships"];
 const ADDRESS_FIELDS = ["city", "country", "postalCode", "state", "street"];
 /** Identifiers and createdAt are sent through their own fields, not as attributes. */
@@ -118,7 +107,7 @@ function group(event: SluiceEvent, base: string): Built {
 function device(event: SluiceEvent, token: unknown): Obj {
   const dev: Obj = { ...event.properties, id: token, last_used: seconds(event.timestamp || event.originalTimestamp) };
   const type = getPath(event, "context.device.type");
-  if (type && typeof type === "string") dev.platform = APPLE_PLATFORMS.includes(type.toLowerCase()) ? "ios" : type.toLowerCase();
+  if (type && typeof type === "string") dev.platform = isAppleFamily(type) ? "ios" : type.toLowerCase();
   return dev;
 }
 

@@ -13,7 +13,7 @@
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
 import { genericField } from "../generic-fields";
-import { compact, firstPresent, getPath, isPresent } from "../shared";
+import { compact, firstPresent, getPath, isPresent, traitPaths, traitValue } from "../shared";
 import { type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -27,7 +27,6 @@ export const FreshsalesConfig = t.Object(
   { additionalProperties: true },
 );
 
-const both = (...keys: string[]) => [...keys.map((k) => `traits.${k}`), ...keys.map((k) => `context.traits.${k}`)];
 /** RudderStack lists some fields trait-then-context per key rather than per object; kept as its mapping has them. */
 const CITY = ["traits.city", "traits.address.city", "context.traits.city", "context.traits.address.city"];
 const STATE = ["traits.state", "traits.address.state", "context.traits.state", "context.traits.address.state"];
@@ -57,32 +56,32 @@ function contactOf(event: SluiceEvent): Obj {
     emails: required(genericField(event, "email"), "email"),
     first_name: genericField(event, "firstName"),
     last_name: genericField(event, "lastName"),
-    subscription_status: firstPresent(event, both("subscriptionStatus")),
+    subscription_status: traitValue(event, "subscriptionStatus"),
     job_title: firstPresent(event, ["traits.job_title", "traits.jobTitle", "context.traits.job_title", "context.traits.jobTitle"]),
     work_number: genericField(event, "phone"),
     external_id: genericField(event, "userId"),
-    mobile_number: firstPresent(event, both("mobileNumber")),
+    mobile_number: traitValue(event, "mobileNumber"),
     address: flattenAddress(genericField(event, "address")),
     city: firstPresent(event, CITY),
     state: firstPresent(event, STATE),
     country: firstPresent(event, COUNTRY),
     zipcode: genericField(event, "zipcode"),
-    sales_accounts: firstPresent(event, both("salesAccounts", "sales_accounts")),
-    territory_id: toNumber(firstPresent(event, both("territoryId"))),
-    lead_source_id: toNumber(firstPresent(event, both("leadSourceId"))),
-    owner_id: toNumber(firstPresent(event, both("ownerId"))),
-    subscription_types: firstPresent(event, both("subscriptionTypes")),
-    medium: firstPresent(event, both("medium")),
-    campaign_id: toNumber(firstPresent(event, [...both("campaignId", "campaign_id"), "context.campaign.name"])),
-    keyword: firstPresent(event, [...both("keyword"), "context.campaign.term"]),
-    time_zone: firstPresent(event, [...both("timeZone"), "context.timeZone"]),
-    facebook: firstPresent(event, both("facebookUserName")),
-    twitter: firstPresent(event, both("twitterUserName")),
-    linkedin: firstPresent(event, both("linkedinUserName")),
+    sales_accounts: traitValue(event, "salesAccounts", "sales_accounts"),
+    territory_id: toNumber(traitValue(event, "territoryId")),
+    lead_source_id: toNumber(traitValue(event, "leadSourceId")),
+    owner_id: toNumber(traitValue(event, "ownerId")),
+    subscription_types: traitValue(event, "subscriptionTypes"),
+    medium: traitValue(event, "medium"),
+    campaign_id: toNumber(firstPresent(event, [...traitPaths("campaignId", "campaign_id"), "context.campaign.name"])),
+    keyword: firstPresent(event, [...traitPaths("keyword"), "context.campaign.term"]),
+    time_zone: firstPresent(event, [...traitPaths("timeZone"), "context.timeZone"]),
+    facebook: traitValue(event, "facebookUserName"),
+    twitter: traitValue(event, "twitterUserName"),
+    linkedin: traitValue(event, "linkedinUserName"),
     created_at: genericField(event, "createdAt"),
     updated_at: genericField(event, "timestamp"),
-    contact_status_id: toNumber(firstPresent(event, both("contactStatusId"))),
-    lifecycle_stage_id: toNumber(firstPresent(event, both("lifecycleStageId"))),
+    contact_status_id: toNumber(traitValue(event, "contactStatusId")),
+    lifecycle_stage_id: toNumber(traitValue(event, "lifecycleStageId")),
   });
 }
 
@@ -90,23 +89,23 @@ function contactOf(event: SluiceEvent): Obj {
 function accountOf(event: SluiceEvent): Obj {
   return compact({
     name: required(genericField(event, "name"), "name"),
-    industry_type_id: toNumber(firstPresent(event, both("industryTypeId"))),
+    industry_type_id: toNumber(traitValue(event, "industryTypeId")),
     business_type_id: toNumber(firstPresent(event, ["traits.business_type_id", "traits.businessTypeId", "context.traits.business_type_id", "context.traits.businessTypeId"])),
     phone: genericField(event, "phone"),
-    number_of_employees: toNumber(firstPresent(event, both("numberOfEmployees"))),
-    annual_revenue: toFloat(firstPresent(event, both("annualRevenue"))),
+    number_of_employees: toNumber(traitValue(event, "numberOfEmployees")),
+    annual_revenue: toFloat(traitValue(event, "annualRevenue")),
     address: flattenAddress(genericField(event, "address")),
     city: firstPresent(event, CITY),
     state: firstPresent(event, STATE),
     country: firstPresent(event, COUNTRY),
     zipcode: genericField(event, "zipcode"),
-    website: firstPresent(event, both("website")),
-    territory_id: toNumber(firstPresent(event, both("territoryId"))),
-    parent_sales_account_id: toNumber(firstPresent(event, both("parentSalesAccountId"))),
-    owner_id: toNumber(firstPresent(event, both("ownerId"))),
-    facebook: firstPresent(event, both("facebookUserName")),
-    twitter: firstPresent(event, both("twitterUserName")),
-    linkedin: firstPresent(event, both("linkedinUserName")),
+    website: traitValue(event, "website"),
+    territory_id: toNumber(traitValue(event, "territoryId")),
+    parent_sales_account_id: toNumber(traitValue(event, "parentSalesAccountId")),
+    owner_id: toNumber(traitValue(event, "ownerId")),
+    facebook: traitValue(event, "facebookUserName"),
+    twitter: traitValue(event, "twitterUserName"),
+    linkedin: traitValue(event, "linkedinUserName"),
     created_at: genericField(event, "createdAt"),
     updated_at: genericField(event, "timestamp"),
   });

@@ -9,7 +9,7 @@
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
 import { genericField } from "../generic-fields";
-import { EVENT_FILTERING_KEYS, batchConsecutive, chunkItems, compact, eventFilteringSchema, firstPresent, getPath, isEventAllowed, isPlainObject, isPresent } from "../shared";
+import { batchConsecutive, chunkItems, compact, EVENT_FILTERING_KEYS, firstPresent, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, eventFilteringSchema } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -34,7 +34,6 @@ export const IterableConfig = t.Object(
 const MAX_USERS = 1000;
 const MAX_EVENTS = 8000;
 const MAX_BYTES = 4 * 1024 * 1024;
-const APPLE = ["ios", "ipados", "watchos", "tvos"];
 const USER_ID = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id", "anonymousId"];
 
 const apiBase = (config: Obj) => (config.dataCenter === "EUDC" ? "https://api.eu.iterable.com/api" : "https://api.iterable.com/api");
@@ -141,10 +140,10 @@ function tokenRegistration(event: SluiceEvent, config: Obj): { path: string; jso
   if (!token || !config.registerDeviceOrBrowserApiKey) return undefined;
   const ids = { email: firstPresent(event, ["traits.email", "context.traits.email"]), userId: firstPresent(event, USER_ID) };
   if (getPath(event, "context.device.token")) {
-    const type = String(getPath(event, "context.device.type") ?? "").toLowerCase();
+    const type = getPath(event, "context.device.type");
     return {
       path: "/users/registerDeviceToken",
-      json: compact({ ...ids, preferUserId: preferUserId(config), device: compact({ token, applicationName: config.packageName, platform: APPLE.includes(type) ? "APNS" : "GCM" }) }),
+      json: compact({ ...ids, preferUserId: preferUserId(config), device: compact({ token, applicationName: config.packageName, platform: isAppleFamily(type) ? "APNS" : "GCM" }) }),
     };
   }
   return { path: "/users/registerBrowserToken", json: requireUser(compact({ ...ids, browserToken: token })) };

@@ -9,7 +9,7 @@
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
 import { destinationExternalId } from "../generic-fields";
-import { EVENT_FILTERING_KEYS, batchConsecutive, chunkItems, compact, eventFilteringSchema, firstPresent, flattenJson, getPath, isEventAllowed, isPlainObject, isPresent } from "../shared";
+import { batchConsecutive, chunkItems, compact, EVENT_FILTERING_KEYS, firstPresent, flattenJson, getPath, isEventAllowed, isPlainObject, isPresent, traitPaths, traitValue, eventFilteringSchema } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -39,8 +39,6 @@ const PROFILE_FIELDS = new Set([
 ]);
 const E164 = /^\+[1-9]\d{1,14}$/;
 
-const both = (key: string) => [`traits.${key}`, `context.traits.${key}`];
-
 function headers(key: string): Record<string, string> {
   return { Authorization: `Klaviyo-API-Key ${key}`, "Content-Type": "application/json", Accept: "application/json", revision: REVISION };
 }
@@ -48,28 +46,28 @@ function headers(key: string): Record<string, string> {
 /** The profile's attributes, per RudderStack's v2 profile mapping. */
 function profileAttributes(event: SluiceEvent, config: Obj, withProperties: boolean): Obj {
   const traits: Obj = firstPresent(event, ["traits", "context.traits"]) ?? {};
-  const phone = firstPresent(event, both("phone"));
+  const phone = traitValue(event, "phone");
   if (isPresent(phone) && !E164.test(String(phone))) throw new TransformError("Phone number is not in E.164 format");
   const attributes: Obj = compact({
     external_id: config.enforceEmailAsPrimary ? undefined : event.userId || undefined,
-    email: firstPresent(event, both("email")),
+    email: traitValue(event, "email"),
     phone_number: phone,
-    first_name: firstPresent(event, [...both("firstName"), ...both("firstname"), ...both("first_name")]),
-    last_name: firstPresent(event, [...both("lastName"), ...both("lastname"), ...both("last_name")]),
-    organization: firstPresent(event, both("organization")),
-    title: firstPresent(event, both("title")),
-    image: firstPresent(event, [...both("image"), ...both("avatar")]),
+    first_name: firstPresent(event, [...traitPaths("firstName"), ...traitPaths("firstname"), ...traitPaths("first_name")]),
+    last_name: firstPresent(event, [...traitPaths("lastName"), ...traitPaths("lastname"), ...traitPaths("last_name")]),
+    organization: traitValue(event, "organization"),
+    title: traitValue(event, "title"),
+    image: firstPresent(event, [...traitPaths("image"), ...traitPaths("avatar")]),
   });
   const location = compact({
-    address1: firstPresent(event, [...both("address.street"), ...both("address.address1")]),
-    address2: firstPresent(event, both("address.address2")),
-    city: firstPresent(event, [...both("address.city"), ...both("city")]),
-    region: firstPresent(event, [...both("address.state"), ...both("region")]),
-    zip: firstPresent(event, [...both("address.postalCode"), ...both("zip")]),
-    country: firstPresent(event, [...both("address.country"), ...both("country")]),
-    latitude: firstPresent(event, ["context.location.latitude", ...both("latitude")]),
-    longitude: firstPresent(event, ["context.location.longitude", ...both("longitude")]),
-    timezone: firstPresent(event, ["context.timezone", ...both("timezone")]),
+    address1: firstPresent(event, [...traitPaths("address.street"), ...traitPaths("address.address1")]),
+    address2: traitValue(event, "address.address2"),
+    city: firstPresent(event, [...traitPaths("address.city"), ...traitPaths("city")]),
+    region: firstPresent(event, [...traitPaths("address.state"), ...traitPaths("region")]),
+    zip: firstPresent(event, [...traitPaths("address.postalCode"), ...traitPaths("zip")]),
+    country: firstPresent(event, [...traitPaths("address.country"), ...traitPaths("country")]),
+    latitude: firstPresent(event, ["context.location.latitude", ...traitPaths("latitude")]),
+    longitude: firstPresent(event, ["context.location.longitude", ...traitPaths("longitude")]),
+    timezone: firstPresent(event, ["context.timezone", ...traitPaths("timezone")]),
   });
   if (Object.keys(location).length > 0) attributes.location = location;
   if (!attributes.email && !attributes.phone_number && !attributes.external_id && !destinationExternalId(event, "klaviyo-profileId")) {
@@ -108,8 +106,8 @@ function profileData(event: SluiceEvent, config: Obj, withProperties: boolean): 
 
 /** A bulk (un)subscription job for one profile; consent channels from the config (email by default). */
 function subscriptionJob(event: SluiceEvent, config: Obj, listId: string, subscribe: boolean): Obj {
-  const email = firstPresent(event, both("email"));
-  const phone = firstPresent(event, both("phone"));
+  const email = traitValue(event, "email");
+  const phone = traitValue(event, "phone");
   if (!email && !phone) throw new TransformError("Profile Id, Email or/and Phone are required to subscribe to a list");
   const channels: string[] = Array.isArray(config.consent) ? config.consent : typeof config.consent === "string" ? [config.consent] : ["email"];
   const attributes: Obj = compact({ email, phone_number: phone });

@@ -13,7 +13,7 @@
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
 import { destinationExternalId, genericField } from "../generic-fields";
-import { basicAuth, compact, firstPresent, getPath, isPresent } from "../shared";
+import { basicAuth, compact, firstPresent, getPath, isPresent, traitValue } from "../shared";
 import { type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -65,7 +65,6 @@ function strict(destKey: string, value: unknown): unknown {
 
 /** The contact fields, per RudderStack's Mautic identify mapping. */
 function contactFields(event: SluiceEvent): Obj {
-  const traitOf = (key: string) => firstPresent(event, [`traits.${key}`, `context.traits.${key}`]);
   return {
     email: firstPresent(event, ["traits.email", "context.traits.email", "properties.email"]),
     title: strict("title", genericField(event, "title")),
@@ -79,10 +78,10 @@ function contactFields(event: SluiceEvent): Obj {
     zipcode: genericField(event, "zipcode"),
     ipAddress: firstPresent(event, ["context.ip"]),
     country: genericField(event, "country"),
-    haspurchased: strict("haspurchased", traitOf("hasPurchased")),
-    role: strict("role", traitOf("role")),
-    subscription_status: strict("subscription_status", traitOf("subscriptionStatus")),
-    prospect_or_customer: strict("prospect_or_customer", traitOf("prospectOrCustomer")),
+    haspurchased: strict("haspurchased", traitValue(event, "hasPurchased")),
+    role: strict("role", traitValue(event, "role")),
+    subscription_status: strict("subscription_status", traitValue(event, "subscriptionStatus")),
+    prospect_or_customer: strict("prospect_or_customer", traitValue(event, "prospectOrCustomer")),
   };
 }
 

@@ -3,7 +3,7 @@
  * of mapped ($email, $first_name, …) and custom traits with device fields, and the
  * config-driven `$set_once` / `$union` / `$append` operations, whose traits then leave `$set`.
  */
-import { firstPresent, getPath, isPlainObject, withoutUndefined } from "../shared";
+import { copyFieldsExcept, firstPresent, getPath, isAppleFamily, isPlainObject, traitPaths, withoutUndefined } from "../shared";
 import { type SluiceEvent, TransformError } from "../types";
 import { parseUserAgent } from "../user-agent";
 
@@ -20,19 +20,18 @@ export function mapPaths(source: unknown, table: Mapping): Obj {
   return out;
 }
 
-const both = (...names: string[]) => [...names.map((n) => `traits.${n}`), ...names.map((n) => `context.traits.${n}`)];
 const each = (...names: string[]) => names.flatMap((n) => [`traits.${n}`, `context.traits.${n}`]);
 
 /** MPIdentifyConfig: profile properties read from the traits, then the context. */
 const PROFILE: Mapping = [
-  ["$created", both("createdAt")],
-  ["$email", [...both("email"), "properties.email", "context.externalId.0.id"]],
-  ["$first_name", both("firstName", "firstname", "first_name")],
-  ["$last_name", both("lastName", "lastname", "last_name")],
-  ["$name", both("name")],
+  ["$created", traitPaths("createdAt")],
+  ["$email", [...traitPaths("email"), "properties.email", "context.externalId.0.id"]],
+  ["$first_name", traitPaths("firstName", "firstname", "first_name")],
+  ["$last_name", traitPaths("lastName", "lastname", "last_name")],
+  ["$name", traitPaths("name")],
   ["$username", each("username", "userName")],
-  ["$phone", [...both("phone"), "properties.phone"]],
-  ["$avatar", both("avatar")],
+  ["$phone", [...traitPaths("phone"), "properties.phone"]],
+  ["$avatar", traitPaths("avatar")],
   ["$country_code", [...each("address.country", "country"), "context.location.country"]],
   ["$city", [...each("city", "address.city"), "context.location.city"]],
   ["$region", [...each("state", "address.state"), "context.location.region"]],
@@ -46,7 +45,7 @@ const PROFILE: Mapping = [
   ["$screen_height", ["context.screen.height"]],
   ["$screen_width", ["context.screen.width"]],
   ["$wifi", ["context.network.wifi"]],
-  ["$unsubscribed", [...both("unsubscribed"), "properties.unsubscribed"]],
+  ["$unsubscribed", [...traitPaths("unsubscribed"), "properties.unsubscribed"]],
   ["$initial_referrer", ["context.page.initial_referrer", "context.page.initialReferrer"]],
   ["$initial_referring_domain", ["context.page.initial_referring_domain", "context.page.initialReferringDomain"]],
 ];
@@ -97,21 +96,13 @@ const ANDROID_PROFILE: Mapping = [
   ["$android_lib_version", ["properties.androidLibVersion"]],
   ["$android_brand", ["properties.androidBrand", "context.device.manufacturer"]],
 ];
-const APPLE = ["ios", "watchos", "ipados", "tvos"];
 
 /** Traits already sent under a $-name are not repeated as custom properties. */
-const EXCLUDED = [
+const EXCLUDED = new Set([
   "createdAt", "email", "firstName", "firstname", "first_name", "lastName", "lastname", "last_name", "name",
   "username", "userName", "phone", "avatar", "address", "country", "city", "state", "unsubscribed",
-];
+]);
 
-function customFields(sources: unknown[], into: Obj): Obj {
-  for (const source of sources) {
-    if (!isPlainObject(source)) continue;
-    for (const [k, v] of Object.entries(source)) if (!EXCLUDED.includes(k) && v !== undefined) into[k] = v;
-  }
-  return into;
-}
 
 /** `$browser` / `$browser_version` for web events, from the user agent. */
 export function browserFields(event: SluiceEvent): Obj {
@@ -127,7 +118,7 @@ function deviceFields(event: SluiceEvent): Obj {
   if (!isPlainObject(device)) return {};
   const type = typeof device.type === "string" ? device.type.toLowerCase() : "";
   const tokens = device.token !== undefined && device.token !== null ? [device.token] : undefined;
-  if (APPLE.includes(type)) return withoutUndefined({ $ios_devices: tokens, ...mapPaths(event, IOS_PROFILE) });
+  if (isAppleFamily(type)) return withoutUndefined({ $ios_devices: tokens, ...mapPaths(event, IOS_PROFILE) });
   if (type === "android") return withoutUndefined({ $android_devices: tokens, ...mapPaths(event, ANDROID_PROFILE) });
   return {};
 }
@@ -140,7 +131,7 @@ export function profileProperties(event: SluiceEvent, config: Obj): Obj {
   }
   // RudderStack composes a name only from both parts.
   if (!out.$name && out.$first_name && out.$last_name) out.$name = `${out.$first_name} ${out.$last_name}`;
-  customFields([event.traits, event.context?.traits], out);
+  copyFieldsExcept([event.traits, event.context?.traits], out, EXCLUDED);
   // Configs saved before RudderStack's "new mapping" expect $firstName/$lastName.
   if (!config.useNewMapping) {
     if (out.$first_name) [out.$firstName, out.$first_name] = [out.$first_name, undefined];
@@ -193,6 +184,6 @@ export function takeOperationTraits(event: SluiceEvent, list: unknown): { props:
       unsetPath(contextTraits, path);
     }
   }
-  const props = Object.keys(picked).length > 0 ? customFields([picked], mapPaths(picked, OPERATION_PROFILE)) : {};
+  const props = Object.keys(picked).length > 0 ? copyFieldsExcept([picked], mapPaths(picked, OPERATION_PROFILE), EXCLUDED) : {};
   return { props, event: { ...event, traits, context: { ...event.context, traits: contextTraits } } };
 }

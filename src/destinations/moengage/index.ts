@@ -7,7 +7,7 @@
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
 import { genericField } from "../generic-fields";
-import { EVENT_FILTERING_KEYS, basicAuth, compact, eventFilteringSchema, firstPresent, flattenJson, getPath, isEventAllowed, isPlainObject, isPresent, withoutUndefined } from "../shared";
+import { basicAuth, compact, EVENT_FILTERING_KEYS, firstPresent, flattenJson, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, traitValue, eventFilteringSchema, withoutUndefined } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -24,7 +24,6 @@ export const MoengageConfig = t.Object(
 );
 
 const HOSTS: Record<string, string> = { US: "https://api-01.moengage.com", EU: "https://api-02.moengage.com", IND: "https://api-03.moengage.com" };
-const APPLE = ["ios", "ipados", "tvos", "watchos"];
 
 /** Traits MoEngage has standard attributes for (or that are ids), so they are not copied again. */
 const IDENTIFY_EXCLUDES = new Set([
@@ -33,7 +32,6 @@ const IDENTIFY_EXCLUDES = new Set([
 ]);
 const DEVICE_EXCLUDES = new Set(["active", "push_preference", "id", "_id", "pushPreference"]);
 
-const both = (...keys: string[]) => [...keys.map((k) => `traits.${k}`), ...keys.map((k) => `context.traits.${k}`)];
 const asText = (v: unknown) => (isPresent(v) ? String(v) : undefined);
 // A value that is not a number is sent as null, as JSON writes RudderStack's NaN.
 const asNumber = (v: unknown) => (isPresent(v) ? (Number.isNaN(Number(v)) ? null : Number(v)) : undefined);
@@ -49,25 +47,25 @@ const shaped = (attributes: Obj, config: Obj) => (config.useObjectData ? attribu
 function customerAttributes(event: SluiceEvent, config: Obj): Obj {
   // Only missing values are left out: a number that does not convert goes as null, as RudderStack's NaN does.
   const standard = withoutUndefined({
-    name: asText(firstPresent(event, both("name"))),
-    first_name: asText(firstPresent(event, both("firstname", "first_name", "firstName"))),
-    last_name: asText(firstPresent(event, both("lastname", "last_name", "lastName"))),
-    email: asText(firstPresent(event, both("email"))),
-    age: asNumber(firstPresent(event, both("age"))),
-    gender: asText(firstPresent(event, both("gender"))),
-    mobile: asText(firstPresent(event, both("mobile"))),
-    source: asText(firstPresent(event, both("source"))),
-    created_time: firstPresent(event, both("createdAt")),
+    name: asText(traitValue(event, "name")),
+    first_name: asText(traitValue(event, "firstname", "first_name", "firstName")),
+    last_name: asText(traitValue(event, "lastname", "last_name", "lastName")),
+    email: asText(traitValue(event, "email")),
+    age: asNumber(traitValue(event, "age")),
+    gender: asText(traitValue(event, "gender")),
+    mobile: asText(traitValue(event, "mobile")),
+    source: asText(traitValue(event, "source")),
+    created_time: traitValue(event, "createdAt"),
     last_seen: firstPresent(event, ["traits.last_seen", "context.traits.last_seen", "traits.lastSeen", "context.traits.lastSeen"]),
-    transactions: asNumber(firstPresent(event, both("transactions"))),
-    revenue: asNumber(firstPresent(event, both("revenue"))),
+    transactions: asNumber(traitValue(event, "transactions")),
+    revenue: asNumber(traitValue(event, "revenue")),
     moe_unsubscribe: firstPresent(event, ["traits.moe_unsubscribe", "context.traits.moe_unsubscribe", "traits.moeUnsubscribe", "context.traits.moeUnsubscribe"]),
   });
   return shaped({ ...standard, ...without(firstPresent(event, ["traits", "context.traits"]), IDENTIFY_EXCLUDES) }, config);
 }
 
 function platform(value: unknown): unknown {
-  return typeof value === "string" && APPLE.includes(value.toLowerCase()) ? "iOS" : value;
+  return isAppleFamily(value) ? "iOS" : value;
 }
 
 function deviceAttributes(event: SluiceEvent): Obj {

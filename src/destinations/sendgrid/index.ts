@@ -5,7 +5,7 @@
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { batchConsecutive, chunkItems, compact, firstPresent, getPath, isPlainObject } from "../shared";
+import { batchConsecutive, chunkItems, compact, firstPresent, isPlainObject, isPresent, traitPaths } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -30,7 +30,6 @@ const TRACK_MAPPING: Array<[string, string]> = [
   ["headers", "headers"], ["custom_args", "customArgs"], ["personalizations", "personalizations"],
   ["subject", "subject"], ["reply_to", "replyTo"],
 ];
-const traitPaths = (...keys: string[]) => [...keys.map((k) => `traits.${k}`), ...keys.map((k) => `context.traits.${k}`)];
 const CONTACT_MAPPING: Array<[string, string[]]> = [
   ["email", [...traitPaths("email"), "properties.email"]],
   ["phone_number", [...traitPaths("phone"), "properties.phone"]],
@@ -64,8 +63,7 @@ export const SendgridConfig = t.Object(
 /** RudderStack's isEmpty: a value whose text is blank. */
 const isBlank = (v: unknown) => v === undefined || v === null || (typeof v === "object" ? Object.keys(v as Obj).length === 0 : String(v).trim() === "");
 const isEmptyObject = (v: unknown) => !isPlainObject(v) || Object.keys(v).length === 0;
-const present = (v: unknown) => !!v || v === 0 || v === false;
-const isIntegerText = (v: unknown) => present(v) && String(v).trim() !== "" && Number.isInteger(Number(v));
+const isIntegerText = (v: unknown) => isPresent(v) && String(v).trim() !== "" && Number.isInteger(Number(v));
 
 function headersOf(apiKey: string): Record<string, string> {
   return { "Content-Type": "application/json", Authorization: `Bearer ${apiKey}` };
@@ -253,7 +251,7 @@ function track(event: SluiceEvent, ctx: DestinationContext, apiKey: string): Des
   validateEvent(event, config);
   const properties: Obj = isPlainObject(event.properties) ? event.properties : {};
   const payload: Obj = {};
-  for (const [key, prop] of TRACK_MAPPING) if (present(properties[prop])) payload[key] = properties[prop];
+  for (const [key, prop] of TRACK_MAPPING) if (isPresent(properties[prop])) payload[key] = properties[prop];
   if (!payload.personalizations && config.mailFromTraits) {
     const email = firstPresent(event, ["traits.email", "context.traits.email"]);
     if (!email) throw new TransformError("Either email not found in traits or personalizations field is missing/empty");

@@ -4,7 +4,7 @@
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { flattenJson } from "../shared";
+import { flattenJson, isPlainObject } from "../shared";
 import {
   type DestinationDefinition,
   type DestinationRequest,
@@ -76,16 +76,14 @@ function webhookBody(event: SluiceEvent): Record<string, unknown> {
   const body: Record<string, any> = {};
   for (const [k, v] of Object.entries(event)) if (!STEERING_KEYS.has(k) && v !== undefined && v !== null) body[k] = v;
   const ip = event.context?.ip ?? event.request_ip;
-  if (ip !== undefined && ip !== null && ip !== "") body.context = { ...(isObject(body.context) ? body.context : {}), ip };
+  if (ip !== undefined && ip !== null && ip !== "") body.context = { ...(isPlainObject(body.context) ? body.context : {}), ip };
   return body;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
 
 /** GET and DELETE carry the traits (identify) or properties, flattened, as typed query parameters. */
 function queryParams(event: SluiceEvent): Record<string, unknown> {
   const source = event.type === "identify" ? (event.traits ?? event.context?.traits) : event.properties;
-  return isObject(source) ? flattenJson(source) : {};
+  return isPlainObject(source) ? flattenJson(source) : {};
 }
 
 export const webhook: DestinationDefinition = {
