@@ -115,3 +115,34 @@ test("SEGMENT batch → consecutive one-item batches concatenated in order; 500K
   for (const call of calls) expect(JSON.stringify(call.body.JSON).length).toBeLessThanOrEqual(500 * 1024);
   expect(calls.flatMap((c) => (c.body.JSON.batch as any[]).map((m) => m.event))).toEqual(big.map((_, i) => `Big ${i}`));
 });
+
+test("SEGMENT RudderStack fixture: a page without anonymousId and a track without traits leave those keys out", () => {
+  const fixtureContext = { page: { path: "/tests/html/index4.html" }, traits: { age: 23, email: "testmp@rudderstack.com", firstname: "Test Kafka" } };
+  const common = { messageId: "m", userId: "user12345", originalTimestamp: "2020-04-17T14:55:31.367Z", timestamp: "2020-04-17T20:25:31.381+05:30" };
+  const page = segment.transform({ ...common, type: "page", name: "home", context: fixtureContext, properties: { path: "/tests/html/index4.html", referrer: "" } }, ctx({ writeKey: "abcdefghijklmnopqrstuvwxyz" }))[0]!;
+  expect(page.headers.Authorization).toBe("Basic YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo6");
+  expect(page.body.JSON).toEqual({
+    batch: [
+      {
+        type: "page",
+        userId: "user12345",
+        traits: { age: 23, email: "testmp@rudderstack.com", firstname: "Test Kafka" },
+        properties: { path: "/tests/html/index4.html", referrer: "" },
+        timeStamp: "2020-04-17T20:25:31.381+05:30",
+      },
+    ],
+  });
+  const track = segment.transform({ ...common, type: "track", anonymousId: "anon-1", event: "test track with property", context: { page: fixtureContext.page }, properties: { test_prop_1: "test prop", test_prop_2: 1232 } }, ctx())[0]!;
+  expect(track.body.JSON).toEqual({
+    batch: [
+      {
+        anonymousId: "anon-1",
+        type: "track",
+        userId: "user12345",
+        event: "test track with property",
+        properties: { test_prop_1: "test prop", test_prop_2: 1232 },
+        timeStamp: "2020-04-17T20:25:31.381+05:30",
+      },
+    ],
+  });
+});

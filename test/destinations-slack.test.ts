@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test";
 import { renderTemplate, slack } from "../src/destinations/slack";
 import type { DestinationContext, SluiceEvent } from "../src/destinations/types";
+import { firstError } from "../src/lib/schema";
 
 const WEBHOOK = "https://hooks.slack.com/services/T000/B000/XXXX";
 const ctx = (config: Record<string, any>, baseUrl?: string): DestinationContext => ({
@@ -167,4 +168,23 @@ test("SLACK missing webhookUrl → TransformError naming the key", () => {
 test("SLACK baseUrl override → webhook path kept on the local sink", () => {
   const [req] = slack.transform(track, ctx({}, "http://localhost:4010"));
   expect(req!.endpoint).toBe("http://localhost:4010/services/T000/B000/XXXX");
+});
+
+test("SLACK RudderStack fixture: list settings absent, null or {} (as exported configs carry them) are accepted and mean unset", () => {
+  const fixtureTrack: SluiceEvent = { type: "track", messageId: "m", userId: "12345", event: "so.wtf", context: { traits: { name: "my-name" } } };
+  const configs = [
+    { eventChannelSettings: null },
+    { eventChannelSettings: {}, eventTemplateSettings: {}, whitelistedTraitsSettings: {}, denyListOfEvents: {} },
+    { incomingWebhooksType: "modern", eventChannelSettings: undefined },
+    { incomingWebhooksType: null, identifyTemplate: null, denyListOfEvents: null },
+  ];
+  for (const config of configs) {
+    expect(firstError(slack.configSchema, { webhookUrl: WEBHOOK, ...config })).toBeUndefined();
+    const [req, ...rest] = slack.transform(fixtureTrack, ctx(config));
+    expect(rest).toEqual([]);
+    expect(req!.endpoint).toBe(WEBHOOK);
+    expect(payloadOf(req!)).toEqual({ text: "my-name did so.wtf", username: "RudderStack", icon_url: "https://cdn.rudderlabs.com/rudderstack.png" });
+  }
+  // A list of the wrong shape is still refused on save.
+  expect(firstError(slack.configSchema, { webhookUrl: WEBHOOK, eventChannelSettings: "x" })).toContain("eventChannelSettings");
 });

@@ -3,7 +3,7 @@
  * Handlebars templates configured per event (rendered by the handlebars library). Config keys
  * and texts follow RudderStack's SLACK destination so workspace files carry over.
  */
-import { t } from "elysia";
+import { type TSchema, t } from "elysia";
 import { endpointFor } from "../base-url";
 import { traitsOf } from "../shared";
 import { type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
@@ -16,26 +16,30 @@ const SLACK_ICON_URL = "https://cdn.rudderlabs.com/rudderstack.png";
 
 const Loose = (props: Record<string, any>) => t.Object(props, { additionalProperties: true });
 
+/**
+ * RudderStack's schema requires only webhookUrl, so exported workspace configs carry the list
+ * settings as absent, null or `{}` too; those are accepted and mean "not set".
+ */
+const OptionalList = <T extends TSchema>(item: T) => t.Optional(t.Union([t.Array(item), t.Null(), t.Object({}, { additionalProperties: true })]));
+
 export const SlackConfig = t.Object(
   {
     webhookUrl: t.String({ minLength: 1 }),
-    incomingWebhooksType: t.Optional(t.String()),
-    identifyTemplate: t.Optional(t.String()),
-    eventTemplateSettings: t.Optional(
-      t.Array(Loose({ eventName: t.Optional(t.String()), eventTemplate: t.Optional(t.String()), eventRegex: t.Optional(t.Boolean()) })),
+    incomingWebhooksType: t.Optional(t.Union([t.String(), t.Null()])),
+    identifyTemplate: t.Optional(t.Union([t.String(), t.Null()])),
+    eventTemplateSettings: OptionalList(
+      Loose({ eventName: t.Optional(t.String()), eventTemplate: t.Optional(t.String()), eventRegex: t.Optional(t.Boolean()) }),
     ),
-    eventChannelSettings: t.Optional(
-      t.Array(
-        Loose({
-          eventName: t.Optional(t.String()),
-          eventChannel: t.Optional(t.String()),
-          eventChannelWebhook: t.Optional(t.String()),
-          eventRegex: t.Optional(t.Boolean()),
-        }),
-      ),
+    eventChannelSettings: OptionalList(
+      Loose({
+        eventName: t.Optional(t.String()),
+        eventChannel: t.Optional(t.String()),
+        eventChannelWebhook: t.Optional(t.String()),
+        eventRegex: t.Optional(t.Boolean()),
+      }),
     ),
-    whitelistedTraitsSettings: t.Optional(t.Array(Loose({ trait: t.Optional(t.String()) }))),
-    denyListOfEvents: t.Optional(t.Array(t.Any())),
+    whitelistedTraitsSettings: OptionalList(Loose({ trait: t.Optional(t.String()) })),
+    denyListOfEvents: OptionalList(t.Any()),
   },
   { additionalProperties: true },
 );
