@@ -744,3 +744,119 @@ test("AM alias: top-level traits named global_user_id, user_id or event_id win o
     user_properties: { utm_source: "google", utm_medium: "cpc" },
   });
 });
+
+// Cases from RudderStack's test/integrations/destinations/am/processor/data.ts (rudder-transformer 0695b86c).
+const amFx = (config: Record<string, any> = {}) =>
+  ctx({ apiKey: "abcde", groupTypeTrait: "email", groupValueTrait: "age", trackProductsOnce: true, trackRevenuePerProduct: false, ...config });
+const amOrder = (properties: Record<string, any>, fields: Record<string, any> = {}): SluiceEvent => ({
+  type: "track",
+  event: "Order Completed",
+  sentAt: "2020-08-14T05:30:30.118Z",
+  context: {
+    source: "test",
+    traits: { anonymousId: "50be5c78-6c3f-4b60-be84-97805a316fb1" },
+    library: { name: "rudder-sdk-ruby-sync", version: "1.0.6" },
+  },
+  messageId: "7208bbb6-2c4e-45bb-bf5b-ad426f3593e9",
+  timestamp: "2020-08-14T05:30:30.118Z",
+  properties,
+  anonymousId: "50be5c78-6c3f-4b60-be84-97805a316fb1",
+  integrations: { S3: false, All: true },
+  ...fields,
+});
+const ORDER = {
+  tax: 2,
+  total: 27.5,
+  coupon: "hasbros",
+  revenue: 48,
+  quantity: 2,
+  currency: "USD",
+  discount: 2.5,
+  order_id: "50314b8e9bcf000000000000",
+  shipping: 3,
+  subtotal: 22.5,
+  affiliation: "Google Store",
+  checkout_id: "fksdjfsdjfisjf9sdfjsd9f",
+};
+
+test("AM RudderStack fixture: track without an event name and an unsupported type are refused with RudderStack's texts", () => {
+  const { event: _e, ...noName } = amOrder({ ...ORDER, revenue_type: "Purchased" });
+  expect(() => amplitude.transform(noName as SluiceEvent, amFx())).toThrow("Event not present. Please send event field");
+  expect(() => amplitude.transform({ ...amOrder({}), type: "UNSUPPORTED-TYPE" }, amFx())).toThrow("message type not supported");
+});
+
+test("AM RudderStack fixture: revenue with revenue_type → price from revenue, quantity 1, revenue fields out of event_properties", () => {
+  const [req] = amplitude.transform(amOrder({ ...ORDER, revenue_type: "Purchased" }), amFx());
+  expect(req).toEqual({
+    version: "1",
+    type: "REST",
+    method: "POST",
+    endpoint: "https://api2.amplitude.com/2/httpapi",
+    headers: { "Content-Type": "application/json" },
+    params: {},
+    body: {
+      JSON: {
+        api_key: "abcde",
+        events: [
+          {
+            device_id: "50be5c78-6c3f-4b60-be84-97805a316fb1",
+            quantity: 1,
+            revenue: 48,
+            revenueType: "Purchased",
+            insert_id: "7208bbb6-2c4e-45bb-bf5b-ad426f3593e9",
+            user_properties: { anonymousId: "50be5c78-6c3f-4b60-be84-97805a316fb1" },
+            event_properties: {
+              tax: 2,
+              total: 27.5,
+              coupon: "hasbros",
+              revenue_type: "Purchased",
+              currency: "USD",
+              discount: 2.5,
+              order_id: "50314b8e9bcf000000000000",
+              shipping: 3,
+              subtotal: 22.5,
+              affiliation: "Google Store",
+              checkout_id: "fksdjfsdjfisjf9sdfjsd9f",
+            },
+            event_type: "Order Completed",
+            price: 48,
+            time: 1597383030118,
+            session_id: -1,
+            library: "rudderstack",
+          },
+        ],
+        options: { min_id_length: 1 },
+      },
+      JSON_ARRAY: {},
+      XML: {},
+      FORM: {},
+    },
+    files: {},
+  });
+});
+
+test("AM RudderStack fixture: revenue with products, trackProductsOnce and no per-product revenue → one event keeping the products", () => {
+  const products = [
+    { sku: "45790-32", url: "https://www.example.com/product/path", name: "Monopoly: 3rd Edition", price: 19, category: "Games", quantity: 1, image_url: "https:///www.example.com/product/path.jpg", product_id: "507f1f77bcf86cd799439011" },
+    { sku: "46493-32", name: "Uno Card Game", price: 3, category: "Games", quantity: 2, product_id: "505bd76785ebb509fc183733" },
+  ];
+  const reqs = amplitude.transform(amOrder({ ...ORDER, products }), amFx());
+  expect(reqs).toHaveLength(1);
+  const { revenue: _r, quantity: _q, ...rest } = ORDER;
+  expect(reqs[0]!.body.JSON.events).toEqual([
+    {
+      device_id: "50be5c78-6c3f-4b60-be84-97805a316fb1",
+      insert_id: "7208bbb6-2c4e-45bb-bf5b-ad426f3593e9",
+      user_properties: { anonymousId: "50be5c78-6c3f-4b60-be84-97805a316fb1" },
+      event_properties: { ...rest, products },
+      event_type: "Order Completed",
+      revenueType: "Purchased",
+      price: 48,
+      quantity: 1,
+      revenue: 48,
+      time: 1597383030118,
+      session_id: -1,
+      library: "rudderstack",
+    },
+  ]);
+});

@@ -1,4 +1,4 @@
-import { expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setSystemTime, test } from "bun:test";
 import { mixpanel } from "../src/destinations/mixpanel";
 import type { DestinationContext, DestinationRequest, SluiceEvent } from "../src/destinations/types";
 
@@ -21,7 +21,7 @@ const context = {
 };
 const base = { messageId: "1714557600000-5b1c3f0e-8a2d-4e57-9f1c-2a7b9c0d1e2f", userId: "u-1", anonymousId: "a-1", timestamp: ts, context };
 
-test("MP track → POST api.mixpanel.com/import/ (JSON array, token Basic auth, strict=0, verbose=2) with event and properties", () => {
+test("MP track → POST api.mixpanel.com/import/ (JSON array, token Basic auth, strict=0) with event and properties", () => {
   const event: SluiceEvent = { ...base, type: "track", event: "Video Played", properties: { title: "Intro", duration: 30 } };
   const [req] = mixpanel.transform(event, ctx());
   expect(req).toEqual({
@@ -30,7 +30,7 @@ test("MP track → POST api.mixpanel.com/import/ (JSON array, token Basic auth, 
     method: "POST",
     endpoint: "https://api.mixpanel.com/import/",
     headers: IMPORT_HEADERS,
-    params: { strict: 0, verbose: 2 },
+    params: { strict: 0 },
     body: {
       JSON: {},
       JSON_ARRAY: {
@@ -252,14 +252,14 @@ test("MP group → /engage $set of the group key on the user, then /groups $set 
   expect(items(engage!)).toEqual([{ $token: "mp_token", $distinct_id: "u-1", $set: { company: ["Acme"] }, $ip: "9.9.9.9" }]);
   expect(groups!.endpoint).toBe("https://api.mixpanel.com/groups/");
   expect(items(groups!)).toEqual([{ $token: "mp_token", $group_key: "company", $group_id: "Acme", $set: { company: "Acme", employees: 50 } }]);
-  expect(() => mixpanel.transform(event, ctx())).toThrow("destination config is missing 'groupKeySettings'");
+  expect(() => mixpanel.transform(event, ctx())).toThrow("`Group Key Settings` is not configured in destination");
 });
 
 test("MP dataResidency eu/in, strictMode, baseUrl override", () => {
   const event: SluiceEvent = { ...base, type: "track", event: "E" };
   expect(mixpanel.transform(event, ctx({ dataResidency: "eu" }))[0]!.endpoint).toBe("https://api-eu.mixpanel.com/import/");
   expect(mixpanel.transform(event, ctx({ dataResidency: "in" }))[0]!.endpoint).toBe("https://api-in.mixpanel.com/import/");
-  expect(mixpanel.transform(event, ctx({ strictMode: true }))[0]!.params).toEqual({ strict: 1, verbose: 2 });
+  expect(mixpanel.transform(event, ctx({ strictMode: true }))[0]!.params).toEqual({ strict: 1 });
   expect(mixpanel.transform(event, ctx({}, "http://127.0.0.1:3001"))[0]!.endpoint).toBe("http://127.0.0.1:3001/import/");
 });
 
@@ -320,4 +320,445 @@ test("MP deleteUsers → POST /engage with $delete per user (1000 per call), or 
     },
   ]);
   expect(() => mixpanel.deleteUsers!(users, ctx({ userDeletionApi: "task" }))).toThrow("destination config is missing 'gdprApiToken'");
+});
+
+// Cases from RudderStack's test/integrations/destinations/mp/processor/data.ts (rudder-transformer
+// e5ff288a): the destination's token is "dummyApiKey" (sampleDestination).
+const fx = (config: Record<string, any> = {}) => ctx({ token: "dummyApiKey", ...config });
+const FX_AUTH = `Basic ${btoa("dummyApiKey:")}`;
+const FX_UA = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_2) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/79.0.3945.117 Safari/537.36";
+const fxPage = {
+  path: "/destinations/mixpanel",
+  referrer: "",
+  search: "",
+  title: "",
+  url: "https://docs.rudderstack.com/destinations/mixpanel",
+  category: "destination",
+  initial_referrer: "https://docs.rudderstack.com",
+  initial_referring_domain: "docs.rudderstack.com",
+};
+const fxContext = (extra: Record<string, any> = {}) => ({
+  app: { build: "1.0.0", name: "RudderLabs JavaScript SDK", namespace: "com.rudderlabs.javascript", version: "1.0.5" },
+  ip: "0.0.0.0",
+  library: { name: "RudderLabs JavaScript SDK", version: "1.0.5" },
+  locale: "en-GB",
+  os: { name: "", version: "" },
+  screen: { density: 2 },
+  traits: {},
+  page: fxPage,
+  userAgent: FX_UA,
+  ...extra,
+});
+const fxEvent = (fields: Record<string, any>): SluiceEvent => ({
+  anonymousId: "e6ab2c5e-2cda-44a9-a962-e2f67df78bca",
+  channel: "web",
+  integrations: { All: true },
+  messageId: "dd266c67-9199-4a52-ba32-f46ddde67312",
+  originalTimestamp: "2020-01-24T06:29:02.358Z",
+  request_ip: "[::1]:53708",
+  sentAt: "2020-01-24T06:29:02.359Z",
+  timestamp: "2020-01-24T11:59:02.402+05:30",
+  type: "track",
+  context: fxContext(),
+  ...fields,
+});
+// Mixpanel's default properties RudderStack maps from fxContext().
+const FX_DEFAULTS = {
+  ip: "0.0.0.0",
+  $current_url: "https://docs.rudderstack.com/destinations/mixpanel",
+  $screen_dpi: 2,
+  mp_lib: "RudderLabs JavaScript SDK",
+  $initial_referrer: "https://docs.rudderstack.com",
+  $initial_referring_domain: "docs.rudderstack.com",
+  $app_build_number: "1.0.0",
+  $app_version_string: "1.0.5",
+  $app_name: "RudderLabs JavaScript SDK",
+  $app_namespace: "com.rudderlabs.javascript",
+  token: "dummyApiKey",
+};
+const FX_BROWSER = { $browser: "Chrome", $browser_version: "79.0.3945.117" };
+const summary = (r: DestinationRequest) => ({ endpoint: r.endpoint, headers: r.headers, params: r.params, items: items(r) });
+
+// RudderStack's fixtures run with the clock at 2020-01-25 (its mocked Date.now), which the 5-year age limit needs.
+describe("MP fixtures at RudderStack's mocked clock", () => {
+  beforeEach(() => setSystemTime(new Date(Date.UTC(2020, 0, 25))));
+  afterEach(() => setSystemTime());
+
+  test("MP RudderStack fixture: page → /import 'Loaded a Page' with app name/namespace, snake_case initial referrer, UTM and browser; params strict only", () => {
+    const event = fxEvent({
+      type: "page",
+      name: "Contact Us",
+      userId: "hjikl",
+      context: fxContext({
+        campaign: { name: "test_name", source: "rudder", medium: "test_medium", term: "test_tem", content: "test_content", test: "test", keyword: "test_keyword" },
+      }),
+    });
+    expect(mixpanel.transform(event, fx()).map(summary)).toEqual([
+      {
+        endpoint: "https://api.mixpanel.com/import/",
+        headers: { Authorization: FX_AUTH, "Content-Type": "application/json" },
+        params: { strict: 0 },
+        items: [
+          {
+            event: "Loaded a Page",
+            properties: {
+              ...FX_DEFAULTS,
+              campaign_id: "test_name",
+              $user_id: "hjikl",
+              $insert_id: "dd266c67-9199-4a52-ba32-f46ddde67312",
+              distinct_id: "hjikl",
+              time: 1579847342402,
+              utm_campaign: "test_name",
+              utm_source: "rudder",
+              utm_medium: "test_medium",
+              utm_term: "test_tem",
+              utm_content: "test_content",
+              utm_test: "test",
+              utm_keyword: "test_keyword",
+              name: "Contact Us",
+              ...FX_BROWSER,
+            },
+          },
+        ],
+      },
+    ]);
+  });
+
+  test("MP RudderStack fixture: user-defined page event name; a missing template is refused with RudderStack's text", () => {
+    const event = fxEvent({ type: "page", name: "Contact Us", category: "Contact", userId: "hjikl" });
+    const [req] = mixpanel.transform(event, fx({ useUserDefinedPageEventName: true, userDefinedPageEventTemplate: "Viewed a {{ name }} page" }));
+    expect(items(req!)[0].event).toBe("Viewed a Contact Us page");
+    expect(items(req!)[0].properties).toMatchObject({ name: "Contact Us", category: "Contact" });
+    expect(() => mixpanel.transform(event, fx({ useUserDefinedPageEventName: true }))).toThrow(
+      "Event name template is not configured. Please provide a valid value for the `Page/Screen Event Name Template` in the destination dashboard.",
+    );
+  });
+
+  test("MP RudderStack fixture: screen → 'Loaded a Screen' with the properties first and no browser for mobile", () => {
+    const event = fxEvent({
+      type: "screen",
+      channel: "mobile",
+      name: "Contact Us",
+      userId: "hjikl",
+      properties: { category: "communication" },
+      context: fxContext({ app: { build: "1.0.0", name: "RudderLabs Android SDK", namespace: "com.rudderlabs.javascript", version: "1.0.5" }, page: undefined }),
+    });
+    expect(items(mixpanel.transform(event, fx())[0]!)).toEqual([
+      {
+        event: "Loaded a Screen",
+        properties: {
+          category: "communication",
+          ip: "0.0.0.0",
+          $user_id: "hjikl",
+          $screen_dpi: 2,
+          mp_lib: "RudderLabs JavaScript SDK",
+          $app_build_number: "1.0.0",
+          $app_version_string: "1.0.5",
+          $insert_id: "dd266c67-9199-4a52-ba32-f46ddde67312",
+          $app_name: "RudderLabs Android SDK",
+          $app_namespace: "com.rudderlabs.javascript",
+          token: "dummyApiKey",
+          distinct_id: "hjikl",
+          time: 1579847342402,
+          name: "Contact Us",
+        },
+      },
+    ]);
+  });
+
+  test("MP RudderStack fixture: identify with a blank userId → /engage $set for the anonymousId, no $merge", () => {
+    const event = fxEvent({
+      type: "identify",
+      userId: "",
+      messageId: "2536eda4-d638-4c93-8014-8ffe3f083214",
+      context: fxContext({
+        traits: { city: "Disney", country: "USA", email: "mickey@disney.com", firstName: "Mickey", lastName: "Mouse", createdAt: "2020-01-23T08:54:02.362Z" },
+      }),
+    });
+    expect(mixpanel.transform(event, fx({ useNewMapping: true })).map(summary)).toEqual([
+      {
+        endpoint: "https://api.mixpanel.com/engage/",
+        headers: { "Content-Type": "application/json" },
+        params: {},
+        items: [
+          {
+            $set: {
+              $created: "2020-01-23T08:54:02.362Z",
+              $email: "mickey@disney.com",
+              $first_name: "Mickey",
+              $last_name: "Mouse",
+              $country_code: "USA",
+              $city: "Disney",
+              $initial_referrer: "https://docs.rudderstack.com",
+              $initial_referring_domain: "docs.rudderstack.com",
+              $name: "Mickey Mouse",
+              ...FX_BROWSER,
+            },
+            $token: "dummyApiKey",
+            $distinct_id: "e6ab2c5e-2cda-44a9-a962-e2f67df78bca",
+            $ip: "0.0.0.0",
+            $time: 1579847342402,
+          },
+        ],
+      },
+    ]);
+  });
+
+  test("MP RudderStack fixture: track with revenue and propIncrements → $append, $add (truthy values only), then the event", () => {
+    const event = fxEvent({
+      event: "test revenue MIXPANEL",
+      userId: "",
+      messageId: "a6a0ad5a-bd26-4f19-8f75-38484e580fc7",
+      timestamp: "2020-01-24T11:59:02.403+05:30",
+      properties: { currency: "USD", revenue: 45.89, counter: 1, item_purchased: "2", number_of_logins: "" },
+      context: fxContext({ traits: { city: "Disney", country: "USA", email: "mickey@disney.com", firstName: "Mickey" } }),
+    });
+    const config = fx({ propIncrements: [{ property: "counter" }, { property: "item_purchased" }, { property: "number_of_logins" }] });
+    const anon = "e6ab2c5e-2cda-44a9-a962-e2f67df78bca";
+    const [revenue, add, track] = mixpanel.transform(event, config);
+    expect(items(revenue!)).toEqual([{ $append: { $transactions: { $time: "2020-01-24T06:29:02.403Z", $amount: 45.89 } }, $token: "dummyApiKey", $distinct_id: anon }]);
+    expect(items(add!)).toEqual([{ $add: { counter: 1, item_purchased: "2" }, $token: "dummyApiKey", $distinct_id: anon }]);
+    expect(items(track!)).toEqual([
+      {
+        event: "test revenue MIXPANEL",
+        properties: {
+          currency: "USD",
+          revenue: 45.89,
+          counter: 1,
+          item_purchased: "2",
+          number_of_logins: "",
+          city: "Disney",
+          country: "USA",
+          email: "mickey@disney.com",
+          firstName: "Mickey",
+          ...FX_DEFAULTS,
+          $insert_id: "a6a0ad5a-bd26-4f19-8f75-38484e580fc7",
+          distinct_id: anon,
+          time: 1579847342403,
+          ...FX_BROWSER,
+        },
+      },
+    ]);
+  });
+
+  test("MP RudderStack fixture: alias → $create_alias; missing ids, same ids and Simplified ID merge are refused", () => {
+    const event = fxEvent({ type: "alias", userId: "1234abc", previousId: "e6ab2c5e-2cda-44a9-a962-e2f67df78bca" });
+    expect(mixpanel.transform(event, fx()).map(summary)).toEqual([
+      {
+        endpoint: "https://api.mixpanel.com/import/",
+        headers: { Authorization: FX_AUTH, "Content-Type": "application/json" },
+        params: { strict: 0 },
+        items: [{ event: "$create_alias", properties: { distinct_id: "e6ab2c5e-2cda-44a9-a962-e2f67df78bca", alias: "1234abc", token: "dummyApiKey" } }],
+      },
+    ]);
+    const { anonymousId: _a, previousId: _p, ...noIds } = event;
+    expect(() => mixpanel.transform(noIds as SluiceEvent, fx())).toThrow("Either `previousId` or `anonymousId` should be present in alias payload");
+    expect(() => mixpanel.transform({ ...event, userId: "test_user_id", previousId: "test_user_id" }, fx())).toThrow(
+      "One of `previousId` or `anonymousId` is same as `userId`. Aborting",
+    );
+    expect(() => mixpanel.transform(event, fx({ identityMergeApi: "simplified" }))).toThrow(
+      "The use of the alias call in the context of the `Simplified ID merge` feature is not supported anymore.",
+    );
+  });
+
+  test("MP RudderStack fixture: group → user $set of the key values, one /groups profile per value; errors without settings or key", () => {
+    const event = fxEvent({ type: "group", channel: "mobile", userId: "hjikl", traits: { company: ["testComp", "testComp1"] } });
+    const config = fx({ groupKeySettings: [{ groupKey: "company" }] });
+    expect(mixpanel.transform(event, config).map((r) => [r.endpoint, items(r)])).toEqual([
+      ["https://api.mixpanel.com/engage/", [{ $token: "dummyApiKey", $distinct_id: "hjikl", $set: { company: ["testComp", "testComp1"] }, $ip: "0.0.0.0" }]],
+      ["https://api.mixpanel.com/groups/", [{ $token: "dummyApiKey", $group_key: "company", $group_id: "testComp", $set: { company: ["testComp", "testComp1"] } }]],
+      ["https://api.mixpanel.com/groups/", [{ $token: "dummyApiKey", $group_key: "company", $group_id: "testComp1", $set: { company: ["testComp", "testComp1"] } }]],
+    ]);
+    expect(() => mixpanel.transform(event, fx())).toThrow("`Group Key Settings` is not configured in destination");
+    expect(() => mixpanel.transform({ ...event, traits: {} }, config)).toThrow(
+      "Group Key is not present. Please ensure that the group key is included in the payload as configured in the `Group Key Settings` in destination",
+    );
+  });
+
+  test("MP RudderStack fixture: identify from an iOS device with apiSecret → device fields, $ios_devices and $merge; $time from originalTimestamp", () => {
+    const event: SluiceEvent = {
+      type: "identify",
+      messageId: "id2",
+      anonymousId: "5094f5704b9cf2b3",
+      userId: "test_user_id",
+      channel: "mobile",
+      originalTimestamp: "2020-03-12T09:05:03.421Z",
+      context: {
+        app: { build: "1", name: "LeanPlumIntegrationAndroid", namespace: "com.android.SampleLeanPlum", version: "1.0" },
+        device: { id: "5094f5704b9cf2b3", manufacturer: "Google", model: "Android SDK built for x86", name: "generic_x86", type: "ios", token: "test_device_token" },
+        library: { name: "com.rudderstack.android.sdk.core", version: "1.0.1-beta.1" },
+        network: { carrier: "Android", bluetooth: false, cellular: true, wifi: true },
+        os: { name: "iOS", version: "8.1.0" },
+        screen: { density: 420, height: 1794, width: 1080 },
+        traits: { anonymousId: "5094f5704b9cf2b3", userId: "test_user_id" },
+      },
+      properties: { name: "MainActivity", automatic: true },
+    };
+    const reqs = mixpanel.transform(event, fx({ apiSecret: "some_api_secret", dataResidency: "eu", strictMode: true }));
+    expect(reqs.map(summary)).toEqual([
+      {
+        endpoint: "https://api-eu.mixpanel.com/engage/",
+        headers: { "Content-Type": "application/json" },
+        params: {},
+        items: [
+          {
+            $set: {
+              $carrier: "Android",
+              $manufacturer: "Google",
+              $model: "Android SDK built for x86",
+              $screen_height: 1794,
+              $screen_width: 1080,
+              $wifi: true,
+              anonymousId: "5094f5704b9cf2b3",
+              userId: "test_user_id",
+              $ios_devices: ["test_device_token"],
+              $os: "iOS",
+              $ios_device_model: "Android SDK built for x86",
+              $ios_version: "8.1.0",
+              $ios_app_release: "1.0",
+              $ios_app_version: "1",
+            },
+            $token: "dummyApiKey",
+            $distinct_id: "test_user_id",
+            $time: 1584003903421,
+          },
+        ],
+      },
+      {
+        endpoint: "https://api-eu.mixpanel.com/import/",
+        headers: { Authorization: FX_AUTH, "Content-Type": "application/json" },
+        params: { strict: 1 },
+        items: [{ event: "$merge", properties: { $distinct_ids: ["test_user_id", "5094f5704b9cf2b3"], token: "dummyApiKey" } }],
+      },
+    ]);
+  });
+
+  test("MP RudderStack fixture: events over 5 years old are refused; a blank or invalid timestamp falls back to originalTimestamp for revenue and sends time null", () => {
+    const old = fxEvent({ event: "FirstTrackCall12", userId: "u", timestamp: "2012-09-30T07:15:23.523Z" });
+    expect(() => mixpanel.transform(old, fx())).toThrow("Event timestamp should be within last 5 years");
+    expect(() => mixpanel.transform({ ...old, type: "page" }, fx())).toThrow("Event timestamp should be within last 5 years");
+    // Profile updates carry no age limit.
+    expect(mixpanel.transform({ ...old, type: "identify" }, fx())[0]!.endpoint).toBe("https://api.mixpanel.com/engage/");
+
+    const blank = fxEvent({ event: "Application Installed", timestamp: "", originalTimestamp: "2022-09-05T07:46:20.290Z", properties: { revenue: 12.13 } });
+    const [revenue, track] = mixpanel.transform(blank, fx());
+    expect(items(revenue!)[0].$append.$transactions).toEqual({ $time: "2022-09-05T07:46:20.290Z", $amount: 12.13 });
+    expect(items(track!)[0].properties.time).toBe(1662363980290);
+    const invalid = mixpanel.transform({ ...blank, timestamp: "safaff" }, fx());
+    expect(items(invalid[0]!)[0].$append.$transactions.$time).toBe("2022-09-05T07:46:20.290Z");
+    expect(items(invalid[1]!)[0].properties.time).toBeNull();
+  });
+
+  test("MP RudderStack fixture: session id as text, message-id timestamp prefix cut from $insert_id", () => {
+    const event: SluiceEvent = {
+      type: "track",
+      event: "Application Installed",
+      channel: "mobile",
+      messageId: "1662363980287-168cf720-6227-4b56-a98e-c49bdc7279e9",
+      anonymousId: "39da706ec83d0e90",
+      originalTimestamp: "2022-09-05T07:46:20.290Z",
+      properties: { build: 4, version: "1.0" },
+      context: {
+        os: { name: "Android", version: "12" },
+        app: { name: "Sample Kotlin", build: "4", version: "1.0", namespace: "com.example.testapp1mg" },
+        device: { id: "39da706ec83d0e90", name: "emu64a", type: "Android", model: "sdk_gphone64_arm64", manufacturer: "Google" },
+        screen: { width: 1440, height: 2984, density: 560 },
+        traits: { anonymousId: "39da706ec83d0e90" },
+        library: { name: "com.rudderstack.android.sdk.core", version: "1.7.0" },
+        network: { wifi: true, carrier: "T-Mobile", cellular: true, bluetooth: true },
+        sessionId: 1662363980,
+      },
+    };
+    expect(items(mixpanel.transform(event, fx({ apiSecret: "s", useNewMapping: true }))[0]!)[0].properties).toEqual({
+      build: 4,
+      version: "1.0",
+      anonymousId: "39da706ec83d0e90",
+      $os: "Android",
+      $screen_height: 2984,
+      $screen_width: 1440,
+      $screen_dpi: 560,
+      $carrier: "T-Mobile",
+      $os_version: "12",
+      $device: "emu64a",
+      $manufacturer: "Google",
+      $model: "sdk_gphone64_arm64",
+      mp_device_model: "sdk_gphone64_arm64",
+      $wifi: true,
+      $bluetooth_enabled: true,
+      mp_lib: "com.rudderstack.android.sdk.core",
+      $app_build_number: "4",
+      $app_version_string: "1.0",
+      $insert_id: "168cf720-6227-4b56-a98e-c49bdc7279e9",
+      $session_id: "1662363980",
+      $app_name: "Sample Kotlin",
+      $app_namespace: "com.example.testapp1mg",
+      token: "dummyApiKey",
+      distinct_id: "39da706ec83d0e90",
+      time: 1662363980290,
+    });
+  });
+
+  test("MP RudderStack fixture: set-once, union and append operations before $set; no timestamps → $time null", () => {
+    const event: SluiceEvent = {
+      type: "identify",
+      messageId: "m",
+      userId: "Santiy",
+      anonymousId: "e6ab2c5e-2cda-44a9-a962-e2f67df78bca",
+      channel: "web",
+      request_ip: "[::1]:53709",
+      context: fxContext({
+        traits: {
+          address: { city: "Disney" },
+          country: "USA",
+          email: "TestSanity@disney.com",
+          firstName: "Mickey test",
+          lastName: "VarChange",
+          createdAt: "2020-01-23T08:54:02.362Z",
+          nationality: "USA",
+          random: "superProp",
+          unionProperty1: "union-1",
+          unionProperty2: [1, 2, 3],
+          appendProperty1: ["append-1"],
+          appendProperty2: 0,
+          appendProperty3: null,
+        },
+      }),
+    };
+    const config = fx({
+      apiSecret: "dummySecret",
+      identityMergeApi: "simplified",
+      useNewMapping: false,
+      setOnceProperties: [{ property: "nationality" }, { property: "firstName" }, { property: "address.city" }],
+      unionProperties: [{ property: "unionProperty1" }, { property: "unionProperty2" }],
+      appendProperties: [{ property: "appendProperty1" }, { property: "appendProperty2" }, { property: "appendProperty3" }],
+    });
+    const head = { $token: "dummyApiKey", $distinct_id: "Santiy" };
+    expect(mixpanel.transform(event, config).map((r) => items(r)[0])).toEqual([
+      { $set_once: { $first_name: "Mickey test", $city: "Disney", nationality: "USA" }, ...head },
+      { $union: { unionProperty1: ["union-1"], unionProperty2: [1, 2, 3] }, ...head },
+      { $append: { appendProperty1: ["append-1"], appendProperty2: 0 }, ...head },
+      {
+        $set: {
+          $created: "2020-01-23T08:54:02.362Z",
+          $email: "TestSanity@disney.com",
+          $country_code: "USA",
+          $initial_referrer: "https://docs.rudderstack.com",
+          $initial_referring_domain: "docs.rudderstack.com",
+          random: "superProp",
+          appendProperty3: null,
+          $lastName: "VarChange",
+          ...FX_BROWSER,
+        },
+        ...head,
+        $ip: "0.0.0.0",
+        $time: null,
+      },
+    ]);
+  });
+
+  test("MP RudderStack fixture: unsupported type and a $geo_source other than reverse_geocoding are refused", () => {
+    expect(() => mixpanel.transform(fxEvent({ type: "test", userId: "1234abc" }), fx())).toThrow("Event type 'test' is not supported");
+    const geo = fxEvent({ type: "identify", context: fxContext({ location: { geoSource: "abc" } }) });
+    expect(() => mixpanel.transform(geo, fx())).toThrow("$geo_source value must be either null or 'reverse_geocoding' ");
+  });
 });

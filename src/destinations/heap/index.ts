@@ -1,16 +1,23 @@
 /**
  * HEAP: server-side track (`/api/track`) and user properties (`/api/add_user_properties`),
  * one request per event as RudderStack sends them, with properties flattened to dotted keys.
- * `dataResidency: EU` sends to Heap's EU collector instead of heapanalytics.com.
+ * `dataResidency: EU` (a Sluice key; RudderStack's HEAP has no region setting) sends to Heap's
+ * EU collector instead of heapanalytics.com.
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { compact, eventFilteringSchema, firstPresent, flattenJson, isEventAllowed, timestampOf, traitsOf } from "../shared";
-import { type DestinationDefinition, TransformError, requireConfig, restRequest } from "../types";
+import { GENERIC_PATHS } from "../generic-fields";
+import { compact, eventFilteringSchema, firstOf, firstPresent, flattenJson, isEventAllowed, timestampOf, traitsOf } from "../shared";
+import { type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 
 const API = { US: "https://heapanalytics.com/api", EU: "https://c.eu.heap-api.com/api" };
-// Blank ids are skipped ("" is no identity), so an SDK's `userId: ""` falls back to the next one.
-const USER_PATHS = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id"];
+// RudderStack's generic userId chain with nullish fallback: a blank userId on a track is sent as
+// it is, and a track without any user id goes as its anonymousId.
+const identityOf = (event: SluiceEvent) => firstOf(event, GENERIC_PATHS.userId);
+// User properties belong to a known user: an identify takes the first non-blank user id and is
+// refused without one (issue 20; RudderStack's current workflow would send them under the
+// anonymousId, making Heap create a user for it).
+const USER_PATHS = GENERIC_PATHS.userId.filter((p) => p !== "anonymousId");
 const HEADERS = { Accept: "application/json", "Content-Type": "application/json" };
 
 export const HeapConfig = t.Object(
@@ -32,7 +39,10 @@ export const heap: DestinationDefinition = {
   name: "HEAP",
   displayName: "Heap.io",
   config: {
-    defaultConfig: ["appId", "dataResidency", "blacklistedEvents", "whitelistedEvents", "eventFilteringOption", "useNativeSDK", "oneTrustCookieCategories"],
+    defaultConfig: [
+      "appId", "dataResidency", "blacklistedEvents", "whitelistedEvents", "eventFilteringOption", "useNativeSDK",
+      "connectionMode", "consentManagement", "oneTrustCookieCategories", "ketchConsentPurposes",
+    ],
     supportedMessageTypes: ["identify", "track"],
     requiredKeys: ["appId"],
   },
@@ -42,7 +52,6 @@ export const heap: DestinationDefinition = {
     if (!isEventAllowed(event, ctx.config)) return [];
     const api = apiBase(ctx.config);
     if (event.type === "identify") {
-      // User properties belong to a known user: an anonymous id would make Heap create a user for it.
       const identity = firstPresent(event, USER_PATHS);
       if (identity === undefined) throw new TransformError("userId is required");
       const traits = traitsOf(event);
@@ -57,9 +66,8 @@ export const heap: DestinationDefinition = {
     }
     if (event.type === "track") {
       if (!event.event) throw new TransformError("event is required");
-      const identity = firstPresent(event, [...USER_PATHS, "anonymousId"]);
       const json: Record<string, unknown> = compact({
-        identity,
+        identity: identityOf(event),
         properties: heapProperties(event.properties),
         app_id: appId,
         event: event.event,

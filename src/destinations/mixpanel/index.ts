@@ -16,8 +16,6 @@ import {
   isPlainObject,
   jsonArrayItems,
   requestKey,
-  timestampOf,
-  toMillis,
   withoutUndefined,
 } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
@@ -97,8 +95,9 @@ const EVENT_PROPERTIES: Mapping = [
   ["$bluetooth_enabled", ["context.network.bluetooth"]],
   ["$bluetooth_version", ["properties.bluetoothVersion"]],
   ["mp_lib", ["context.library.name"]],
-  ["$initial_referrer", ["context.page.initialReferrer"]],
-  ["$initial_referring_domain", ["context.page.initialReferringDomain"]],
+  // JavaScript SDKs send the snake_case names, others the camelCase ones.
+  ["$initial_referrer", ["context.page.initial_referrer", "context.page.initialReferrer"]],
+  ["$initial_referring_domain", ["context.page.initial_referring_domain", "context.page.initialReferringDomain"]],
   ["mp_processing_time_ms", ["properties.mpProcessingTimeMs"]],
   ["$app_build_number", ["properties.appBuildNumber", "context.app.build"]],
   ["$app_version_string", ["properties.appVersionString", "context.app.version"]],
@@ -113,6 +112,8 @@ const EVENT_PROPERTIES: Mapping = [
   ["$google_play_services", ["properties.googlePlayServices"]],
   ["$insert_id", ["messageId"]],
   ["$session_id", ["session_id", "context.sessionId"]],
+  ["$app_name", ["context.app.name"]],
+  ["$app_namespace", ["context.app.namespace"]],
 ];
 
 function utmParams(campaign: unknown): Obj {
@@ -121,14 +122,42 @@ function utmParams(campaign: unknown): Obj {
   return out;
 }
 
+// Mixpanel's import refuses events older than 5 years; RudderStack measures in calendar years.
+const MAX_EVENT_AGE_MS = 5 * 365.2425 * 24 * 60 * 60 * 1000;
+
+/** The event time in ms: timestamp, else originalTimestamp; null (sent as null) when neither parses. */
+function eventMillis(event: SluiceEvent): number | null {
+  const ms = new Date(event.timestamp || event.originalTimestamp).getTime();
+  return Number.isNaN(ms) ? null : ms;
+}
+
+/** The first of timestamp / originalTimestamp that parses, as ISO text (now when neither does). */
+function eventIsoTime(event: SluiceEvent): string {
+  for (const ts of [event.timestamp, event.originalTimestamp]) {
+    const ms = ts === undefined || ts === null || ts === "" ? Number.NaN : new Date(ts).getTime();
+    if (!Number.isNaN(ms)) return new Date(ms).toISOString();
+  }
+  return new Date().toISOString();
+}
+
+/** Events for /import whose own timestamp is over 5 years old are refused (a missing one is not checked). */
+function checkEventAge(event: SluiceEvent): void {
+  const ms = new Date(event.timestamp).getTime();
+  if (!Number.isNaN(ms) && Date.now() - ms > MAX_EVENT_AGE_MS) throw new TransformError("Event timestamp should be within last 5 years");
+}
+
 const simplified = (config: Obj) => config.identityMergeApi === "simplified";
 const distinctId = (event: SluiceEvent, config: Obj) =>
   simplified(config) ? event.userId || `$device:${event.anonymousId}` : event.userId || event.anonymousId;
 const ipOf = (event: SluiceEvent) => getPath(event, "context.ip") || event.request_ip;
 
 /** Mixpanel's {{ category }} / {{ name }} template for custom page and screen event names. */
-function customEventName(event: SluiceEvent, template: unknown, key: string): string {
-  if (typeof template !== "string" || template === "") throw new TransformError(`destination config is missing '${key}'`);
+function customEventName(event: SluiceEvent, template: unknown): string {
+  if (typeof template !== "string" || template === "") {
+    throw new TransformError(
+      "Event name template is not configured. Please provide a valid value for the `Page/Screen Event Name Template` in the destination dashboard.",
+    );
+  }
   let name = template;
   const category = event.properties?.category;
   name = category !== undefined && category !== null ? name.replace(/{{\s*category\s*}}/g, String(category)) : name.replace(/\s{{\s*category\s*}}\s/g, " ");
@@ -191,15 +220,15 @@ export const mixpanel: DestinationDefinition = {
       restRequest({
         endpoint: endpointFor(ctx, `${base}/import/`),
         headers: { "Content-Type": "application/json", Authorization: basicAuth(token) },
-        // strict as the number RudderStack sets; verbose=2 makes Mixpanel name each refused record.
-        params: { strict: c.strictMode ? 1 : 0, verbose: 2 },
+        // strict as the number RudderStack sets (its only /import parameter with token auth).
+        params: { strict: c.strictMode ? 1 : 0 },
         json: [withoutUndefined(item)],
       });
     const engageRequest = (item: Obj, path = "engage") =>
       restRequest({ endpoint: endpointFor(ctx, `${base}/${path}/`), headers: { "Content-Type": "application/json" }, json: [withoutUndefined(item)] });
     const profileUpdate = (op: string, props: Obj, e: SluiceEvent = ev) => engageRequest({ [op]: props, $token: token, $distinct_id: distinctId(e, c) });
 
-    const time = toMillis(timestampOf(ev));
+    const time = eventMillis(ev);
     /** Event properties for /import: the event's own, Mixpanel's defaults, identity and UTM parameters. */
     const eventProperties = (own: Obj) => {
       let out: Obj = { ...own, ...mapPaths(ev, EVENT_PROPERTIES), token, distinct_id: ev.userId || ev.anonymousId, time, ...utmParams(ev.context?.campaign) };
@@ -215,7 +244,7 @@ export const mixpanel: DestinationDefinition = {
         const out = [];
         const revenue = ev.properties?.revenue;
         if (revenue) {
-          out.push(profileUpdate("$append", { $transactions: { $time: new Date(time ?? Date.now()).toISOString(), $amount: revenue } }));
+          out.push(profileUpdate("$append", { $transactions: { $time: eventIsoTime(ev), $amount: revenue } }));
         }
         if (Array.isArray(c.propIncrements)) {
           const names = c.propIncrements.map((item: any) => item?.property);
@@ -227,6 +256,7 @@ export const mixpanel: DestinationDefinition = {
         // SDKs prefix the message id with a timestamp; Mixpanel's insert id is at most 36 characters.
         if (typeof properties.$insert_id === "string") properties.$insert_id = properties.$insert_id.slice(-36);
         checkLimits(properties);
+        checkEventAge(ev);
         out.push(importRequest({ event: ev.event, properties }));
         return out;
       }
@@ -240,10 +270,11 @@ export const mixpanel: DestinationDefinition = {
         const custom = isPage ? c.useUserDefinedPageEventName : c.useUserDefinedScreenEventName;
         const name = custom
           ? isPage
-            ? customEventName(ev, c.userDefinedPageEventTemplate, "userDefinedPageEventTemplate")
-            : customEventName(ev, c.userDefinedScreenEventTemplate, "userDefinedScreenEventTemplate")
+            ? customEventName(ev, c.userDefinedPageEventTemplate)
+            : customEventName(ev, c.userDefinedScreenEventTemplate)
           : isPage ? "Loaded a Page" : "Loaded a Screen";
         checkLimits(props);
+        checkEventAge(ev);
         return [importRequest({ event: name, properties: props })];
       }
       case "identify": {
@@ -270,13 +301,14 @@ export const mixpanel: DestinationDefinition = {
         const aliasId = ev.previousId || ev.anonymousId;
         if (!aliasId) throw new TransformError("Either `previousId` or `anonymousId` should be present in alias payload");
         if (aliasId === ev.userId) throw new TransformError("One of `previousId` or `anonymousId` is same as `userId`. Aborting");
+        checkEventAge(ev);
         return [importRequest({ event: "$create_alias", properties: { distinct_id: aliasId, alias: ev.userId, token } })];
       }
       case "group": {
         const keys = (Array.isArray(c.groupKeySettings) ? c.groupKeySettings : [])
           .map((s: any) => s?.groupKey)
           .filter((k: unknown): k is string => typeof k === "string" && k !== "");
-        if (keys.length === 0) throw new TransformError("destination config is missing 'groupKeySettings'");
+        if (keys.length === 0) throw new TransformError("`Group Key Settings` is not configured in destination");
         const out = [];
         for (const key of keys) {
           let values = key === "groupId" ? ev.groupId || getPath(ev, "traits.groupId") : getPath(ev.traits, key);
