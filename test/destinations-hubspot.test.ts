@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { hubspot } from "../src/destinations/hubspot";
-import type { DestinationContext, SluiceEvent } from "../src/destinations/types";
+import type { DestinationContext, DestinationRequest, SluiceEvent } from "../src/destinations/types";
 import { type TestServer, api, cleanup, createSource, sendEvent, startSink, startSluice, waitFor } from "./helpers";
 
 const ctx = (config: Record<string, any>): DestinationContext => ({ config, destination: { id: "d-hs", name: "HubSpot", workspaceId: "ws" } });
@@ -16,93 +16,346 @@ const errorOf = (fn: () => unknown) => {
   return undefined;
 };
 
-test("HS legacy identify → POST contacts/v1 createOrUpdate/email/<email> with hapikey and lowercased property list", () => {
-  const event: SluiceEvent = { type: "identify", messageId: "m1", userId: "u1", context: { traits: { email: "ada@example.com", firstName: "Ada", "Favourite Colour": "red" } } };
-  const [req] = hubspot.transform(event, ctx(LEGACY));
-  expect(req!.method).toBe("POST");
-  expect(req!.endpoint).toBe("https://api.hubapi.com/contacts/v1/contact/createOrUpdate/email/ada@example.com");
-  expect(req!.headers).toEqual(JSON_HEADERS);
-  expect(req!.params).toEqual({ hapikey: "hs-key" });
-  expect(req!.body.JSON).toEqual({
-    properties: [
-      { property: "email", value: "ada@example.com" },
-      { property: "firstname", value: "Ada" },
-      { property: "favourite_colour", value: "red" },
-    ],
-  });
+/** A request as RudderStack's fixtures show it, without its internal fields (userId, messageType, operation). */
+function expected(parts: { method?: DestinationRequest["method"]; endpoint: string; headers?: Record<string, string>; params?: Record<string, unknown>; json?: Record<string, unknown>; batch?: unknown[] }): DestinationRequest {
+  return {
+    version: "1",
+    type: "REST",
+    method: parts.method ?? "POST",
+    endpoint: parts.endpoint,
+    headers: parts.headers ?? JSON_HEADERS,
+    params: parts.params ?? {},
+    body: { JSON: parts.json ?? {}, JSON_ARRAY: parts.batch ? { batch: JSON.stringify(parts.batch) } : {}, XML: {}, FORM: {} },
+    files: {},
+  };
+}
+
+// ---------- RudderStack processor fixtures (test/integrations/destinations/hs/processor/data.ts) ----------
+
+// The configs of RudderStack's fixtures.
+const FX_LEGACY = { apiKey: "dummy-apikey", hubID: "dummy-hubId" };
+const FX_EVENTS = [
+  { rsEventName: "Purchase", hubspotEventName: "pe22315509_rs_hub_test", eventProperties: [{ from: "Revenue", to: "value" }, { from: "Price", to: "cost" }] },
+  { rsEventName: "Order Complete", hubspotEventName: "pe22315509_rs_hub_chair", eventProperties: [{ from: "firstName", to: "first_name" }, { from: "lastName", to: "last_name" }] },
+];
+const FILTERING = { eventFilteringOption: "disable", blacklistedEvents: [{ eventName: "" }], whitelistedEvents: [{ eventName: "" }] };
+const FX_PRIVATE_NEW = { authorizationType: "newPrivateAppApi", hubID: "", apiKey: "", accessToken: "dummy-access-token", apiVersion: "newApi", lookupField: "lookupField", hubspotEvents: FX_EVENTS, ...FILTERING };
+const FX_KEY_NEW = { ...FX_PRIVATE_NEW, authorizationType: "legacyApiKey", hubID: "dummy-hubId", apiKey: "dummy-apikey", accessToken: "" };
+const BEARER = { ...JSON_HEADERS, Authorization: "Bearer dummy-access-token" };
+const LEGACY_CONTACT = "https://api.hubapi.com/contacts/v1/contact/createOrUpdate/email/testhubspot2@email.com";
+const HS_PROPS = [{ property: "email", value: "testhubspot2@email.com" }, { property: "firstname", value: "Test Hubspot" }];
+const HS_TRAITS = { email: "testhubspot2@email.com", firstname: "Test Hubspot" };
+const OTS = "2019-10-15T09:35:31.291Z";
+const trackEvent = (extra: Record<string, any>): SluiceEvent => ({
+  type: "track",
+  messageId: "08829772-d991-427c-b976-b4c4f4430b4e",
+  originalTimestamp: OTS,
+  anonymousId: "00000000000000000000000000",
+  userId: "12345",
+  event: "test track event HS",
+  ...extra,
+  context: { traits: HS_TRAITS, ...extra.context },
+});
+const identifyEvent = (extra: Record<string, any> = {}): SluiceEvent => ({
+  type: "identify",
+  messageId: "50360b9c-ea8d-409c-b672-c9230f91cce5",
+  originalTimestamp: "2019-10-15T09:35:31.288Z",
+  anonymousId: "00000000000000000000000000",
+  userId: "12345",
+  context: { traits: { ...HS_TRAITS, anonymousId: "12345" } },
+  ...extra,
+});
+const legacyTrackRequest = (params: Record<string, unknown>, headers = JSON_HEADERS) =>
+  expected({ method: "GET", endpoint: "https://track.hubspot.com/v1/event", headers, params: { _a: "dummy-hubId", _n: "test track event HS", ...params } });
+
+test("HS RudderStack fixture: legacy identify (Tests 0, 3, 43-45) → POST createOrUpdate/email/<email> with hapikey and a property list; anonymousId is no property", () => {
+  const want = [expected({ endpoint: LEGACY_CONTACT, params: { hapikey: "dummy-apikey" }, json: { properties: HS_PROPS } })];
+  expect(hubspot.transform(identifyEvent(), ctx(FX_LEGACY))).toEqual(want);
+  // Test 3: the traits at the top level.
+  expect(hubspot.transform(identifyEvent({ context: {}, traits: { ...HS_TRAITS, anonymousId: "12345" } }), ctx(FX_LEGACY))).toEqual(want);
+  // Tests 43, 45: an identify's properties ({} or "") are not read when it has traits.
+  expect(hubspot.transform(identifyEvent({ properties: {} }), ctx(FX_LEGACY))).toEqual(want);
+  expect(hubspot.transform(identifyEvent({ properties: "" }), ctx(FX_LEGACY))).toEqual(want);
+  // Test 22: the legacy API chosen in a new-style config.
+  const newStyle = { ...FX_KEY_NEW, apiVersion: "legacyApi" };
+  expect(hubspot.transform(identifyEvent(), ctx(newStyle))).toEqual(want);
 });
 
-test("HS identify without email → 'Identify without email is not supported.'", () => {
-  const event: SluiceEvent = { type: "identify", messageId: "m2", userId: "u1", traits: { name: "x" } };
-  expect(errorOf(() => hubspot.transform(event, ctx(LEGACY)))).toBe("Identify without email is not supported.");
-  expect(errorOf(() => hubspot.transform(event, ctx(PRIVATE_NEW)))).toBe("Identify without email is not supported.");
+test("HS RudderStack fixture: legacy identify with a private app (Test 17) → Bearer token, no hapikey", () => {
+  const config = { authorizationType: "newPrivateAppApi", hubID: "dummy-hubId", apiKey: "dummy-apikey", accessToken: "dummy-access-token", apiVersion: "legacyApi", lookupField: "", ...FILTERING };
+  expect(hubspot.transform(identifyEvent(), ctx(config))).toEqual([expected({ endpoint: LEGACY_CONTACT, headers: BEARER, json: { properties: HS_PROPS } })]);
 });
 
-test("HS private app identify → Bearer token, no hapikey; new API upserts by lookupField on crm/v3 batch/upsert", () => {
-  const event: SluiceEvent = { type: "identify", messageId: "m3", userId: "u1", traits: { email: "ada@example.com", lastName: "L" } };
-  const [req] = hubspot.transform(event, ctx(PRIVATE_NEW));
-  expect(req!.endpoint).toBe("https://api.hubapi.com/crm/v3/objects/contacts/batch/upsert");
-  expect(req!.headers).toEqual({ ...JSON_HEADERS, Authorization: "Bearer tok" });
-  expect(req!.params).toEqual({});
-  expect(req!.body.JSON).toEqual({ inputs: [{ id: "ada@example.com", idProperty: "email", properties: { email: "ada@example.com", lastname: "L" } }] });
+test("HS RudderStack fixture: legacy identify without email (Test 4) → 'Identify without email is not supported.'", () => {
+  const event = identifyEvent({ context: { traits: { firstname: "Test Hubspot", anonymousId: "12345" } } });
+  expect(errorOf(() => hubspot.transform(event, ctx(FX_LEGACY)))).toBe("Identify without email is not supported.");
 });
 
-// RudderStack fixture "Test 0": anonymousId in traits is not a HubSpot property and is left out.
-test("HS legacy identify (RudderStack Test 0) → properties email, firstname; endpoint email not encoded", () => {
-  const event: SluiceEvent = { type: "identify", messageId: "m", userId: "12345", anonymousId: "0000", context: { traits: { email: "testhubspot2@email.com", firstname: "Test Hubspot", anonymousId: "12345" } } };
-  expect(hubspot.transform(event, ctx({ apiKey: "dummy-apikey", hubID: "dummy-hubId" }))).toEqual([
-    {
-      version: "1",
-      type: "REST",
-      method: "POST",
-      endpoint: "https://api.hubapi.com/contacts/v1/contact/createOrUpdate/email/testhubspot2@email.com",
-      headers: JSON_HEADERS,
-      params: { hapikey: "dummy-apikey" },
-      body: { JSON: { properties: [{ property: "email", value: "testhubspot2@email.com" }, { property: "firstname", value: "Test Hubspot" }] }, JSON_ARRAY: {}, XML: {}, FORM: {} },
-      files: {},
-    },
+test("HS RudderStack fixture: page (Test 1) → 'Message type page is not supported'; no type → 'Message type is not present. Aborting message.'", () => {
+  expect(errorOf(() => hubspot.transform({ type: "page", messageId: "m", name: "ApplicationLoaded" }, ctx(FX_LEGACY)))).toBe("Message type page is not supported");
+  expect(errorOf(() => hubspot.transform({ messageId: "m", event: "Purchase" } as any, ctx(FX_PRIVATE_NEW)))).toBe("Message type is not present. Aborting message.");
+});
+
+test("HS RudderStack fixture: legacy track (Tests 2, 9, 23) → GET track.hubspot.com with _a, _n and the traits; the properties are not read when traits exist", () => {
+  const want = [legacyTrackRequest(HS_TRAITS)];
+  expect(hubspot.transform(trackEvent({ properties: { user_actual_role: "system_admin, system_user", user_actual_id: 12345 } }), ctx(FX_LEGACY))).toEqual(want);
+  expect(hubspot.transform(trackEvent({}), ctx(FX_LEGACY))).toEqual(want);
+  expect(hubspot.transform(trackEvent({ properties: { user_actual_id: 12345 } }), ctx({ ...FX_KEY_NEW, apiVersion: "legacyApi" }))).toEqual(want);
+});
+
+test("HS RudderStack fixture: legacy track revenue / value (Tests 5, 6) → _m", () => {
+  const want = [legacyTrackRequest({ _m: 4.99, ...HS_TRAITS })];
+  expect(hubspot.transform(trackEvent({ properties: { revenue: 4.99, user_actual_id: 12345 } }), ctx(FX_LEGACY))).toEqual(want);
+  expect(hubspot.transform(trackEvent({ properties: { value: 4.99, user_actual_id: 12345 } }), ctx(FX_LEGACY))).toEqual(want);
+  // RudderStack's mapping falls back to total as well.
+  expect(hubspot.transform(trackEvent({ properties: { total: 7 } }), ctx(FX_LEGACY))[0]!.params._m).toBe(7);
+});
+
+test("HS RudderStack fixture: legacy track with empty traits (Test 14) → the properties become contact properties", () => {
+  const event = trackEvent({ context: { traits: {} }, properties: HS_TRAITS });
+  expect(hubspot.transform(event, ctx(FX_LEGACY))).toEqual([legacyTrackRequest(HS_TRAITS)]);
+});
+
+test("HS RudderStack fixture: legacy track with a hubspotId external id (Tests 15, 16) → id; address and company read from their spec objects", () => {
+  const t15 = trackEvent({ event: "test track event HS", context: { externalId: [{ type: "hubspotId", id: "6556" }] }, properties: { user_actual_id: 12345 } });
+  expect(hubspot.transform(t15, ctx(FX_LEGACY))).toEqual([legacyTrackRequest({ id: "6556", ...HS_TRAITS })]);
+  // Test 16 also has user_actual_* properties, which RudderStack drops after reading the
+  // portal's property list; Sluice cannot look that up, so they are left out of this input.
+  const t16: SluiceEvent = { type: "track", messageId: "m", userId: "12345", event: "test track event HS", context: { externalId: [{ type: "hubspotId", id: "6556" }] }, properties: { address: { street: "24. park" }, company: { name: "RudderStack" } } };
+  expect(hubspot.transform(t16, ctx(FX_LEGACY))).toEqual([legacyTrackRequest({ id: "6556", address: "24. park", company: "RudderStack" })]);
+});
+
+test("HS RudderStack fixture: legacy track with a private app → Bearer header, no key in the query", () => {
+  const config = { apiKey: "dummy-apikey", hubID: "dummy-hubId", authorizationType: "newPrivateAppApi", accessToken: "dummy-access-token", apiVersion: "legacyApi" };
+  expect(hubspot.transform(trackEvent({ properties: { user_actual_id: 12345 } }), ctx(config))).toEqual([legacyTrackRequest(HS_TRAITS, BEARER)]);
+});
+
+test("HS RudderStack fixture: config checks → 'Access Token not found. Aborting', 'Hub ID not found. Aborting', 'API Key not found. Aborting'", () => {
+  const event: SluiceEvent = { type: "identify", messageId: "m", traits: { lookupField: "firstname", firstname: "Test" }, context: { externalId: [{ id: "osvaldocostaferreira98@gmail.com", type: "HS-contacts", identifierType: "email" }] } };
+  expect(errorOf(() => hubspot.transform(event, ctx({ ...FX_PRIVATE_NEW, accessToken: "" })))).toBe("Access Token not found. Aborting");
+  expect(errorOf(() => hubspot.transform(event, ctx({ ...FX_KEY_NEW, hubID: "", apiKey: "" })))).toBe("Hub ID not found. Aborting");
+  expect(errorOf(() => hubspot.transform(event, ctx({ ...FX_KEY_NEW, apiKey: "" })))).toBe("API Key not found. Aborting");
+  // A config without authorizationType is a legacy API-key one.
+  expect(errorOf(() => hubspot.transform(event, ctx({ apiVersion: "legacyApi", hubID: "h" })))).toBe("API Key not found. Aborting");
+});
+
+test("HS RudderStack fixture: new API track (Test 21) → events/v3/send with the mapped event, its mapped properties, email and occurredAt", () => {
+  const event = trackEvent({ event: "Purchase", properties: { user_actual_role: "system_admin, system_user", user_actual_id: 12345, Revenue: 100 } });
+  const config = { ...FX_PRIVATE_NEW, hubID: "1", apiKey: "1" };
+  expect(hubspot.transform(event, ctx(config))).toEqual([
+    expected({ endpoint: "https://api.hubapi.com/events/v3/send", headers: BEARER, json: { email: "testhubspot2@email.com", occurredAt: OTS, eventName: "pe22315509_rs_hub_test", properties: { value: 100 } } }),
   ]);
 });
 
-// RudderStack fixture "Test 2": no hapikey on the tracking endpoint. RudderStack drops the two
-// user_actual_* properties after looking up the portal's properties; Sluice cannot look up, so sends them.
-test("HS legacy track (RudderStack Test 2) → GET track.hubspot.com/v1/event with _a, _n and the traits as contact properties", () => {
-  const event: SluiceEvent = { type: "track", messageId: "m4", userId: "12345", event: "test track event HS", context: { traits: { email: "testhubspot2@email.com", firstname: "Test Hubspot" } }, properties: { user_actual_role: "system_admin, system_user", user_actual_id: 12345 } };
-  const [req] = hubspot.transform(event, ctx({ apiKey: "dummy-apikey", hubID: "dummy-hubId" }));
-  expect(req!.method).toBe("GET");
-  expect(req!.endpoint).toBe("https://track.hubspot.com/v1/event");
-  expect(req!.headers).toEqual(JSON_HEADERS);
-  expect(req!.body.JSON).toEqual({});
-  expect(req!.params).toEqual({ _a: "dummy-hubId", _n: "test track event HS", email: "testhubspot2@email.com", firstname: "Test Hubspot", user_actual_role: "system_admin, system_user", user_actual_id: 12345 });
+test("HS RudderStack fixture: new API track without traits → email from the first external id", () => {
+  const event: SluiceEvent = { type: "track", messageId: "m", traits: {}, context: { externalId: [{ id: "osvaldocostaferreira98@gmail.com", type: "HS-contacts", identifierType: "email" }] }, event: "Purchase", properties: { Revenue: "name1" } };
+  expect(hubspot.transform(event, ctx(FX_PRIVATE_NEW))).toEqual([
+    expected({ endpoint: "https://api.hubapi.com/events/v3/send", headers: BEARER, json: { email: "osvaldocostaferreira98@gmail.com", eventName: "pe22315509_rs_hub_test", properties: { value: "name1" } } }),
+  ]);
 });
 
-test("HS legacy track (RudderStack Tests 14, 16) → properties as contact properties, hubspotId externalId as id, address/company flattened", () => {
-  const config = { apiKey: "dummy-apikey", hubID: "dummy-hubId" };
-  const t14: SluiceEvent = { type: "track", messageId: "m", userId: "12345", event: "test track event HS", context: { traits: {} }, properties: { email: "testhubspot2@email.com", firstname: "Test Hubspot" } };
-  expect(hubspot.transform(t14, ctx(config))[0]!.params).toEqual({ _a: "dummy-hubId", _n: "test track event HS", email: "testhubspot2@email.com", firstname: "Test Hubspot" });
-  const t16: SluiceEvent = { type: "track", messageId: "m", userId: "12345", event: "test track event HS 2", context: { externalId: [{ type: "hubspotId", id: "6556" }] }, properties: { address: { street: "24. park" }, company: { name: "RudderStack" } } };
-  expect(hubspot.transform(t16, ctx(config))[0]!.params).toEqual({ _a: "dummy-hubId", _n: "test track event HS 2", id: "6556", address: "24. park", company: "RudderStack" });
+test("HS RudderStack fixture: new API track with an API key → hapikey in the URL, objectId and hs_city / hs_country from the address", () => {
+  const event: SluiceEvent = { type: "track", messageId: "m", originalTimestamp: OTS, userId: "12345", event: "Purchase", context: {}, properties: { user_actual_role: "system_admin, system_user", user_actual_id: 12345, address: { city: "kolkata", country: "India" }, objectId: "5005" } };
+  expect(hubspot.transform(event, ctx(FX_KEY_NEW))).toEqual([
+    expected({ endpoint: "https://api.hubapi.com/events/v3/send?hapikey=dummy-apikey", json: { occurredAt: OTS, objectId: "5005", eventName: "pe22315509_rs_hub_test", properties: { hs_city: "kolkata", hs_country: "India" } } }),
+  ]);
+  const { objectId: _drop, ...noId } = event.properties;
+  expect(errorOf(() => hubspot.transform({ ...event, properties: noId }, ctx(FX_KEY_NEW)))).toBe("Either of email, utk or objectId is required for custom behavioral events");
 });
 
-test("HS legacy track with revenue → _m carries the value", () => {
-  const event: SluiceEvent = { type: "track", messageId: "m9", event: "Purchase", context: { traits: { email: "a@b.c" } }, properties: { revenue: 12 } };
-  expect(hubspot.transform(event, ctx(LEGACY))[0]!.params._m).toBe(12);
+test("HS RudderStack fixture: new API track errors → unmapped event (lower-cased), no event name, no mappings, non-string event", () => {
+  const event: SluiceEvent = { type: "track", messageId: "m", event: "Temp Event", properties: { objectId: "5005" } };
+  expect(errorOf(() => hubspot.transform(event, ctx(FX_KEY_NEW)))).toBe("Event name 'temp event' mappings are not configured in the destination");
+  expect(errorOf(() => hubspot.transform({ ...event, event: undefined }, ctx(FX_KEY_NEW)))).toBe("event name is required for track call");
+  const { hubspotEvents: _none, ...withoutMappings } = FX_PRIVATE_NEW;
+  expect(errorOf(() => hubspot.transform({ ...event, event: "Purchase" }, ctx(withoutMappings)))).toBe("Event and property mappings are required for track call");
+  expect(errorOf(() => hubspot.transform({ ...event, event: { name: "event" } }, ctx({ ...PRIVATE_NEW, hubspotEvents: [] })))).toBe("Event is a required field and should be a string");
+  // Names match trimmed and in any case.
+  expect(hubspot.transform({ ...event, event: " purchase " }, ctx(FX_KEY_NEW))[0]!.body.JSON.eventName).toBe("pe22315509_rs_hub_test");
 });
 
-test("HS new API track → POST events/v3/send with the mapped event name and properties; unmapped event → error", () => {
-  const config = { ...PRIVATE_NEW, hubspotEvents: [{ rsEventName: "Purchase", hubspotEventName: "pe123_purchase", eventProperties: [{ from: "plan", to: "plan_name" }] }] };
-  const event: SluiceEvent = { type: "track", messageId: "m5", userId: "u1", event: "Purchase", timestamp: "2024-05-01T10:00:00.000Z", context: { traits: { email: "ada@example.com" } }, properties: { plan: "pro", other: 1 } };
-  const [req] = hubspot.transform(event, ctx(config));
-  expect(req!.endpoint).toBe("https://api.hubapi.com/events/v3/send");
-  expect(req!.body.JSON).toEqual({ eventName: "pe123_purchase", properties: { plan_name: "pro" }, email: "ada@example.com", occurredAt: "2024-05-01T10:00:00.000Z" });
-  expect(errorOf(() => hubspot.transform({ ...event, event: "Other" }, ctx(config)))).toBe("Event name 'Other' mappings are not configured in the destination");
+test("HS RudderStack fixture: new API identify errors → no lookup value, no traits, no lookupField", () => {
+  const noLookup: SluiceEvent = { type: "identify", messageId: "m", traits: {}, context: { externalId: [{ id: "osvaldocostaferreira98@gmail.com", type: "HS-contacts", identifierType: "email" }], mappedToDestination: false } };
+  expect(errorOf(() => hubspot.transform(noLookup, ctx(FX_PRIVATE_NEW)))).toBe("Identify:: email i.e a default lookup field for contact lookup not found in traits");
+  expect(errorOf(() => hubspot.transform({ type: "identify", messageId: "m", context: { mappedToDestination: false } }, ctx(FX_PRIVATE_NEW)))).toBe(
+    "Identify - Invalid traits value for lookup field",
+  );
+  expect(errorOf(() => hubspot.transform({ type: "identify", messageId: "m", traits: { email: "a@b.c" } }, ctx({ ...FX_PRIVATE_NEW, lookupField: "" })))).toBe(
+    "lookupField is a required field in webapp config",
+  );
 });
 
-test("HS page → unsupported message type; missing apiKey → config error", () => {
-  expect(errorOf(() => hubspot.transform({ type: "page", messageId: "m6" }, ctx(LEGACY)))).toBe("Message type page is not supported");
-  const event: SluiceEvent = { type: "identify", messageId: "m7", traits: { email: "a@b.c" } };
-  expect(errorOf(() => hubspot.transform(event, ctx({ apiVersion: "legacyApi" })))).toBe("destination config is missing 'apiKey'");
+// RudderStack searches the contact by the lookup field and then creates or updates it (Tests 18,
+// 19, 33 and the "default lookup field" case): Sluice upserts by that field in one call instead.
+test("HS RudderStack fixture: new API identify (Tests 19, 33) → one upsert by the lookup field with the contact properties", () => {
+  const event = identifyEvent({ context: { traits: { email: "noname@email.com", firstname: "Test Hubspot", anonymousId: "12345" } } });
+  const input = { id: "noname@email.com", idProperty: "email", properties: { email: "noname@email.com", firstname: "Test Hubspot" } };
+  const upsert = "https://api.hubapi.com/crm/v3/objects/contacts/batch/upsert";
+  const config19 = { ...FX_PRIVATE_NEW, lookupField: "email", hubspotEvents: [] };
+  expect(hubspot.transform(event, ctx(config19))).toEqual([expected({ endpoint: upsert, headers: BEARER, json: { inputs: [input] } })]);
+  const config33 = { ...config19, authorizationType: "legacyApiKey", apiKey: "dummy-apikeysuccess", hubID: "dummy-hubId" };
+  expect(hubspot.transform(event, ctx(config33))).toEqual([expected({ endpoint: upsert, params: { hapikey: "dummy-apikeysuccess" }, json: { inputs: [input] } })]);
+  // "email is present in traits as a default lookup field": a lookupField the event lacks falls back to email.
+  const onlyEmail: SluiceEvent = { type: "identify", messageId: "m", traits: { email: "noname@email.com" }, context: { mappedToDestination: false } };
+  expect(hubspot.transform(onlyEmail, ctx(FX_PRIVATE_NEW))[0]!.body.JSON).toEqual({ inputs: [{ id: "noname@email.com", idProperty: "email", properties: { email: "noname@email.com" } }] });
 });
+
+test("HS RudderStack fixture: new API identify (Test 18) → a lookupField trait names nothing HubSpot stores and is not sent", () => {
+  const event = identifyEvent({ context: { traits: { email: "testhubspot@email.com", firstname: "Test Hubspot", anonymousId: "12345", lookupField: "email" } } });
+  const [req] = hubspot.transform(event, ctx({ ...FX_PRIVATE_NEW, hubspotEvents: [] }));
+  // RudderStack reads the configured field name ("lookupField") as given, so its value is the lookup value.
+  expect(req!.body.JSON).toEqual({ inputs: [{ id: "email", idProperty: "lookupField", properties: { email: "testhubspot@email.com", firstname: "Test Hubspot" } }] });
+});
+
+test("HS RudderStack fixture: null traits become empty strings (HubSpot clears the property)", () => {
+  const event: SluiceEvent = { type: "identify", messageId: "m", userId: "12345", context: { traits: { email: "noname@email.com", firstname: null, gender: "", lookupField: "email" } } };
+  const [req] = hubspot.transform(event, ctx({ ...FX_PRIVATE_NEW, lookupField: "email", hubspotEvents: [] }));
+  expect(req!.body.JSON.inputs).toEqual([{ id: "noname@email.com", idProperty: "email", properties: { email: "noname@email.com", firstname: "", gender: "" } }]);
+});
+
+test("HS new API identify with a hsContactId external id → PATCH the contact by id (RudderStack's update, no lookup needed)", () => {
+  const event: SluiceEvent = { type: "identify", messageId: "m", context: { externalId: [{ type: "hsContactId", id: "103604" }], traits: { email: "a@b.c", lastName: "L" } } };
+  expect(hubspot.transform(event, ctx(PRIVATE_NEW))).toEqual([
+    expected({ method: "PATCH", endpoint: "https://api.hubapi.com/crm/v3/objects/contacts/103604", headers: { ...JSON_HEADERS, Authorization: "Bearer tok" }, json: { properties: { email: "a@b.c", lastname: "L" } } }),
+  ]);
+});
+
+test("HS contact properties: common mapping names first (firstname, lastname, address parts, company), other traits lower-cased with _", () => {
+  const event: SluiceEvent = {
+    type: "identify",
+    messageId: "m",
+    userId: "u1",
+    traits: { email: "ada@example.com", first_name: "Ada", lastName: "L", "Favourite Colour": "red", "plan.tier": "pro", address: { street: "1 Main", city: "Paris", postalcode: "75001" }, tags: ["a", "b"] },
+  };
+  expect(hubspot.transform(event, ctx(LEGACY))[0]!.body.JSON.properties).toEqual([
+    { property: "email", value: "ada@example.com" },
+    { property: "firstname", value: "Ada" },
+    { property: "lastname", value: "L" },
+    { property: "address", value: "1 Main" },
+    { property: "city", value: "Paris" },
+    { property: "zip", value: "75001" },
+    { property: "favourite_colour", value: "red" },
+    { property: "plan_tier", value: "pro" },
+    { property: "tags", value: '["a","b"]' },
+  ]);
+});
+
+// ---------- RudderStack router fixtures (router/data.ts, router/upsertData.ts) ----------
+
+const batchOf = (config: Record<string, any>, events: SluiceEvent[]) =>
+  hubspot.batch!(
+    events.flatMap((e) => hubspot.transform(e, ctx(config))),
+    ctx(config),
+  );
+
+test("HS RudderStack fixture: legacy router → identifies on POST contacts/v1/contact/batch/ ({email, properties} items), tracks alone", () => {
+  const id = (n: number, anon?: string): SluiceEvent => identifyEvent({ context: { traits: { email: `testhubspot${n}@email.com`, firstname: `Test Hubspot${n}`, ...(anon ? { anonymousId: anon } : {}) } } });
+  const track = trackEvent({ context: { traits: { email: "testhubspot2@email.com", firstname: "Test Hubspot2" } }, properties: { user_actual_id: 12345 } });
+  const out = batchOf(FX_LEGACY, [id(3), id(1, "1111"), id(4, "4444"), track]);
+  expect(out).toEqual([
+    expected({
+      endpoint: "https://api.hubapi.com/contacts/v1/contact/batch/",
+      params: { hapikey: "dummy-apikey" },
+      batch: [3, 1, 4].map((n) => ({ email: `testhubspot${n}@email.com`, properties: [{ property: "firstname", value: `Test Hubspot${n}` }] })),
+    }),
+    legacyTrackRequest({ email: "testhubspot2@email.com", firstname: "Test Hubspot2" }),
+  ]);
+});
+
+const UPSERT_CONFIG = { authorizationType: "newPrivateAppApi", accessToken: "secret", apiVersion: "newApi", lookupField: "email" };
+const UPSERT_URL = "https://api.hubapi.com/crm/v3/objects/contacts/batch/upsert";
+const UPSERT_HEADERS = { ...JSON_HEADERS, Authorization: "Bearer secret" };
+
+test("HS RudderStack fixture: upsert router → batch/upsert inputs {id, idProperty, properties}, one call for several users", () => {
+  const user = (n: number, last: string): SluiceEvent => ({ type: "identify", messageId: `msg-${n}`, userId: `user${n}`, traits: { email: `user${n}@example.com`, firstname: "User", lastname: last } });
+  expect(batchOf(UPSERT_CONFIG, [user(1, "One"), user(2, "Two"), user(3, "Three")])).toEqual([
+    expected({
+      endpoint: UPSERT_URL,
+      headers: UPSERT_HEADERS,
+      json: {
+        inputs: [
+          { id: "user1@example.com", idProperty: "email", properties: { email: "user1@example.com", firstname: "User", lastname: "One" } },
+          { id: "user2@example.com", idProperty: "email", properties: { email: "user2@example.com", firstname: "User", lastname: "Two" } },
+          { id: "user3@example.com", idProperty: "email", properties: { email: "user3@example.com", firstname: "User", lastname: "Three" } },
+        ],
+      },
+    }),
+  ]);
+});
+
+test("HS RudderStack fixture: upsert by a custom lookupField → its value as text; a lookupField the event lacks falls back to email", () => {
+  const config = { ...UPSERT_CONFIG, lookupField: "user_id" };
+  const event: SluiceEvent = { type: "identify", messageId: "m", userId: "u", traits: { email: "numeric-lookup@example.com", user_id: 9868, firstname: "Numeric" } };
+  // RudderStack sends user_id only when the portal defines it; Sluice sends every trait.
+  expect(hubspot.transform(event, ctx(config))[0]!.body.JSON.inputs).toEqual([
+    { id: "9868", idProperty: "user_id", properties: { email: "numeric-lookup@example.com", user_id: 9868, firstname: "Numeric" } },
+  ]);
+  const fallback = { ...UPSERT_CONFIG, lookupField: "custom_field_not_present" };
+  const noField: SluiceEvent = { type: "identify", messageId: "m", userId: "u", traits: { email: "fallback@example.com", firstname: "Fallback", lastname: "User" } };
+  expect(hubspot.transform(noField, ctx(fallback))[0]!.body.JSON.inputs).toEqual([
+    { id: "fallback@example.com", idProperty: "email", properties: { email: "fallback@example.com", firstname: "Fallback", lastname: "User" } },
+  ]);
+});
+
+test("HS RudderStack fixture: the same contact twice in one batch → one input, the later values win", () => {
+  const first: SluiceEvent = { type: "identify", messageId: "a", userId: "d1", traits: { email: "duplicate@example.com", firstname: "First", lastname: "Version", plan: "pro" } };
+  const second: SluiceEvent = { type: "identify", messageId: "b", userId: "d2", traits: { email: "duplicate@example.com", firstname: "Updated", lastname: "Version" } };
+  const out = batchOf(UPSERT_CONFIG, [first, second]);
+  expect(out).toHaveLength(1);
+  // RudderStack keeps only the later properties; Sluice also keeps what only the earlier one set.
+  expect(out[0]!.body.JSON.inputs).toEqual([{ id: "duplicate@example.com", idProperty: "email", properties: { email: "duplicate@example.com", firstname: "Updated", lastname: "Version", plan: "pro" } }]);
+});
+
+test("HS RudderStack fixture: new API router → contacts batched, custom behavioral events sent alone", () => {
+  const config = { ...FX_PRIVATE_NEW, accessToken: "dummy-access-token", lookupField: "email" };
+  const id = (email: string, name: string): SluiceEvent => identifyEvent({ context: { traits: { email, firstname: name, anonymousId: "4444" } } });
+  const track: SluiceEvent = { type: "track", messageId: "t", traits: {}, context: { externalId: [{ id: "osvaldocostaferreira98@gmail.com", type: "HS-contacts", identifierType: "email" }] }, event: "Purchase", properties: { Revenue: "name1" } };
+  const out = batchOf(config, [id("noname@email.com", "Test Hubspot22"), id("noname@email.com", "Test Hubspot44"), track, id("testhubspot@email.com", "Test Hubspot22"), id("testhubspot@email.com", "Test Hubspot44")]);
+  const upsert = (email: string) => expected({ endpoint: UPSERT_URL, headers: BEARER, json: { inputs: [{ id: email, idProperty: "email", properties: { email, firstname: "Test Hubspot44" } }] } });
+  // Sluice keeps the events' order (the track sits between the two contact runs); RudderStack sends tracks last.
+  expect(out).toEqual([
+    upsert("noname@email.com"),
+    expected({ endpoint: "https://api.hubapi.com/events/v3/send", headers: BEARER, json: { email: "osvaldocostaferreira98@gmail.com", eventName: "pe22315509_rs_hub_test", properties: { value: "name1" } } }),
+    upsert("testhubspot@email.com"),
+  ]);
+});
+
+test("HS batch: updates by hsContactId → POST contacts/batch/update {inputs: [{id, properties}]}", () => {
+  const upd = (id: string, name: string): SluiceEvent => ({ type: "identify", messageId: id, context: { externalId: [{ type: "hsContactId", id }] }, traits: { firstname: name } });
+  expect(batchOf(PRIVATE_NEW, [upd("1", "A"), upd("2", "B"), upd("1", "C")])).toEqual([
+    expected({
+      endpoint: "https://api.hubapi.com/crm/v3/objects/contacts/batch/update",
+      headers: { ...JSON_HEADERS, Authorization: "Bearer tok" },
+      json: { inputs: [{ id: "1", properties: { firstname: "C" } }, { id: "2", properties: { firstname: "B" } }] },
+    }),
+  ]);
+});
+
+test("HS batch limits: 100 inputs per CRM batch, 1000 contacts per legacy batch", () => {
+  const users = (n: number) => Array.from({ length: n }, (_, i): SluiceEvent => ({ type: "identify", messageId: `m${i}`, userId: `u${i}`, traits: { email: `u${i}@example.com` } }));
+  const crm = batchOf(PRIVATE_NEW, users(201));
+  expect(crm.map((r) => (r.body.JSON.inputs as unknown[]).length)).toEqual([100, 100, 1]);
+  const legacy = batchOf(LEGACY, users(1001));
+  expect(legacy.map((r) => JSON.parse(r.body.JSON_ARRAY.batch as string).length)).toEqual([1000, 1]);
+  expect(legacy.every((r) => r.endpoint === "https://api.hubapi.com/contacts/v1/contact/batch/" && r.params.hapikey === "hs-key")).toBe(true);
+});
+
+// ---------- deletion ----------
+
+test("HS deleteUsers → POST crm/v3/objects/contacts/gdpr-delete per user, by email, else by the userId as the lookupField property", () => {
+  const reqs = hubspot.deleteUsers!([{ userId: "u1", email: "ada@example.com" }, { userId: "u2" }], ctx({ ...PRIVATE_NEW, lookupField: "user_id" }));
+  const headers = { ...JSON_HEADERS, Authorization: "Bearer tok" };
+  expect(reqs).toEqual([
+    expected({ endpoint: "https://api.hubapi.com/crm/v3/objects/contacts/gdpr-delete", headers, json: { objectId: "ada@example.com", idProperty: "email" } }),
+    expected({ endpoint: "https://api.hubapi.com/crm/v3/objects/contacts/gdpr-delete", headers, json: { objectId: "u2", idProperty: "user_id" } }),
+  ]);
+  expect(errorOf(() => hubspot.deleteUsers!([{ userId: "u2" }], ctx(PRIVATE_NEW)))).toBe(
+    "Deleting a HubSpot contact needs the user's email, or a lookupField other than email to find the userId by (user 'u2')",
+  );
+  expect(errorOf(() => hubspot.deleteUsers!([{ userId: "u1", email: "a@b.c" }], ctx(LEGACY)))).toBe("HubSpot user deletion needs apiVersion newApi with a private app accessToken");
+});
+
+// ---------- pipeline ----------
 
 let s: TestServer;
 const sink = startSink();
@@ -121,13 +374,31 @@ test("HS end to end: identify and track reach the HubSpot stand-in with path, qu
   expect(dst.status).toBe(201);
   await sendEvent(s.url, src.writeKey, "identify", { userId: "u1", traits: { email: "ada@example.com", firstName: "Ada" } });
   await sendEvent(s.url, src.writeKey, "track", { userId: "u1", event: "Signed Up", context: { traits: { email: "ada@example.com" } } });
-  await waitFor(() => sink.received.length >= 2, { what: "two requests at the HubSpot stand-in" });
-  const identify = sink.received.find((r) => r.method === "POST")!;
-  expect(identify.path).toBe("/contacts/v1/contact/createOrUpdate/email/ada@example.com");
-  expect(identify.body.properties).toContainEqual({ property: "firstname", value: "Ada" });
-  const track = sink.received.find((r) => r.method === "GET")!;
-  expect(track.path).toBe("/v1/event");
-  expect(track.query).toEqual({ _a: "6405167", _n: "Signed Up", email: "ada@example.com" });
+  await waitFor(() => sink.received.filter((r) => r.path === "/contacts/v1/contact/batch/" || r.path === "/v1/event").length >= 2, { what: "two requests at the HubSpot stand-in" });
+  const identify = sink.received.find((r) => r.path === "/contacts/v1/contact/batch/")!;
+  expect(identify.method).toBe("POST");
+  expect(identify.body).toEqual([{ email: "ada@example.com", properties: [{ property: "firstname", value: "Ada" }] }]);
   expect(identify.query).toEqual({ hapikey: "hs-key" });
   expect(identify.headers["content-type"]).toBe("application/json");
+  const track = sink.received.find((r) => r.path === "/v1/event")!;
+  expect(track.method).toBe("GET");
+  expect(track.query).toEqual({ _a: "6405167", _n: "Signed Up", email: "ada@example.com" });
+});
+
+test("HS end to end: suppress_with_delete reaches the GDPR delete endpoint with the user's email; the deletion completes", async () => {
+  const src = await createSource(s.url);
+  const dst = await api(s.url, "POST", "/v2/destinations", { name: "hs-del", type: "HS", config: { ...PRIVATE_NEW, accessToken: "del-token" }, sourceIds: [src.id] });
+  expect(dst.status).toBe(201);
+  const reg = await api(s.url, "POST", "/v2/regulations", { regulationType: "suppress_with_delete", destinationIds: [dst.json.id], users: [{ userId: "gone-hs-1", email: "gone-hs-1@example.com" }] });
+  expect(reg.status).toBe(201);
+  const call = await waitFor(() => sink.received.find((r) => r.path === "/crm/v3/objects/contacts/gdpr-delete" && r.body?.objectId === "gone-hs-1@example.com"), { what: "the GDPR delete call" });
+  expect(call.method).toBe("POST");
+  expect(call.headers.authorization).toBe("Bearer del-token");
+  expect(call.body).toEqual({ objectId: "gone-hs-1@example.com", idProperty: "email" });
+  const deletionOf = async () => {
+    const list = (await api(s.url, "GET", "/v2/regulations")).json;
+    const items: any[] = Array.isArray(list) ? list : (list.regulations ?? list.items ?? list.data ?? []);
+    return items.find((r) => JSON.stringify(r).includes("gone-hs-1"))?.deletion;
+  };
+  await waitFor(async () => (await deletionOf())?.[0]?.status === "complete", { what: "deletion complete" });
 });

@@ -1,16 +1,21 @@
 /**
- * HS: HubSpot contacts and events. Legacy API: contacts/v1 createOrUpdate by email and
- * track.hubspot.com events (GET with query params). New API: contacts upserted by the configured
- * lookup field (CRM v3 batch upsert, stateless instead of RudderStack's search-then-create/update)
- * and custom behavioral events `/events/v3/send` from the `hubspotEvents` mapping.
+ * HS: HubSpot contacts and events. Legacy API: contacts/v1 createOrUpdate by email (batched on
+ * contacts/v1 batch) and track.hubspot.com events (GET with query params). New API: contacts
+ * upserted by the configured lookup field (CRM v3 batch upsert, stateless instead of
+ * RudderStack's search-then-create/update), or updated by a `hsContactId` external id, and
+ * custom behavioral events `/events/v3/send` from the `hubspotEvents` mapping.
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { eventFilteringSchema, getPath, isEventAllowed, isPresent, toMillis, traitsOf } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { GENERIC_PATHS, destinationExternalId } from "../generic-fields";
+import { batchConsecutive, chunkItems, eventFilteringSchema, firstPresent, getPath, isEventAllowed, isPlainObject, isPresent, traitsOf } from "../shared";
+import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
 
 const API = "https://api.hubapi.com";
 const TRACK_URL = "https://track.hubspot.com/v1/event";
+// HubSpot's documented batch limits: legacy contacts batch 1000, CRM v3 batch endpoints 100.
+const LEGACY_BATCH_MAX = 1000;
+const CRM_BATCH_MAX = 100;
 type Obj = Record<string, any>;
 
 export const HubspotConfig = t.Object(
@@ -31,9 +36,17 @@ export const HubspotConfig = t.Object(
 const isNewApi = (config: Obj) => config.apiVersion === "newApi";
 const isPrivateApp = (config: Obj) => config.authorizationType === "newPrivateAppApi";
 
-/** HubSpot property names are lowercase without spaces, so RudderStack-style trait keys are normalised. */
+/** RudderStack's isDefinedNotNullNotEmpty: no undefined, null, NaN, blank text or empty object/list. */
+function isFilled(v: unknown): boolean {
+  if (v === undefined || v === null || (typeof v === "number" && Number.isNaN(v))) return false;
+  if (typeof v === "string") return v.trim().length > 0;
+  if (typeof v === "object") return Object.keys(v as object).length > 0;
+  return true;
+}
+
+/** HubSpot property names are lowercase with `_` for spaces and dots, as RudderStack formats trait keys. */
 export function propertyName(key: string): string {
-  return key.trim().toLowerCase().replace(/\s+/g, "_");
+  return key.toLowerCase().replace(/\s+/g, "_").replace(/\./g, "_");
 }
 
 /** HubSpot properties are strings/numbers/booleans: nested values travel as JSON text. */
@@ -41,116 +54,270 @@ function propertyValue(value: unknown): unknown {
   return value !== null && typeof value === "object" ? JSON.stringify(value) : value;
 }
 
-// RudderStack keeps only properties the portal defines (a network lookup); these SDK ids never are.
-const NOT_PROPERTIES = new Set(["anonymousid", "userid"]);
+const everywhere = (path: string) => [`traits.${path}`, `context.traits.${path}`, `properties.${path}`];
 
-// RudderStack's common mapping reads these standard traits from their nested spec form.
-const NESTED_STANDARD: Record<string, string> = { address: "street", company: "name" };
+// RudderStack's common contact mapping (HSCommonConfig), in its order.
+const COMMON_MAPPING: Array<[string, string[]]> = [
+  ["email", everywhere("email")],
+  ["firstname", [...GENERIC_PATHS.firstName, "properties.firstname"]],
+  ["lastname", [...GENERIC_PATHS.lastName, "properties.lastname"]],
+  ["phone", GENERIC_PATHS.phone],
+  ["address", everywhere("address.street")],
+  ["city", everywhere("address.city")],
+  ["country", everywhere("address.country")],
+  ["state", everywhere("address.state")],
+  ["zip", everywhere("address.postalcode")],
+  ["company", everywhere("company.name")],
+];
 
-function flatStandard(key: string, value: unknown): unknown {
-  const inner = NESTED_STANDARD[propertyName(key)];
-  return inner && value !== null && typeof value === "object" ? (value as Obj)[inner] : value;
+// RudderStack keeps only traits the portal defines as contact properties (a network lookup).
+// These never are: SDK ids, the lookup-field hint, and the aliases the common mapping already read.
+const NOT_PROPERTIES = new Set(["anonymousid", "userid", "lookupfield"]);
+const MAPPED_ALIASES = new Set(["firstName", "first_name", "lastName", "last_name"]);
+const MAPPED_OBJECTS = new Set(["address", "company"]);
+
+/** Traits, else (when there are none) the properties: where RudderStack reads contact properties from. */
+function propertySource(event: SluiceEvent): Obj | undefined {
+  const traits = traitsOf(event);
+  if (isPlainObject(traits) && Object.keys(traits).length > 0) return traits;
+  return isPlainObject(event.properties) ? event.properties : undefined;
 }
 
-function hubspotProperties(traits: Obj): Obj {
+/** The contact properties of an event: the common mapping, then every other trait by its HubSpot name. */
+function contactProperties(event: SluiceEvent): Obj {
+  const source = propertySource(event);
+  if (!source) return {};
   const out: Obj = {};
-  for (const [key, raw] of Object.entries(traits)) {
-    const value = flatStandard(key, raw);
-    if (value === undefined || value === null || NOT_PROPERTIES.has(propertyName(key))) continue;
-    out[propertyName(key)] = propertyValue(value);
+  for (const [key, paths] of COMMON_MAPPING) {
+    const value = firstPresent(event, paths);
+    if (value !== undefined) out[key] = value;
+  }
+  for (const [key, raw] of Object.entries(source)) {
+    const name = propertyName(key);
+    if (raw === undefined || NOT_PROPERTIES.has(name) || MAPPED_ALIASES.has(key) || out[key]) continue;
+    if (MAPPED_OBJECTS.has(key) && isPlainObject(raw)) continue;
+    // HubSpot clears a property given an empty string, which is what a null trait means.
+    out[name] = raw === null ? "" : propertyValue(raw);
   }
   return out;
 }
 
-/** The HubSpot contact id a user may carry as `context.externalId` of type hubspotId. */
-function hubspotIdOf(event: SluiceEvent): unknown {
-  const ids = getPath(event, "context.externalId");
-  return Array.isArray(ids) ? ids.find((e) => e?.type === "hubspotId")?.id : undefined;
-}
-
-function authParts(ctx: DestinationContext): { headers: Obj; params: Obj } {
-  if (isPrivateApp(ctx.config)) {
-    const token = requireConfig(ctx, "accessToken");
-    return { headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` }, params: {} };
+function validateConfig(config: Obj): void {
+  if (isPrivateApp(config)) {
+    if (!config.accessToken) throw new TransformError("Access Token not found. Aborting");
+    return;
   }
-  return { headers: { "Content-Type": "application/json" }, params: { hapikey: requireConfig(ctx, "apiKey") } };
+  if (!config.hubID) throw new TransformError("Hub ID not found. Aborting");
+  if (!config.apiKey) throw new TransformError("API Key not found. Aborting");
 }
 
-function identifyTraits(event: SluiceEvent): Obj {
+function authParts(config: Obj): { headers: Record<string, string>; params: Obj } {
+  if (isPrivateApp(config)) return { headers: { "Content-Type": "application/json", Authorization: `Bearer ${config.accessToken}` }, params: {} };
+  return { headers: { "Content-Type": "application/json" }, params: { hapikey: config.apiKey } };
+}
+
+// ---------- legacy API ----------
+
+function legacyIdentify(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
   const traits = traitsOf(event);
   if (!traits || !traits.email) throw new TransformError("Identify without email is not supported.");
-  return traits;
-}
-
-function legacyIdentify(event: SluiceEvent, ctx: DestinationContext) {
-  const traits = identifyTraits(event);
-  const properties = Object.entries(hubspotProperties(traits)).map(([property, value]) => ({ property, value }));
-  const { headers, params } = authParts(ctx);
+  const properties = Object.entries(contactProperties(event)).map(([property, value]) => ({ property, value }));
+  const { headers, params } = authParts(ctx.config);
   const url = `${API}/contacts/v1/contact/createOrUpdate/email/${traits.email}`;
   return [restRequest({ endpoint: endpointFor(ctx, url), headers, params, json: { properties } })];
 }
 
-function newApiIdentify(event: SluiceEvent, ctx: DestinationContext) {
-  const traits = identifyTraits(event);
-  const lookupField = ctx.config.lookupField || "email";
-  const properties = hubspotProperties(traits);
-  const id = properties[propertyName(lookupField)] ?? getPath(traits, lookupField);
-  if (!isPresent(id)) throw new TransformError(`${lookupField} is not present in traits`);
-  const { headers, params } = authParts(ctx);
-  const json = { inputs: [{ id: String(id), idProperty: propertyName(lookupField), properties }] };
-  return [restRequest({ endpoint: endpointFor(ctx, `${API}/crm/v3/objects/contacts/batch/upsert`), headers, params, json })];
+function legacyTrack(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
+  const { config } = ctx;
+  if (!config.hubID) throw new TransformError("Invalid hub id value provided in the destination configuration");
+  const params: Obj = {
+    _a: config.hubID,
+    _n: event.event,
+    _m: getPath(event, "properties.revenue") || getPath(event, "properties.value") || getPath(event, "properties.total"),
+    id: destinationExternalId(event, "hubspotId"),
+    ...contactProperties(event),
+  };
+  for (const key of Object.keys(params)) if (params[key] === undefined || params[key] === null) delete params[key];
+  // The tracking endpoint authenticates by hub id (_a); only a private app token is added.
+  const { headers } = isPrivateApp(config) ? authParts(config) : { headers: { "Content-Type": "application/json" } };
+  return [restRequest({ method: "GET", endpoint: endpointFor(ctx, TRACK_URL), headers, params })];
 }
 
-function legacyTrack(event: SluiceEvent, ctx: DestinationContext) {
-  const hubID = requireConfig(ctx, "hubID");
-  if (!event.event) throw new TransformError("Event name is required");
-  const props: Obj = event.properties ?? {};
-  const traits: Obj = traitsOf(event) ?? {};
-  const params: Obj = { _a: hubID, _n: event.event };
-  const value = props.revenue ?? props.value;
-  if (isPresent(value)) params._m = value;
-  const hubspotId = hubspotIdOf(event);
-  if (isPresent(hubspotId)) params.id = hubspotId;
-  // RudderStack sends traits and properties that the portal defines as contact properties; without
-  // its (network) property lookup Sluice cannot tell which are, so every one is sent.
-  Object.assign(params, hubspotProperties(traits), hubspotProperties(props));
-  // The legacy tracking endpoint authenticates by hub id (_a); RudderStack sends no key to it.
-  return [
-    restRequest({
-      method: "GET",
-      endpoint: endpointFor(ctx, TRACK_URL),
-      headers: { "Content-Type": "application/json" },
-      params,
-    }),
-  ];
-}
+// ---------- new API ----------
 
-function eventMapping(event: SluiceEvent, config: Obj): Obj {
-  const mappings: Obj[] = Array.isArray(config.hubspotEvents) ? config.hubspotEvents : [];
-  if (!event.event) throw new TransformError("event name is required for track call");
-  const found = mappings.find((m) => m?.rsEventName && String(m.rsEventName).trim() === String(event.event).trim());
-  if (!found?.hubspotEventName) throw new TransformError(`Event name '${event.event}' mappings are not configured in the destination`);
-  return found;
-}
-
-function newApiTrack(event: SluiceEvent, ctx: DestinationContext) {
-  const mapping = eventMapping(event, ctx.config);
-  const traits: Obj = traitsOf(event) ?? {};
-  const props: Obj = event.properties ?? {};
-  const email = traits.email ?? props.email;
-  const objectId = getPath(event, "context.externalId.0.id");
-  if (!email && !isPresent(objectId)) throw new TransformError("Either of email, utk or objectId is required for custom behavioral events");
-  const properties: Obj = {};
-  for (const { from, to } of (mapping.eventProperties ?? []) as Obj[]) {
-    if (from && to && isPresent(props[from])) properties[to] = propertyValue(props[from]);
+/** RudderStack's lookup: the configured field, then email, at the top level or in traits / context traits / properties. */
+function lookupValue(event: SluiceEvent, lookupField: string): { field: string; value: unknown } | undefined {
+  for (const field of [lookupField, "email"]) {
+    let value = getPath(event, field);
+    if (!isFilled(value)) {
+      for (const base of ["traits", "context.traits", "properties"]) {
+        const obj = getPath(event, base);
+        value = obj && typeof obj === "object" ? obj[field] : undefined;
+        if (isFilled(value)) break;
+      }
+    }
+    if (isFilled(value)) return { field, value };
   }
-  const occurred = toMillis(event.timestamp ?? event.originalTimestamp);
-  const json: Obj = { eventName: mapping.hubspotEventName, properties };
-  if (email) json.email = email;
-  if (isPresent(objectId)) json.objectId = objectId;
-  if (occurred !== undefined) json.occurredAt = new Date(occurred).toISOString();
-  const { headers, params } = authParts(ctx);
-  return [restRequest({ endpoint: endpointFor(ctx, `${API}/events/v3/send`), headers, params, json })];
+  return undefined;
+}
+
+function newApiIdentify(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
+  const { config } = ctx;
+  if (!config.lookupField) throw new TransformError("lookupField is a required field in webapp config");
+  const { headers, params } = authParts(config);
+  const contactId = destinationExternalId(event, "hsContactId");
+  if (isPresent(contactId)) {
+    const url = `${API}/crm/v3/objects/contacts/${contactId}`;
+    return [restRequest({ method: "PATCH", endpoint: endpointFor(ctx, url), headers, params, json: { properties: contactProperties(event) } })];
+  }
+  if (!traitsOf(event) && !event.properties) throw new TransformError("Identify - Invalid traits value for lookup field");
+  const lookup = lookupValue(event, String(config.lookupField));
+  if (!lookup) throw new TransformError("Identify:: email i.e a default lookup field for contact lookup not found in traits");
+  // RudderStack searches the contact and then creates or updates it; HubSpot's upsert by the
+  // lookup property does both in one stateless call (RudderStack's own upsert mode sends this too).
+  const input = { id: String(lookup.value), idProperty: lookup.field, properties: contactProperties(event) };
+  return [restRequest({ endpoint: endpointFor(ctx, `${API}/crm/v3/objects/contacts/batch/upsert`), headers, params, json: { inputs: [input] } })];
+}
+
+// RudderStack's HSTrackConfig and HSTrackPropertiesConfig mappings.
+const TRACK_MAPPING: Array<[string, string[]]> = [
+  ["utk", everywhere("utk")],
+  ["email", GENERIC_PATHS.email],
+  ["occurredAt", ["properties.occurred_at", "originalTimestamp"]],
+  ["objectId", everywhere("objectId")],
+];
+const TRACK_PROPERTIES_MAPPING: Array<[string, string[]]> = [
+  ["hs_asset_description", ["properties.assetDescription", "properties.hsAssetDescription"]],
+  ["hs_asset_type", ["properties.assetType", "properties.hsAssetType"]],
+  ["hs_campaign_id", ["properties.campaignId"]],
+  ["hs_city", everywhere("address.city")],
+  ["hs_country", everywhere("address.country")],
+  ["hs_device_name", ["context.device.name"]],
+  ["hs_element_class", ["properties.elementClass", "properties.hsElementClass"]],
+  ["hs_element_id", ["properties.elementId", "properties.hsElementId"]],
+];
+
+function mapped(event: SluiceEvent, mapping: Array<[string, string[]]>): Obj {
+  const out: Obj = {};
+  for (const [key, paths] of mapping) {
+    const value = firstPresent(event, paths);
+    if (value !== undefined) out[key] = value;
+  }
+  return out;
+}
+
+/** The `hubspotEvents` row for this event: names compared trimmed and case-insensitively. */
+function eventMapping(event: SluiceEvent, config: Obj): { eventName: string; properties: Obj } {
+  if (!event.event) throw new TransformError("event name is required for track call");
+  if (!config.hubspotEvents) throw new TransformError("Event and property mappings are required for track call");
+  if (typeof event.event !== "string") throw new TransformError("Event is a required field and should be a string");
+  const name = event.event.trim().toLowerCase();
+  const rows: Obj[] = Array.isArray(config.hubspotEvents) ? config.hubspotEvents : [];
+  const found = rows.find(
+    (m) => m?.rsEventName && String(m.rsEventName).trim().toLowerCase() === name && isFilled(m.hubspotEventName),
+  );
+  if (!found) throw new TransformError(`Event name '${name}' mappings are not configured in the destination`);
+  const properties: Obj = {};
+  for (const row of (Array.isArray(found.eventProperties) ? found.eventProperties : []) as Obj[]) {
+    if (!isFilled(row?.from) || !row.to) continue;
+    const value = getPath(event.properties, String(row.from));
+    if (isFilled(value)) properties[row.to] = value;
+  }
+  return { eventName: String(found.hubspotEventName).trim(), properties };
+}
+
+function newApiTrack(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
+  const { config } = ctx;
+  const { eventName, properties } = eventMapping(event, config);
+  const json: Obj = { ...mapped(event, TRACK_MAPPING), eventName, properties: { ...properties, ...mapped(event, TRACK_PROPERTIES_MAPPING) } };
+  if (!json.email && !json.utk && !json.objectId) throw new TransformError("Either of email, utk or objectId is required for custom behavioral events");
+  const url = `${API}/events/v3/send`;
+  if (isPrivateApp(config)) return [restRequest({ endpoint: endpointFor(ctx, url), headers: authParts(config).headers, json })];
+  // With an API key RudderStack puts hapikey into the URL here, not into the params.
+  return [restRequest({ endpoint: endpointFor(ctx, `${url}?hapikey=${config.apiKey}`), headers: { "Content-Type": "application/json" }, json })];
+}
+
+// ---------- batching ----------
+
+const LEGACY_CONTACT = /\/contacts\/v1\/contact\/createOrUpdate\/email\/.*$/;
+const CONTACT_BY_ID = /\/crm\/v3\/objects\/contacts\/([^/?]+)$/;
+const UPSERT_PATH = "/crm/v3/objects/contacts/batch/upsert";
+
+type BatchKind = "legacy" | "upsert" | "update";
+
+/** Which batch endpoint a request can join, and that endpoint (same host as the request). */
+function batchTarget(r: DestinationRequest): { kind: BatchKind; endpoint: string } | null {
+  if (r.method === "POST" && LEGACY_CONTACT.test(r.endpoint)) {
+    return { kind: "legacy", endpoint: r.endpoint.replace(LEGACY_CONTACT, "/contacts/v1/contact/batch/") };
+  }
+  if (r.method === "POST" && r.endpoint.endsWith(UPSERT_PATH)) return { kind: "upsert", endpoint: r.endpoint };
+  const byId = CONTACT_BY_ID.exec(r.endpoint);
+  if (r.method === "PATCH" && byId && byId[1] !== "batch") {
+    return { kind: "update", endpoint: r.endpoint.replace(CONTACT_BY_ID, "/crm/v3/objects/contacts/batch/update") };
+  }
+  return null;
+}
+
+/**
+ * HubSpot refuses a CRM batch naming one record twice; a later input for the same record is
+ * merged into the first one (its values win), which is what sending both in turn would leave.
+ */
+function mergeDuplicates(inputs: Obj[], keyOf: (input: Obj) => string): Obj[] {
+  const byKey = new Map<string, Obj>();
+  const out: Obj[] = [];
+  for (const input of inputs) {
+    const key = keyOf(input);
+    const seen = byKey.get(key);
+    if (seen) {
+      seen.properties = { ...seen.properties, ...input.properties };
+      continue;
+    }
+    const copy = { ...input, properties: { ...input.properties } };
+    byKey.set(key, copy);
+    out.push(copy);
+  }
+  return out;
+}
+
+function mergeRun(run: DestinationRequest[]): DestinationRequest[] {
+  const first = run[0]!;
+  const target = batchTarget(first)!;
+  const { headers, params } = first;
+  if (target.kind === "legacy") {
+    // The legacy batch names the contact by `email` beside its other properties.
+    const items = run.map((r) => {
+      const props = (r.body.JSON.properties ?? []) as Array<{ property: string; value: unknown }>;
+      const email = props.find((p) => p.property === "email")?.value;
+      return { email, properties: props.filter((p) => p.property !== "email") };
+    });
+    return chunkItems(items, LEGACY_BATCH_MAX).map((chunk) => restRequest({ endpoint: target.endpoint, headers, params, json: chunk }));
+  }
+  const inputs =
+    target.kind === "upsert"
+      ? mergeDuplicates(run.flatMap((r) => r.body.JSON.inputs as Obj[]), (i) => JSON.stringify([i.idProperty, i.id]))
+      : mergeDuplicates(
+          run.map((r) => ({ id: CONTACT_BY_ID.exec(r.endpoint)![1]!, properties: r.body.JSON.properties })),
+          (i) => String(i.id),
+        );
+  return chunkItems(inputs, CRM_BATCH_MAX).map((chunk) => restRequest({ endpoint: target.endpoint, headers, params, json: { inputs: chunk } }));
+}
+
+// ---------- deletion ----------
+
+const GDPR_DELETE = `${API}/crm/v3/objects/contacts/gdpr-delete`;
+
+/**
+ * HubSpot's GDPR delete removes the contact permanently. It finds the contact by e-mail
+ * (`idProperty: email`) or by another unique property; a bare userId is never sent as
+ * HubSpot's own record id, which could name an unrelated contact.
+ */
+function deletionBody(user: Obj, config: Obj): Obj {
+  if (isFilled(user.email)) return { objectId: String(user.email), idProperty: "email" };
+  const lookupField = typeof config.lookupField === "string" ? config.lookupField.trim() : "";
+  if (lookupField && lookupField !== "email" && isFilled(user.userId)) return { objectId: String(user.userId), idProperty: lookupField };
+  throw new TransformError(
+    `Deleting a HubSpot contact needs the user's email, or a lookupField other than email to find the userId by (user '${user.userId}')`,
+  );
 }
 
 export const hubspot: DestinationDefinition = {
@@ -168,9 +335,29 @@ export const hubspot: DestinationDefinition = {
   configSchema: HubspotConfig,
   transform(event, ctx) {
     if (!isEventAllowed(event, ctx.config)) return [];
-    const type = String(event.type ?? "").toLowerCase();
+    if (!event.type) throw new TransformError("Message type is not present. Aborting message.");
+    validateConfig(ctx.config);
+    const type = String(event.type).toLowerCase();
     if (type === "identify") return isNewApi(ctx.config) ? newApiIdentify(event, ctx) : legacyIdentify(event, ctx);
     if (type === "track") return isNewApi(ctx.config) ? newApiTrack(event, ctx) : legacyTrack(event, ctx);
     throw new TransformError(`Message type ${event.type} is not supported`);
+  },
+  batch(requests) {
+    return batchConsecutive(
+      requests,
+      (r) => {
+        const target = batchTarget(r);
+        return target ? JSON.stringify([target.kind, target.endpoint, r.headers, r.params]) : null;
+      },
+      mergeRun,
+    );
+  },
+  deleteUsers(users, ctx) {
+    const { config } = ctx;
+    if (!isNewApi(config) || !isPrivateApp(config) || !config.accessToken) {
+      throw new TransformError("HubSpot user deletion needs apiVersion newApi with a private app accessToken");
+    }
+    const headers = { "Content-Type": "application/json", Authorization: `Bearer ${config.accessToken}` };
+    return users.map((user) => restRequest({ endpoint: endpointFor(ctx, GDPR_DELETE), headers, json: deletionBody(user, config) }));
   },
 };
