@@ -33,7 +33,7 @@ test("SENDGRID identify → PUT api.sendgrid.com/v3/marketing/contacts with the 
     messageId: "m-1",
     userId: "u1",
     context: {
-      traits: { email: "ada@example.com", phone: "+1 555", firstName: "Ada", lastname: "Lovelace", address: { line: "1 Main St", city: "London" }, zip: "N1", country: "UK", state: "LDN", name: "ada", whatsappNumber: "+44", facebookUrl: "fb/ada", age: 36 },
+      traits: { email: "ada@example.com", phone: "+1 555", firstName: "Ada", lastname: "Lovelace", address: { line: "1 Main St", city: "London" }, zip: "N1", country: "UK", region: "LDN", state: "not mapped", name: "ada", whatsappNumber: "+44", facebookUrl: "fb/ada", age: 36 },
       externalId: [{ type: "listIds", id: ["list-b", "list-a"] }],
     },
   };
@@ -46,6 +46,7 @@ test("SENDGRID identify → PUT api.sendgrid.com/v3/marketing/contacts with the 
           phone_number: "+1 555",
           first_name: "Ada",
           last_name: "Lovelace",
+          // city comes from the address (or context.geo), the region from `region`, as RudderStack's generic fields.
           city: "London",
           state_province_region: "LDN",
           country: "UK",
@@ -222,4 +223,291 @@ describe("SENDGRID end to end", () => {
       return r?.deletion?.[0]?.status === "complete" ? r : undefined;
     }, { what: "the deletion complete" });
   });
+});
+
+// ---------- RudderStack fixtures (rudder-transformer test/integrations/destinations/sendgrid, processor 21c914d, router 21c914d) ----------
+
+const FX_CONTENT = [
+  {
+    type: "text/html",
+    value:
+      "<p>Hello from Twilio SendGrid!</p><p>Sending with the email service trusted by developers and marketers for <strong>time-savings</strong>, <strong>scalability</strong>, and <strong>delivery expertise</strong>.</p><p>%open-track%</p>",
+  },
+];
+/** The dashboard config RudderStack's identify fixtures use (many keys blank, as the UI saves them). */
+const FX_IDENTIFY_CONFIG = {
+  IPPoolName: "",
+  apiKey: "sg-key",
+  attachments: [{ content: "", contentId: "", disposition: "", filename: "", type: "" }],
+  clickTracking: true,
+  clickTrackingEnableText: true,
+  contents: FX_CONTENT,
+  eventDelivery: false,
+  eventDeliveryTS: 1668424218224,
+  eventNamesSettings: [{ event: "open" }],
+  footer: false,
+  fromEmail: "a@g.com",
+  fromName: "",
+  ganalytics: false,
+  group: "",
+  groupsToDisplay: [{ groupId: "" }],
+  html: "",
+  mailFromTraits: false,
+  openTracking: false,
+  openTrackingSubstitutionTag: "",
+  replyToEmail: "",
+  replyToName: "",
+  sandboxMode: false,
+  subject: "hello there from webflow",
+  subscriptionTracking: false,
+  substitutionTag: "",
+  templateId: "",
+  text: "",
+};
+/** The dashboard config of RudderStack's track fixtures. */
+const FX_TRACK_CONFIG = {
+  apiKey: "sg-key",
+  eventNamesSettings: [{ event: "testing" }, { event: "clicked" }],
+  subject: "A sample subject",
+  replyToEmail: "ankit@rudderstack.com",
+  contents: FX_CONTENT,
+  footer: false,
+  bypassListManagement: false,
+  sandboxMode: false,
+  clickTracking: false,
+  openTracking: false,
+  ganalytics: false,
+  subscriptionTracking: false,
+  clickTrackingEnableText: false,
+};
+const FX_GROUPS = { group: "12345", groupsToDisplay: [{ groupId: "12345" }, { groupId: "abc" }, { groupId: "12346" }] };
+const fxCtx = (config: Record<string, any>): DestinationContext => ({ config, destination: { id: "2HOQOO6wWKaKjeQrEABXgiH6cmU", name: "SendGrid", workspaceId: "ws-1" } });
+const fxTraits = { age: "25", city: "Surat", email: "test@rudderstack.com", phone: "+91 9876543210", lastName: "test", firstName: "rudder", state: "Gujarat" };
+const fxTrack = (properties: Record<string, unknown>, event = "testing"): SluiceEvent => ({
+  type: "track",
+  messageId: "84e26acc-56a5-4835-8233-591137fca468",
+  channel: "web",
+  context: { ip: "0.0.0.0", locale: "en-US", os: { name: "", version: "" }, screen: { density: 2 } },
+  originalTimestamp: "2019-10-14T09:03:17.562Z",
+  event,
+  properties,
+  integrations: { All: true },
+});
+const FX_PERSONALIZATIONS = [{ to: [{ email: "a@g.com" }, { name: "hello" }], subject: "hey there" }];
+const FX_SENT_PERSONALIZATIONS = [{ to: [{ email: "a@g.com" }], subject: "hey there" }];
+
+test("SENDGRID RudderStack fixture: identify without an email is refused", () => {
+  const { email: _none, ...traits } = fxTraits;
+  const event: SluiceEvent = { type: "identify", messageId: "m", userId: "user@1", context: { traits } };
+  expect(() => sendgrid.transform(event, fxCtx({ ...FX_IDENTIFY_CONFIG, listId: "list111" }))).toThrow("Parameter mail is required");
+});
+
+test("SENDGRID RudderStack fixture: identify with the dashboard list id; city and state traits are not contact fields", () => {
+  const event: SluiceEvent = { type: "identify", messageId: "m", userId: "user@1", context: { traits: fxTraits } };
+  // RudderStack's processor shows {contactDetails, contactListIds: "list111"}; its router sends this body.
+  expect(sendgrid.transform(event, fxCtx({ ...FX_IDENTIFY_CONFIG, listId: "list111" }))).toEqual([
+    request("PUT", CONTACTS, {
+      list_ids: ["list111"],
+      contacts: [{ email: "test@rudderstack.com", phone_number: "+91 9876543210", first_name: "rudder", last_name: "test", custom_fields: {} }],
+    }),
+  ]);
+});
+
+test("SENDGRID RudderStack fixture: identify without a list id, with name and a custom field (mapped to the field id)", () => {
+  const event: SluiceEvent = { type: "identify", messageId: "m", userId: "user@1", context: { traits: { ...fxTraits, name: "rudder test" } } };
+  // RudderStack maps `to: user_name` to the id w1_T by asking SendGrid; Sluice takes the id itself.
+  const config = { ...FX_IDENTIFY_CONFIG, customFieldsMapping: [{ from: "name", to: "w1_T" }] };
+  const contact = { email: "test@rudderstack.com", last_name: "test", first_name: "rudder", unique_name: "rudder test", phone_number: "+91 9876543210", custom_fields: { w1_T: "rudder test" } };
+  expect(sendgrid.transform(event, fxCtx(config))).toEqual([request("PUT", CONTACTS, { contacts: [contact] })]);
+  expect(sendgrid.transform(event, fxCtx({ ...config, listId: "list123" }))).toEqual([request("PUT", CONTACTS, { list_ids: ["list123"], contacts: [contact] })]);
+});
+
+test("SENDGRID RudderStack fixture: identify reads the generic address, zip code and region paths", () => {
+  const event: SluiceEvent = {
+    type: "identify",
+    messageId: "m",
+    context: {
+      traits: { email: "a@x.io", address: { city: "Pune", country: "IN" }, region: "MH", country: "India", zipcode: "411001", city: "ignored", state: "ignored" },
+      geo: { postal: "999" },
+    },
+  };
+  expect(sendgrid.transform(event, fxCtx({ apiKey: "sg-key" }))[0]!.body.JSON.contacts).toEqual([
+    { email: "a@x.io", city: "Pune", state_province_region: "MH", country: "India", postal_code: "411001", address_line_1: "Pune IN", custom_fields: {} },
+  ]);
+  // The geo fallbacks of RudderStack's generic fields.
+  const geo: SluiceEvent = { type: "identify", messageId: "m", traits: { email: "a@x.io" }, context: { geo: { city: "Delhi", region: "DL", postal: "110001" } } };
+  expect(sendgrid.transform(geo, fxCtx({ apiKey: "sg-key" }))[0]!.body.JSON.contacts).toEqual([
+    { email: "a@x.io", city: "Delhi", state_province_region: "DL", postal_code: "110001", custom_fields: {} },
+  ]);
+});
+
+test("SENDGRID RudderStack fixture: an e-mail found only in context.externalId passes the check and then misses the mapping", () => {
+  const event: SluiceEvent = { type: "identify", messageId: "m", context: { externalId: [{ type: "listIds", id: "x@y.io" }] } };
+  expect(() => sendgrid.transform(event, fxCtx({ apiKey: "sg-key" }))).toThrow('Missing required value from "emailOnly"');
+});
+
+test("SENDGRID RudderStack fixture: track with personalizations and from in the properties; dashboard reply-to, subject and content", () => {
+  const event = fxTrack({ personalizations: FX_PERSONALIZATIONS, from: { email: "ankit@rudderstack.com" } });
+  expect(sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, text: null, utmContent: null }))).toEqual([
+    request("POST", MAIL, {
+      from: { email: "ankit@rudderstack.com" },
+      personalizations: FX_SENT_PERSONALIZATIONS,
+      content: FX_CONTENT,
+      subject: "A sample subject",
+      reply_to: { email: "ankit@rudderstack.com" },
+    }),
+  ]);
+});
+
+test("SENDGRID RudderStack fixture: track reply-to from the properties wins over the dashboard's", () => {
+  const event = fxTrack({ replyTo: { email: "testing@gmail.com" }, personalizations: FX_PERSONALIZATIONS, from: { email: "ankit@rudderstack.com" } });
+  expect(sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, footerText: "some text" }))).toEqual([
+    request("POST", MAIL, {
+      from: { email: "ankit@rudderstack.com" },
+      personalizations: FX_SENT_PERSONALIZATIONS,
+      reply_to: { email: "testing@gmail.com" },
+      content: FX_CONTENT,
+      subject: "A sample subject",
+    }),
+  ]);
+});
+
+test("SENDGRID RudderStack fixture: track asm from the dashboard group and groups to display (non-numbers dropped)", () => {
+  const event = fxTrack({ replyTo: { email: "testing@gmail.com" }, personalizations: FX_PERSONALIZATIONS, from: { email: "ankit@rudderstack.com" } });
+  expect(sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, footerText: "some text", ...FX_GROUPS }))).toEqual([
+    request("POST", MAIL, {
+      from: { email: "ankit@rudderstack.com" },
+      personalizations: FX_SENT_PERSONALIZATIONS,
+      reply_to: { email: "testing@gmail.com" },
+      content: FX_CONTENT,
+      subject: "A sample subject",
+      asm: { group_id: 12345, groups_to_display: [12345, 12346] },
+    }),
+  ]);
+});
+
+test("SENDGRID RudderStack fixture: track of an event not in the dashboard list is refused", () => {
+  const event = fxTrack({ personalizations: FX_PERSONALIZATIONS, from: { email: "ankit@rudderstack.com" } }, "new event");
+  expect(() => sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, ...FX_GROUPS }))).toThrow("Event not configured on dashboard");
+});
+
+test("SENDGRID RudderStack fixture: track attachments from the dashboard, those without a filename dropped", () => {
+  const event = fxTrack({ replyTo: { email: "testing@gmail.com" }, personalizations: FX_PERSONALIZATIONS, from: { email: "ankit@rudderstack.com" } });
+  const expected = (content: string) =>
+    request("POST", MAIL, {
+      from: { email: "ankit@rudderstack.com" },
+      personalizations: FX_SENT_PERSONALIZATIONS,
+      reply_to: { email: "testing@gmail.com" },
+      attachments: [{ content, filename: "index.html" }],
+      content: FX_CONTENT,
+      subject: "A sample subject",
+      asm: { group_id: 12345, groups_to_display: [12345, 12346] },
+    });
+  const one = [{ content: "YXNkZ2FmZ3FlcmRxZ2Iua2puYWRrbGpuYWtqc2Rmbg==", filename: "index.html" }];
+  expect(sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, footerText: "some text", ...FX_GROUPS, attachments: one }))).toEqual([expected(one[0]!.content)]);
+  const two = [
+    { content: "YXNkZ21hcyxkLm1mO29xd2llbGpmbWwuYWRrbXMuLGFtZHM=", filename: "index.html" },
+    { content: "bGFqa3NtZGZrZ2hxaWVybmtsYSBmZGtvamx3bWVGTC5NQW5kcy5rbmtmYWtkZg==" },
+  ];
+  expect(sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, footerText: "some text", ...FX_GROUPS, attachments: two }))).toEqual([expected(two[0]!.content)]);
+});
+
+test("SENDGRID RudderStack fixture: track mail settings from the properties (bypass list management, footer with the dashboard text)", () => {
+  const event = fxTrack({
+    replyTo: { email: "testing@gmail.com" },
+    mailSettings: { bypassListManagement: true, footer: true },
+    personalizations: FX_PERSONALIZATIONS,
+    from: { email: "ankit@rudderstack.com" },
+  });
+  const attachments = [
+    { content: "YXNkZ21hcyxkLm1mO29xd2llbGpmbWwuYWRrbXMuLGFtZHM=", filename: "index.html" },
+    { content: "bGFqa3NtZGZrZ2hxaWVybmtsYSBmZGtvamx3bWVGTC5NQW5kcy5rbmtmYWtkZg==" },
+  ];
+  expect(sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, footerText: "some text", ...FX_GROUPS, attachments }))).toEqual([
+    request("POST", MAIL, {
+      from: { email: "ankit@rudderstack.com" },
+      personalizations: FX_SENT_PERSONALIZATIONS,
+      reply_to: { email: "testing@gmail.com" },
+      attachments: [attachments[0]!],
+      content: FX_CONTENT,
+      subject: "A sample subject",
+      asm: { group_id: 12345, groups_to_display: [12345, 12346] },
+      mail_settings: { bypass_list_management: { enable: true }, footer: { enable: true, text: "some text" } },
+    }),
+  ]);
+});
+
+test("SENDGRID RudderStack fixture: router batches identifies by list combination; a track passes alone", () => {
+  const identifyWith = (traits: Record<string, unknown>, listIds?: unknown) =>
+    sendgrid.transform(
+      { type: "identify", messageId: "m", context: { traits, ...(listIds ? { externalId: [{ type: "listIds", id: listIds }] } : {}) } },
+      fxCtx({ ...FX_IDENTIFY_CONFIG, customFieldsMapping: [{ from: "name", to: "w1_T" }] }),
+    )[0]!;
+  const phone = "+91 9876543210";
+  const reqs = [
+    identifyWith({ age: "30", email: "user3@rudderlabs.com", phone, city: "Ahmedabad", state: "Gujarat", lastName: "gupta", firstName: "aman", name: "aman gupta" }, ["476b736e-24a4-4089-8392-66a6bf6aa14d"]),
+    identifyWith({ email: "user4@rudderlabs.com", phone, userId: "sajal", city: "Bombey", state: "Maharastra", lastName: "gupta", username: "suresh gupta", firstName: "suresh" }, "737ae8d4-25b4-496e-adff-2fded15fd0c6"),
+    identifyWith({ email: "user5@rudderlabs.com", phone, city: "Banglore", lastName: "bhatt", username: "kiran bhatt", firstName: "kiran" }, [
+      "737ae8d4-25b4-496e-adff-2fded15fd0c6",
+      "a4ac8a69-d8cb-4cf1-9d85-3d60e4007ab1",
+    ]),
+    identifyWith({ email: "user7@rudderlabs.com", phone, city: "Chicago", lastName: "patel", name: "reshma patel", state: "Illinois", firstName: "reshma" }),
+  ];
+  expect(sendgrid.batch!(reqs, fxCtx(FX_IDENTIFY_CONFIG)).map((r) => r.body.JSON)).toEqual([
+    {
+      list_ids: ["476b736e-24a4-4089-8392-66a6bf6aa14d"],
+      contacts: [{ email: "user3@rudderlabs.com", phone_number: phone, first_name: "aman", last_name: "gupta", unique_name: "aman gupta", custom_fields: { w1_T: "aman gupta" } }],
+    },
+    { list_ids: ["737ae8d4-25b4-496e-adff-2fded15fd0c6"], contacts: [{ email: "user4@rudderlabs.com", phone_number: phone, first_name: "suresh", last_name: "gupta", custom_fields: {} }] },
+    {
+      list_ids: ["737ae8d4-25b4-496e-adff-2fded15fd0c6", "a4ac8a69-d8cb-4cf1-9d85-3d60e4007ab1"],
+      contacts: [{ email: "user5@rudderlabs.com", phone_number: phone, first_name: "kiran", last_name: "bhatt", custom_fields: {} }],
+    },
+    { contacts: [{ email: "user7@rudderlabs.com", phone_number: phone, first_name: "reshma", last_name: "patel", unique_name: "reshma patel", custom_fields: { w1_T: "reshma patel" } }] },
+  ]);
+  const track = sendgrid.transform(fxTrack({ personalizations: FX_PERSONALIZATIONS, from: { email: "ankit@rudderstack.com" } }), fxCtx(FX_TRACK_CONFIG));
+  expect(sendgrid.batch!(track, fxCtx(FX_TRACK_CONFIG))).toEqual([
+    request("POST", MAIL, {
+      personalizations: FX_SENT_PERSONALIZATIONS,
+      from: { email: "ankit@rudderstack.com" },
+      reply_to: { email: "ankit@rudderstack.com" },
+      subject: "A sample subject",
+      content: FX_CONTENT,
+    }),
+  ]);
+});
+
+test("SENDGRID RudderStack fixture: deleteUsers needs the apiKey; ids are cut below 8150 characters, the last chunk keeps its brackets", () => {
+  expect(() => sendgrid.deleteUsers!([{ userId: "eab57ccf-6322-498e-9338-7761c6dc0656" }], fxCtx({}))).toThrow("apiKey is required for deleting user");
+  const a = "user_sdk2".repeat(10);
+  const b = "test_user_id".repeat(13);
+  const users = Array.from({ length: 70 }, (_, i) => ({ userId: i % 2 ? a : b }));
+  const reqs = sendgrid.deleteUsers!(users, fxCtx({ apiKey: "sg-key" }));
+  const lists = reqs.map((r) => r.endpoint.slice(`${CONTACTS}?ids=`.length));
+  expect(lists.map((l) => l.length < 8150 + 2)).toEqual([true, true]);
+  expect(lists[0]!.startsWith("[")).toBe(false);
+  expect(lists[1]!.startsWith("[") && lists[1]!.endsWith("]")).toBe(true);
+  expect([...lists[0]!.split(","), ...lists[1]!.slice(1, -1).split(",")]).toEqual(users.map((u) => u.userId));
+  expect(reqs[0]!.headers).toEqual({ Authorization: "Bearer sg-key" });
+});
+
+test("SENDGRID track follows RudderStack's emptiness rules: non-object headers dropped, click tracking flags kept as set, blank attachment fields dropped", () => {
+  const event = fxTrack({ personalizations: FX_PERSONALIZATIONS, from: { email: "f@x.io" }, headers: ["X-A"], subject: "" });
+  const config = {
+    ...FX_TRACK_CONFIG,
+    clickTracking: null,
+    clickTrackingEnableText: true,
+    attachments: [{ content: "YWJj", filename: "a.txt", type: "", disposition: 0, contentId: "c1" }],
+  };
+  const body = sendgrid.transform(event, fxCtx(config))[0]!.body.JSON;
+  expect(body.headers).toBeUndefined();
+  // An empty subject in the properties falls back to the dashboard's.
+  expect(body.subject).toBe("A sample subject");
+  expect(body.tracking_settings).toEqual({ click_tracking: { enable: null, enable_text: true } });
+  expect(body.attachments).toEqual([{ content: "YWJj", filename: "a.txt", contentId: "c1" }]);
+});
+
+test("SENDGRID identify: of several listIds external ids the last counts, as RudderStack reads external ids", () => {
+  const event: SluiceEvent = { type: "identify", messageId: "m", traits: { email: "a@x.io" }, context: { externalId: [{ type: "listIds", id: "first" }, { type: "listIds", id: "last" }] } };
+  expect(sendgrid.transform(event, fxCtx({ apiKey: "sg-key" }))[0]!.body.JSON.list_ids).toEqual(["last"]);
 });

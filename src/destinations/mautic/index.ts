@@ -30,8 +30,9 @@ export const MauticConfig = t.Object(
   { additionalProperties: true },
 );
 
-// RudderStack's own check of the user name (an e-mail address) and of e-mail traits.
-const EMAIL = /^[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,3}$/;
+// RudderStack's own check of the user name (an e-mail address) and of e-mail traits; its fixtures
+// accept a user name with capitals (TestRudderlabs45823@gmail.com), so letters match in either case.
+const EMAIL = /^[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,3}$/i;
 const PHONE = /^\d{10}$/;
 
 /** Values Mautic accepts for its select fields; anything else is refused, as RudderStack does. */
@@ -88,7 +89,7 @@ function contactFields(event: SluiceEvent): Obj {
 /** Mautic's two address lines: given as addressLine1/2, or the address text split at 64 characters (128 at most). */
 function addressLines(event: SluiceEvent): { address1?: string; address2?: string } {
   let address = genericField(event, "address");
-  if (!isPresent(address)) return {};
+  if (!address) return {};
   if (address && typeof address === "object") {
     if ("addressLine1" in address && "addressLine2" in address) return { address1: address.addressLine1, address2: address.addressLine2 };
     address = Object.values(address).reduce((text: string, v) => `${text}${v} `, "");
@@ -109,10 +110,13 @@ function identifyBody(event: SluiceEvent): Obj {
 const GROUP_CLASSES = ["segments", "campaigns", "companies"];
 
 function groupPath(event: SluiceEvent): string {
-  const type = firstPresent(event, ["traits.type", "context.traits.type"]);
-  if (!type) throw new TransformError("`type` is missing in the traits");
+  // The type is read from the first traits object (traits, else context.traits), not key by key.
+  const traits = genericField(event, "traits");
+  if (!traits?.type) throw new TransformError("`type` is missing in the traits");
   if (!event.groupId) throw new TransformError("`groupId` is missing in the event");
-  const groupClass = String(getPath(event, "traits.type") ?? "").toLowerCase();
+  // The class itself comes from the top-level traits only, as RudderStack reads it.
+  const type = getPath(event, "traits.type");
+  const groupClass = typeof type === "string" ? type.toLowerCase() : String(type);
   if (!GROUP_CLASSES.includes(groupClass)) {
     throw new TransformError(`Grouping type "${groupClass}" is not supported. Only "Segments", "Companies", and "Campaigns" are supported`);
   }
@@ -149,17 +153,20 @@ export const mautic: DestinationDefinition = {
   configSchema: MauticConfig,
   transform(event, ctx): DestinationRequest[] {
     const { userName, password } = ctx.config;
+    if (!userName) throw new TransformError("Invalid userName value specified in the destination configuration");
     if (!password) throw new TransformError("Invalid password value specified in the destination configuration");
     const base = apiBase(ctx.config);
     if (!EMAIL.test(String(userName ?? ""))) throw new TransformError("Invalid user name provided in the destination configuration");
     const headers = { "Content-Type": "application/json", Authorization: basicAuth(String(userName), String(password)) };
-    if (event.type === "identify") {
+    if (!event.type) throw new TransformError("Event type is required");
+    const type = String(event.type).toLowerCase();
+    if (type === "identify") {
       const contactId = destinationExternalId(event, "mauticContactId");
       const json = identifyBody(event);
       if (contactId) return [restRequest({ method: "PATCH", endpoint: endpointFor(ctx, `${base}/contacts/${contactId}/edit`), headers, json })];
       return [restRequest({ method: "POST", endpoint: endpointFor(ctx, `${base}/contacts/new`), headers, json })];
     }
-    if (event.type === "group") return [restRequest({ method: "POST", endpoint: endpointFor(ctx, base + groupPath(event)), headers })];
-    throw new TransformError(`Event type "${event.type}" is not supported`);
+    if (type === "group") return [restRequest({ method: "POST", endpoint: endpointFor(ctx, base + groupPath(event)), headers })];
+    throw new TransformError(`Event type "${type}" is not supported`);
   },
 };

@@ -5,7 +5,8 @@
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { batchConsecutive, chunkItems, compact, firstPresent, isPlainObject, isPresent, traitPaths } from "../shared";
+import { type GenericField, genericField } from "../generic-fields";
+import { batchConsecutive, chunkItems, compact, firstPresent, isPlainObject, isPresent, traitPaths, withoutUndefined } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -30,19 +31,20 @@ const TRACK_MAPPING: Array<[string, string]> = [
   ["headers", "headers"], ["custom_args", "customArgs"], ["personalizations", "personalizations"],
   ["subject", "subject"], ["reply_to", "replyTo"],
 ];
-const CONTACT_MAPPING: Array<[string, string[]]> = [
-  ["email", [...traitPaths("email"), "properties.email"]],
-  ["phone_number", [...traitPaths("phone"), "properties.phone"]],
-  ["first_name", traitPaths("firstName", "firstname", "first_name")],
-  ["last_name", traitPaths("lastName", "lastname", "last_name")],
-  ["city", traitPaths("city", "address.city")],
-  ["state_province_region", traitPaths("state", "region", "address.state", "address.region")],
-  ["country", traitPaths("country", "address.country")],
-  ["postal_code", traitPaths("zip", "zipcode", "postalCode", "postalcode", "address.zip", "address.zipcode", "address.postalCode", "address.postalcode")],
-  ["address_line_1", traitPaths("address")],
+/** RudderStack's identify mapping: most fields come from its generic field table. */
+const CONTACT_MAPPING: Array<[string, GenericField | string[]]> = [
+  ["email", "emailOnly"],
+  ["phone_number", "phone"],
+  ["first_name", "firstName"],
+  ["last_name", "lastName"],
+  ["city", "city"],
+  ["state_province_region", "region"],
+  ["country", "country"],
+  ["postal_code", "zipcode"],
+  ["address_line_1", "address"],
   ["whatsapp", traitPaths("whatsappNumber")],
   ["facebook", traitPaths("facebookUrl")],
-  ["unique_name", traitPaths("name")],
+  ["unique_name", "name"],
 ];
 
 export const SendgridConfig = t.Object(
@@ -60,10 +62,21 @@ export const SendgridConfig = t.Object(
   { additionalProperties: true },
 );
 
-/** RudderStack's isEmpty: a value whose text is blank. */
-const isBlank = (v: unknown) => v === undefined || v === null || (typeof v === "object" ? Object.keys(v as Obj).length === 0 : String(v).trim() === "");
+/** lodash's toString, which RudderStack's emptiness checks go through: nullish is "", arrays join their items' text. */
+function lodashText(v: unknown): string {
+  if (v === undefined || v === null) return "";
+  const text = (x: unknown): string => (typeof x === "string" ? x : Array.isArray(x) ? x.map(text).join(",") : Object.is(x, -0) ? "-0" : String(x));
+  return text(v);
+}
+/** RudderStack's isEmpty: a value whose text is blank, so `[]` is blank and `{}` is not. */
+const isBlank = (v: unknown) => lodashText(v).trim() === "";
+/** RudderStack's `!x || isEmpty(x)` test of a mail field. */
+const isUnset = (v: unknown) => !v || isBlank(v);
+/** lodash's isEmpty as RudderStack's removeUndefinedAndNullAndEmptyValues uses it: numbers and booleans count as empty too. */
+const isLodashEmpty = (v: unknown) =>
+  v === undefined || v === null || typeof v === "number" || typeof v === "boolean" || (typeof v === "string" || Array.isArray(v) ? v.length === 0 : typeof v === "object" && Object.keys(v).length === 0);
 const isEmptyObject = (v: unknown) => !isPlainObject(v) || Object.keys(v).length === 0;
-const isIntegerText = (v: unknown) => isPresent(v) && String(v).trim() !== "" && Number.isInteger(Number(v));
+const isIntegerText = (v: unknown) => !!v && Number.isInteger(Number(v));
 
 function headersOf(apiKey: string): Record<string, string> {
   return { "Content-Type": "application/json", Authorization: `Bearer ${apiKey}` };
@@ -87,7 +100,8 @@ function flattenAddress(address: unknown): string {
 function listIdsOf(event: SluiceEvent, config: Obj): string[] {
   const ids: string[] = [];
   if (config.listId) ids.push(String(config.listId));
-  const ext = (Array.isArray(event.context?.externalId) ? event.context.externalId : []).find((e: Obj) => e?.type === "listIds")?.id;
+  // When several entries have the type, the last one counts, as in RudderStack's getDestinationExternalID.
+  const ext = (Array.isArray(event.context?.externalId) ? event.context.externalId : []).findLast((e: Obj) => e?.type === "listIds")?.id;
   if (typeof ext === "string" && ext) ids.push(ext);
   if (Array.isArray(ext)) ids.push(...ext.map(String));
   return ids.sort();
@@ -111,8 +125,8 @@ function customFieldsOf(event: SluiceEvent, config: Obj): Obj {
 
 function contactOf(event: SluiceEvent, config: Obj): Obj {
   const contact: Obj = {};
-  for (const [key, paths] of CONTACT_MAPPING) {
-    const v = firstPresent(event, paths);
+  for (const [key, source] of CONTACT_MAPPING) {
+    const v = typeof source === "string" ? genericField(event, source) : firstPresent(event, source);
     if (v !== undefined) contact[key] = v;
   }
   if (contact.address_line_1 !== undefined) contact.address_line_1 = flattenAddress(contact.address_line_1);
@@ -121,7 +135,9 @@ function contactOf(event: SluiceEvent, config: Obj): Obj {
 }
 
 function identify(event: SluiceEvent, ctx: DestinationContext, apiKey: string): DestinationRequest {
-  if (!firstPresent(event, [...traitPaths("email"), "properties.email"])) throw new TransformError("Parameter mail is required");
+  if (!genericField(event, "email")) throw new TransformError("Parameter mail is required");
+  // The check above also finds an e-mail in context.externalId, which the mapping does not read.
+  if (!genericField(event, "emailOnly")) throw new TransformError(`Missing required value from "emailOnly"`);
   const listIds = listIdsOf(event, ctx.config);
   const body: Obj = listIds.length > 0 ? { list_ids: listIds, contacts: [contactOf(event, ctx.config)] } : { contacts: [contactOf(event, ctx.config)] };
   return restRequest({ method: "PUT", endpoint: endpointFor(ctx, CONTACTS), headers: headersOf(apiKey), json: body });
@@ -146,25 +162,25 @@ function validListOf<T extends Obj>(list: unknown, keep: (item: Obj) => boolean)
 function fillFromConfig(payload: Obj, config: Obj): void {
   if (!payload.from) payload.from = compact({ email: config.fromEmail, name: config.fromName || undefined });
   if (config.templateId && !payload.template_id) payload.template_id = config.templateId;
-  if (isBlank(payload.attachments)) {
+  if (isUnset(payload.attachments)) {
     const attachments = validListOf(config.attachments, (a) => !!a.content && !!a.filename).map((a) =>
-      Object.fromEntries(Object.entries(a).filter(([, v]) => !isBlank(v))),
+      Object.fromEntries(Object.entries(a).filter(([, v]) => !isLodashEmpty(v))),
     );
     if (attachments.length > 0) payload.attachments = attachments;
     else delete payload.attachments;
   }
-  if (isBlank(payload.content)) {
+  if (isUnset(payload.content)) {
     const content = validListOf(config.contents, (c) => !!c.type && !!c.value);
     if (content.length > 0) payload.content = content;
     else delete payload.content;
   }
-  if (isBlank(payload.subject)) payload.subject = config.subject;
+  if (isUnset(payload.subject)) payload.subject = config.subject;
   if (!payload.reply_to) payload.reply_to = { email: config.replyToEmail || null, name: config.replyToName || null };
 }
 
 function requireMailFields(payload: Obj): void {
-  if (!payload.template_id && isBlank(payload.content)) throw new TransformError("Either template id or content is required");
-  if (isBlank(payload.personalizations)) throw new TransformError("Personalizations field cannot be missing or empty");
+  if (!payload.template_id && isUnset(payload.content)) throw new TransformError("Either template id or content is required");
+  if (isUnset(payload.personalizations)) throw new TransformError("Personalizations field cannot be missing or empty");
   if (!payload.from) throw new TransformError("From is required field");
   if (!payload.from.email) throw new TransformError("Email inside from object is required");
 }
@@ -195,7 +211,8 @@ function mailSettings(properties: Obj, config: Obj): Obj | undefined {
 
 function trackingSettings(config: Obj): Obj | undefined {
   const s: Obj = {};
-  if (config.clickTracking || config.clickTrackingEnableText) s.click_tracking = compact({ enable: config.clickTracking, enable_text: config.clickTrackingEnableText });
+  // Unlike the other settings, RudderStack sends click tracking's two flags as set, null included.
+  if (config.clickTracking || config.clickTrackingEnableText) s.click_tracking = withoutUndefined({ enable: config.clickTracking, enable_text: config.clickTrackingEnableText });
   if (config.openTracking) s.open_tracking = compact({ enable: config.openTracking, substitution_tag: config.openTrackingSubstitutionTag || null });
   if (config.subscriptionTracking) {
     s.subscription_tracking = compact({
@@ -242,7 +259,7 @@ function tidyMail(payload: Obj): void {
   }
   if (Array.isArray(payload.attachments)) payload.attachments = payload.attachments.map((a: Obj) => (a?.content && a?.filename ? a : null));
   if (Array.isArray(payload.categories)) payload.categories = payload.categories.slice(0, 10).map((c: unknown) => (typeof c === "string" ? c : JSON.stringify(c)));
-  if (payload.headers !== undefined && payload.headers !== null && typeof payload.headers !== "object") payload.headers = null;
+  if (payload.headers && !isPlainObject(payload.headers)) payload.headers = null;
   if (isEmptyObject(payload.reply_to) || !payload.reply_to?.email) delete payload.reply_to;
 }
 
