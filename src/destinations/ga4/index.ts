@@ -19,7 +19,7 @@ import {
   toMillis,
   withoutUndefined,
 } from "../shared";
-import { type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { type DestinationDefinition, type SluiceEvent, TransformError, restRequest } from "../types";
 import {
   GROUP_COMMON,
   GROUP_PARAMS,
@@ -238,7 +238,7 @@ function clientIds(event: SluiceEvent, client: string, hybrid: boolean, options:
     return { app_instance_id: appInstanceId };
   }
   const clientId = (hybrid && options?.clientId) || externalId(event, "ga4ClientId") || event.anonymousId || event.rudderId;
-  if (clientId === undefined || clientId === null) throw new TransformError("ga4ClientId, anonymousId or messageId must be provided");
+  if (clientId === undefined || clientId === null) throw new TransformError("ga4ClientId or anonymousId must be provided");
   return { client_id: clientId };
 }
 
@@ -250,6 +250,22 @@ function finalParams(params: Obj, hybrid: boolean, options: Obj | undefined): Ob
   return validParams(kept);
 }
 
+/** The collect call's query parameters, after RudderStack's config checks (in its order and words). */
+function collectQuery(config: Obj): Record<string, string> {
+  // Any falsy value counts as missing there.
+  const missing = (v: unknown) => !v;
+  if (missing(config.typesOfClient)) throw new TransformError("Client type not found. Aborting ");
+  if (missing(config.apiSecret)) throw new TransformError("API Secret not found. Aborting ");
+  const client = config.typesOfClient;
+  if (client === "gtag" && missing(config.measurementId)) throw new TransformError("measurementId must be provided. Aborting");
+  if (client === "firebase" && missing(config.firebaseAppId)) throw new TransformError("firebaseAppId must be provided. Aborting");
+  if (client !== "gtag" && client !== "firebase") throw new TransformError("Invalid type of client");
+  const query: Record<string, string> = { api_secret: String(config.apiSecret) };
+  if (client === "gtag") query.measurement_id = String(config.measurementId);
+  else query.firebase_app_id = String(config.firebaseAppId);
+  return query;
+}
+
 export const ga4: DestinationDefinition = {
   name: "GA4",
   displayName: "Google Analytics 4 (GA4)",
@@ -258,23 +274,23 @@ export const ga4: DestinationDefinition = {
       "apiSecret", "debugMode", "typesOfClient", "measurementId", "firebaseAppId", "piiPropertiesToIgnore", "connectionMode", ...EVENT_FILTERING_KEYS,
       // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
       "oneTrustCookieCategories", "ketchConsentPurposes", "sdkBaseUrl", "debugView", "useNativeSDK", "capturePageView", "useNativeSDKToSend", "extendPageViewParams", "overrideClientAndSessionId", "consentManagement", "blockPageViewEvent", "sendUserId",
+      "serverContainerUrl", "eventDelivery", "enableServerSideIdentify", "sendLoginSignup", "generateLead",
     ],
     supportedMessageTypes: ["track", "page", "group"],
     requiredKeys: ["apiSecret", "typesOfClient"],
   },
   configSchema: Ga4Config,
   transform(event, ctx) {
-    const apiSecret = String(requireConfig(ctx, "apiSecret"));
-    const client = requireConfig(ctx, "typesOfClient");
-    if (client !== "gtag" && client !== "firebase") throw new TransformError("destination config 'typesOfClient' must be gtag or firebase");
-    const query: Record<string, string> = { api_secret: apiSecret };
-    if (client === "gtag") query.measurement_id = String(requireConfig(ctx, "measurementId"));
-    else query.firebase_app_id = String(requireConfig(ctx, "firebaseAppId"));
+    // RudderStack checks the message type before the config, and words each error its own way.
+    if (!event.type) throw new TransformError("Message Type is not present. Aborting message.");
+    const query = collectQuery(ctx.config);
+    const client = ctx.config.typesOfClient;
     if (!isEventAllowed(event, ctx.config)) return [];
-    const type = String(event.type ?? "").toLowerCase();
+    const type = String(event.type).toLowerCase();
     if (!["track", "page", "group"].includes(type)) throw new TransformError(`Message type ${type} not supported`);
     const hybrid = ctx.config.connectionMode === "hybrid";
-    // In hybrid mode the web SDK sends page views itself; RudderStack keeps only track and group for the cloud.
+    // In hybrid mode the web SDK sends page views itself; RudderStack's server keeps only track and
+    // group for the cloud (hybridModeCloudEventsFilter), so page calls never reach its transform.
     if (hybrid && type === "page") return [];
 
     const name = eventName(event, type);

@@ -8,9 +8,13 @@ import { TransformError } from "../types";
 
 type Obj = Record<string, any>;
 
-/** Price × quantity (quantity 1 when absent), the value RudderStack derives for cart events. */
-type Product = { times: [string, string] };
-/** Where a parameter's value is read from: paths tried in order, or a product of two paths. */
+/**
+ * A product of paths, the value RudderStack derives for cart events (price × quantity). Kept in
+ * RudderStack's own shape because its "missing required value" error quotes the source list
+ * as JSON; an argument is read with `defaultVal` when absent.
+ */
+type Product = { operation: "multiplication"; args: Array<{ sourceKeys: string; defaultVal?: number; default?: number }> };
+/** Where a parameter's value is read from: paths tried in order, or a product of paths. */
 export type Source = string | Product;
 
 export interface Param {
@@ -39,13 +43,14 @@ export const p = (key: string, from: Source | Source[], extra: Partial<Param> = 
 
 const prop = (...names: string[]) => names.map((n) => `properties.${n}`);
 
-function productOf([pricePath, quantityPath]: [string, string], source: unknown): number | undefined {
-  const price = getPath(source, pricePath);
-  const quantity = getPath(source, quantityPath);
-  const args = [isPresent(price) ? price : undefined, isPresent(quantity) ? quantity : 1];
-  if (args.some((a) => a === undefined || a === null)) return undefined;
-  const numbers = args.map(Number);
-  return numbers.some(Number.isNaN) ? undefined : numbers[0]! * numbers[1]!;
+function productOf({ args }: Product, source: unknown): number | undefined {
+  const values = args.map(({ sourceKeys, defaultVal }) => {
+    const v = getPath(source, sourceKeys);
+    return isPresent(v) ? v : defaultVal;
+  });
+  if (values.some((a) => a === undefined || a === null)) return undefined;
+  const numbers = values.map(Number);
+  return numbers.some(Number.isNaN) ? undefined : numbers.reduce((a, b) => a * b, 1);
 }
 
 /**
@@ -56,7 +61,7 @@ function read(source: unknown, from: Source[]): unknown {
   const [only] = from;
   if (from.length === 1 && typeof only === "string") return getPath(source, only);
   for (const s of from) {
-    const v = typeof s === "string" ? getPath(source, s) : productOf(s.times, source);
+    const v = typeof s === "string" ? getPath(source, s) : productOf(s, source);
     if (isPresent(v)) return v;
   }
   return undefined;
@@ -86,10 +91,12 @@ export function sourceNames(params: Param[]): string[] {
 const currencyOrUsd = p("currency", "properties.currency", { fallback: "USD" });
 const currency = p("currency", "properties.currency", { required: true });
 const value = (...names: string[]) => p("value", prop(...names), { number: true, required: true });
-const cartValue = p("value", [...prop("total", "value", "revenue"), { times: ["properties.price", "properties.quantity"] }], {
-  number: true,
-  required: true,
+const priceTimesQuantity = (quantity: { defaultVal?: number; default?: number }): Product => ({
+  operation: "multiplication",
+  args: [{ sourceKeys: "properties.price" }, { sourceKeys: "properties.quantity", ...quantity }],
 });
+const cartValue = (quantity: { defaultVal?: number; default?: number }) =>
+  p("value", [...prop("total", "value", "revenue"), priceTimesQuantity(quantity)], { number: true, required: true });
 const coupon = p("coupon", "properties.coupon");
 const promotion = [
   p("creative_name", prop("creative_name", "creative")),
@@ -150,8 +157,10 @@ export const STANDARD_EVENTS: Record<string, Standard> = {
     item: true,
   },
   PRODUCT_VIEWED: { name: "view_item", params: [currency, value("total", "price", "value", "revenue")], item: true },
-  PRODUCT_ADDED: { name: "add_to_cart", params: [currencyOrUsd, cartValue], itemList: "optional", item: true },
-  PRODUCT_REMOVED: { name: "remove_from_cart", params: [currency, cartValue], itemList: "optional", item: true },
+  PRODUCT_ADDED: { name: "add_to_cart", params: [currencyOrUsd, cartValue({ defaultVal: 1 })], itemList: "optional", item: true },
+  // RudderStack's mapping names this default `default`, a key its operation does not read, so
+  // remove_from_cart has no quantity 1: price alone gives no value.
+  PRODUCT_REMOVED: { name: "remove_from_cart", params: [currency, cartValue({ default: 1 })], itemList: "optional", item: true },
   CART_VIEWED: { name: "view_cart", params: [currencyOrUsd, value("total", "value", "revenue")], itemList: "required" },
   CHECKOUT_STARTED: { name: "begin_checkout", params: [currency, value("total", "value", "revenue"), coupon], itemList: "required" },
   PAYMENT_INFO_ENTERED: {
