@@ -52,9 +52,9 @@ test("ITERABLE track → POST /api/events/track; Order Completed → commerce/tr
     user: { email: "ada@example.com", dataFields: { email: "ada@example.com" }, userId: "u-1", preferUserId: true, mergeNestedObjects: true },
     items: [{ id: "p1", sku: "s1", name: "Tee", categories: ["a", "b"], price: 10.25, quantity: 2 }],
   });
-  const [cart] = iterable.transform({ ...order, event: "Product Added", properties: { product_id: "p2", price: 3, quantity: 1 } }, ctx());
+  const [cart] = iterable.transform({ ...order, event: "Product Added", properties: { product_id: "p2", name: "Cap", price: 3, quantity: 1 } }, ctx());
   expect(cart!.endpoint).toBe(`${API}/commerce/updateCart`);
-  expect((cart!.body.JSON as any).items).toEqual([{ id: "p2", price: 3, quantity: 1 }]);
+  expect((cart!.body.JSON as any).items).toEqual([{ id: "p2", name: "Cap", price: 3, quantity: 1 }]);
 });
 
 test("ITERABLE page / screen: tracked per trackAllPages / trackNamedPages / trackCategorisedPages, named '<name> page' or 'Loaded a Page'", () => {
@@ -69,8 +69,9 @@ test("ITERABLE alias → users/updateEmail; a push token with registerDeviceOrBr
   const [alias] = iterable.transform({ type: "alias", messageId: "m", userId: "new@example.com", previousId: "old@example.com" }, ctx());
   expect(alias!.endpoint).toBe(`${API}/users/updateEmail`);
   expect(alias!.body.JSON).toEqual({ currentEmail: "old@example.com", newEmail: "new@example.com" });
-  const identify: SluiceEvent = { type: "identify", messageId: "m", userId: "u-1", traits: { email: "a@b.co" }, context: { device: { token: "tok", type: "ios" } } };
-  const reqs = iterable.transform(identify, ctx({ registerDeviceOrBrowserApiKey: "reg-key", packageName: "com.app" }));
+  const identify: SluiceEvent = { type: "identify", messageId: "m", userId: "u-1", traits: { email: "a@b.co" }, context: { device: { token: "tok", type: "ios", name: "com.app" } } };
+  // RudderStack names the application from context.device.name; packageName is a web device-mode setting.
+  const reqs = iterable.transform(identify, ctx({ registerDeviceOrBrowserApiKey: "reg-key", packageName: "ignored" }));
   expect(reqs).toHaveLength(2);
   expect(reqs[1]!.endpoint).toBe(`${API}/users/registerDeviceToken`);
   expect(reqs[1]!.headers.api_key).toBe("reg-key");
@@ -93,6 +94,266 @@ test("ITERABLE deleteUsers → DELETE /api/users/byUserId/{userId} per user", ()
   const reqs = iterable.deleteUsers!([{ userId: "u 1" }, { userId: "u2" }], ctx());
   expect(reqs.map((r) => `${r.method} ${r.endpoint}`)).toEqual([`DELETE ${API}/users/byUserId/u%201`, `DELETE ${API}/users/byUserId/u2`]);
   expect(reqs[0]!.headers.api_key).toBe("it-key");
+});
+
+// RudderStack's fixtures (rudder-transformer test/integrations/destinations/iterable): the processor
+// cases of identifyTestData 5d83433, trackTestData 735ea0d, pageScreenTestData 20ce002,
+// aliasTestData 1fb25f8 and validationTestData 478e0b8, and router/data.ts 23e0fcb.
+const FX_KEY = "testApiKey";
+const fxConfig = (extra: Record<string, any> = {}) => ({
+  apiKey: FX_KEY, dataCenter: "USDC", preferUserId: false, trackAllPages: true, trackNamedPages: false, mapToSingleEvent: false, trackCategorisedPages: false, ...extra,
+});
+const fxCtx = (config: Record<string, any>): DestinationContext => ({ config, destination: { id: "123", name: "iterable", workspaceId: "123" } });
+const fx = (event: Record<string, any>, config: Record<string, any> = fxConfig()) => iterable.transform({ messageId: "m", ...event } as SluiceEvent, fxCtx(config));
+const fxReq = (path: string, json: Record<string, unknown>, key = FX_KEY, base = API) => jsonRequest("POST", `${base}/${path}`, json, { "Content-Type": "application/json", api_key: key });
+const EU = "https://api.eu.iterable.com/api";
+const sentAt = "2020-08-28T16:26:16.473Z";
+const originalTimestamp = "2020-08-28T16:26:06.468Z";
+const fxMs = 1598631966468;
+const webContext = (traits: Record<string, any>, extra: Record<string, any> = {}) => ({
+  os: { name: "", version: "1.12.3" },
+  app: { name: "RudderLabs JavaScript SDK", build: "1.0.0", version: "1.1.11", namespace: "com.rudderlabs.javascript" },
+  traits,
+  locale: "en-US",
+  device: { token: "token", id: "id", type: "ios" },
+  screen: { density: 2 },
+  library: { name: "RudderLabs JavaScript SDK", version: "1.1.11" },
+  campaign: {},
+  ...extra,
+});
+const userUpdate = (json: Record<string, unknown>, base = API) => fxReq("users/update", json, FX_KEY, base);
+
+test("ITERABLE RudderStack fixture: identify with a device token and registerDeviceOrBrowserApiKey also registers the device (APNS)", () => {
+  const config = fxConfig({ registerDeviceOrBrowserApiKey: "randomApiKey" });
+  const message = { type: "identify", sentAt, userId: "userId", channel: "web", context: webContext({ email: "ruchira@rudderlabs.com" }), anonymousId: "anonId", originalTimestamp };
+  expect(fx(message, config)).toEqual([
+    userUpdate({ email: "ruchira@rudderlabs.com", userId: "userId", dataFields: { email: "ruchira@rudderlabs.com" }, preferUserId: false, mergeNestedObjects: true }),
+    fxReq("users/registerDeviceToken", { device: { platform: "APNS", token: "token" }, email: "ruchira@rudderlabs.com", preferUserId: false, userId: "userId" }, "randomApiKey"),
+  ]);
+});
+
+test("ITERABLE RudderStack fixture: identify with a browser token (context.os.token) also registers the browser", () => {
+  const config = fxConfig({ registerDeviceOrBrowserApiKey: "randomApiKey" });
+  const context = webContext({ email: "ruchira@rudderlabs.com" }, { os: { name: "", version: "1.12.3", token: "randomBrowserToken" }, device: { id: "id", type: "ios" } });
+  expect(fx({ type: "identify", sentAt, userId: "userId", channel: "web", context, anonymousId: "anonId", originalTimestamp }, config)).toEqual([
+    userUpdate({ dataFields: { email: "ruchira@rudderlabs.com" }, email: "ruchira@rudderlabs.com", mergeNestedObjects: true, preferUserId: false, userId: "userId" }),
+    fxReq("users/registerBrowserToken", { browserToken: "randomBrowserToken", email: "ruchira@rudderlabs.com", userId: "userId" }, "randomApiKey"),
+  ]);
+});
+
+test("ITERABLE RudderStack fixture: identify → users/update (anonymous id as userId, preferUserId as configured, root traits, EUDC)", () => {
+  const traits = { name: "manashi", country: "India", city: "Bangalore", email: "manashi@website.com" };
+  const anonymous = { anonymousId: "anonId", context: { traits }, traits, type: "identify", sentAt, originalTimestamp };
+  const anonymousOut = { email: "manashi@website.com", userId: "anonId", dataFields: traits, preferUserId: false, mergeNestedObjects: true };
+  expect(fx(anonymous)).toEqual([userUpdate(anonymousOut)]);
+  expect(fx(anonymous, fxConfig({ dataCenter: "EUDC" }))).toEqual([userUpdate(anonymousOut, EU)]);
+  const known = { type: "identify", sentAt, userId: "userId", channel: "web", context: webContext({ email: "ruchira@rudderlabs.com" }), anonymousId: "anonId", originalTimestamp };
+  const knownOut = { email: "ruchira@rudderlabs.com", userId: "userId", dataFields: { email: "ruchira@rudderlabs.com" }, preferUserId: false, mergeNestedObjects: true };
+  expect(fx(known)).toEqual([userUpdate(knownOut)]);
+  expect(fx(known, fxConfig({ preferUserId: true }))).toEqual([userUpdate({ ...knownOut, preferUserId: true })]);
+  const rootTraits = { ...known, context: webContext({}), traits: { email: "ruchira@rudderlabs.com" } };
+  expect(fx(rootTraits, fxConfig({ preferUserId: true }))).toEqual([userUpdate({ ...knownOut, preferUserId: true })]);
+});
+
+test("ITERABLE RudderStack fixture: reverse-ETL identify to ITERABLE-users copies the external id into the traits", () => {
+  const traits = { am_pm: "AM", pPower: "AM", boolean: true, userId: "Jacqueline", firstname: "Jacqueline", administrative_unit: "Minnesota" };
+  const byEmail = {
+    userId: "userId",
+    anonymousId: "anonId",
+    context: { externalId: [{ id: "lynnanderson@smith.net", identifierType: "email", type: "ITERABLE-users" }], mappedToDestination: "true" },
+    traits,
+    type: "identify",
+    sentAt,
+    originalTimestamp,
+  };
+  expect(fx(byEmail, fxConfig({ preferUserId: true }))).toEqual([
+    userUpdate({ email: "lynnanderson@smith.net", userId: "userId", dataFields: { ...traits, email: "lynnanderson@smith.net" }, preferUserId: true, mergeNestedObjects: true }),
+  ]);
+  const byUserId = { ...byEmail, userId: "Matthew", context: { externalId: [{ id: "Matthew", identifierType: "userId", type: "ITERABLE-users" }], mappedToDestination: "true" } };
+  expect(fx(byUserId)).toEqual([userUpdate({ userId: "Matthew", dataFields: { ...traits, userId: "Matthew" }, preferUserId: false, mergeNestedObjects: true })]);
+  // The caller's event is not changed.
+  expect(byEmail.traits).not.toHaveProperty("email");
+});
+
+test("ITERABLE RudderStack fixture: track → events/track (anonymous, without an event name, EUDC)", () => {
+  const properties = { subject: "resume validate", sendtime: "2020-01-01", sendlocation: "akashdeep@gmail.com" };
+  const message = { anonymousId: "anonId", event: "Email Opened", type: "track", context: {}, properties, sentAt, originalTimestamp };
+  const out = { userId: "anonId", createdAt: fxMs, eventName: "Email Opened", dataFields: properties };
+  expect(fx(message)).toEqual([fxReq("events/track", out)]);
+  expect(fx(message, fxConfig({ dataCenter: "EUDC" }))).toEqual([fxReq("events/track", out, FX_KEY, EU)]);
+  const { event: _e, ...unnamed } = message;
+  expect(fx(unnamed)).toEqual([fxReq("events/track", { userId: "anonId", createdAt: fxMs, dataFields: properties })]);
+  expect(fx({ ...unnamed, userId: "userId" })).toEqual([fxReq("events/track", { userId: "userId", createdAt: fxMs, dataFields: properties })]);
+});
+
+test("ITERABLE RudderStack fixture: custom track with campaignId / templateId as integers and the e-mail from properties", () => {
+  const properties = { campaignId: "1", templateId: "0", user_actual_id: 12345, category: "test-category", email: "ruchira@rudderlabs.com", user_actual_role: "system_admin, system_user" };
+  const message = { type: "track", sentAt, userId: "userId", channel: "web", context: webContext({ email: "sayan@gmail.com" }), anonymousId: "anonId", originalTimestamp, event: "test track event GA3", properties };
+  expect(fx(message)).toEqual([
+    fxReq("events/track", { email: "ruchira@rudderlabs.com", dataFields: properties, userId: "userId", eventName: "test track event GA3", createdAt: fxMs, campaignId: 1, templateId: 0 }),
+  ]);
+});
+
+const fxProducts = [
+  { product_id: "507f1f77bcf86cd799439011", sku: "45790-32", name: "Monopoly: 3rd Edition", price: "19", position: "1", category: "cars", url: "https://www.example.com/product/path", image_url: "https://www.example.com/product/path.jpg", quantity: "2" },
+  { product_id: "507f1f77bcf86cd7994390112", sku: "45790-322", name: "Monopoly: 3rd Edition2", price: "192", quantity: 22, position: "12", category: "Cars2", url: "https://www.example.com/product/path2", image_url: "https://www.example.com/product/path.jpg2" },
+];
+const fxItems = [
+  { id: "507f1f77bcf86cd799439011", sku: "45790-32", name: "Monopoly: 3rd Edition", categories: ["cars"], price: 19, quantity: 2, imageUrl: "https://www.example.com/product/path.jpg", url: "https://www.example.com/product/path" },
+  { id: "507f1f77bcf86cd7994390112", sku: "45790-322", name: "Monopoly: 3rd Edition2", categories: ["Cars2"], price: 192, quantity: 22, imageUrl: "https://www.example.com/product/path.jpg2", url: "https://www.example.com/product/path2" },
+];
+const commerceUser = (email: string) => ({ email, dataFields: { email }, userId: "userId", preferUserId: false, mergeNestedObjects: true });
+
+test("ITERABLE RudderStack fixture: product added → commerce/updateCart with the products, or the properties as the one product", () => {
+  const base = { type: "track", sentAt, userId: "userId", channel: "web", anonymousId: "anonId", originalTimestamp, event: "product added" };
+  const list = { ...base, context: webContext({ email: "sayan@gmail.com" }), properties: { campaignId: "1", templateId: "0", orderId: 10000, total: 1000, products: fxProducts } };
+  expect(fx(list)).toEqual([fxReq("commerce/updateCart", { user: commerceUser("sayan@gmail.com"), items: fxItems })]);
+  const single = {
+    ...base,
+    context: webContext({ email: "jessica@jlpdesign.net" }),
+    properties: { price: 797, variant: "Oak", quantity: 1, quickship: true, full_price: 1328, product_id: 10606, non_interaction: 1, sku: "JB24691400-W05", name: "Vira Console Cabinet", cart_id: "bd9b8dbf4ef8ee01d4206b04fe2ee6ae" },
+  };
+  expect(fx(single)).toEqual([
+    fxReq("commerce/updateCart", { user: commerceUser("jessica@jlpdesign.net"), items: [{ id: 10606, sku: "JB24691400-W05", name: "Vira Console Cabinet", price: 797, quantity: 1 }] }),
+  ]);
+  const singleWithOrder = { ...single, properties: { campaignId: "1", templateId: "0", orderId: 10000, total: 1000, ...fxProducts[1] } };
+  expect(fx(singleWithOrder)).toEqual([fxReq("commerce/updateCart", { user: commerceUser("jessica@jlpdesign.net"), items: [fxItems[1]!] })]);
+});
+
+test("ITERABLE RudderStack fixture: order completed → commerce/trackPurchase (id from orderId, total, campaign and template as numbers)", () => {
+  const base = { type: "track", sentAt, userId: "userId", channel: "web", anonymousId: "anonId", originalTimestamp, event: "order completed" };
+  const properties = { orderId: 10000, total: "1000", campaignId: "123456", templateId: "1213458", products: fxProducts };
+  expect(fx({ ...base, context: webContext({ email: "sayan@gmail.com" }), properties })).toEqual([
+    fxReq("commerce/trackPurchase", { dataFields: properties, id: "10000", createdAt: fxMs, campaignId: 123456, templateId: 1213458, total: 1000, user: commerceUser("sayan@gmail.com"), items: fxItems }),
+  ]);
+  const single = { price: 45, quantity: 1, total: "1000", name: "Shoes", orderId: 10000, product_id: 1234, campaignId: "123456", templateId: "1213458" };
+  expect(fx({ ...base, context: webContext({ email: "jessica@jlpdesign.net" }), properties: single })).toEqual([
+    fxReq("commerce/trackPurchase", {
+      dataFields: single, user: commerceUser("jessica@jlpdesign.net"), id: "10000", total: 1000, campaignId: 123456, templateId: 1213458, createdAt: fxMs, items: [{ id: 1234, name: "Shoes", price: 45, quantity: 1 }],
+    }),
+  ]);
+  // Mapping rules beside the fixtures: `properties.id` is an order id too, total and each product's id, name, price and quantity are required.
+  expect((fx({ ...base, properties: { ...single, orderId: undefined, id: "o-9" } })[0]!.body.JSON as any).id).toBe("o-9");
+  expect(() => fx({ ...base, properties: { ...single, total: undefined } })).toThrow('Missing required value from "properties.total"');
+  expect(() => fx({ ...base, properties: { ...single, name: "" } })).toThrow('Missing required value from "name"');
+  expect(() => fx({ ...base, event: "Product Removed", properties: { product_id: 1, name: "x", price: 1 } })).toThrow('Missing required value from "quantity"');
+});
+
+test("ITERABLE RudderStack fixture: page / screen → events/track named '<name> page|screen' or 'Loaded a Page|Screen' (all, named, categorised; EUDC)", () => {
+  const properties = { path: "/abc", referrer: "", search: "", title: "", url: "", category: "test-category" };
+  const message = (type: string, props: Record<string, any> = properties) => ({ anonymousId: "anonId", name: "ApplicationLoaded", context: { traits: { email: "sayan@gmail.com" } }, properties: props, type, sentAt, originalTimestamp });
+  const out = (eventName: string, props: Record<string, any> = properties) => ({ userId: "anonId", dataFields: props, email: "sayan@gmail.com", createdAt: fxMs, eventName });
+  const withIds = { ...properties, campaignId: "123456", templateId: "1213458" };
+  expect(fx(message("page"))).toEqual([fxReq("events/track", out("ApplicationLoaded page"))]);
+  expect(fx(message("page", withIds), fxConfig({ mapToSingleEvent: true }))).toEqual([fxReq("events/track", { ...out("Loaded a Page", withIds), campaignId: 123456, templateId: 1213458 })]);
+  expect(fx(message("page"), fxConfig({ trackNamedPages: true, trackAllPages: false }))).toEqual([fxReq("events/track", out("ApplicationLoaded page"))]);
+  expect(fx(message("page"), fxConfig({ dataCenter: "EUDC" }))).toEqual([fxReq("events/track", out("ApplicationLoaded page"), FX_KEY, EU)]);
+  expect(fx(message("screen"), fxConfig({ trackCategorisedPages: true, trackAllPages: false }))).toEqual([fxReq("events/track", out("ApplicationLoaded screen"))]);
+  expect(fx(message("screen", withIds), fxConfig({ mapToSingleEvent: true }))).toEqual([fxReq("events/track", { ...out("Loaded a Screen", withIds), campaignId: 123456, templateId: 1213458 })]);
+  expect(fx(message("screen"), fxConfig({ trackNamedPages: true, trackAllPages: false }))).toEqual([fxReq("events/track", out("ApplicationLoaded screen"))]);
+});
+
+test("ITERABLE RudderStack fixture: alias → users/updateEmail (US and EUDC)", () => {
+  const message = { anonymousId: "anonId", userId: "new@email.com", previousId: "old@email.com", name: "ApplicationLoaded", context: {}, properties: { path: "/abc" }, type: "alias", sentAt, originalTimestamp };
+  expect(fx(message)).toEqual([fxReq("users/updateEmail", { currentEmail: "old@email.com", newEmail: "new@email.com" })]);
+  expect(fx(message, fxConfig({ dataCenter: "EUDC" }))).toEqual([fxReq("users/updateEmail", { currentEmail: "old@email.com", newEmail: "new@email.com" }, FX_KEY, EU)]);
+});
+
+test("ITERABLE RudderStack fixture: validation errors as RudderStack words them", () => {
+  const config = { apiKey: FX_KEY, mapToSingleEvent: false, trackAllPages: false, trackCategorisedPages: true, trackNamedPages: false };
+  const properties = { url: "https://dominos.com", title: "Pizza", referrer: "https://google.com" };
+  expect(() => fx({ userId: "sajal12", anonymousId: "abcdeeeeeeeexxxx102", context: { traits: { email: "abc@example.com" } }, properties, type: "page", sentAt, originalTimestamp }, config)).toThrow("Invalid page call");
+  expect(() => fx({ context: {}, type: "identify", sentAt, originalTimestamp }, config)).toThrow("userId or email is mandatory for this request");
+  expect(() => fx({ context: {}, type: "group", sentAt, originalTimestamp }, config)).toThrow("Message type group not supported");
+  expect(() => fx({ context: {}, sentAt, originalTimestamp }, config)).toThrow("Event type is required");
+  expect(() => fx({ context: {}, type: "alias", properties, sentAt, originalTimestamp }, config)).toThrow('Missing required value from "previousId"');
+  expect(() => fx({ context: {}, type: "alias", previousId: "old@email.com", anonymousId: "anonId", properties, sentAt, originalTimestamp }, config)).toThrow('Missing required value from "userId"');
+});
+
+test("ITERABLE RudderStack fixture: router — reverse-ETL catalog rows merge into one catalogs/<name>/items upsert", () => {
+  const config = { apiKey: "583af2f8-15ba-49c0-8511-76383e7de07e", hubID: "22066036" };
+  const row = (id: string, traits: Record<string, any>) =>
+    fx(
+      {
+        receivedAt: "2022-09-27T11:12:59.080Z",
+        sentAt: "2022-09-27T11:13:03.777Z",
+        originalTimestamp: "2022-09-27T11:13:03.777Z",
+        traits,
+        channel: "sources",
+        context: { mappedToDestination: "true", externalId: [{ id, type: "ITERABLE-test-ruchira", identifierType: "itemId" }] },
+        timestamp: "2022-09-27T11:12:59.079Z",
+        type: "identify",
+        userId: "Tiffany",
+        recordId: "10",
+      },
+      config,
+    )[0]!;
+  const out = iterable.batch!([row("Tiffany", { ruchira: "donaldbaker@ellis.com", new_field2: "GB" }), row("ABC", { ruchira: "abc@ellis.com", new_field2: "GB1" })], fxCtx(config));
+  expect(out).toEqual([
+    fxReq(
+      "catalogs/test-ruchira/items",
+      { documents: { Tiffany: { ruchira: "donaldbaker@ellis.com", new_field2: "GB" }, ABC: { ruchira: "abc@ellis.com", new_field2: "GB1" } }, replaceUploadedFieldsOnly: true },
+      config.apiKey,
+    ),
+  ]);
+});
+
+test("ITERABLE RudderStack fixture: router — track and page → events/trackBulk, identify → users/bulkUpdate, cart and alias unbatched", () => {
+  const key = "62d12498c37c4fd8a1a546c2d35c2f60";
+  const config = { apiKey: key, mapToSingleEvent: false, trackAllPages: true, trackCategorisedPages: false, trackNamedPages: false };
+  const web = { app: { build: "1.0.0", name: "RudderLabs JavaScript SDK", namespace: "com.rudderlabs.javascript", version: "1.0.0" }, traits: { email: "sayan@gmail.com" }, locale: "en-US", ip: "0.0.0.0", os: { name: "", version: "" } };
+  const pizza = { url: "https://dominos.com", title: "Pizza", referrer: "https://google.com" };
+  const traits = { city: "Bangalore", name: "manashi", email: "manashi@website.com", country: "India" };
+  const requests = [
+    ...fx({ type: "track", event: "Email Opened", sentAt, context: {}, properties: { subject: "resume validate", sendtime: "2020-01-01", sendlocation: "akashdeep@gmail.com" }, anonymousId: "abcdeeeeeeeexxxx102", originalTimestamp }, config),
+    ...fx({ type: "identify", event: "Details", sentAt: "2020-08-28T16:26:06.466Z", traits, context: { traits }, anonymousId: "abcdeeeeeeeexxxx102", originalTimestamp: "2020-08-28T16:26:06.462Z" }, config),
+    ...fx({ channel: "web", context: web, event: "product added", type: "track", originalTimestamp: "2019-10-14T11:15:18.299Z", anonymousId: "00000000000000000000000000", userId: "12345", properties: { campaignId: "1", templateId: "0", orderId: 10000, total: 1000, products: fxProducts }, name: "ApplicationLoaded" }, config),
+    ...fx({ type: "page", sentAt, context: {}, properties: pizza, anonymousId: "abcdeeeeeeeexxxx102", originalTimestamp }, config),
+    ...fx({ type: "alias", sentAt, context: {}, properties: pizza, userId: "new@email.com", previousId: "old@email.com", anonymousId: "abcdeeeeeeeexxxx102", originalTimestamp }, { ...config, trackAllPages: false, trackCategorisedPages: true }),
+  ];
+  expect(iterable.batch!(requests, fxCtx(config))).toEqual([
+    fxReq("events/trackBulk", { events: [{ dataFields: { subject: "resume validate", sendtime: "2020-01-01", sendlocation: "akashdeep@gmail.com" }, userId: "abcdeeeeeeeexxxx102", eventName: "Email Opened", createdAt: fxMs }] }, key),
+    fxReq("users/bulkUpdate", { users: [{ email: "manashi@website.com", dataFields: traits, userId: "abcdeeeeeeeexxxx102", preferUserId: true, mergeNestedObjects: true }] }, key),
+    fxReq("commerce/updateCart", { user: { email: "sayan@gmail.com", dataFields: { email: "sayan@gmail.com" }, userId: "12345", preferUserId: true, mergeNestedObjects: true }, items: fxItems }, key),
+    fxReq("events/trackBulk", { events: [{ dataFields: pizza, userId: "abcdeeeeeeeexxxx102", createdAt: fxMs, eventName: "undefined page" }] }, key),
+    fxReq("users/updateEmail", { currentEmail: "old@email.com", newEmail: "new@email.com" }, key),
+  ]);
+
+  // The second destination of the fixture (apiKey 12345): a categorised page, then a reverse-ETL user whose device token is not registered without a key.
+  const other = { apiKey: "12345", mapToSingleEvent: true, trackAllPages: false, trackCategorisedPages: true, trackNamedPages: true };
+  const page = fx({ channel: "web", context: web, type: "page", originalTimestamp: "2019-10-14T11:15:18.299Z", anonymousId: "00000000000000000000000000", userId: "12345", properties: { path: "/abc", referrer: "", search: "", title: "", url: "", category: "test-category" }, name: "ApplicationLoaded" }, { ...other, mapToSingleEvent: false, trackNamedPages: false });
+  const retlTraits = { administrative_unit: "Minnesota", am_pm: "AM", boolean: true, firstname: "Jacqueline", pPower: "AM", userId: "Jacqueline" };
+  const retl = fx({
+    channel: "sources",
+    context: { externalId: [{ id: "lynnanderson@smith.net", identifierType: "email", type: "ITERABLE-users" }], mappedToDestination: "true", device: { token: 54321 } },
+    originalTimestamp: "2021-10-28T14:03:50.503Z",
+    timestamp: "2021-10-28T14:03:46.566Z",
+    traits: retlTraits,
+    type: "identify",
+    userId: "lynnanderson@smith.net",
+  }, other);
+  expect(iterable.batch!([...page, ...retl], fxCtx(other))).toEqual([
+    fxReq("events/trackBulk", { events: [{ email: "sayan@gmail.com", dataFields: { path: "/abc", referrer: "", search: "", title: "", url: "", category: "test-category" }, userId: "12345", eventName: "ApplicationLoaded page", createdAt: 1571051718299 }] }, "12345"),
+    fxReq("users/bulkUpdate", { users: [{ email: "lynnanderson@smith.net", dataFields: { ...retlTraits, email: "lynnanderson@smith.net" }, userId: "lynnanderson@smith.net", preferUserId: true, mergeNestedObjects: true }] }, "12345"),
+  ]);
+});
+
+test("ITERABLE RudderStack fixture: batching — token registrations follow the bulk update of their users; users split at 4,000,000 bytes", () => {
+  const config = fxConfig({ registerDeviceOrBrowserApiKey: "reg" });
+  const identify = (id: string) => fx({ type: "identify", userId: id, context: { traits: { email: `${id}@x.co` }, device: { token: `t-${id}`, type: "android" } } }, config).map((r) => ({ ...r, userKey: id }));
+  const out = iterable.batch!([...identify("a"), ...identify("b")], fxCtx(config));
+  expect(out.map((r) => r.endpoint)).toEqual([`${API}/users/bulkUpdate`, `${API}/users/registerDeviceToken`, `${API}/users/registerDeviceToken`]);
+  expect((out[0]!.body.JSON.users as any[]).map((u) => u.userId)).toEqual(["a", "b"]);
+  // The same user's second update waits for that user's registration.
+  const same = iterable.batch!([...identify("a"), ...identify("a")], fxCtx(config));
+  expect(same.map((r) => r.endpoint.slice(API.length))).toEqual(["/users/bulkUpdate", "/users/registerDeviceToken", "/users/bulkUpdate", "/users/registerDeviceToken"]);
+  const big = (i: number) => fx({ type: "identify", userId: `u${i}`, traits: { blob: "x".repeat(1_500_000) } })[0]!;
+  expect(iterable.batch!([big(1), big(2), big(3)], fxCtx(fxConfig())).map((r) => (r.body.JSON.users as any[]).length)).toEqual([2, 1]);
+});
+
+test("ITERABLE RudderStack fixture: deletion without an apiKey fails with RudderStack's text", () => {
+  expect(() => iterable.deleteUsers!([{ userId: "rudder2" }], fxCtx({ apiToken: "x" }))).toThrow("api key for deletion not present");
+  expect(iterable.deleteUsers!([{ userId: "rudder7" }], fxCtx({ apiKey: FX_KEY, dataCenter: "EUDC" }))[0]!.endpoint).toBe(`${EU}/users/byUserId/rudder7`);
 });
 
 let s: TestServer;

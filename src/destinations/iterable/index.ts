@@ -3,14 +3,16 @@
  * events/track (Order Completed → commerce/trackPurchase, Product Added/Removed →
  * commerce/updateCart), page and screen → events/track under RudderStack's event names, alias →
  * users/updateEmail. With `registerDeviceOrBrowserApiKey`, an identify carrying a push token also
- * registers the device or browser. Consecutive users/update and events/track requests are sent
- * through users/bulkUpdate and events/trackBulk, as RudderStack's router batches them.
+ * registers the device or browser. Reverse-ETL identifies update users or upsert catalog items
+ * (see retl.ts); batch.ts merges them into Iterable's bulk calls as RudderStack's router does.
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
 import { genericField } from "../generic-fields";
-import { batchConsecutive, chunkItems, compact, EVENT_FILTERING_KEYS, firstPresent, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, eventFilteringSchema } from "../shared";
+import { compact, EVENT_FILTERING_KEYS, firstPresent, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, eventFilteringSchema } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { batchIterable } from "./batch";
+import { isRetl, iterableExternalId, withExternalIdInTraits } from "./retl";
 
 type Obj = Record<string, any>;
 
@@ -30,10 +32,6 @@ export const IterableConfig = t.Object(
   { additionalProperties: true },
 );
 
-// Iterable's bulk limits as RudderStack applies them: 1,000 users or 8,000 events, 4 MB a request.
-const MAX_USERS = 1000;
-const MAX_EVENTS = 8000;
-const MAX_BYTES = 4 * 1024 * 1024;
 const USER_ID = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id", "anonymousId"];
 
 const apiBase = (config: Obj) => (config.dataCenter === "EUDC" ? "https://api.eu.iterable.com/api" : "https://api.iterable.com/api");
@@ -41,6 +39,13 @@ const preferUserId = (config: Obj) => (config.preferUserId !== undefined ? confi
 const mergeNestedObjects = (config: Obj) => (config.mergeNestedObjects !== undefined ? config.mergeNestedObjects : true);
 const millis = (v: unknown) => (isPresent(v) ? new Date(v as string).getTime() : undefined);
 const int = (v: unknown) => (v ? Number.parseInt(String(v), 10) : undefined);
+const present = (v: unknown) => (isPresent(v) ? v : undefined);
+
+/** A value RudderStack's mapping marks required: a missing one aborts the event naming where it was looked for. */
+function required(value: unknown, source: string): any {
+  if (!isPresent(value)) throw new TransformError(`Missing required value from "${source}"`);
+  return value;
+}
 
 function requireUser(payload: Obj): Obj {
   if (!payload.email && !payload.userId) throw new TransformError("userId or email is mandatory for this request");
@@ -67,9 +72,9 @@ function trackPayload(event: SluiceEvent): Obj {
   return requireUser(
     compact({
       ...eventIds(event),
-      dataFields: p,
+      dataFields: present(p),
       id: isPresent(getPath(event, "properties.event_id")) ? String(getPath(event, "properties.event_id")) : undefined,
-      eventName: event.event,
+      eventName: present(event.event),
       createdAt: millis(genericField(event, "createdAt")),
       campaignId: int(p?.campaignId),
       templateId: int(p?.templateId),
@@ -78,8 +83,7 @@ function trackPayload(event: SluiceEvent): Obj {
 }
 
 /** Page and screen calls go as events when the config tracks them: all, categorised, or named ones. */
-function pageOrScreenPayload(event: SluiceEvent, config: Obj): Obj {
-  const type = event.type;
+function pageOrScreenPayload(event: SluiceEvent, type: string, config: Obj): Obj {
   const tracked =
     config.trackAllPages ||
     (config.trackCategorisedPages && (event.properties?.category || event.category)) ||
@@ -90,7 +94,8 @@ function pageOrScreenPayload(event: SluiceEvent, config: Obj): Obj {
   return requireUser(
     compact({
       ...eventIds(event),
-      dataFields: p,
+      dataFields: present(p),
+      // An unnamed page is sent as "undefined page", as RudderStack names it.
       eventName: config.mapToSingleEvent === true ? `Loaded a ${type.charAt(0).toUpperCase()}${type.slice(1)}` : `${name} ${type}`,
       createdAt: millis(event.originalTimestamp),
       campaignId: int(p?.campaignId),
@@ -101,34 +106,37 @@ function pageOrScreenPayload(event: SluiceEvent, config: Obj): Obj {
 
 /** Commerce items: the products, or the properties themselves for a single product. */
 function items(event: SluiceEvent): Obj[] {
-  const list = Array.isArray(event.properties?.products) ? event.properties!.products : [event.properties ?? {}];
+  const list = Array.isArray(event.properties?.products) ? event.properties!.products : [event.properties];
   return list.map((item: unknown) => {
     const i: Obj = isPlainObject(item) ? item : {};
-    const out: Obj = compact({
-      id: i.product_id,
-      sku: i.sku,
-      name: i.name,
-      categories: typeof i.category === "string" ? i.category.split(",") : i.category,
-      url: i.url,
-      imageUrl: i.image_url,
-      description: i.description,
+    const category = present(i.category);
+    // Checked in the order of RudderStack's product mapping, so the first missing one is named.
+    return compact({
+      id: required(i.product_id, "product_id"),
+      sku: present(i.sku),
+      name: required(i.name, "name"),
+      description: present(i.description),
+      categories: typeof category === "string" ? category.split(",") : category,
+      price: Number.parseFloat(required(i.price, "price")),
+      quantity: Number.parseInt(required(i.quantity, "quantity"), 10),
+      imageUrl: present(i.image_url),
+      url: present(i.url),
+      dataFields: present(i.properties),
     });
-    out.price = Number.parseFloat(i.price);
-    out.quantity = Number.parseInt(i.quantity, 10);
-    return out;
   });
 }
 
 function purchasePayload(event: SluiceEvent, config: Obj): Obj {
-  const p = event.properties ?? {};
-  const id = firstPresent(event, ["properties.order_id", "properties.orderId", "properties.event_id"]);
+  const p = event.properties;
+  const id = firstPresent(event, ["properties.order_id", "properties.orderId", "properties.id", "properties.event_id"]);
+  const total = required(getPath(event, "properties.total"), "properties.total");
   return compact({
-    id: isPresent(id) ? String(id) : undefined,
-    dataFields: event.properties,
+    id: id ? String(id) : undefined,
+    dataFields: present(p),
     createdAt: millis(genericField(event, "createdAt")),
-    campaignId: int(p.campaignId),
-    templateId: int(p.templateId),
-    total: Number.parseFloat(p.total),
+    campaignId: int(p?.campaignId),
+    templateId: int(p?.templateId),
+    total: Number.parseFloat(total),
     user: requireUser(userOf(event, config)),
     items: items(event),
   });
@@ -136,17 +144,25 @@ function purchasePayload(event: SluiceEvent, config: Obj): Obj {
 
 /** The device or browser registration of an identify carrying a push token (needs its own key). */
 function tokenRegistration(event: SluiceEvent, config: Obj): { path: string; json: Obj } | undefined {
-  const token = getPath(event, "context.device.token") || getPath(event, "context.os.token");
+  const deviceToken = getPath(event, "context.device.token");
+  const token = deviceToken || getPath(event, "context.os.token");
   if (!token || !config.registerDeviceOrBrowserApiKey) return undefined;
   const ids = { email: firstPresent(event, ["traits.email", "context.traits.email"]), userId: firstPresent(event, USER_ID) };
-  if (getPath(event, "context.device.token")) {
-    const type = getPath(event, "context.device.type");
-    return {
-      path: "/users/registerDeviceToken",
-      json: compact({ ...ids, preferUserId: preferUserId(config), device: compact({ token, applicationName: config.packageName, platform: isAppleFamily(type) ? "APNS" : "GCM" }) }),
-    };
+  if (deviceToken) {
+    const device = compact({
+      token: deviceToken,
+      applicationName: present(getPath(event, "context.device.name")),
+      dataFields: present(event.properties),
+      platform: isAppleFamily(getPath(event, "context.device.type")) ? "APNS" : "GCM",
+    });
+    return { path: "/users/registerDeviceToken", json: compact({ ...ids, preferUserId: preferUserId(config), device }) };
   }
-  return { path: "/users/registerBrowserToken", json: requireUser(compact({ ...ids, browserToken: token })) };
+  return { path: "/users/registerBrowserToken", json: requireUser(compact({ browserToken: token, ...ids })) };
+}
+
+/** A reverse-ETL catalog row, already in the shape of the bulk item upsert so one row alone is a valid call. */
+function catalogPayload(event: SluiceEvent, id: unknown): Obj {
+  return { documents: Object.fromEntries([[String(id), required(event.traits, "traits")]]), replaceUploadedFieldsOnly: true };
 }
 
 export const iterable: DestinationDefinition = {
@@ -171,10 +187,19 @@ export const iterable: DestinationDefinition = {
     const c = ctx.config;
     const post = (path: string, json: Obj, key = apiKey) =>
       restRequest({ endpoint: endpointFor(ctx, `${apiBase(c)}${path}`), headers: { "Content-Type": "application/json", api_key: key }, json });
-    switch (event.type) {
+    if (!isPresent(event.type)) throw new TransformError("Event type is required");
+    const type = String(event.type).toLowerCase();
+    switch (type) {
       case "identify": {
-        const requests = [post("/users/update", requireUser(userOf(event, c)))];
-        const token = tokenRegistration(event, c);
+        let e = event;
+        if (isRetl(event)) {
+          const external = iterableExternalId(event);
+          if (!external) throw new TransformError("A reverse ETL identify needs a context.externalId of type ITERABLE-users or ITERABLE-<catalog name>");
+          if (external.objectType !== "users") return [post(`/catalogs/${external.objectType}/items`, catalogPayload(event, external.id))];
+          e = withExternalIdInTraits(event);
+        }
+        const requests = [post("/users/update", requireUser(userOf(e, c)))];
+        const token = tokenRegistration(e, c);
         if (token) requests.push(post(token.path, token.json, String(c.registerDeviceOrBrowserApiKey)));
         return requests;
       }
@@ -188,32 +213,17 @@ export const iterable: DestinationDefinition = {
       }
       case "page":
       case "screen":
-        return [post("/events/track", pageOrScreenPayload(event, c))];
+        return [post("/events/track", pageOrScreenPayload(event, type, c))];
       case "alias":
-        if (!isPresent(event.previousId)) throw new TransformError('Missing required value from "previousId"');
-        if (!isPresent(event.userId)) throw new TransformError('Missing required value from "userId"');
-        return [post("/users/updateEmail", { currentEmail: event.previousId, newEmail: event.userId })];
+        return [post("/users/updateEmail", { currentEmail: required(event.previousId, "previousId"), newEmail: required(event.userId, "userId") })];
       default:
-        throw new TransformError(`Message type ${event.type} not supported`);
+        throw new TransformError(`Message type ${type} not supported`);
     }
   },
-  batch(requests) {
-    const kind = (r: DestinationRequest) => (r.endpoint.endsWith("/users/update") ? "users" : r.endpoint.endsWith("/events/track") ? "events" : null);
-    return batchConsecutive(
-      requests,
-      (r) => (kind(r) ? JSON.stringify([kind(r), r.endpoint, r.headers]) : null),
-      (run) => {
-        const isUsers = kind(run[0]!) === "users";
-        const endpoint = run[0]!.endpoint.replace(isUsers ? /\/users\/update$/ : /\/events\/track$/, isUsers ? "/users/bulkUpdate" : "/events/trackBulk");
-        const bodies = run.map((r) => r.body.JSON);
-        return chunkItems(bodies, isUsers ? MAX_USERS : MAX_EVENTS, MAX_BYTES - 64).map((list) =>
-          restRequest({ endpoint, headers: run[0]!.headers, json: isUsers ? { users: list } : { events: list } }),
-        );
-      },
-    );
-  },
+  batch: batchIterable,
   deleteUsers(users, ctx) {
-    const apiKey = String(requireConfig(ctx, "apiKey"));
+    if (!isPresent(ctx.config.apiKey)) throw new TransformError("api key for deletion not present");
+    const apiKey = String(ctx.config.apiKey);
     return users
       .filter((u) => !!u.userId)
       .map((u) =>

@@ -7,7 +7,7 @@
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
 import { genericField } from "../generic-fields";
-import { basicAuth, compact, EVENT_FILTERING_KEYS, firstPresent, flattenJson, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, traitValue, eventFilteringSchema, withoutUndefined } from "../shared";
+import { basicAuth, compact, EVENT_FILTERING_KEYS, firstPresent, flattenJson, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, traitValue, eventFilteringSchema } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -33,8 +33,9 @@ const IDENTIFY_EXCLUDES = new Set([
 const DEVICE_EXCLUDES = new Set(["active", "push_preference", "id", "_id", "pushPreference"]);
 
 const asText = (v: unknown) => (isPresent(v) ? String(v) : undefined);
-// A value that is not a number is sent as null, as JSON writes RudderStack's NaN.
-const asNumber = (v: unknown) => (isPresent(v) ? (Number.isNaN(Number(v)) ? null : Number(v)) : undefined);
+// A value that is not a number is left out, as RudderStack's mapping drops the NaN it converts to.
+const asNumber = (v: unknown) => (isPresent(v) && !Number.isNaN(Number(v)) ? Number(v) : undefined);
+const present = (v: unknown) => (isPresent(v) ? v : undefined);
 
 /** An object's entries but the excluded ones: RudderStack merges them into the attributes. */
 function without(value: unknown, exclude: Set<string>): Obj {
@@ -45,8 +46,7 @@ function without(value: unknown, exclude: Set<string>): Obj {
 const shaped = (attributes: Obj, config: Obj) => (config.useObjectData ? attributes : flattenJson(attributes));
 
 function customerAttributes(event: SluiceEvent, config: Obj): Obj {
-  // Only missing values are left out: a number that does not convert goes as null, as RudderStack's NaN does.
-  const standard = withoutUndefined({
+  const standard = compact({
     name: asText(traitValue(event, "name")),
     first_name: asText(traitValue(event, "firstname", "first_name", "firstName")),
     last_name: asText(traitValue(event, "lastname", "last_name", "lastName")),
@@ -68,20 +68,20 @@ function platform(value: unknown): unknown {
   return isAppleFamily(value) ? "iOS" : value;
 }
 
-function deviceAttributes(event: SluiceEvent): Obj {
+function deviceAttributes(event: SluiceEvent, config: Obj): Obj {
   const attributes = {
     ...compact({
       platform: platform(getPath(event, "context.device.type")),
       push_id: getPath(event, "context.device.token"),
-      model: getPath(event, "context.device.model"),
+      model: present(getPath(event, "context.device.model")),
       push_preference: firstPresent(event, ["properties.push_preference", "properties.pushPreference"]),
-      app_version: getPath(event, "context.app.version"),
-      os_version: getPath(event, "context.os.version"),
-      active: getPath(event, "properties.active"),
+      app_version: present(getPath(event, "context.app.version")),
+      os_version: present(getPath(event, "context.os.version")),
+      active: present(getPath(event, "properties.active")),
     }),
-    ...without(event.properties, DEVICE_EXCLUDES),
+    ...without(present(event.properties), DEVICE_EXCLUDES),
   };
-  return flattenJson(attributes);
+  return shaped(attributes, config);
 }
 
 /** An IANA time zone's current offset from UTC in seconds (e.g. Asia/Kolkata → 19800); unknown zones give nothing. */
@@ -105,10 +105,15 @@ function action(event: SluiceEvent, config: Obj): Obj {
     action: event.event,
     attributes: properties ? shaped(properties, config) : undefined,
     platform: platform(firstPresent(event, ["context.device.type", "channel"])),
-    app_version: getPath(event, "context.app.version"),
+    app_version: present(getPath(event, "context.app.version")),
     current_time: firstPresent(event, ["timestamp", "originalTimestamp"]),
     user_timezone_offset: offsetSeconds(getPath(event, "context.timezone")),
   });
+}
+
+function required(value: unknown, source: string): unknown {
+  if (!isPresent(value)) throw new TransformError(`Missing required value from "${source}"`);
+  return value;
 }
 
 function customerId(event: SluiceEvent): unknown {
@@ -134,32 +139,39 @@ export const moengage: DestinationDefinition = {
   transform(event, ctx: DestinationContext): DestinationRequest[] {
     const apiId = String(requireConfig(ctx, "apiId"));
     const apiKey = String(requireConfig(ctx, "apiKey"));
-    const host = HOSTS[String(requireConfig(ctx, "region"))];
-    if (!host) throw new TransformError("The region is not valid");
+    if (!isPresent(event.type)) throw new TransformError("Event type is required");
+    const type = String(event.type).toLowerCase();
+    if (type !== "identify" && type !== "track" && type !== "alias") throw new TransformError(`Event type ${type} is not supported`);
     if (!isEventAllowed(event, ctx.config)) return [];
     const auth = basicAuth(apiId, apiKey);
     const headers = { "Content-Type": "application/json", "MOE-APPKEY": apiId, Authorization: auth };
-    const post = (path: string, json: Obj, h: Record<string, string> = headers) => restRequest({ endpoint: endpointFor(ctx, `${host}${path}`), headers: h, json });
-    switch (event.type) {
+    // As in RudderStack, the user's id is checked before the region, and the region before the rest of the body.
+    const post = (path: string, body: () => Obj, h: Record<string, string> = headers) => {
+      const region = ctx.config.region;
+      const host = typeof region === "string" && Object.hasOwn(HOSTS, region) ? HOSTS[region] : undefined;
+      if (!host) throw new TransformError("The region is not valid");
+      return restRequest({ endpoint: endpointFor(ctx, `${host}${path}`), headers: h, json: body() });
+    };
+    const deviceId = present(getPath(event, "context.device.id"));
+    switch (type) {
       case "identify": {
         const id = customerId(event);
-        const requests = [post(`/v1/customer/${apiId}`, { customer_id: id, type: "customer", attributes: customerAttributes(event, ctx.config) })];
+        const requests = [post(`/v1/customer/${apiId}`, () => ({ customer_id: id, type: "customer", attributes: customerAttributes(event, ctx.config) }))];
         if (getPath(event, "context.device.type") && getPath(event, "context.device.token")) {
-          requests.push(post(`/v1/device/${apiId}`, { customer_id: id, type: "device", attributes: deviceAttributes(event) }));
+          requests.push(post(`/v1/device/${apiId}`, () => compact({ customer_id: id, device_id: deviceId, type: "device", attributes: deviceAttributes(event, ctx.config) })));
         }
         return requests;
       }
-      case "track":
-        return [post(`/v1/event/${apiId}`, { customer_id: customerId(event), type: "event", actions: [action(event, ctx.config)] })];
-      case "alias": {
-        if (!event.userId) throw new TransformError('Missing required value from "userId"');
-        if (!event.previousId) throw new TransformError('Missing required value from "previousId"');
-        if (event.userId === event.previousId) throw new TransformError("userId and previousId must be different");
-        // The merge API takes the app id as a query parameter and no MOE-APPKEY header.
-        return [post(`/v1/customer/merge?app_id=${apiId}`, { merge_data: [{ retained_user: event.userId, merged_user: event.previousId }] }, { "Content-Type": "application/json", Authorization: auth })];
+      case "track": {
+        const id = customerId(event);
+        return [post(`/v1/event/${apiId}`, () => compact({ customer_id: id, device_id: deviceId, type: "event", actions: [action(event, ctx.config)] }))];
       }
-      default:
-        throw new TransformError("Message type not supported");
+      default: {
+        const retained = required(event.userId, "userId");
+        const merged = required(event.previousId, "previousId");
+        // The merge API takes the app id as a query parameter and no MOE-APPKEY header.
+        return [post(`/v1/customer/merge?app_id=${apiId}`, () => ({ merge_data: [{ retained_user: retained, merged_user: merged }] }), { "Content-Type": "application/json", Authorization: auth })];
+      }
     }
   },
 };
