@@ -126,6 +126,160 @@ test("CLEVERTAP deleteUsers → POST /1/delete/profiles.json {identity}, 100 per
   expect(() => clevertap.deleteUsers!(users, ctx({ passcode: "" }))).toThrow("Project ID and Passcode is required for delete user");
 });
 
+const profileOf = (records: unknown) => (records as any[])[0];
+const androidIdentify = (integrations: Record<string, unknown> = { All: true }): SluiceEvent => ({
+  type: "identify",
+  messageId: "m",
+  userId: "useran4",
+  anonymousId: "f54bb572361c4fd1",
+  channel: "mobile",
+  integrations,
+  context: {
+    os: { name: "Android", version: "10" },
+    device: { id: "f54bb572361c4fd1", type: "Android", token: "frfsgvrwe:APfdsafsgdfsgghfgfgjkhfsfgdhjhbvcvnetry767456fxsasdf" },
+    traits: { id: "useran4", email: "tony4an@testmail.com", phone: "4444457700", userId: "useran4", lastname: "Stark", firstname: "Tony4AN", anonymousId: "f54bb572361c4fd1" },
+  },
+});
+const androidProfile = upload({ type: "profile", profileData: { Email: "tony4an@testmail.com", Phone: "4444457700", Name: "Tony4AN Stark", identity: "useran4" }, objectId: "f54bb572361c4fd1" });
+const token = (tokenData: Record<string, unknown>) => upload({ type: "token", tokenData: { id: "frfsgvrwe:APfdsafsgdfsgghfgfgjkhfsfgdhjhbvcvnetry767456fxsasdf", ...tokenData }, objectId: "f54bb572361c4fd1" });
+
+test("CLEVERTAP RudderStack fixture: a gender other than F/M is left out of the profile (Test 10), female becomes F (Test 9)", () => {
+  const event = (gender: string): SluiceEvent => ({ type: "identify", messageId: "m", anonymousId: "anon_id", traits: { ...traits, gender } });
+  const other = profileOf(clevertap.transform(event("other"), ctx())[0]!.body.JSON.d);
+  expect(other.profileData).not.toHaveProperty("Gender");
+  expect(other.profileData.Email).toBe("jamesDoe@gmail.com");
+  expect(profileOf(clevertap.transform(event("female"), ctx())[0]!.body.JSON.d).profileData.Gender).toBe("F");
+});
+
+test("CLEVERTAP RudderStack fixture: identify traits.ts as epoch seconds on the record (Test 15)", () => {
+  const event: SluiceEvent = { type: "identify", messageId: "m", anonymousId: "anon_id", traits: { email: "jamesDoe@gmail.com", ts: "2021-03-10T11:59:22.080Z", graduate: true } };
+  expect(clevertap.transform(event, ctx())).toEqual([upload({ type: "profile", profileData: { Email: "jamesDoe@gmail.com", graduate: true }, ts: 1615377562, identity: "anon_id" })]);
+});
+
+test("CLEVERTAP RudderStack fixture: overrideFields from traits or context traits are added as given (Tests 18, 19)", () => {
+  const base = { email: "johnDoe@gmail.com", first_name: "John", last_name: "Doe", custom_tags: ["a"] };
+  const fromTraits: SluiceEvent = { type: "identify", messageId: "m", anonymousId: "anon_id", traits: { ...base, overrideFields: { first_name: "John", last_name: "Doe" } } };
+  const expected = upload({ type: "profile", profileData: { Email: "johnDoe@gmail.com", Name: "John Doe", custom_tags: '["a"]', first_name: "John", last_name: "Doe" }, identity: "anon_id" });
+  expect(clevertap.transform(fromTraits, ctx())).toEqual([expected]);
+  const fromContext: SluiceEvent = { type: "identify", messageId: "m", anonymousId: "anon_id", traits: base, context: { traits: { overrideFields: { first_name: "John", last_name: "Doe" } } } };
+  expect(clevertap.transform(fromContext, ctx())).toEqual([expected]);
+});
+
+test("CLEVERTAP RudderStack fixture: Order Completed → Charged with the other properties beside it and ts in seconds (Test 7)", () => {
+  const products = [
+    { sku: "G-32", url: "https://www.website.com/product/path", name: "Monopoly", price: 14, category: "Games", quantity: 1, image_url: "https://www.website.com/product/path.jpg", product_id: "123" },
+    { sku: "F-32", name: "UNO", price: 3.45, category: "Games", quantity: 2, product_id: "345" },
+  ];
+  const event: SluiceEvent = {
+    type: "track",
+    messageId: "m",
+    event: "Order Completed",
+    userId: "riverjohn",
+    anonymousId: "b2e06708-dd2a-4aee-bb32-41855d2fbdab",
+    context: { traits: { email: "riverjohn@gmail.com", lastName: "John", firstname: "River" } },
+    properties: { tax: 1, total: 20, coupon: "ImagePro", revenue: 15, currency: "USD", discount: 1.5, order_id: "1234", ts: "2021-03-10T11:59:22.080Z", products, shipping: 22, affiliation: "Apple Store", checkout_id: "12345" },
+  };
+  expect(clevertap.transform(event, ctx())).toEqual([
+    upload({
+      evtName: "Charged",
+      evtData: { "Charged ID": "12345", Amount: 15, Items: products, tax: 1, total: 20, coupon: "ImagePro", currency: "USD", discount: 1.5, order_id: "1234", shipping: 22, affiliation: "Apple Store" },
+      ts: 1615377562,
+      type: "event",
+      identity: "riverjohn",
+    }),
+  ]);
+  // Test 20: products that are not a list of objects.
+  expect(() => clevertap.transform({ ...event, properties: { ...event.properties, products: products[0] } }, ctx())).toThrow("Products property value must be an array of objects");
+});
+
+test("CLEVERTAP RudderStack fixture: track keeps properties.ts inside evtData only (the track mapping has no ts)", () => {
+  const event: SluiceEvent = { type: "track", messageId: "m", userId: "u", event: "Played", properties: { ts: "2021-03-10T11:59:22.080Z", level: 2 } };
+  expect(clevertap.transform(event, ctx())).toEqual([upload({ evtName: "Played", evtData: { ts: "2021-03-10T11:59:22.080Z", level: 2 }, type: "event", identity: "u" })]);
+  expect(() => clevertap.transform({ type: "track", messageId: "m", userId: "u", properties: {} }, ctx())).toThrow('Missing required value from "event"');
+});
+
+test("CLEVERTAP RudderStack fixture: missing or unknown message types (Tests 5, 6), types in any case", () => {
+  const noType = { messageId: "m", userId: "user1234", event: "FailTest", properties: { name: "Random", revenue: 4.99 } } as unknown as SluiceEvent;
+  expect(() => clevertap.transform(noType, ctx())).toThrow("Message Type is not present. Aborting message.");
+  expect(() => clevertap.transform({ ...noType, type: "Rndm" }, ctx())).toThrow("Message type not supported");
+  expect(clevertap.transform({ ...noType, type: "TRACK" }, ctx())[0]!.body.JSON.d).toEqual([{ evtName: "FailTest", evtData: { name: "Random", revenue: 4.99 }, type: "event", identity: "user1234" }]);
+});
+
+test("CLEVERTAP RudderStack fixture: anonymous track refused without trackAnonymous (Test 8)", () => {
+  const event: SluiceEvent = { type: "track", messageId: "m", anonymousId: "random_anon_id", event: "FailTest_with_anon", properties: { name: "Random2" } };
+  expect(() => clevertap.transform(event, ctx({ trackAnonymous: false }))).toThrow("userId, not present cannot track anonymous user");
+});
+
+test("CLEVERTAP RudderStack fixture: object-id mapping — identify with token (Test 11), watchOS token is apns (Test 16), no token without anonymousId (Test 12)", () => {
+  const objectIds = ctx({ enableObjectIdMapping: true });
+  expect(clevertap.transform(androidIdentify(), objectIds)).toEqual([androidProfile, token({ type: "fcm" })]);
+  const watch = androidIdentify();
+  watch.context.os = { name: "watchos" };
+  expect(clevertap.transform(watch, objectIds)).toEqual([androidProfile, token({ type: "apns" })]);
+  const ios: SluiceEvent = {
+    type: "identify",
+    messageId: "m",
+    userId: "ankur4",
+    context: { os: { name: "iOS", version: "13.0" }, device: { token: "tok" }, traits: { name: "Ankur4 Mittal", email: "ankur4gmail", phone: "8260294239", userId: "ankur4" } },
+  };
+  expect(clevertap.transform(ios, objectIds)).toEqual([upload({ type: "profile", profileData: { Email: "ankur4gmail", Name: "Ankur4 Mittal", Phone: "8260294239" }, identity: "ankur4" })]);
+});
+
+test("CLEVERTAP RudderStack fixture: integrations.clevertap.deviceTokenType picks the token type when CleverTap takes it (Tests 22–25)", () => {
+  const objectIds = ctx({ enableObjectIdMapping: true });
+  expect(clevertap.transform(androidIdentify({ All: true, clevertap: { deviceTokenType: "chrome" } }), objectIds)).toEqual([androidProfile, token({ type: "chrome" })]);
+  expect(clevertap.transform(androidIdentify({ All: true, clevertap: { deviceTokenType: "random" } }), objectIds)).toEqual([androidProfile, token({ type: "fcm" })]);
+  const keys = { auth: "5I2Bu2oKdyy9CwL8QVF0NQ==" };
+  expect(clevertap.transform(androidIdentify({ All: true, clevertap: { deviceTokenType: "chrome", chromeKeys: keys } }), objectIds)).toEqual([androidProfile, token({ type: "chrome", keys })]);
+  const other = { random: "random key" };
+  expect(clevertap.transform(androidIdentify({ clevertap: { deviceTokenType: "chrome", chromeKeys: other } }), objectIds)).toEqual([androidProfile, token({ type: "chrome", keys: other })]);
+});
+
+test("CLEVERTAP RudderStack fixture: object-id mapping tracks by anonymousId (Test 13), else userId (Test 14), else refuses (Test 21)", () => {
+  const objectIds = ctx({ enableObjectIdMapping: true });
+  const event: SluiceEvent = { type: "track", messageId: "m", event: "Random", properties: { country_region: "India", test: "abc" }, anonymousId: "cd3a4439-7df0-4475-acb9-6659c7c4dfe3" };
+  expect(clevertap.transform(event, objectIds)).toEqual([upload({ evtName: "Random", evtData: { country_region: "India", test: "abc" }, type: "event", objectId: "cd3a4439-7df0-4475-acb9-6659c7c4dfe3" })]);
+  const { anonymousId: _a, ...known } = event;
+  expect(clevertap.transform({ ...known, userId: "ankur4" } as SluiceEvent, objectIds)[0]!.body.JSON.d).toEqual([{ evtName: "Random", evtData: { country_region: "India", test: "abc" }, type: "event", identity: "ankur4" }]);
+  expect(() => clevertap.transform(known as SluiceEvent, objectIds)).toThrow("Unable to process without anonymousId or userId");
+});
+
+test("CLEVERTAP RudderStack fixture: alias ties previousId to userId with context traits.ts (Test 17)", () => {
+  const alias: SluiceEvent = { type: "alias", messageId: "m", userId: "newaddedid001", previousId: "1122121", context: { traits: { ts: 1468308340 } } };
+  expect(clevertap.transform(alias, ctx({ enableObjectIdMapping: true }))).toEqual([upload({ type: "profile", profileData: { identity: "newaddedid001" }, ts: 1468308340, identity: "1122121" })]);
+});
+
+test("CLEVERTAP RudderStack router fixture: identify, its token and a track share one upload; group is refused", () => {
+  const config = { passcode: "dummypasscode", accountId: "dummyAccountId", trackAnonymous: true, enableObjectIdMapping: true };
+  const c = ctx(config);
+  const identify: SluiceEvent = {
+    type: "identify",
+    messageId: "m1",
+    anonymousId: "anon_id",
+    context: { os: { name: "Android", version: "" }, device: { id: "f54bb572361c4fd1", token: "frfsgvrwe:APfdsafsgdfsgghfgfgjkhfsfgdhjhbvcvnetry767456fxsasdf" } },
+    traits: { ts: "2019-10-14T09:03:17.562Z", anonymousId: "anon_id", email: "dummyuser@gmail.com", name: "Dummy User", gender: "M", custom_tags: ["Test_User"] },
+  };
+  const track: SluiceEvent = { type: "track", messageId: "m2", event: "Random", properties: { country_region: "India", test: "abc" }, anonymousId: "cd3a4439-7df0-4475-acb9-6659c7c4dfe3" };
+  const requests = [...clevertap.transform(identify, c), ...clevertap.transform(track, c)];
+  const headers = { "X-CleverTap-Account-Id": "dummyAccountId", "X-CleverTap-Passcode": "dummypasscode", "Content-Type": "application/json" };
+  expect(clevertap.batch!(requests, c)).toEqual([
+    jsonRequest("POST", UPLOAD, {
+      d: [
+        { type: "profile", ts: 1571043797, profileData: { Email: "dummyuser@gmail.com", Name: "Dummy User", Gender: "M", custom_tags: '["Test_User"]' }, objectId: "anon_id" },
+        { type: "token", tokenData: { id: "frfsgvrwe:APfdsafsgdfsgghfgfgjkhfsfgdhjhbvcvnetry767456fxsasdf", type: "fcm" }, objectId: "anon_id" },
+        { evtName: "Random", evtData: { country_region: "India", test: "abc" }, type: "event", objectId: "cd3a4439-7df0-4475-acb9-6659c7c4dfe3" },
+      ],
+    }, headers),
+  ]);
+  expect(() => clevertap.transform({ type: "group", messageId: "m3", anonymousId: "anon-id-new", name: "Rudder" }, ctx({ ...config, enableObjectIdMapping: undefined }))).toThrow("Message type not supported");
+});
+
+test("CLEVERTAP RudderStack fixture: deletion needs account id and passcode (deleteUsers Tests 0, 1) and at least one user id", () => {
+  expect(() => clevertap.deleteUsers!([{ userId: "test_user_id" }], ctx({ passcode: undefined }))).toThrow("Project ID and Passcode is required for delete user");
+  expect(() => clevertap.deleteUsers!([{ userId: "user_sdk2" }], ctx({ accountId: undefined }))).toThrow("Project ID and Passcode is required for delete user");
+  expect(() => clevertap.deleteUsers!([{ userId: "" }], ctx())).toThrow("No User id for deletion is present");
+});
+
 let s: TestServer;
 const sink = startSink(() => Response.json({ status: "success", processed: 1 }));
 beforeAll(async () => {

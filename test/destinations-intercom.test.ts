@@ -264,6 +264,89 @@ test("INTERCOM deleteUsers → one POST api.intercom.io/user_delete_requests per
   expect(() => intercom.deleteUsers!([{ userId: "1" }], ctx({}))).toThrow("api key for deletion not present");
 });
 
+test("INTERCOM RudderStack fixture: v2 rETL identify keeps the row's custom_attributes, filtered and flattened with '_' (identify test 3)", () => {
+  const event = {
+    type: "identify",
+    context: { externalId: [{ id: "user@1", type: "INTERCOM-customer", identifierType: "user_id" }], mappedToDestination: "true" },
+    traits: { owner_id: 13, name: "Test Rudderlabs", phone: "+91 9999999999", email: "test@rudderlabs.com", custom_attributes: { ca1: "value1", ca2: "value2" } },
+    originalTimestamp,
+  };
+  expect(run(event, V2)).toEqual([
+    post("https://api.intercom.io/contacts", {
+      owner_id: 13, user_id: "user@1", name: "Test Rudderlabs", phone: "+91 9999999999", email: "test@rudderlabs.com", custom_attributes: { ca1: "value1", ca2: "value2" },
+    }, V2_HEADERS),
+  ]);
+  // RudderStack's workflow: a row without an e-mail is matched by its user id as external_id; nested custom attributes flatten.
+  const noEmail = { ...event, traits: { user_id: "u-9", name: "N", custom_attributes: { plan: { tier: "pro" }, email: "x@y.z" } } };
+  expect(run(noEmail, V2)[0]!.body.JSON).toEqual({ user_id: "user@1", external_id: "user@1", name: "N", custom_attributes: { plan_tier: "pro" } });
+});
+
+test("INTERCOM RudderStack fixture: v2 identify with lookup external_id keeps it out of custom attributes (identify test 16; RudderStack PUTs the contact it finds)", () => {
+  const event = {
+    type: "identify",
+    anonymousId: "default-anonymousId",
+    context: { externalId: [{ id: "10156", type: "INTERCOM-customer", identifierType: "user_id" }], traits: { ...user5Traits, external_id: "10156" } },
+    integrations: { INTERCOM: { lookup: "external_id" } },
+    originalTimestamp,
+  };
+  expect(run(event, V2)).toEqual([
+    post("https://api.intercom.io/contacts", {
+      custom_attributes: { anonymousId, key1: "value1" }, email: "test_1@test.com", name: "Test Name", phone: "9876543210", signed_up_at: 1601493060,
+    }, V2_HEADERS),
+  ]);
+});
+
+test("INTERCOM RudderStack fixture: v1 rETL identify sends the row as it is, without custom_attributes (identify test 15)", () => {
+  const event = {
+    type: "identify",
+    context: {
+      externalId: [{ id: "10156", type: "INTERCOM-customer", identifierType: "user_id" }],
+      mappedToDestination: "true",
+      traits: { ...user5Traits, custom_attributes: { dropped: true } },
+    },
+    originalTimestamp,
+  };
+  expect(run(event, V1)).toEqual([
+    post("https://api.intercom.io/users", { ...user5Traits, user_id: "10156", name: "Test Name", update_last_request_at: true }, V1_HEADERS),
+  ]);
+});
+
+test("INTERCOM RudderStack fixture: validation errors (processor validation tests 1, 2, 4, 7, 8, 9, 10)", () => {
+  const userTraits = { age: 23, ownerId: "14", role: "user", source: "rudder-sdk", firstname: "Test", lastName: "RudderStack", phone: "+91 9299999999", birthday: "2022-05-13T12:51:01.470Z" };
+  const cases: Array<[Record<string, any>, Record<string, any>, string]> = [
+    [{ event: "Product Searched", context: { traits: userTraits } }, V2, "message Type is not present. Aborting"],
+    [{ userId: "user@45", type: "page", context: { traits: userTraits } }, V2, "message type page is not supported"],
+    [{ anonymousId: "anon@2", type: "identify", context: { traits: userTraits }, integrations: { INTERCOM: { lookup: "phone" } } }, V2, "Either email or userId is required for Identify call"],
+    [{ userId: "user@3", type: "track", context: { traits: userTraits }, properties: money }, V2, "Event name is required for track call"],
+    [{ userId: "user@4", type: "group", context: { traits: { email: "test+4@rudderlabs.com" } }, traits: group1Traits }, V2, "groupId is required for group call"],
+    [{ type: "identify", anonymousId, context: { traits: userTraits } }, V1, "Either of `email` or `userId` is required for Identify call"],
+    [{ type: "track", anonymousId, context: { traits: userTraits }, event: "Test Event 2" }, V1, "Either email or userId is required for Track call"],
+  ];
+  for (const [event, config, message] of cases) expect(() => run(event, config)).toThrow(message);
+  expect(() => run({ userId: "user@1", type: "identify", context: { traits: userTraits } }, { ...V2, apiKey: null })).toThrow("Access Token is not present. Aborting");
+});
+
+test("INTERCOM RudderStack fixture: deletion refusals and users without an id (deleteUsers tests 2–4)", () => {
+  const users = [{ userId: "6188c2c5f47e464b4abf3235" }, { userId: "user_sdk2" }];
+  expect(() => intercom.deleteUsers!(users, { ...ctx({}), config: undefined as unknown as Record<string, any> })).toThrow("Config for deletion not present");
+  expect(() => intercom.deleteUsers!(users, ctx({}))).toThrow("api key for deletion not present");
+  expect(intercom.deleteUsers!([{} as { userId: string }], ctx({ apiKey: "a=" }))).toEqual([]);
+});
+
+test("INTERCOM generic fields as RudderStack reads them: first_name/last_name make the name, e-mail and phone may come from the properties", () => {
+  const identify = { type: "identify", userId: "u-1", context: { traits: { first_name: "Ada", last_name: "Lovelace", email: "ada@example.com" } } };
+  expect(run(identify, V2)[0]!.body.JSON).toEqual({ external_id: "u-1", email: "ada@example.com", name: "Ada Lovelace", custom_attributes: { first_name: "Ada", last_name: "Lovelace" } });
+  const track = { type: "track", anonymousId: "a-1", event: "Signed", properties: { email: "p@example.com" }, originalTimestamp };
+  expect(run(track, V2)[0]!.body.JSON).toEqual({ event_name: "Signed", email: "p@example.com", created_at: 1699627364, metadata: { email: "p@example.com" } });
+});
+
+test("INTERCOM reserved traits leave the custom attributes only when they hold a value, as in RudderStack", () => {
+  const identify = { type: "identify", userId: "u-1", context: { traits: { email: "a@b.co", unsubscribedFromEmails: false, role: "", plan: "x" } } };
+  expect(run(identify, V2)[0]!.body.JSON).toEqual({
+    external_id: "u-1", email: "a@b.co", role: "", unsubscribed_from_emails: false, custom_attributes: { unsubscribedFromEmails: false, role: "", plan: "x" },
+  });
+});
+
 let s: TestServer;
 const sink = startSink();
 beforeAll(async () => {

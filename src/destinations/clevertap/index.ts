@@ -26,9 +26,13 @@ export const ClevertapConfig = t.Object(
   { additionalProperties: true },
 );
 
-// CleverTap's documented limits: 1,000 records per upload, 100 identities per deletion.
+// RudderStack's router puts up to 1,000 records in one upload (CleverTap's documented limit);
+// deletions go 100 identities per request.
 const MAX_UPLOAD_RECORDS = 1000;
 const MAX_DELETE_IDS = 100;
+
+/** Token types CleverTap's token upload takes, so `integrations.clevertap.deviceTokenType` may name one. */
+const DEVICE_TOKEN_TYPES = new Set(["fcm", "apns", "gcm", "wns", "mpns", "chrome"]);
 
 /** Properties the Charged event already carries under CleverTap's names. */
 const CHARGED_EXCLUSIONS = new Set(["checkout_id", "revenue", "products", "ts"]);
@@ -58,7 +62,7 @@ function unixSeconds(ts: unknown): unknown {
 function flattenValues(data: Obj, eventName?: string): Obj {
   const out: Obj = {};
   for (const [k, v] of Object.entries(data)) out[k] = v && typeof v === "object" ? JSON.stringify(v) : v;
-  if (eventName === "Charged" && out.Items !== undefined) {
+  if (eventName === "Charged" && out.Items) {
     const items = data.Items;
     if (!Array.isArray(items) || typeof items[0] !== "object") throw new TransformError("Products property value must be an array of objects");
     out.Items = items;
@@ -66,10 +70,11 @@ function flattenValues(data: Obj, eventName?: string): Obj {
   return out;
 }
 
-function gender(value: unknown): unknown {
+/** CleverTap takes only F or M; any other gender is left out, as RudderStack's mapping does. */
+function gender(value: unknown): "F" | "M" | undefined {
   if (["f", "F", "Female", "female", "FEMALE"].includes(value as string)) return "F";
   if (["m", "M", "Male", "male", "MALE"].includes(value as string)) return "M";
-  return value;
+  return undefined;
 }
 
 function profileOf(event: SluiceEvent): Obj {
@@ -78,7 +83,7 @@ function profileOf(event: SluiceEvent): Obj {
     Email: genericField(event, "email"),
     Name: trait("name"),
     Phone: trait("phone"),
-    Gender: isPresent(trait("gender")) ? gender(trait("gender")) : undefined,
+    Gender: gender(trait("gender")),
     Employed: trait("employed"),
     DOB: trait("birthday"),
     Education: trait("education"),
@@ -113,12 +118,29 @@ function identifyRecords(event: SluiceEvent, config: Obj): Obj[] {
   return [compact(record)];
 }
 
-/** With object-id mapping, a mobile identify also registers the device's push token. */
+/** The event's `integrations.clevertap` options, under any casing of the name. */
+function integrationOptions(event: SluiceEvent): Obj | undefined {
+  const all = event.integrations;
+  if (!isPlainObject(all)) return undefined;
+  const key = Object.keys(all).find((k) => k.toLowerCase() === "clevertap");
+  return key !== undefined && isPlainObject(all[key]) ? all[key] : undefined;
+}
+
+/**
+ * With object-id mapping, a mobile identify also registers the device's push token: `fcm` for
+ * Android, `apns` for Apple platforms, unless the integrations object names another type CleverTap
+ * takes (web push `chrome` also carries its `chromeKeys`).
+ */
 function deviceTokenRecord(event: SluiceEvent, config: Obj): Obj | undefined {
   const token = getPath(event, "context.device.token");
   const os = String(getPath(event, "context.os.name") ?? "").toLowerCase();
   if (!config.enableObjectIdMapping || !event.anonymousId || !token || !(os === "android" || isAppleFamily(os))) return undefined;
-  return { type: "token", tokenData: { id: token, type: os === "android" ? "fcm" : "apns" }, objectId: event.anonymousId };
+  const options = integrationOptions(event);
+  const chosen = options?.deviceTokenType;
+  const type = typeof chosen === "string" && DEVICE_TOKEN_TYPES.has(chosen) ? chosen : os === "android" ? "fcm" : "apns";
+  const tokenData: Obj = { id: token, type };
+  if (type === "chrome" && isPlainObject(options?.chromeKeys)) tokenData.keys = options.chromeKeys;
+  return { type: "token", tokenData, objectId: event.anonymousId };
 }
 
 /** The event name of a page or screen: "Web Page Viewed: <name>" / "Screen Viewed: <name>", or the bare prefix. */
@@ -127,27 +149,33 @@ function viewedName(event: SluiceEvent, prefix: string): string {
   return isPresent(name) ? `${prefix}: ${name}` : prefix;
 }
 
-function eventRecord(event: SluiceEvent, config: Obj): Obj {
+function eventRecord(event: SluiceEvent, type: string, config: Obj): Obj {
   if (!config.trackAnonymous && !genericField(event, "userIdOnly")) throw new TransformError("userId, not present cannot track anonymous user");
   const props = isPlainObject(event.properties) ? event.properties : undefined;
   let record: Obj;
-  if (event.type === "track" && typeof event.event === "string" && event.event.toLowerCase() === "order completed") {
+  // RudderStack looks at `event` whatever the call type, so a page or screen with that event is a purchase too.
+  if (typeof event.event === "string" && event.event.toLowerCase() === "order completed") {
     const charged = compact({ "Charged ID": props?.checkout_id, Amount: props?.revenue, Items: props?.products });
     const data = copyFieldsExcept([event.properties], charged, CHARGED_EXCLUSIONS);
     record = { evtName: "Charged", evtData: data, ts: props?.ts };
   } else {
-    let name: unknown;
-    if (event.type === "page") name = viewedName(event, "Web Page Viewed");
-    else if (event.type === "screen") name = viewedName(event, "Screen Viewed");
-    else name = firstPresent(event, ["event"]);
-    if (!isPresent(name)) throw new TransformError('Missing required value from "event"');
-    record = { evtName: name, evtData: props ?? {}, ts: getPath(event, "properties.ts") };
+    if (type === "track") {
+      // RudderStack's track mapping has no ts: properties.ts only travels inside evtData.
+      const name = firstPresent(event, ["event"]);
+      if (!isPresent(name)) throw new TransformError('Missing required value from "event"');
+      record = { evtName: name, evtData: props ?? {} };
+    } else {
+      const name = type === "page" ? viewedName(event, "Web Page Viewed") : viewedName(event, "Screen Viewed");
+      record = { evtName: name, evtData: props ?? {}, ts: getPath(event, "properties.ts") };
+    }
   }
   record.type = "event";
   record.evtData = flattenValues(record.evtData, record.evtName);
   if (config.enableObjectIdMapping) {
+    const userId = genericField(event, "userIdOnly");
     if (event.anonymousId) record.objectId = event.anonymousId;
-    else record.identity = genericField(event, "userIdOnly");
+    else if (userId) record.identity = userId;
+    else throw new TransformError("Unable to process without anonymousId or userId");
   } else record.identity = genericField(event, "userId");
   record.ts = unixSeconds(record.ts);
   return compact(record);
@@ -173,7 +201,9 @@ export const clevertap: DestinationDefinition = {
     requireConfig(ctx, "accountId");
     requireConfig(ctx, "passcode");
     if (!isEventAllowed(event, ctx.config)) return [];
-    switch (event.type) {
+    if (!event.type) throw new TransformError("Message Type is not present. Aborting message.");
+    const type = String(event.type).toLowerCase();
+    switch (type) {
       case "identify": {
         const token = deviceTokenRecord(event, ctx.config);
         const requests = [upload(ctx, identifyRecords(event, ctx.config))];
@@ -185,7 +215,7 @@ export const clevertap: DestinationDefinition = {
       case "track":
       case "page":
       case "screen":
-        return [upload(ctx, [eventRecord(event, ctx.config)])];
+        return [upload(ctx, [eventRecord(event, type, ctx.config)])];
       default:
         throw new TransformError("Message type not supported");
     }
@@ -206,6 +236,7 @@ export const clevertap: DestinationDefinition = {
     const { accountId, passcode } = ctx.config;
     if (!accountId || !passcode) throw new TransformError("Project ID and Passcode is required for delete user");
     const ids = users.map((u) => u.userId).filter((id) => !!id);
+    if (ids.length === 0) throw new TransformError("No User id for deletion is present");
     return chunkItems(ids, MAX_DELETE_IDS).map((identity) =>
       restRequest({ endpoint: endpointFor(ctx, apiUrl(ctx.config, "/delete/profiles.json")), headers: headers(ctx.config), json: { identity } }),
     );

@@ -184,7 +184,10 @@ export const freshsales: DestinationDefinition = {
     const api = `https://${domain.includes(".") ? domain : `${domain}.myfreshworks.com`}/crm/sales/api`;
     const headers = { Authorization: `Token token=${apiKey}`, "Content-Type": "application/json" };
     const post = (path: string, json: Obj) => restRequest({ endpoint: endpointFor(ctx, `${api}${path}`), headers, json });
-    switch (event.type) {
+    if (!event.type) throw new TransformError("Message Type is not present. Aborting message.");
+    // RudderStack matches the type in any case and names it lower-cased when refusing it.
+    const type = String(event.type).toLowerCase();
+    switch (type) {
       case "identify": {
         const contact = contactOf(event);
         return [post("/contacts/upsert", { contact, unique_identifier: { emails: contact.emails } })];
@@ -201,7 +204,7 @@ export const freshsales: DestinationDefinition = {
         return [post("/sales_accounts/upsert", { unique_identifier: { name: account.name }, sales_account: account })];
       }
       default:
-        throw new TransformError(`message type ${event.type} not supported`);
+        throw new TransformError(`message type ${type} not supported`);
     }
   },
 };

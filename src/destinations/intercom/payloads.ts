@@ -3,6 +3,7 @@
  * v1 (Intercom-Version 1.4: users, events, companies) and v2 (2.10: contacts, events, companies).
  */
 import { createHash } from "node:crypto";
+import { genericField } from "../generic-fields";
 import { compact, firstPresent, flattenJson, getPath, isPlainObject } from "../shared";
 import type { SluiceEvent } from "../types";
 
@@ -11,6 +12,11 @@ export type ApiVersion = "v1" | "v2";
 
 const USER_ID_PATHS = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id"];
 const trait = (name: string) => [`traits.${name}`, `context.traits.${name}`];
+/**
+ * `traits.<name> || context.traits.<name>`, as RudderStack's workflow reads most fields: a falsy
+ * top-level trait falls through to the context one, whose value is then taken as it is ("" and false too).
+ */
+const orTrait = (event: SluiceEvent, name: string): any => getPath(event, `traits.${name}`) || getPath(event, `context.traits.${name}`);
 
 // Traits Intercom takes as standard attributes; the rest go to custom_attributes.
 const RESERVED_USER: Record<ApiVersion, string[]> = {
@@ -54,12 +60,12 @@ export function userIdOf(event: SluiceEvent, config: Obj): unknown {
   return !id && config.sendAnonymousId && event.anonymousId ? event.anonymousId : id;
 }
 
-/** traits.name, else "first last" (either alone when only one is set). */
+/** traits.name, else "first last" (either alone when only one is set), from RudderStack's generic name fields. */
 export function nameOf(event: SluiceEvent): string | undefined {
   const name = firstPresent(event, trait("name"));
   if (name) return name;
-  const first = firstPresent(event, [...trait("firstName"), ...trait("firstname")]);
-  const last = firstPresent(event, [...trait("lastName"), ...trait("lastname")]);
+  const first = genericField(event, "firstName");
+  const last = genericField(event, "lastName");
   if (first && last) return `${first} ${last}`;
   return first || last || undefined;
 }
@@ -71,7 +77,8 @@ export function nameOf(event: SluiceEvent): string | undefined {
 function customAttributes(traits: unknown, reserved: string[], version: ApiVersion): Obj | undefined {
   if (!isPlainObject(traits)) return undefined;
   const rest: Obj = { ...traits };
-  for (const key of reserved) delete rest[key];
+  // RudderStack drops a reserved trait only when it holds a truthy value; false, 0 and "" stay custom.
+  for (const key of reserved) if (rest[key]) delete rest[key];
   const out = Object.keys(rest).length > 0 ? flattenJson(rest, version === "v1" ? "." : "_") : rest;
   return Object.keys(out).length === 0 ? undefined : out;
 }
@@ -114,12 +121,13 @@ export function mappedTraits(event: SluiceEvent): Obj {
 export function v1User(event: SluiceEvent, config: Obj): Obj {
   const traits = firstPresent(event, ["traits", "context.traits"]) ?? {};
   const base = isMappedToDestination(event)
-    ? mappedTraits(event)
+    ? // A row's traits.company still becomes Intercom's companies list; a row's custom_attributes are not sent.
+      { ...mappedTraits(event), companies: companiesOf(isPlainObject(traits) ? traits.company : undefined), custom_attributes: undefined }
     : {
         user_id: firstPresent(event, USER_ID_PATHS),
-        email: firstPresent(event, trait("email")),
-        phone: firstPresent(event, trait("phone")),
-        signed_up_at: toSeconds(firstPresent(event, trait("createdAt"))),
+        email: genericField(event, "email"),
+        phone: genericField(event, "phone"),
+        signed_up_at: toSeconds(orTrait(event, "createdAt")),
         last_seen_user_agent: getPath(event, "context.userAgent"),
         custom_attributes: customAttributes(traits, [...RESERVED_USER.v1, lookupField(event)], "v1"),
         companies: companiesOf(isPlainObject(traits) ? traits.company : undefined),
@@ -134,17 +142,28 @@ export function v1User(event: SluiceEvent, config: Obj): Obj {
 }
 
 export function v2Contact(event: SluiceEvent, config: Obj): Obj {
-  if (isMappedToDestination(event)) return compact({ ...mappedTraits(event), name: nameOf(event) });
+  if (isMappedToDestination(event)) {
+    const row = mappedTraits(event);
+    const contact: Obj = {
+      ...row,
+      // A row without an e-mail is found by its user id, which Intercom 2.x calls external_id.
+      external_id: row.email ? undefined : row.user_id,
+      name: nameOf(event),
+      custom_attributes: customAttributes(row.custom_attributes, [...RESERVED_USER.v2, lookupField(event)], "v2"),
+    };
+    if (!contact.external_id && config.sendAnonymousId && event.anonymousId) contact.external_id = event.anonymousId;
+    return compact(contact);
+  }
   const payload: Obj = {
     external_id: firstPresent(event, USER_ID_PATHS),
-    email: firstPresent(event, trait("email")),
-    phone: firstPresent(event, trait("phone")),
-    avatar: firstPresent(event, trait("avatar")),
+    email: genericField(event, "email"),
+    phone: genericField(event, "phone"),
+    avatar: genericField(event, "avatar"),
     last_seen_at: toSeconds(getPath(event, "context.traits.lastSeenAt")),
-    role: firstPresent(event, trait("role")),
-    signed_up_at: toSeconds(firstPresent(event, trait("createdAt"))),
-    owner_id: toNumber(firstPresent(event, trait("ownerId"))) || undefined,
-    unsubscribed_from_emails: firstPresent(event, trait("unsubscribedFromEmails")),
+    role: orTrait(event, "role"),
+    signed_up_at: toSeconds(orTrait(event, "createdAt")),
+    owner_id: toNumber(orTrait(event, "ownerId")) || undefined,
+    unsubscribed_from_emails: orTrait(event, "unsubscribedFromEmails"),
     name: nameOf(event),
     // v2 reads custom attributes from context.traits only, as RudderStack does.
     custom_attributes: customAttributes(getPath(event, "context.traits"), [...RESERVED_USER.v2, lookupField(event)], "v2"),
@@ -174,7 +193,7 @@ export function trackPayload(event: SluiceEvent, config: Obj, version: ApiVersio
     // Intercom 1.4 names the event time `created`; 2.x names it `created_at`.
     ...(version === "v1" ? { created } : { created_at: created }),
     user_id: firstPresent(event, USER_ID_PATHS),
-    email: firstPresent(event, trait("email")),
+    email: genericField(event, "email"),
     id: version === "v2" ? firstPresent(event, ["properties.id", "traits.id"]) : undefined,
     metadata: eventMetadata(event.properties),
   };
@@ -189,12 +208,12 @@ export function companyPayload(event: SluiceEvent, version: ApiVersion): Obj {
   return compact({
     company_id: event.groupId,
     name: firstPresent(event, trait("name")),
-    website: firstPresent(event, trait("website")),
-    plan: firstPresent(event, trait("plan")),
-    size: toNumber(firstPresent(event, trait("size"))),
-    industry: firstPresent(event, trait("industry")),
-    monthly_spend: toNumber(firstPresent(event, trait("monthlySpend"))),
-    remote_created_at: toNumber(firstPresent(event, trait("remoteCreatedAt"))),
+    website: genericField(event, "website"),
+    plan: orTrait(event, "plan"),
+    size: toNumber(orTrait(event, "size")),
+    industry: orTrait(event, "industry"),
+    monthly_spend: toNumber(orTrait(event, "monthlySpend")),
+    remote_created_at: toNumber(orTrait(event, "remoteCreatedAt")),
     custom_attributes: customAttributes(
       traits,
       [...RESERVED_COMPANY[version], ...(lookupField(event) !== "email" ? [lookupField(event)] : [])],
