@@ -495,7 +495,7 @@ test("BRAZE deleteUsers → POST /users/delete {external_ids}, 50 per request, u
 
 // rudder-transformer router/identityResolution.ts "batchedIdentify_success": two web identifies
 // (context.traits, anonymousId and userId) → one /users/track with both attributes objects.
-test("BRAZE identify (router fixture batchedIdentify_success) → attributes email, first_name, last_name, external_id; alias merged by /users/identify", () => {
+test("BRAZE RudderStack fixture: router batchedIdentify_success — identify → attributes email, first_name, last_name, external_id; alias merged by /users/identify", () => {
   const identify = (anon: string, user: string, traits: Record<string, string>): SluiceEvent => ({
     type: "identify",
     messageId: "m",
@@ -533,7 +533,7 @@ const webContext = {
 const MICKEY_ANON = "e6ab2c5e-2cda-44a9-a962-e2f67df78bca";
 const fixtureConfig = (dataCenter: string) => ({ dataCenter, prefixProperties: true, useNativeSDK: false });
 
-test("BRAZE processor Test 0: anonymous identify (userId '') → au-01 /users/track attributes: email, then the other traits as they come, null and 0 kept, on the rudder_id alias", () => {
+test("BRAZE RudderStack fixture: processor Test 0: anonymous identify (userId '') → au-01 /users/track attributes: email, then the other traits as they come, null and 0 kept, on the rudder_id alias", () => {
   const event: SluiceEvent = {
     type: "identify",
     messageId: "2536eda4",
@@ -563,12 +563,12 @@ test("BRAZE processor Test 0: anonymous identify (userId '') → au-01 /users/tr
   expect(Object.keys(attributes)).toEqual(["email", "city", "country", "firstname", "closed_at", "orderTotal", "_update_existing_only", "user_alias"]);
 });
 
-test("BRAZE processor Test 1: identify with anonymousId and userId but no traits → refused 'No attributes found to update the user profile' (no /users/identify either)", () => {
+test("BRAZE RudderStack fixture: processor Test 1: identify with anonymousId and userId but no traits → refused 'No attributes found to update the user profile' (no /users/identify either)", () => {
   const event: SluiceEvent = { type: "identify", messageId: "2536eda4", anonymousId: MICKEY_ANON, userId: "mickeyMouse", integrations: { All: true }, context: webContext };
   expect(() => braze.transform(event, ctx(fixtureConfig("us-01")))).toThrow("No attributes found to update the user profile");
 });
 
-test("BRAZE processor Tests 2-3: track → eu-01 /users/track event with all properties; context.traits add an attributes object", () => {
+test("BRAZE RudderStack fixture: processor Tests 2-3: track → eu-01 /users/track event with all properties; context.traits add an attributes object", () => {
   const event: SluiceEvent = {
     type: "track",
     messageId: "a6a0ad5a",
@@ -615,7 +615,7 @@ test("BRAZE processor: Order Completed without traits → purchases only (produc
   ]);
 });
 
-test("BRAZE processor T-I-01 / T-I-06 (useEcommerceRecommendedEvents): anonymous web Product Viewed and Order Completed → ecommerce events with attributes and alias", () => {
+test("BRAZE RudderStack fixture: processor T-I-01 / T-I-06 (useEcommerceRecommendedEvents): anonymous web Product Viewed and Order Completed → ecommerce events with attributes and alias", () => {
   const TS = "2026-05-28T11:00:00.000+05:30";
   const message = (name: string, properties: Record<string, unknown>): SluiceEvent => ({
     type: "track",
@@ -661,7 +661,7 @@ test("BRAZE processor T-I-01 / T-I-06 (useEcommerceRecommendedEvents): anonymous
   );
 });
 
-test("BRAZE processor Test 6: anonymous track → gender woman → F, firstName → first_name, event_name dropped from the event's properties", () => {
+test("BRAZE RudderStack fixture: processor Test 6: anonymous track → gender woman → F, firstName → first_name, event_name dropped from the event's properties", () => {
   const event: SluiceEvent = {
     type: "track",
     messageId: "a6a0ad5a",
@@ -682,7 +682,7 @@ test("BRAZE processor Test 6: anonymous track → gender woman → F, firstName 
   ]);
 });
 
-test("BRAZE processor Tests 8, 9, 11: Order Completed without any currency refused; group traits.groupId → ab_rudder_group_1234; price 0 kept", () => {
+test("BRAZE RudderStack fixture: processor Tests 8, 9, 11: Order Completed without any currency refused; group traits.groupId → ab_rudder_group_1234; price 0 kept", () => {
   const base: SluiceEvent = {
     type: "track",
     messageId: "24ecc509",
@@ -727,7 +727,7 @@ test("BRAZE processor Tests 8, 9, 11: Order Completed without any currency refus
   });
 });
 
-test("BRAZE processor Test 10: reverse-ETL identify → attributes as given with external_id from context.externalId (the alias merge goes ahead of it)", () => {
+test("BRAZE RudderStack fixture: processor Test 10: reverse-ETL identify → attributes as given with external_id from context.externalId (the alias merge goes ahead of it)", () => {
   const event: SluiceEvent = {
     type: "identify",
     messageId: "2536eda4",
@@ -745,7 +745,7 @@ test("BRAZE processor Test 10: reverse-ETL identify → attributes as given with
   expect(requests[1]).toEqual(request(TRACK, { attributes: [{ home_city: "Disney", country: "USA", external_id: "mickey@disney.com", first_name: "Mickey" }] }));
 });
 
-test("BRAZE processor Tests 13-14: enableNestedArrayOperations — update replaces the trait with $update (+ $add), arrays pass as they are, _merge_objects false", () => {
+test("BRAZE RudderStack fixture: processor Tests 13-14: enableNestedArrayOperations — update replaces the trait with $update (+ $add), arrays pass as they are, _merge_objects false", () => {
   const event: SluiceEvent = {
     type: "track",
     messageId: "d1e049af",
@@ -794,7 +794,7 @@ test("BRAZE processor Tests 13-14: enableNestedArrayOperations — update replac
   });
 });
 
-test("BRAZE processor Tests 20, 25, 29: email lower-cased, a non-string email refused, the alias option merged by an identify without anonymousId", () => {
+test("BRAZE RudderStack fixture: processor Tests 20, 25, 29: email lower-cased, a non-string email refused, the alias option merged by an identify without anonymousId", () => {
   const traits = { email: "A@HOTMAIL.COM", phone: "9988123321", firstName: "anil", lastName: "kumar", gender: null, birthday: "01/01/1971", bio: "Tech", company: null };
   const identify: SluiceEvent = { type: "identify", messageId: "m", userId: "ank101", context: { traits } };
   expect(bodyOf(identify)).toEqual({
@@ -815,7 +815,7 @@ test("BRAZE processor Tests 20, 25, 29: email lower-cased, a non-string email re
   ]);
 });
 
-test("BRAZE processor Tests 22, 23, 32: subscription groups — phone wins over email, external_ids only for a userId", () => {
+test("BRAZE RudderStack fixture: processor Tests 22, 23, 32: subscription groups — phone wins over email, external_ids only for a userId", () => {
   const group = (extra: Partial<SluiceEvent>): SluiceEvent => ({ type: "group", messageId: "m", groupId: "1234", anonymousId: "c6ff1462", context: { traits: { email: "manashi@gmaiol.com" } }, ...extra });
   const config = { dataCenter: "eu-01", enableSubscriptionGroupInGroupCall: true };
   const SET = "https://rest.fra-01.braze.eu/v2/subscription/status/set";
@@ -831,7 +831,7 @@ test("BRAZE processor Tests 22, 23, 32: subscription groups — phone wins over 
   );
 });
 
-test("BRAZE processor Tests 24, 26, 28, 30, 31: integrations.braze.appId, purchase extra properties with email null, alias option on track, null products skipped", () => {
+test("BRAZE RudderStack fixture: processor Tests 24, 26, 28, 30, 31: integrations.braze.appId, purchase extra properties with email null, alias option on track, null products skipped", () => {
   const appEvent = trackE({ userId: "mickeyMouse", event: "braze revenue test", integrations: { All: true, braze: { appId: "123" } }, properties: { currency: "USD", revenue: 50 } });
   expect(bodyOf(appEvent).events).toEqual([{ name: "braze revenue test", time: ts, properties: { revenue: 50, currency: "USD" }, external_id: "mickeyMouse", app_id: "123" }]);
 
@@ -879,7 +879,7 @@ test("BRAZE processor Tests 24, 26, 28, 30, 31: integrations.braze.appId, purcha
   expect(() => braze.transform(trackE({ event: "Order Completed", properties: { products: [undefined] } }), ctx())).toThrow("Invalid Order Completed event: Products array is empty");
 });
 
-test("BRAZE processor T-I-02/03/05/07/08 (useEcommerceRecommendedEvents): cart_updated add/remove, checkout_started, order_refunded, order_cancelled", () => {
+test("BRAZE RudderStack fixture: processor T-I-02/03/05/07/08 (useEcommerceRecommendedEvents): cart_updated add/remove, checkout_started, order_refunded, order_cancelled", () => {
   const TS = "2026-05-28T11:00:00.000+05:30";
   const props = (name: string, properties: Record<string, unknown>) => {
     const event = { type: "track", messageId: "m", anonymousId: MICKEY_ANON, userId: "", event: name, channel: "web", context: { traits: { email: "mickey@disney.com", firstname: "Mickey" } }, properties, timestamp: TS } as SluiceEvent;
@@ -959,4 +959,180 @@ test("BRAZE end to end: suppress_with_delete → POST /users/delete {external_id
     return items.find((r) => JSON.stringify(r).includes("gone-bz-1"))?.deletion;
   };
   await waitFor(async () => (await deletionOf())?.[0]?.status === "complete", { what: "deletion complete" });
+});
+
+// More of rudder-transformer's Braze fixtures: processor/data.ts (00c23e5e…) Tests 4, 5, 7, 15-19
+// and router/data.ts (0b943e3f…) "simple router tests" and the anonymous subscription batch.
+test("BRAZE RudderStack fixture: processor Tests 4-5 — anonymous page → Page Viewed on the alias; anonymous identify → attributes only (no partner, no /users/identify)", () => {
+  const page: SluiceEvent = {
+    type: "page",
+    messageId: "dd266c67",
+    anonymousId: MICKEY_ANON,
+    userId: "",
+    context: { ...webContext, traits: {} },
+    properties: { path: "/tests/html/index2.html", referrer: "", search: "", title: "", url: "http://localhost/tests/html/index2.html" },
+    timestamp: "2020-01-24T11:59:02.402+05:30",
+  };
+  expect(braze.transform(page, ctx(fixtureConfig("eu-01")))).toEqual([
+    request("https://rest.fra-01.braze.eu/users/track", {
+      partner: "RudderStack",
+      events: [{ name: "Page Viewed", time: "2020-01-24T11:59:02.402+05:30", properties: page.properties, _update_existing_only: false, user_alias: RUDDER_ALIAS(MICKEY_ANON) }],
+    }),
+  ]);
+  const identify: SluiceEvent = {
+    type: "identify",
+    messageId: "2536eda4",
+    anonymousId: MICKEY_ANON,
+    userId: "",
+    context: { ...webContext, traits: { city: "Disney", country: "USA", email: "mickey@disney.com", firstname: "Mickey" } },
+    timestamp: "2020-01-24T11:59:02.402+05:30",
+  };
+  expect(braze.transform(identify, ctx(fixtureConfig("us-01")))).toEqual([
+    request(TRACK, {
+      attributes: [{ city: "Disney", country: "USA", email: "mickey@disney.com", firstname: "Mickey", _update_existing_only: false, user_alias: RUDDER_ALIAS(MICKEY_ANON) }],
+    }),
+  ]);
+});
+
+test("BRAZE RudderStack fixture: processor Test 7 — 'KM Order Completed' is a custom event (only the exact name makes purchases)", () => {
+  const event: SluiceEvent = {
+    type: "track",
+    messageId: "aa5f5e44",
+    anonymousId: MICKEY_ANON,
+    userId: "",
+    event: "KM Order Completed",
+    context: webContext,
+    properties: { currency: "USD", products: [{ product_id: "507f1f77bcf86cd799439011", price: 19, quantity: 1 }], revenue: 25 },
+    timestamp: "2020-01-24T11:59:02.402+05:30",
+  };
+  const body = bodyOf(event, fixtureConfig("eu-01"));
+  expect(body.purchases).toBeUndefined();
+  expect(body.events).toEqual([
+    { name: "KM Order Completed", time: "2020-01-24T11:59:02.402+05:30", properties: event.properties, _update_existing_only: false, user_alias: RUDDER_ALIAS(MICKEY_ANON) },
+  ]);
+});
+
+test("BRAZE RudderStack fixture: processor Tests 15-16 — identify standard attributes (country, dob, home_city, image_url, gender M) beside custom ones; null gender and null custom traits kept", () => {
+  const traits = {
+    address: { city: "Mathura", country: "India" },
+    email: "a@gmail.com",
+    phone: "9988123321",
+    firstName: "anuj",
+    lastName: "kumar",
+    gender: "male",
+    birthday: "01/01/1971",
+    avatar: "https://i.kym-cdn.com/entries/icons/mobile/000/034/772/anuj-1.jpg",
+    bio: "Tech and tension go together",
+    language: "en-IN",
+    job: "Director",
+    company: "Plinth India",
+  };
+  const event: SluiceEvent = { type: "identify", messageId: "m", userId: "ank101", context: { ...webContext, traits } };
+  const expected = {
+    country: "India",
+    dob: "01/01/1971",
+    email: "a@gmail.com",
+    first_name: "anuj",
+    gender: "M",
+    home_city: "Mathura",
+    image_url: traits.avatar,
+    last_name: "kumar",
+    phone: "9988123321",
+    bio: "Tech and tension go together",
+    language: "en-IN",
+    job: "Director",
+    company: "Plinth India",
+    external_id: "ank101",
+  };
+  expect(braze.transform(event, ctx(fixtureConfig("us-01")))).toEqual([request(TRACK, { attributes: [expected] })]);
+  const nulls = { ...event, context: { ...webContext, traits: { ...traits, gender: null, company: null } } };
+  expect(braze.transform(nulls, ctx(fixtureConfig("us-01")))).toEqual([request(TRACK, { attributes: [{ ...expected, gender: null, company: null }] })]);
+});
+
+test("BRAZE RudderStack fixture: processor Tests 17-19 — alias → US-03 /users/merge; a missing previousId or userId refused in RudderStack's words", () => {
+  const alias: SluiceEvent = { type: "alias", messageId: "m", previousId: "userId", userId: "userMergeTest2", context: webContext };
+  expect(braze.transform(alias, ctx(fixtureConfig("US-03")))).toEqual([
+    request("https://rest.iad-03.braze.com/users/merge", {
+      merge_updates: [{ identifier_to_merge: { external_id: "userId" }, identifier_to_keep: { external_id: "userMergeTest2" } }],
+    }),
+  ]);
+  expect(() => braze.transform({ ...alias, previousId: undefined }, ctx(fixtureConfig("US-03")))).toThrow("[BRAZE]: previousId is required for alias call");
+  expect(() => braze.transform({ ...alias, userId: undefined, previousId: "userMergeTest2" }, ctx(fixtureConfig("US-03")))).toThrow("[BRAZE]: userId is required for alias call");
+});
+
+test("BRAZE RudderStack fixture: router 'simple router tests' — page + anonymous identify in one /users/track, subscriptions and merges batched in the order the events came", () => {
+  const config = { ...fixtureConfig("eu-01"), enableSubscriptionGroupInGroupCall: true };
+  const group = (anon: string, groupId: string, userId: string): SluiceEvent => ({
+    type: "group",
+    messageId: "g",
+    anonymousId: anon,
+    groupId,
+    traits: { phone: "5055077683", subscriptionState: "subscribed" },
+    userId,
+  });
+  const events: SluiceEvent[] = [
+    {
+      type: "page",
+      messageId: "dd266c67",
+      anonymousId: MICKEY_ANON,
+      userId: "",
+      context: { ...webContext, traits: {} },
+      properties: { path: "/tests/html/index2.html", url: "http://localhost/tests/html/index2.html" },
+      timestamp: "2020-01-24T11:59:02.402+05:30",
+    },
+    {
+      type: "identify",
+      messageId: "2536eda4",
+      anonymousId: MICKEY_ANON,
+      userId: "",
+      context: { ...webContext, traits: { city: "Disney", country: "USA", email: "mickey@disney.com", firstname: "Mickey" } },
+      timestamp: "2020-01-24T11:59:02.402+05:30",
+    },
+    group("56yrtsdfgbgxcb", "c90f0fd2-2a02-4f2f-bf07-7e7d2c2ed2b1", "user123"),
+    group("dfgdfgdfg", "58d0a278-b55b-4f10-b7d2-98d1c5dd4c30", "user877"),
+    { type: "alias", messageId: "a1", previousId: "adsfsaf", userId: "dsafsdf" },
+    { type: "alias", messageId: "a2", previousId: "adsfsaf2", userId: "dsafsdf2" },
+    group("56yrtsdfgbgxcb-afdf", "c90f0fd2-2a02-4f2f-bf07-7e7d2c2ed2b1", "user12345"),
+  ];
+  // RudderStack's router batch holds jobs of one user (metadata userId u1): its order is kept.
+  const requests = events.flatMap((e) => braze.transform(e, ctx(config))).map((r) => ({ ...r, userKey: "u1" }));
+  const EU = "https://rest.fra-01.braze.eu";
+  const sub = (groups: Array<[string, string]>) =>
+    request(`${EU}/v2/subscription/status/set`, {
+      subscription_groups: groups.map(([id, user]) => ({ subscription_group_id: id, subscription_state: "subscribed", phones: ["5055077683"], external_ids: [user] })),
+    });
+  const batched = braze.batch!(requests, ctx(config)).map(({ userKey: _u, ...r }) => r);
+  expect(batched).toEqual([
+    request(`${EU}/users/track`, {
+      partner: "RudderStack",
+      attributes: [{ email: "mickey@disney.com", city: "Disney", country: "USA", firstname: "Mickey", _update_existing_only: false, user_alias: RUDDER_ALIAS(MICKEY_ANON) }],
+      events: [{ name: "Page Viewed", time: "2020-01-24T11:59:02.402+05:30", properties: events[0]!.properties, _update_existing_only: false, user_alias: RUDDER_ALIAS(MICKEY_ANON) }],
+    }),
+    sub([
+      ["c90f0fd2-2a02-4f2f-bf07-7e7d2c2ed2b1", "user123"],
+      ["58d0a278-b55b-4f10-b7d2-98d1c5dd4c30", "user877"],
+    ]),
+    request(`${EU}/users/merge`, {
+      merge_updates: [
+        { identifier_to_merge: { external_id: "adsfsaf" }, identifier_to_keep: { external_id: "dsafsdf" } },
+        { identifier_to_merge: { external_id: "adsfsaf2" }, identifier_to_keep: { external_id: "dsafsdf2" } },
+      ],
+    }),
+    sub([["c90f0fd2-2a02-4f2f-bf07-7e7d2c2ed2b1", "user12345"]]),
+  ]);
+});
+
+test("BRAZE RudderStack fixture: router — anonymous subscription changes of one group and state → one entry with both emails, no external_ids", () => {
+  const config = { ...fixtureConfig("eu-01"), enableSubscriptionGroupInGroupCall: true };
+  const group = (email: string, user: string): DestinationRequest => ({
+    ...braze.transform(
+      { type: "group", messageId: "m", anonymousId: "c6ff1462", groupId: "1234", traits: { email, subscriptionState: "unsubscribed" }, context: { traits: { email: "manashi@gmaiol.com" } } },
+      ctx(config),
+    )[0]!,
+    userKey: user,
+  });
+  const batched = braze.batch!([group("abc@test.com", "u1"), group("abc1@test.com", "u2")], ctx(config));
+  expect(batched.map((r) => r.body.JSON)).toEqual([
+    { subscription_groups: [{ subscription_group_id: "1234", subscription_state: "unsubscribed", emails: ["abc@test.com", "abc1@test.com"] }] },
+  ]);
 });

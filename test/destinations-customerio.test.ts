@@ -142,7 +142,7 @@ test("CUSTOMERIO group → /api/v2/batch object with Content-Type, related to th
   expect(byEmail.body.JSON.batch).toEqual([
     { identifiers: { object_id: "acme", object_type_id: "1" }, type: "object", action: "identify", attributes: {}, cio_relationships: [{ identifiers: { email: "ada@example.com" } }] },
   ]);
-  expect(() => customerio.transform({ type: "group", messageId: "g", userId: "u1" }, ctx())).toThrow("groupId is required");
+  expect(() => customerio.transform({ type: "group", messageId: "g", userId: "u1" }, ctx())).toThrow('Missing required value from "groupId"');
 });
 
 test("CUSTOMERIO datacenter EU → track-eu.customer.io; baseUrl override; filtering; missing keys", () => {
@@ -175,4 +175,162 @@ test("CUSTOMERIO deleteUsers → DELETE /api/v1/customers/{id} per user with Bas
     expect.objectContaining({ endpoint: "https://track-eu.customer.io/api/v1/customers/a%2Fb" }),
   ]);
   expect(() => customerio.deleteUsers!([{ userId: "u1" }], ctx({ apiKey: "" }))).toThrow("destination config is missing 'apiKey'");
+});
+
+// Cases from RudderStack's test/integrations/destinations/customerio fixtures: processor/data.ts
+// (0657eae6…, its Test N numbers below) and router/data.ts (04577cdc…).
+const fxOrig = "2019-10-14T09:03:17.562Z";
+const fxIdentify: SluiceEvent = {
+  type: "identify",
+  messageId: "84e26acc-56a5-4835-8233-591137fca468",
+  originalTimestamp: fxOrig,
+  anonymousId: "123456",
+  userId: "123456",
+  context: { traits: { anonymousId: "123456", email: "test@rudderstack.com", address: { city: "kolkata" }, age: 26 } },
+  user_properties: { prop1: "val1", prop2: "val2" },
+  traits: {
+    anonymousId: "anon-id",
+    email: "test@gmail.com",
+    "dot.name": "Arnab Pal",
+    address: { city: "NY", country: "USA", postalCode: 712136, state: "CA", street: "" },
+  },
+};
+const fxIdentifyBody = {
+  _timestamp: 1571043797,
+  anonymous_id: "123456",
+  city: "NY",
+  state: "CA",
+  street: "",
+  prop1: "val1",
+  prop2: "val2",
+  country: "USA",
+  postalCode: 712136,
+  email: "test@gmail.com",
+  "dot.name": "Arnab Pal",
+};
+
+test("CUSTOMERIO RudderStack fixture: identify (Test 0, 2) → PUT /customers/{userId}; traits.id stays an attribute; address, user_properties, dotted names, _timestamp, anonymous_id", () => {
+  const plain: SluiceEvent = { type: "identify", messageId: "m", userId: "cio_1234", traits: { email: "updated_email@example.com", id: "updated-id-value" } };
+  expect(one(plain)).toEqual(request("PUT", `${API}/v1/customers/cio_1234`, { email: "updated_email@example.com", id: "updated-id-value" }));
+  expect(one(fxIdentify)).toEqual(request("PUT", `${API}/v1/customers/123456`, fxIdentifyBody));
+});
+
+test("CUSTOMERIO RudderStack fixture: identify without userId (Test 4) → the traits' email is the id; neither (Test 3) → refused", () => {
+  const { userId: _none, ...byEmail } = fxIdentify;
+  expect(one(byEmail as SluiceEvent)).toEqual(request("PUT", `${API}/v1/customers/test%40gmail.com`, fxIdentifyBody));
+  const { email: _e, ...noEmailTraits } = fxIdentify.traits;
+  expect(() => customerio.transform({ ...byEmail, traits: noEmailTraits, context: { traits: { anonymousId: "123456" } } } as SluiceEvent, ctx())).toThrow(
+    "userId or email is not present",
+  );
+});
+
+test("CUSTOMERIO RudderStack fixture: track with slashes in the userId and no timestamp → the id encoded, no timestamp field", () => {
+  const event: SluiceEvent = { type: "track", messageId: "m", userId: "user/with/slashes", event: "Test Event", properties: { test: "property", value: 123 } };
+  expect(one(event)).toEqual(request("POST", `${API}/v1/customers/user%2Fwith%2Fslashes/events`, { data: { test: "property", value: 123 }, name: "Test Event", type: "event" }));
+});
+
+test("CUSTOMERIO RudderStack fixture: page (Test 5) → type page named by the page name; track with an empty userId (Test 7, 8) → email from context traits, else anonymous /events", () => {
+  const properties = { path: "/test", referrer: "Rudder", search: "abc", title: "Test Page", url: "www.rudderlabs.com" };
+  const page: SluiceEvent = {
+    type: "page",
+    messageId: "5e10d13a",
+    originalTimestamp: "2019-10-14T11:15:18.299Z",
+    anonymousId: "c82cbdff-e5be-4009-ac78-cdeea09ab4b1",
+    userId: "12345",
+    context: { traits: { email: "test@rudderstack.com", anonymousId: "12345" } },
+    properties,
+    name: "ApplicationLoaded",
+  };
+  expect(one(page)).toEqual(request("POST", `${API}/v1/customers/12345/events`, { type: "page", data: properties, timestamp: 1571051718, name: "ApplicationLoaded" }));
+  const track: SluiceEvent = {
+    type: "track",
+    messageId: "ec5481b6",
+    originalTimestamp: "2019-10-14T11:15:18.300Z",
+    anonymousId: "c82cbdff-e5be-4009-ac78-cdeea09ab4b1",
+    userId: "",
+    event: "test track event",
+    properties: { user_actual_role: "system_admin", user_actual_id: 12345 },
+    context: { traits: { email: "test@rudderstack.com", anonymousId: "12345" } },
+  };
+  const json = { type: "event", data: track.properties, timestamp: 1571051718, name: "test track event" };
+  expect(one(track)).toEqual(request("POST", `${API}/v1/customers/test%40rudderstack.com/events`, json));
+  expect(one({ ...track, context: { traits: { anonymousId: "12345" } } })).toEqual(
+    request("POST", `${API}/v1/events`, { ...json, anonymous_id: "c82cbdff-e5be-4009-ac78-cdeea09ab4b1" }),
+  );
+});
+
+test("CUSTOMERIO RudderStack fixture: device events (Test 9, 10, 13, 30, 45, 46) → PUT devices with platform and last_used, DELETE on uninstall, EU host", () => {
+  const installed: SluiceEvent = {
+    type: "track",
+    messageId: "1578564113557",
+    anonymousId: "7e32188a4dab669f",
+    userId: "12345",
+    event: "Application Installed",
+    originalTimestamp: "2020-01-09T10:01:53.558Z",
+    properties: { review_id: "some_review_id", rating: 2 },
+    context: { device: { id: "7e32188a4dab669f", type: "android", token: "abcxyz" }, traits: { anonymousId: "7e32188a4dab669f" } },
+  };
+  expect(one(installed)).toEqual(
+    request("PUT", `${API}/v1/customers/12345/devices`, { device: { review_id: "some_review_id", rating: 2, last_used: 1578564113, platform: "android", id: "abcxyz" } }),
+  );
+  expect(one({ ...installed, event: "Application Uninstalled" })).toEqual(request("DELETE", `${API}/v1/customers/12345/devices/abcxyz`, {}));
+  expect(() => customerio.transform({ ...installed, userId: undefined, event: "Application Uninstalled" }, ctx({ datacenter: "EU" }))).toThrow(
+    "userId/email or device_token not present",
+  );
+  const euByEmail = one({ ...installed, userId: undefined, context: { device: { type: "mobile", token: "somel" }, traits: { email: "test@rudderstack.com" } } }, { datacenter: "EU" });
+  expect(euByEmail.endpoint).toBe("https://track-eu.customer.io/api/v1/customers/test%40rudderstack.com/devices");
+  expect(euByEmail.body.JSON.device).toMatchObject({ id: "somel", platform: "mobile" });
+  const ios: SluiceEvent = {
+    type: "track",
+    messageId: "1641808826",
+    userId: "e91e0378-63fe-11ec-82ac-0a028ee659c3",
+    event: "Application Opened",
+    timestamp: "2022-01-10T10:00:26.513Z",
+    properties: { from_background: false },
+    context: { device: { token: "deviceToken", type: "iOS" } },
+  };
+  expect(one(ios).body.JSON).toEqual({ device: { from_background: false, id: "deviceToken", platform: "ios", last_used: 1641808826 } });
+  // Test 46: no token → an ordinary event; a timestamp with an offset is read as such.
+  const event = one({ ...ios, timestamp: "2022-01-10T20:39:03.955+05:30", context: { device: { type: "iOS" } } });
+  expect(event.body.JSON).toEqual({ data: { from_background: false }, name: "Application Opened", type: "event", timestamp: 1641827343 });
+});
+
+test("CUSTOMERIO RudderStack fixture: group with numeric userId and groupId (Test 60) → ids as text, traits as attributes, object type 1", () => {
+  const traits = { city: "Frankfurt", name: "rudder test", address: "Solmsstraße 83", organisationId: 306, isPersonnelServiceProvider: false };
+  const group: SluiceEvent = { type: "group", messageId: "7032394c", userId: 432 as any, groupId: 306, traits, originalTimestamp: "2023-03-28T09:36:49.882Z" };
+  expect(one(group).body.JSON).toEqual({
+    batch: [{ type: "object", action: "identify", attributes: traits, identifiers: { object_id: "306", object_type_id: "1" }, cio_relationships: [{ identifiers: { id: "432" } }] }],
+  });
+  // Test 61: a userId that is an e-mail address relates the user by email.
+  expect((one({ ...group, userId: "abc@xyz.com" }).body.JSON.batch as any[])[0].cio_relationships).toEqual([{ identifiers: { email: "abc@xyz.com" } }]);
+});
+
+test("CUSTOMERIO RudderStack fixture: router batch → identify and page sent alone, consecutive group objects in one /v2/batch call with Content-Type", () => {
+  const groupTraits = { domainNames: "rudderstack.com", email: "help@rudderstack.com", name: "rudderstack" };
+  const events: SluiceEvent[] = [
+    fxIdentify,
+    { type: "page", messageId: "p", originalTimestamp: "2019-10-14T11:15:18.299Z", userId: "12345", anonymousId: "0", name: "ApplicationLoaded", properties: { url: "www.rudderlabs.com" } },
+    { type: "group", messageId: "g1", groupId: "group@1", userId: "user@1", traits: { ...groupTraits, action: "identify" } },
+    { type: "group", messageId: "g2", groupId: "group@1", userId: "user@1", traits: { ...groupTraits, action: "delete" } },
+  ];
+  const config = { siteID: "46be54768e7d49ab2628", apiKey: "dummyApiKey" };
+  const batched = customerio.batch!(events.map((e) => customerio.transform(e, ctx(config))[0]!), ctx(config));
+  const auth = "Basic NDZiZTU0NzY4ZTdkNDlhYjI2Mjg6ZHVtbXlBcGlLZXk=";
+  const object = (action: string) => ({
+    type: "object",
+    action,
+    attributes: groupTraits,
+    identifiers: { object_id: "group@1", object_type_id: "1" },
+    cio_relationships: [{ identifiers: { id: "user@1" } }],
+  });
+  expect(batched).toEqual([
+    request("PUT", `${API}/v1/customers/123456`, fxIdentifyBody, { Authorization: auth }),
+    request("POST", `${API}/v1/customers/12345/events`, { data: { url: "www.rudderlabs.com" }, name: "ApplicationLoaded", type: "page", timestamp: 1571051718 }, { Authorization: auth }),
+    request("POST", `${API}/v2/batch`, { batch: [object("identify"), object("delete")] }, { Authorization: auth, "Content-Type": "application/json" }),
+  ]);
+});
+
+test("CUSTOMERIO trait names with several dots → only the first dot is kept in the name (RudderStack's escaped path), the rest nest", () => {
+  const event: SluiceEvent = { type: "identify", messageId: "m", userId: "u1", traits: { "a.b": 1, "x.y.z": 2, plain: 3 } };
+  expect(one(event).body.JSON).toEqual({ "a.b": 1, "x.y": { z: 2 }, plain: 3 });
 });

@@ -56,13 +56,32 @@ function truncateBytes(s: string, max: number): string {
 
 type Built = { method: "PUT" | "POST" | "DELETE"; url: string; body: Obj };
 
+const UNSAFE_KEYS = new Set(["__proto__", "constructor", "prototype"]);
+
+/**
+ * RudderStack escapes only the first dot of a trait name before writing it as a path, so
+ * `a.b` stays one attribute and `a.b.c` becomes `{"a.b": {c}}`; names that could reach an
+ * object's prototype are skipped, as RudderStack's safe setter does.
+ */
+function setTraitAttribute(body: Obj, key: string, value: unknown): void {
+  const [first, second, ...rest] = key.split(".");
+  const parts = second === undefined ? [first!] : [`${first}.${second}`, ...rest];
+  if (parts.some((p) => UNSAFE_KEYS.has(p))) return;
+  let cur = body;
+  for (const part of parts.slice(0, -1)) {
+    if (cur[part] === null || typeof cur[part] !== "object") cur[part] = {};
+    cur = cur[part];
+  }
+  cur[parts[parts.length - 1]!] = value;
+}
+
 function identify(event: SluiceEvent, userId: unknown, base: string): Built {
   const id = userId || firstPresent(event, EMAIL);
   if (!id) throw new TransformError("userId or email is not present");
   const traits: Obj = (event.traits ? event.traits : event.context?.traits) ?? {};
   const body: Obj = {};
   for (const f of ADDRESS_FIELDS) body[f] = getPath(traits, `address.${f}`);
-  for (const [key, value] of Object.entries(traits)) if (!NOT_ATTRIBUTES.includes(key)) body[key] = value;
+  for (const [key, value] of Object.entries(traits)) if (!NOT_ATTRIBUTES.includes(key)) setTraitAttribute(body, key, value);
   // user_properties is a deprecated place for attributes that RudderStack still honours.
   if (event.user_properties && typeof event.user_properties === "object") Object.assign(body, event.user_properties);
   const createdAt = firstPresent(event, ["traits.createdAt", "context.traits.createdAt"]);
@@ -88,7 +107,7 @@ function alias(event: SluiceEvent, userId: unknown, base: string): Built {
 /** A group becomes a Customer.io object, related to the user who sent it. */
 function group(event: SluiceEvent, base: string): Built {
   const objectId = firstPresent(event, ["groupId", "traits.groupId"]);
-  if (objectId === undefined) throw new TransformError("groupId is required for group events");
+  if (objectId === undefined) throw new TransformError('Missing required value from "groupId"');
   const typeId = getPath(event, "traits.objectTypeId");
   const action = firstPresent(event, ["traits.action", "properties.action"]);
   const { action: _inAction, ...attributes } = event.traits || {};

@@ -109,17 +109,17 @@ function contextProperties(event: SluiceEvent): Obj {
   return compact(props);
 }
 
-/** Throws like RudderStack's required mappings when none of `paths` holds a value. */
-function required(event: SluiceEvent, paths: string[], what: string): any {
+/** Throws like RudderStack's required mappings, naming the mapping's source (`source`) when none of `paths` holds a value. */
+function required(event: SluiceEvent, paths: string[], source: string): any {
   const v = firstPresent(event, paths);
-  if (!isPresent(v)) throw new TransformError(`${what} is required for ${event.type} events`);
+  if (!isPresent(v)) throw new TransformError(`Missing required value from "${source}"`);
   return v;
 }
 
 function groupPayload(event: SluiceEvent, useV2Group: boolean): Obj {
   const common = mapped([
     ["timestamp", firstPresent(event, TIMESTAMP)],
-    ["distinct_id", required(event, USER_ID, "userId or anonymousId")],
+    ["distinct_id", required(event, USER_ID, "userId")],
     ["messageId", event.messageId],
   ]);
   const groupId = firstPresent(event, ["groupId", "traits.groupId"]);
@@ -137,7 +137,7 @@ function groupPayload(event: SluiceEvent, useV2Group: boolean): Obj {
 
 /** The call-specific payload (RudderStack's per-type mapping) and its PostHog type. */
 function callPayload(event: SluiceEvent, useV2Group: boolean): { type: string; event: string; body: Obj } {
-  const userId = () => required(event, USER_ID, "userId or anonymousId");
+  const userId = () => required(event, USER_ID, "userId");
   const pageLike = (timestampPaths: string[]) =>
     mapped([
       ["properties", event.properties],
@@ -180,7 +180,7 @@ function callPayload(event: SluiceEvent, useV2Group: boolean): { type: string; e
         event: "$create_alias",
         // The person merged is the previous id, the surviving one the userId (PostHog's $create_alias).
         body: {
-          properties: { distinct_id: userId(), alias: required(event, ["previousId"], "previousId") },
+          properties: { alias: required(event, ["previousId"], "previousId"), distinct_id: userId() },
           ...mapped([["timestamp", firstPresent(event, TIMESTAMP)]]),
         },
       };
@@ -233,7 +233,11 @@ export const posthog: DestinationDefinition = {
     const { type, body } = eventBody(event, ctx.config.useV2Group === true);
     const json = { ...body, type };
     const size = jsonBytes(json);
-    if (size > MAX_EVENT_BYTES) throw new TransformError(`Event size (${size} bytes) exceeds PostHog's 1 MB limit`);
+    if (size > MAX_EVENT_BYTES) {
+      throw new TransformError(
+        `Event size (${size} bytes) exceeds PostHog's 1 MB limit. PostHog will reject this event with "maximum event size exceeded". Please reduce the size of the event properties to stay within the limit.`,
+      );
+    }
     const instance = String(ctx.config.yourInstance || DEFAULT_INSTANCE).replace(/\/+$/, "");
     return [
       restRequest({
