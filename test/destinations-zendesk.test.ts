@@ -16,7 +16,7 @@ const HEADERS_1 = { Authorization: "Basic bXlEdW1teVVzZXJOYW1lMS90b2tlbjpteUR1bW
 const HEADERS_2 = { Authorization: "Basic dGVzdEBydWRkZXIuY29tL3Rva2VuOm15RHVtbXlBcGlUb2tlbjQ=", "Content-Type": "application/json", ...MARKETPLACE };
 const API = "https://rudderlabshelp.zendesk.com/api/v2/";
 
-test("ZENDESK identify → POST {domain}.zendesk.com/api/v2/users/create_or_update.json with email, name, external_id, user_fields.id and verified (RudderStack Test 2)", () => {
+test("ZENDESK RudderStack fixture: identify → POST {domain}.zendesk.com/api/v2/users/create_or_update.json with email, name, external_id, user_fields.id and verified (Test 2)", () => {
   const event: SluiceEvent = {
     type: "identify",
     messageId: "m-2",
@@ -31,7 +31,7 @@ test("ZENDESK identify → POST {domain}.zendesk.com/api/v2/users/create_or_upda
   ]);
 });
 
-test("ZENDESK identify: traits.userId is the external id, other scalar traits become user_fields, no verified when createUsersAsVerified is off (RudderStack Test 7/8)", () => {
+test("ZENDESK RudderStack fixture: identify takes traits.userId as external id, other scalar traits as user_fields, verified only with createUsersAsVerified (Test 7/8/9)", () => {
   const event: SluiceEvent = {
     type: "identify",
     messageId: "m-7",
@@ -61,14 +61,14 @@ test("ZENDESK identify maps organizationId, timezone and phone to Zendesk's own 
   });
 });
 
-test("ZENDESK identify errors: no userId → 'UserId is a mandatory field for identify'; no name → RudderStack's 'Missing required value from \"name\"' (Test 0)", () => {
+test("ZENDESK RudderStack fixture: identify errors: no userId → 'UserId is a mandatory field for identify'; no name → 'Missing required value from \"name\"' (Test 0)", () => {
   const base: SluiceEvent = { type: "identify", messageId: "m", anonymousId: "a", context: { traits: { name: "x" } } };
   expect(() => zendesk.transform(base, ctx())).toThrow("UserId is a mandatory field for identify");
   expect(() => zendesk.transform({ ...base, userId: "abcd-124", context: { traits: {} } }, ctx())).toThrow('Missing required value from "name"');
   expect(() => zendesk.transform({ type: "identify", messageId: "m", userId: "u" }, ctx())).toThrow('Missing required value from "name"');
 });
 
-test("ZENDESK track → POST /api/v2/user_profiles/events with the event and an email-identified profile, source 'Rudder' or sourceName (RudderStack Test 4/17)", () => {
+test("ZENDESK RudderStack fixture: track body (event and email-identified profile, source 'Rudder' or sourceName) to /api/v2/user_profiles/events (Test 4/17)", () => {
   const event: SluiceEvent = {
     type: "track",
     messageId: "m-4",
@@ -89,12 +89,39 @@ test("ZENDESK track → POST /api/v2/user_profiles/events with the event and an 
   expect((req!.body.JSON as any).profile.source).toBe("Rudder");
 });
 
-test("ZENDESK track errors: no email → 'email not found in traits.' (Test 1); no userId; sourceName 'zendesk' is refused", () => {
+test("ZENDESK RudderStack fixture: track errors: no email → 'email not found in traits.' (Test 1); no userId; sourceName 'zendesk' is refused", () => {
   const event: SluiceEvent = { type: "track", messageId: "m", userId: "0000000000", event: "E", context: { traits: { country: "UK", name: "John Wick" } } };
   expect(() => zendesk.transform(event, ctx(CONFIG_2))).toThrow("email not found in traits.");
   const withEmail: SluiceEvent = { ...event, context: { traits: { email: "a@b.c" } } };
   expect(() => zendesk.transform({ ...withEmail, userId: undefined, anonymousId: "a" }, ctx())).toThrow("UserId is a mandatory field for track");
   expect(() => zendesk.transform(withEmail, ctx({ ...CONFIG_1, sourceName: " ZenDesk " }))).toThrow("Invalid source name. The source name `zendesk` is not allowed.");
+});
+
+test("ZENDESK RudderStack fixture: identify with traits.company.remove sends the user upsert only; the company object is no user field (Test 5/6/15)", () => {
+  const company = { id: 900001329943, name: "test", remove: true };
+  const fromContext: SluiceEvent = { type: "identify", messageId: "m-5", userId: "abcd-124", anonymousId: "ba1bb99c", context: { traits: { name: "abcd124", email: "example124@email.com", company } } };
+  const user = { email: "example124@email.com", name: "abcd124", external_id: "abcd-124", user_fields: { id: "abcd-124" }, verified: true };
+  // RudderStack also deletes the membership it looks up (DELETE users/{id}/organization_memberships/{id}.json); Sluice cannot know those ids.
+  expect(zendesk.transform(fromContext, ctx())).toEqual([jsonRequest("POST", `${API}users/create_or_update.json`, { user }, HEADERS_1)]);
+  const fromTraits: SluiceEvent = { type: "identify", messageId: "m-6", userId: "abcd-124", traits: { name: "abcd124", email: "example124@email.com", company } };
+  expect(zendesk.transform(fromTraits, ctx())[0]!.body.JSON).toEqual({ user });
+  const noEmail: SluiceEvent = { ...fromContext, context: { traits: { name: "abcd124", company } } };
+  expect(zendesk.transform(noEmail, ctx())[0]!.body.JSON).toEqual({ user: { name: "abcd124", external_id: "abcd-124", user_fields: { id: "abcd-124" }, verified: true } });
+});
+
+test("ZENDESK RudderStack fixture: track body with the e-mail from context traits (Test 17; RudderStack posts it to users/{looked-up id}/events)", () => {
+  const event: SluiceEvent = {
+    type: "track", messageId: "m-17", userId: "0000000000", anonymousId: "223b5f40", event: "Order completed",
+    context: { traits: { country: "UK", name: "John Wick", userId: "exId-123", email: "testemail1@email" } },
+    properties: { category: "category", label: "label", userId: "exId-123", value: "value" },
+  };
+  const config = { apiToken: "yPJwcLTFSsvIkFhY23SzittHoYADJQ7eKDoxNu4x", createUsersAsVerified: true, domain: "rudderlabtest1", email: "rudderlabtest1@email.com", removeUsersFromOrganization: false, sendGroupCallsWithoutUserId: false };
+  expect(zendesk.transform(event, ctx(config))).toEqual([
+    jsonRequest("POST", "https://rudderlabtest1.zendesk.com/api/v2/user_profiles/events", {
+      event: { description: "Order completed", type: "Order completed", source: "Rudder", properties: event.properties },
+      profile: { type: "Order completed", source: "Rudder", identifiers: [{ type: "email", value: "testemail1@email" }] },
+    }, { Authorization: "Basic cnVkZGVybGFidGVzdDFAZW1haWwuY29tL3Rva2VuOnlQSndjTFRGU3N2SWtGaFkyM1N6aXR0SG9ZQURKUTdlS0RveE51NHg=", "Content-Type": "application/json", ...MARKETPLACE }),
+  ]);
 });
 
 const groupEvent: SluiceEvent = {
@@ -107,7 +134,7 @@ const groupEvent: SluiceEvent = {
 };
 const ORG = { organization: { name: "group-124", domain_names: "cw124.com", external_id: "group-124", organization_fields: { id: "group-124", email: "group_email_124@xyz.com" } } };
 
-test("ZENDESK group without userId and sendGroupCallsWithoutUserId → POST organizations/create_or_update.json only (RudderStack Test 14)", () => {
+test("ZENDESK RudderStack fixture: group without userId and sendGroupCallsWithoutUserId → POST organizations/create_or_update.json only (Test 14)", () => {
   const config = { ...CONFIG_1, apiToken: "myDummyApiToken2", domain: "blendohelp", email: "myDummyUserName2" };
   expect(zendesk.transform(groupEvent, ctx(config))).toEqual([
     jsonRequest("POST", "https://blendohelp.zendesk.com/api/v2/organizations/create_or_update.json", ORG, {
@@ -130,14 +157,14 @@ test("ZENDESK group with userId → the organization upsert, then the user upser
   expect(unnamed.map((r) => r.body.JSON)).toEqual([{ organization: { tags: ["x"], external_id: "group-124", organization_fields: { id: "group-124", plan: "gold" } } }]);
 });
 
-test("ZENDESK group errors: no userId without sendGroupCallsWithoutUserId (Test 12); no traits → 'Organisation Traits are missing. Aborting.'", () => {
+test("ZENDESK RudderStack fixture: group errors: no userId without sendGroupCallsWithoutUserId (Test 12); no traits → 'Organisation Traits are missing. Aborting.'", () => {
   expect(() => zendesk.transform(groupEvent, ctx({ ...CONFIG_1, sendGroupCallsWithoutUserId: false }))).toThrow("UserId is a mandatory field for group");
   const { traits: _none, ...noTraits } = groupEvent;
   expect(() => zendesk.transform(noTraits as SluiceEvent, ctx())).toThrow("Organisation Traits are missing. Aborting.");
   expect(() => zendesk.transform({ ...noTraits, userId: "u" } as SluiceEvent, ctx(CONFIG_2))).toThrow("Organisation Traits are missing. Aborting.");
 });
 
-test("ZENDESK refuses page/screen/alias with RudderStack's 'Event type page is not supported' (Test 13); missing config keys; baseUrl override", () => {
+test("ZENDESK RudderStack fixture: page is refused with 'Event type page is not supported' (Test 13); missing config keys; baseUrl override", () => {
   expect(() => zendesk.transform({ ...groupEvent, type: "page" }, ctx())).toThrow("Event type page is not supported");
   const event: SluiceEvent = { type: "identify", messageId: "m", userId: "u", traits: { name: "n" } };
   for (const key of ["email", "apiToken", "domain"]) {

@@ -1,0 +1,124 @@
+/**
+ * What KLAVIYO's two request families share: the API versions and their revisions, headers,
+ * trait exclusion lists, and the value rules of RudderStack's mapping files.
+ */
+import { GENERIC_PATHS } from "../generic-fields";
+import { copyFieldsExcept, firstPresent, isDefined, isPlainObject, isPresent } from "../shared";
+import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
+import { endpointFor } from "../base-url";
+
+export type Obj = Record<string, any>;
+
+export const API = "https://a.klaviyo.com";
+
+/**
+ * RudderStack's API versions. A config without `apiVersion` (made before the key existed) runs
+ * the v1 requests; v2 and v3 use the profile-import API, v3 also sends the consent when
+ * unsubscribing.
+ */
+const VERSIONS: Record<string, { revision: string; importApi: boolean; consentOnUnsubscribe: boolean }> = {
+  v1: { revision: "2023-02-22", importApi: false, consentOnUnsubscribe: false },
+  v2: { revision: "2024-10-15", importApi: true, consentOnUnsubscribe: false },
+  v3: { revision: "2026-04-15", importApi: true, consentOnUnsubscribe: true },
+};
+/** The revision of Klaviyo's upsert, which v1 does not have (RudderStack's v1 looks the profile up instead). */
+export const UPSERT_REVISION = VERSIONS.v2!.revision;
+
+export function versionOf(config: Obj) {
+  const v = config.apiVersion;
+  if (v === undefined || v === null) return { name: "v1", ...VERSIONS.v1! };
+  const known = typeof v === "string" && Object.hasOwn(VERSIONS, v) ? VERSIONS[v] : undefined;
+  if (!known) throw new TransformError(`Unsupported Klaviyo apiVersion: ${v}`);
+  return { name: v as string, ...known };
+}
+
+export function headers(config: Obj, revision: string): Record<string, string> {
+  return { Authorization: `Klaviyo-API-Key ${config.privateApiKey}`, "Content-Type": "application/json", Accept: "application/json", revision };
+}
+
+export function post(ctx: DestinationContext, path: string, revision: string, json: Obj, method: DestinationRequest["method"] = "POST"): DestinationRequest {
+  return restRequest({ method, endpoint: endpointFor(ctx, `${API}${path}`), headers: headers(ctx.config, revision), json });
+}
+
+/** Traits RudderStack maps to v1 fields (or ignores), so they are not custom properties. */
+export const V1_MAPPED_TRAITS = [
+  "email", "firstName", "firstname", "first_name", "lastName", "lastname", "last_name", "phone", "title", "organization", "city", "region",
+  "country", "zip", "image", "timezone", "id", "anonymousId", "userId", "properties",
+];
+/** The same for the profile-import API. */
+export const V2_MAPPED_TRAITS = [
+  "email", "firstName", "firstname", "first_name", "lastName", "lastname", "last_name", "phone", "title", "organization", "city", "region",
+  "country", "zip", "image", "timezone", "anonymousId", "userId", "properties", "location", "_kx", "street", "address",
+];
+
+/** A value RudderStack's mapping files take: the first of the paths that is truthy, 0 or false. */
+export const pick = (event: SluiceEvent, paths: string[]) => firstPresent(event, paths);
+const traitsAndProps = (key: string) => [`traits.${key}`, `context.traits.${key}`, `properties.${key}`];
+export const PATHS = {
+  title: traitsAndProps("title"),
+  organization: traitsAndProps("organization"),
+  image: traitsAndProps("image"),
+  timezone: traitsAndProps("timezone"),
+  city: ["traits.city", "traits.address.city", "context.traits.city", "context.traits.address.city", "properties.city"],
+  region: ["traits.region", "traits.address.region", "context.traits.region", "context.traits.address.region", "properties.region"],
+  state: ["traits.state", "traits.address.state", "context.traits.address.state", "context.traits.state", "properties.state"],
+  country: ["traits.country", "traits.address.country", "context.traits.country", "context.traits.address.country", "properties.country"],
+  zip: ["traits", "traits.address", "context.traits", "context.traits.address", "properties"].flatMap((p) => ["zip", "postalcode", "postalCode"].map((k) => `${p}.${k}`)),
+  street: ["traits.street", "traits.address.street", "context.traits.street", "context.traits.address.street", "properties.street"],
+};
+
+export const generic = (event: SluiceEvent, field: keyof typeof GENERIC_PATHS) => pick(event, GENERIC_PATHS[field]);
+
+/** RudderStack's generic traits: `traits`, else `context.traits`. */
+export function traitsInfo(event: SluiceEvent): Obj | undefined {
+  const t = generic(event, "traits");
+  return isPlainObject(t) ? t : undefined;
+}
+
+/** The traits (top-level, then context, which wins) that no mapping named. */
+export function customTraits(event: SluiceEvent, exclude: string[]): Obj {
+  return copyFieldsExcept([event.traits, event.context?.traits], {}, new Set(exclude));
+}
+
+/**
+ * RudderStack's flattening for Klaviyo: nested keys joined by dots, arrays of objects as
+ * `a[0].b`; arrays of plain values stay arrays. Nothing at all flattens to {}.
+ */
+export function flatten(value: unknown): Obj {
+  const out: Obj = {};
+  const walk = (cur: unknown, prefix: string) => {
+    if (Array.isArray(cur) && prefix && cur.every((v) => v === null || typeof v !== "object")) out[prefix] = cur;
+    else if (Array.isArray(cur)) cur.forEach((v, i) => walk(v, `${prefix}[${i}]`));
+    else if (cur !== null && typeof cur === "object") {
+      const keys = Object.keys(cur);
+      if (keys.length === 0 && prefix) out[prefix] = {};
+      for (const k of keys) walk((cur as Obj)[k], prefix ? `${prefix}.${k}` : k);
+    } else if (prefix && cur !== undefined) out[prefix] = cur;
+  };
+  walk(value, "");
+  return out;
+}
+
+/** A mapping's `isFloat` value: parsed as a number, refused when it is none. */
+export function asFloat(v: unknown): number | undefined {
+  if (!isDefined(v)) return undefined;
+  const n = typeof v === "number" ? v : Number.parseFloat(String(v));
+  if (Number.isNaN(n)) throw new TransformError("Invalid float value");
+  return n;
+}
+
+/** `properties` without the keys a mapping already used; absent when the event has none. */
+export function propertiesExcept(event: SluiceEvent, exclude: string[]): Obj | undefined {
+  const props = event.properties;
+  if (!isPresent(props)) return undefined;
+  if (!isPlainObject(props)) return props;
+  return Object.fromEntries(Object.entries(props).filter(([k]) => !exclude.includes(k)));
+}
+
+/** The list a subscription goes to: the group's id, else the trait's, else the config's. */
+export function listIdFor(event: SluiceEvent, traits: Obj | undefined, config: Obj): unknown {
+  if (event.type === "group") return event.groupId;
+  return traits?.properties?.listId || config.listId;
+}
+
+export const consentChannels = (consent: unknown): unknown[] => (Array.isArray(consent) ? consent : [consent]);
