@@ -49,5 +49,6 @@ export function genericField(event: SluiceEvent, field: GenericField): any {
 export function destinationExternalId(event: SluiceEvent, type: string): unknown {
   const ids = event.context?.externalId;
   if (!Array.isArray(ids)) return undefined;
-  return ids.find((x: any) => x && x.type === type)?.id;
+  // RudderStack's getDestinationExternalID keeps the last entry of the type.
+  return ids.findLast((x: any) => x && x.type === type)?.id;
 }

@@ -82,6 +82,22 @@ export function isPlainObject(v: unknown): v is Obj {
 }
 
 /**
+ * The event's per-destination options, `integrations.<name>`, under any casing of the given
+ * names: SDKs and users spell them `BRAZE`, `Braze` or `braze` alike, and RudderStack reads
+ * them all.
+ */
+export function integrationsObject(event: SluiceEvent, ...names: string[]): Obj | undefined {
+  const all = event.integrations;
+  if (!isPlainObject(all)) return undefined;
+  for (const name of names) {
+    const wanted = name.toLowerCase();
+    const key = Object.keys(all).find((k) => k.toLowerCase() === wanted && isPlainObject(all[k]));
+    if (key !== undefined) return all[key];
+  }
+  return undefined;
+}
+
+/**
  * RudderStack's flattenJson: nested keys joined by `separator`; arrays as `a[0]`, or as
  * `a<sep>0` in strict mode.
  */

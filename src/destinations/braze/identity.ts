@@ -3,7 +3,7 @@
  * external_id, anonymous ones by a user alias (the rudder_id alias of the anonymousId, or
  * one the sender chose in `integrations.Braze.alias`).
  */
-import { firstPresent, isDefined, isPlainObject } from "../shared";
+import { firstPresent, integrationsObject, isDefined } from "../shared";
 import type { SluiceEvent } from "../types";
 
 type Obj = Record<string, any>;
@@ -13,17 +13,14 @@ const USER_ID_ONLY = ["userId", "traits.userId", "traits.id", "context.traits.us
 
 /** `integrations.BRAZE` (or `Braze`, `braze`): per-event options the sender gives Braze. */
 export function integrationsOptions(event: SluiceEvent): Obj | undefined {
-  const i = event.integrations;
-  if (!isPlainObject(i)) return undefined;
-  const found = i.BRAZE || i.Braze || i.braze;
-  return isPlainObject(found) ? found : undefined;
+  return integrationsObject(event, "BRAZE");
 }
 
 /** The id of the last `context.externalId` entry of type brazeExternalId. */
 export function brazeExternalId(event: SluiceEvent): unknown {
   const ids = event.context?.externalId;
   if (!Array.isArray(ids)) return undefined;
-  return ids.filter((x: any) => x?.type === "brazeExternalId").pop()?.id;
+  return ids.findLast((x: any) => x?.type === "brazeExternalId")?.id;
 }
 
 /** The external_id Braze knows the user by: a brazeExternalId, else the userId. */

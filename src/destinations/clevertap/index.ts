@@ -8,7 +8,7 @@
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
 import { genericField } from "../generic-fields";
-import { batchConsecutive, chunkItems, compact, copyFieldsExcept, EVENT_FILTERING_KEYS, firstPresent, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, traitValue, requestKey, eventFilteringSchema } from "../shared";
+import { batchConsecutive, chunkItems, compact, copyFieldsExcept, EVENT_FILTERING_KEYS, firstPresent, getPath, isAppleFamily, integrationsObject, isEventAllowed, isPlainObject, isPresent, traitValue, requestKey, eventFilteringSchema } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -119,12 +119,7 @@ function identifyRecords(event: SluiceEvent, config: Obj): Obj[] {
 }
 
 /** The event's `integrations.clevertap` options, under any casing of the name. */
-function integrationOptions(event: SluiceEvent): Obj | undefined {
-  const all = event.integrations;
-  if (!isPlainObject(all)) return undefined;
-  const key = Object.keys(all).find((k) => k.toLowerCase() === "clevertap");
-  return key !== undefined && isPlainObject(all[key]) ? all[key] : undefined;
-}
+const integrationOptions = (event: SluiceEvent) => integrationsObject(event, "clevertap");
 
 /**
  * With object-id mapping, a mobile identify also registers the device's push token: `fcm` for

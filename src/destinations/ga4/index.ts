@@ -6,12 +6,14 @@
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
+import { destinationExternalId } from "../generic-fields";
 import {
   EVENT_FILTERING_KEYS,
   eventFilteringSchema,
   firstPresent,
   flattenJson,
   getPath,
+  integrationsObject,
   isEventAllowed,
   isPlainObject,
   isPresent,
@@ -69,7 +71,7 @@ const RESERVED_PREFIXES = ["google_", "ga_", "firebase_"];
 const PARAM_EXCLUSIONS = ["firebase_conversion", "user_properties", "engagementTimeMsec", "sessionId"];
 const RESERVED_USER_PROPERTIES = ["first_open_time", "first_visit_time", "last_deep_link_referrer", "user_id", "first_open_after_install"];
 /** Names under which an event's `integrations` object may carry GA4 options (client id, session, consents). */
-const INTEGRATION_NAMES = ["GA4", "ga4", "Ga4", "Google Analytics 4", "googleAnalytics4", "Google Analytics 4 (GA4)"];
+const INTEGRATION_NAMES = ["GA4", "Google Analytics 4", "googleAnalytics4", "Google Analytics 4 (GA4)"];
 const CONSENT_KEYS = ["ad_user_data", "ad_personalization"];
 const CONSENT_VALUES = ["GRANTED", "DENIED"];
 
@@ -167,18 +169,7 @@ function ga4Event(event: SluiceEvent, type: string, name: string): { name: strin
   return { name, params: { ...own, ...customParams([event.properties], PARAM_EXCLUSIONS), ...mapParams(event, TRACK_PAGE_COMMON) } };
 }
 
-function externalId(event: SluiceEvent, type: string): unknown {
-  const ids = event.context?.externalId;
-  return Array.isArray(ids) ? ids.find((x: any) => x?.type === type)?.id : undefined;
-}
-
-function integrationOptions(event: SluiceEvent): Obj | undefined {
-  for (const name of INTEGRATION_NAMES) {
-    const options = event.integrations?.[name];
-    if (options) return options;
-  }
-  return undefined;
-}
+const integrationOptions = (event: SluiceEvent) => integrationsObject(event, ...INTEGRATION_NAMES);
 
 /** context.traits and properties.user_properties as GA4 user properties ({key: {value}}), invalid ones dropped. */
 function userProperties(event: SluiceEvent, config: Obj): Obj | undefined {
@@ -233,11 +224,11 @@ function userId(event: SluiceEvent): string | undefined {
 /** client_id (gtag) or app_instance_id (firebase); a hybrid-mode web SDK passes its own client id. */
 function clientIds(event: SluiceEvent, client: string, hybrid: boolean, options: Obj | undefined): Obj {
   if (client === "firebase") {
-    const appInstanceId = externalId(event, "ga4AppInstanceId");
+    const appInstanceId = destinationExternalId(event, "ga4AppInstanceId");
     if (appInstanceId === undefined || appInstanceId === null) throw new TransformError("ga4AppInstanceId must be provided under externalId");
     return { app_instance_id: appInstanceId };
   }
-  const clientId = (hybrid && options?.clientId) || externalId(event, "ga4ClientId") || event.anonymousId || event.rudderId;
+  const clientId = (hybrid && options?.clientId) || destinationExternalId(event, "ga4ClientId") || event.anonymousId || event.rudderId;
   if (clientId === undefined || clientId === null) throw new TransformError("ga4ClientId or anonymousId must be provided");
   return { client_id: clientId };
 }

@@ -3,7 +3,7 @@
  * events carrying the profile inline, and profile-subscription bulk jobs.
  */
 import { destinationExternalId } from "../generic-fields";
-import { compact, isDefined, isPlainObject } from "../shared";
+import { compact, integrationsObject, isDefined, isPlainObject } from "../shared";
 import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError } from "../types";
 import {
   asFloat, consentChannels, customTraits, flatten, generic, listIdFor, type Obj, PATHS, pick, post, propertiesExcept, traitsInfo, V2_MAPPED_TRAITS,
@@ -20,12 +20,7 @@ function isE164(phone: unknown): boolean {
   return typeof phone === "string" && /^\+[1-9]\d{1,14}$/.test(phone.replace(/[^\d+]/g, ""));
 }
 
-function integrationOptions(event: SluiceEvent): Obj | undefined {
-  const integrations = event.integrations;
-  if (!isPlainObject(integrations)) return undefined;
-  const key = Object.keys(integrations).find((k) => k.toLowerCase() === "klaviyo");
-  return key && isPlainObject(integrations[key]) ? integrations[key] : undefined;
-}
+const integrationOptions = (event: SluiceEvent) => integrationsObject(event, "klaviyo");
 
 /** `integrations.Klaviyo.fieldsToUnset / fieldsToAppend / fieldsToUnappend` → Klaviyo's patch_properties, and the traits they used. */
 function patchProperties(event: SluiceEvent): { meta: Obj; used: string[] } {

@@ -4,7 +4,7 @@
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { flattenJson, isPlainObject } from "../shared";
+import { flattenJson, integrationsObject, isPlainObject } from "../shared";
 import {
   type DestinationDefinition,
   type DestinationRequest,
@@ -43,10 +43,7 @@ function configHeaders(headers: unknown): Record<string, string> {
 
 /** `integrations.WEBHOOK` (or `webhook` / `Webhook`) of the event: where fullPath/appendPath may also come from. */
 function integrationsOptions(event: SluiceEvent): Record<string, any> {
-  const all = event.integrations;
-  if (!all || typeof all !== "object") return {};
-  const own = all.WEBHOOK ?? all.webhook ?? all.Webhook;
-  return own && typeof own === "object" ? own : {};
+  return integrationsObject(event, "WEBHOOK") ?? {};
 }
 
 /**
