@@ -22,23 +22,48 @@ const identify = (traits: Record<string, unknown>, extra: Record<string, unknown
   ...extra,
 });
 
+const FX_TS = "2020-02-02T05:53:08.977+05:30";
+/** The traits of RudderStack's identify fixtures. */
+const FX_ALL_TRAITS = {
+  firstName: "Test",
+  lastName: "Rudderlabs",
+  role: "Manager",
+  address: "Flat No 58 ABC building XYZ Area near PQRS , 354408",
+  hasPurchased: "yes",
+  email: "abc@xyz.com",
+  title: "Mr",
+  phone: "9876543210",
+  state: "Uttar Pradesh",
+  zipcode: "243001",
+  prospectOrCustomer: "Prospect",
+  country: "India",
+  website: "abc.com",
+  subscriptionStatus: "New",
+};
+
+/** The contact RudderStack sends for them (last_active is the event's timestamp). */
+const FX_ALL_BODY = {
+  email: "abc@xyz.com",
+  title: "Mr",
+  firstname: "Test",
+  lastname: "Rudderlabs",
+  phone: "9876543210",
+  website: "abc.com",
+  state: "Uttar Pradesh",
+  zipcode: "243001",
+  ipAddress: "14.5.67.21",
+  last_active: FX_TS,
+  country: "India",
+  haspurchased: "yes",
+  role: "Manager",
+  subscription_status: "New",
+  prospect_or_customer: "Prospect",
+  address1: "Flat No 58 ABC building XYZ Area near PQRS , 354408",
+  address2: "",
+};
+
 test("MAUTIC identify → POST <subdomain>.mautic.net/api/contacts/new with RudderStack's contact fields (its fixture)", () => {
-  const event = identify({
-    firstName: "Test",
-    lastName: "Rudderlabs",
-    role: "Manager",
-    address: "Flat No 58 ABC building XYZ Area near PQRS , 354408",
-    hasPurchased: "yes",
-    email: "abc@xyz.com",
-    title: "Mr",
-    phone: "9876543210",
-    state: "Uttar Pradesh",
-    zipcode: "243001",
-    prospectOrCustomer: "Prospect",
-    country: "India",
-    website: "abc.com",
-    subscriptionStatus: "New",
-  });
+  const event = identify(FX_ALL_TRAITS);
   expect(mautic.transform(event, ctx())).toEqual([
     {
       version: "1",
@@ -48,25 +73,7 @@ test("MAUTIC identify → POST <subdomain>.mautic.net/api/contacts/new with Rudd
       headers: { "Content-Type": "application/json", Authorization: AUTH },
       params: {},
       body: {
-        JSON: {
-          email: "abc@xyz.com",
-          title: "Mr",
-          firstname: "Test",
-          lastname: "Rudderlabs",
-          phone: "9876543210",
-          website: "abc.com",
-          state: "Uttar Pradesh",
-          zipcode: "243001",
-          ipAddress: "14.5.67.21",
-          last_active: ts,
-          country: "India",
-          haspurchased: "yes",
-          role: "Manager",
-          subscription_status: "New",
-          prospect_or_customer: "Prospect",
-          address1: "Flat No 58 ABC building XYZ Area near PQRS , 354408",
-          address2: "",
-        },
+        JSON: { ...FX_ALL_BODY, last_active: ts },
         JSON_ARRAY: {},
         XML: {},
         FORM: {},
@@ -168,7 +175,6 @@ test("MAUTIC through the pipeline: identify and group reach the stand-in with Ba
 
 // ---------- RudderStack fixtures (rudder-transformer test/integrations/destinations/mautic, processor 20a2489, router 04577cd) ----------
 
-const FX_TS = "2020-02-02T05:53:08.977+05:30";
 const fxConfig = (config: Record<string, any>) => ctx({ lookUpField: "email", password: "dummyPassword", ...config });
 const fxAuth = (user: string) => `Basic ${btoa(`${user}:dummyPassword`)}`;
 const fxIdentify = (extra: Record<string, unknown>): SluiceEvent => ({
@@ -182,41 +188,6 @@ const fxIdentify = (extra: Record<string, unknown>): SluiceEvent => ({
   type: "identify",
   ...extra,
 });
-const FX_ALL_TRAITS = {
-  firstName: "Test",
-  lastName: "Rudderlabs",
-  role: "Manager",
-  address: "Flat No 58 ABC building XYZ Area near PQRS , 354408",
-  hasPurchased: "yes",
-  email: "abc@xyz.com",
-  title: "Mr",
-  phone: "9876543210",
-  state: "Uttar Pradesh",
-  zipcode: "243001",
-  prospectOrCustomer: "Prospect",
-  country: "India",
-  website: "abc.com",
-  subscriptionStatus: "New",
-};
-const FX_ALL_BODY = {
-  email: "abc@xyz.com",
-  title: "Mr",
-  firstname: "Test",
-  lastname: "Rudderlabs",
-  phone: "9876543210",
-  website: "abc.com",
-  state: "Uttar Pradesh",
-  zipcode: "243001",
-  ipAddress: "14.5.67.21",
-  last_active: FX_TS,
-  country: "India",
-  haspurchased: "yes",
-  role: "Manager",
-  subscription_status: "New",
-  prospect_or_customer: "Prospect",
-  address1: "Flat No 58 ABC building XYZ Area near PQRS , 354408",
-  address2: "",
-};
 const fxRequest = (method: "POST" | "PATCH", endpoint: string, json: Record<string, unknown>, user = "TestRudderlabs45823@gmail.com"): DestinationRequest => ({
   version: "1",
   type: "REST",
