@@ -334,3 +334,224 @@ test("CUSTOMERIO trait names with several dots → only the first dot is kept in
   const event: SluiceEvent = { type: "identify", messageId: "m", userId: "u1", traits: { "a.b": 1, "x.y.z": 2, plain: 3 } };
   expect(one(event).body.JSON).toEqual({ "a.b": 1, "x.y": { z: 2 }, plain: 3 });
 });
+
+// Processor fixtures Tests 20-28, 35-42, 47-57 and 62-66 of the same data.ts (0657eae6…).
+const EU = "https://track-eu.customer.io/api";
+const fxWebContext = (traits: Record<string, unknown>) => ({ library: { name: "RudderLabs JavaScript SDK", version: "1.0.0" }, locale: "en-US", traits });
+const fxUserProps = { user_actual_role: "system_admin", user_actual_id: 12345, user_time_spent: 50000 };
+const fxMobile = (traits: Record<string, unknown>, token = "sample_device_token") => ({
+  device: { name: "test android", id: "sample_device_id", model: "some_model_device", type: "mobile", token },
+  traits,
+});
+const fxTrack = (over: Partial<SluiceEvent>): SluiceEvent => ({
+  type: "track",
+  messageId: "ec5481b6",
+  originalTimestamp: "2019-10-14T11:15:18.300Z",
+  anonymousId: "c82cbdff-e5be-4009-ac78-cdeea09ab4b1",
+  properties: fxUserProps,
+  context: fxWebContext({ email: "test@rudderstack.com", anonymousId: "12345" }),
+  ...over,
+});
+
+test("CUSTOMERIO RudderStack fixture: device delete and register on both hosts (Tests 20, 26-28, 35, 36)", () => {
+  const uninstall = fxTrack({ userId: "12345", event: "Application Uninstalled", context: fxMobile({ email: "test@rudderstack.com", anonymousId: "12345" }) });
+  expect(one(uninstall)).toEqual(request("DELETE", `${API}/v1/customers/12345/devices/sample_device_token`, {}));
+  expect(one(uninstall, { datacenter: "EU" })).toEqual(request("DELETE", `${EU}/v1/customers/12345/devices/sample_device_token`, {}));
+  expect(one({ ...uninstall, context: fxMobile({ email: "test@rudderstack.com" }, "somel") }, { datacenter: "EU" }).endpoint).toBe(
+    `${EU}/v1/customers/12345/devices/somel`,
+  );
+  expect(one({ ...uninstall, event: "Application Installed" }, { datacenter: "EU" })).toEqual(
+    request("PUT", `${EU}/v1/customers/12345/devices`, { device: { ...fxUserProps, last_used: 1571051718, platform: "mobile", id: "sample_device_token" } }),
+  );
+  const android: SluiceEvent = {
+    type: "track",
+    messageId: "1578564113557",
+    anonymousId: "7e32188a4dab669f",
+    userId: "12345",
+    event: "Application Installed",
+    originalTimestamp: "2020-01-09T10:01:53.558Z",
+    properties: { review_id: "some_review_id", product_id: "some_product_id_a", rating: 2, review_body: "Some Review Body" },
+    context: { device: { id: "7e32188a4dab669f", manufacturer: "Google", type: "android", token: "abcxyz" }, traits: { anonymousId: "7e32188a4dab669f" } },
+  };
+  expect(one(android, { datacenter: "EU" })).toEqual(
+    request("PUT", `${EU}/v1/customers/12345/devices`, {
+      device: { review_body: "Some Review Body", rating: 2, review_id: "some_review_id", last_used: 1578564113, platform: "android", id: "abcxyz", product_id: "some_product_id_a" },
+    }),
+  );
+  expect(one({ ...android, event: "Application Uninstalled" }, { datacenter: "EU" })).toEqual(request("DELETE", `${EU}/v1/customers/12345/devices/abcxyz`, {}));
+});
+
+test("CUSTOMERIO RudderStack fixture: identify, page and track on the EU host (Tests 21-25, 42)", () => {
+  const { "dot.name": _dot, ...traits } = fxIdentify.traits as Record<string, unknown>;
+  const { "dot.name": _dotBody, ...body } = fxIdentifyBody;
+  expect(one({ ...fxIdentify, traits }, { datacenter: "EU" })).toEqual(request("PUT", `${EU}/v1/customers/123456`, body));
+  const { anonymousId: _a, ...noAnonTrait } = traits;
+  expect(one({ ...fxIdentify, anonymousId: "dummy-100-anon", userId: "dummy-user-id-100", user_properties: undefined, traits: noAnonTrait }, { datacenter: "EU" })).toEqual(
+    request("PUT", `${EU}/v1/customers/dummy-user-id-100`, {
+      city: "NY",
+      country: "USA",
+      postalCode: 712136,
+      state: "CA",
+      street: "",
+      email: "test@gmail.com",
+      _timestamp: 1571043797,
+      anonymous_id: "dummy-100-anon",
+    }),
+  );
+  const properties = { path: "/test", referrer: "Rudder", search: "abc", title: "Test Page", url: "www.rudderlabs.com" };
+  const page: SluiceEvent = { ...fxTrack({ type: "page", userId: "12345", name: "ApplicationLoaded", properties }), originalTimestamp: "2019-10-14T11:15:18.299Z" };
+  expect(one(page, { datacenter: "EU" })).toEqual(
+    request("POST", `${EU}/v1/customers/12345/events`, { type: "page", data: properties, timestamp: 1571051718, name: "ApplicationLoaded" }),
+  );
+  const track = fxTrack({ userId: "12345", event: "test track event" });
+  const json = { type: "event", data: fxUserProps, timestamp: 1571051718, name: "test track event" };
+  expect(one(track, { datacenter: "EU" })).toEqual(request("POST", `${EU}/v1/customers/12345/events`, json));
+  expect(one({ ...track, userId: "" }, { datacenter: "EU" })).toEqual(request("POST", `${EU}/v1/customers/test%40rudderstack.com/events`, json));
+  expect(one({ ...track, userId: "", context: fxWebContext({ anonymousId: "12345" }) }, { datacenter: "EU" })).toEqual(
+    request("POST", `${EU}/v1/events`, { ...json, anonymous_id: "c82cbdff-e5be-4009-ac78-cdeea09ab4b1" }),
+  );
+});
+
+test("CUSTOMERIO RudderStack fixture: anonymous names cut to 100 bytes, screens to 'Viewed <86 bytes> Screen'; identified names whole (Tests 37-40)", () => {
+  const long = "https://www.stoodi.com.br/exershgcios/upe/2019/questao/gregorio-de-matos-poeta-baiano-que-viveu-no-seculo-xvi/";
+  const properties = { ...fxUserProps, user_time_spent: 50 };
+  const anon = fxTrack({ event: long, properties, context: fxWebContext({ anonymousId: "12345" }) });
+  expect(one(anon)).toEqual(
+    request("POST", `${API}/v1/events`, {
+      data: properties,
+      anonymous_id: "c82cbdff-e5be-4009-ac78-cdeea09ab4b1",
+      name: "https://www.stoodi.com.br/exershgcios/upe/2019/questao/gregorio-de-matos-poeta-baiano-que-viveu-no-s",
+      type: "event",
+      timestamp: 1571051718,
+    }),
+  );
+  expect(one({ ...anon, context: fxWebContext({ email: "test@rudderstack.com", anonymousId: "12345" }) })).toEqual(
+    request("POST", `${API}/v1/customers/test%40rudderstack.com/events`, { data: properties, name: long, type: "event", timestamp: 1571051718 }),
+  );
+  const screenName = "https://www.stoodi.com.br/exercicios/upe/2016/questao/gregorio-de-matos-poeta-baiano-que-viveu-no-seculo-xvi/";
+  const screen = fxTrack({ type: "screen", event: screenName, context: fxWebContext({ anonymousId: "12345" }) });
+  expect(one(screen)).toEqual(
+    request("POST", `${API}/v1/events`, {
+      data: fxUserProps,
+      anonymous_id: "c82cbdff-e5be-4009-ac78-cdeea09ab4b1",
+      name: "Viewed https://www.stoodi.com.br/exercicios/upe/2016/questao/gregorio-de-matos-poeta-baiano-q Screen",
+      type: "event",
+      timestamp: 1571051718,
+    }),
+  );
+  expect(one({ ...screen, context: fxWebContext({ email: "test@rudderstack.com", anonymousId: "12345" }) }).body.JSON.name).toBe(`Viewed ${screenName} Screen`);
+});
+
+test("CUSTOMERIO RudderStack fixture: track with empty properties (Test 41) → data {} under the userId", () => {
+  const event: SluiceEvent = {
+    type: "track",
+    messageId: "1632314412",
+    anonymousId: "dummy-100-anon",
+    userId: "dummy-user-id-100",
+    event: "Home: Viewed",
+    originalTimestamp: "2021-09-22T12:40:12.220Z",
+    properties: {},
+    context: { device: { id: "6fdb629d", manufacturer: "Apple", type: "iOS" }, traits: { anonymousId: "6fdb629d", userId: "6a540d50-c4dc" } },
+  };
+  expect(one(event)).toEqual(request("POST", `${API}/v1/customers/dummy-user-id-100/events`, { data: {}, name: "Home: Viewed", type: "event", timestamp: 1632314412 }));
+});
+
+test("CUSTOMERIO RudderStack fixture: device token events with deviceTokenEventName (Tests 47-55)", () => {
+  const config = { deviceTokenEventName: "device_token_registered" };
+  const sofia = { anonymousId: "5d727a3e", email: "sofia@gmail.com", name: "Sofia", userId: "e91e0378-63fe-11ec-82ac-0a028ee659c3" };
+  const base: SluiceEvent = {
+    type: "track",
+    messageId: "1641808826",
+    anonymousId: "5d727a3e-a72b-4d00-8078-669c1494791d",
+    event: "Application Opened",
+    originalTimestamp: "2022-01-10T10:00:26.513Z",
+    properties: { from_background: false },
+    context: { device: { id: "5d727a3e", manufacturer: "Apple", token: "deviceToken", type: "iOS" }, traits: sofia },
+  };
+  const devices = `${API}/v1/customers/e91e0378-63fe-11ec-82ac-0a028ee659c3/devices`;
+  const device = { from_background: false, id: "deviceToken", platform: "ios", last_used: 1641808826 };
+  // Test 48: the userId comes from context.traits when the event has none.
+  expect(one(base, config)).toEqual(request("PUT", devices, { device }));
+  // Test 49, 54: no properties → only the token, platform and last_used; timestamp before originalTimestamp.
+  const { properties: _p, originalTimestamp: _o, ...bare } = base;
+  expect(one({ ...bare, timestamp: "2022-01-10T10:00:26.513Z" }, config).body.JSON).toEqual({ device: { id: "deviceToken", platform: "ios", last_used: 1641808826 } });
+  // Tests 50, 53: the configured event name registers the device.
+  expect(one({ ...base, event: "device_token_registered", userId: sofia.userId }, config)).toEqual(request("PUT", devices, { device }));
+  // Test 51: without a token it is an ordinary event at the timestamp's instant.
+  const { userId: _u, ...noUserIdTraits } = sofia;
+  const noToken = { ...base, event: "device_token_registered", userId: sofia.userId, timestamp: "2022-01-10T20:50:16.621+05:30", context: { device: { type: "iOS" }, traits: sofia } };
+  expect(one(noToken, config)).toEqual(
+    request("POST", `${API}/v1/customers/e91e0378-63fe-11ec-82ac-0a028ee659c3/events`, { data: { from_background: false }, name: "device_token_registered", type: "event", timestamp: 1641828016 }),
+  );
+  // Test 52: last_used from the timestamp.
+  const withTs = { ...base, event: "device_token_registered", userId: sofia.userId, timestamp: "2022-01-10T20:52:18.678+05:30", context: { device: { token: "deviceToken", type: "iOS" }, traits: noUserIdTraits } };
+  expect(one(withTs, config).body.JSON).toEqual({ device: { ...device, last_used: 1641828138 } });
+  // Test 55: iPadOS is of the Apple family.
+  expect(one({ ...base, userId: sofia.userId, context: { device: { token: "deviceToken", type: "ipados" }, traits: noUserIdTraits } }, config).body.JSON).toEqual({ device });
+});
+
+test("CUSTOMERIO RudderStack fixture: group actions and the EU host (Tests 56-57, 62)", () => {
+  const traits = { domainNames: "rudderstack.com", email: "help@rudderstack.com", name: "rudderstack" };
+  const group: SluiceEvent = { type: "group", messageId: "g", groupId: "group@1", userId: "user@1", traits: { ...traits, action: "delete" } };
+  expect(one(group)).toEqual(
+    request(
+      "POST",
+      `${API}/v2/batch`,
+      {
+        batch: [
+          { type: "object", action: "delete", attributes: traits, identifiers: { object_id: "group@1", object_type_id: "1" }, cio_relationships: [{ identifiers: { id: "user@1" } }] },
+        ],
+      },
+      JSON_HEADERS,
+    ),
+  );
+  const eu = one({ type: "group", messageId: "g", userId: 432 as any, groupId: 306, traits: { city: "Frankfurt", organisationId: 306 } }, { datacenter: "EU" });
+  expect(eu.endpoint).toBe(`${EU}/v2/batch`);
+  expect(eu.body.JSON.batch).toEqual([
+    { type: "object", action: "identify", attributes: { city: "Frankfurt", organisationId: 306 }, identifiers: { object_id: "306", object_type_id: "1" }, cio_relationships: [{ identifiers: { id: "432" } }] },
+  ]);
+});
+
+test("CUSTOMERIO RudderStack fixture: page named by its url, unnamed, without properties, and an anonymous unnamed page refused (Tests 63-66)", () => {
+  const properties = { path: "/test", referrer: "Rudder", search: "abc", title: "Test Page", url: "www.rudderlabs.com" };
+  const page: SluiceEvent = { ...fxTrack({ type: "page", userId: "12345", properties }), originalTimestamp: "2019-10-14T11:15:18.299Z" };
+  const events = `${API}/v1/customers/12345/events`;
+  expect(one(page)).toEqual(request("POST", events, { type: "page", data: properties, timestamp: 1571051718, name: "www.rudderlabs.com" }));
+  const { url: _url, ...noUrl } = properties;
+  expect(one({ ...page, properties: noUrl })).toEqual(request("POST", events, { type: "page", data: noUrl, timestamp: 1571051718 }));
+  expect(one({ ...page, properties: undefined })).toEqual(request("POST", events, { type: "page", timestamp: 1571051718 }));
+  const invalid: SluiceEvent = { type: "page", messageId: "p", anonymousId: "c82cbdff-e5be-4009-ac78-cdeea09ab4b1", context: { locale: "en-US" } };
+  expect(() => customerio.transform(invalid, ctx())).toThrow("Event Name type should be a string");
+});
+
+test("CUSTOMERIO identify → user_properties names are written as paths (RudderStack's set), later values win, the event stays untouched", () => {
+  const event: SluiceEvent = {
+    type: "identify",
+    messageId: "m",
+    userId: "u1",
+    traits: { plan: "free", prefs: { color: "red" } },
+    user_properties: { plan: "pro", "prefs.size": "L", "a.b.c": 1, "__proto__.x": 1 },
+  };
+  const before = structuredClone(event);
+  expect(one(event).body.JSON).toEqual({ plan: "pro", prefs: { color: "red", size: "L" }, a: { b: { c: 1 } } });
+  expect(event).toEqual(before);
+});
+
+// router/dataEventStreamV1.ts (d4c00a2f…): RudderStack's batching framework keeps event-stream calls in
+// the Track API v1 shape unless its operator flag CUSTOMERIO_EVENT_STREAM_V2_API_ENABLED is set
+// (off by default), one request per event; only group objects share /v2/batch.
+test("CUSTOMERIO RudderStack fixture: router with the v2 API flag off (its default) → identify and track in the v1 shape, one request each", () => {
+  const identify: SluiceEvent = {
+    type: "identify",
+    messageId: "i",
+    userId: "user-1",
+    traits: { plan: "pro", email: "test@rudderstack.com" },
+    originalTimestamp: "2020-01-09T10:01:53.558Z",
+  };
+  const track: SluiceEvent = { type: "track", messageId: "t", event: "Order Completed", userId: "user-789", properties: { total: 42 }, originalTimestamp: "2020-01-09T10:01:53.558Z" };
+  const batched = customerio.batch!([identify, track].map((e) => customerio.transform(e, ctx())[0]!), ctx());
+  expect(batched).toEqual([
+    request("PUT", `${API}/v1/customers/user-1`, { plan: "pro", email: "test@rudderstack.com", _timestamp: 1578564113 }),
+    request("POST", `${API}/v1/customers/user-789/events`, { data: { total: 42 }, name: "Order Completed", type: "event", timestamp: 1578564113 }),
+  ]);
+});

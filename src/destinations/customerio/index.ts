@@ -2,6 +2,9 @@
  * CUSTOMERIO: Customer.io's Track API (Basic auth siteID:apiKey) — identify as PUT
  * /customers/{id}, events to /customers/{id}/events or /events for anonymous users, device
  * tokens, merges, objects (group) through /v2/batch, and deletion as DELETE /customers/{id}.
+ * RudderStack's newer router can send every call as a Track API v2 envelope on /v2/batch, but only
+ * behind an operator flag (CUSTOMERIO_EVENT_STREAM_V2_API_ENABLED) that is off by default, so the
+ * v1 calls are what a live event produces there.
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
@@ -65,11 +68,16 @@ const UNSAFE_KEYS = new Set(["__proto__", "constructor", "prototype"]);
  */
 function setTraitAttribute(body: Obj, key: string, value: unknown): void {
   const [first, second, ...rest] = key.split(".");
-  const parts = second === undefined ? [first!] : [`${first}.${second}`, ...rest];
+  setAttributePath(body, second === undefined ? [first!] : [`${first}.${second}`, ...rest], value);
+}
+
+function setAttributePath(body: Obj, parts: string[], value: unknown): void {
   if (parts.some((p) => UNSAFE_KEYS.has(p))) return;
   let cur = body;
   for (const part of parts.slice(0, -1)) {
-    if (cur[part] === null || typeof cur[part] !== "object") cur[part] = {};
+    const next = cur[part];
+    // Copied on the way down: the value may be the event's own object, which must stay untouched.
+    cur[part] = next === null || typeof next !== "object" ? {} : Array.isArray(next) ? [...next] : { ...next };
     cur = cur[part];
   }
   cur[parts[parts.length - 1]!] = value;
@@ -82,8 +90,11 @@ function identify(event: SluiceEvent, userId: unknown, base: string): Built {
   const body: Obj = {};
   for (const f of ADDRESS_FIELDS) body[f] = getPath(traits, `address.${f}`);
   for (const [key, value] of Object.entries(traits)) if (!NOT_ATTRIBUTES.includes(key)) setTraitAttribute(body, key, value);
-  // user_properties is a deprecated place for attributes that RudderStack still honours.
-  if (event.user_properties && typeof event.user_properties === "object") Object.assign(body, event.user_properties);
+  // user_properties is a deprecated place for attributes that RudderStack still honours; it writes
+  // each name as a path, unescaped, so `a.b` nests where a trait of that name would not.
+  if (event.user_properties && typeof event.user_properties === "object") {
+    for (const [key, value] of Object.entries(event.user_properties)) setAttributePath(body, key.split("."), value);
+  }
   const createdAt = firstPresent(event, ["traits.createdAt", "context.traits.createdAt"]);
   if (createdAt) body.created_at = seconds(createdAt);
   const ts = firstPresent(event, TIMESTAMP);
