@@ -180,7 +180,7 @@ test("HS RudderStack fixture: new API identify errors → no lookup value, no tr
   expect(errorOf(() => hubspot.transform({ type: "identify", messageId: "m", context: { mappedToDestination: false } }, ctx(FX_PRIVATE_NEW)))).toBe(
     "Identify - Invalid traits value for lookup field",
   );
-  expect(errorOf(() => hubspot.transform({ type: "identify", messageId: "m", traits: { email: "a@b.c" } }, ctx({ ...FX_PRIVATE_NEW, lookupField: "" })))).toBe(
+  expect(errorOf(() => hubspot.transform({ type: "identify", messageId: "m", traits: { email: "a@b.co" } }, ctx({ ...FX_PRIVATE_NEW, lookupField: "" })))).toBe(
     "lookupField is a required field in webapp config",
   );
 });
@@ -213,10 +213,87 @@ test("HS RudderStack fixture: null traits become empty strings (HubSpot clears t
   expect(req!.body.JSON.inputs).toEqual([{ id: "noname@email.com", idProperty: "email", properties: { email: "noname@email.com", firstname: "", gender: "" } }]);
 });
 
+// router/errorValidationData.ts (75b1ac29) and es-retl-v3's processIdentify: a new-API identify
+// with an e-mail trait HubSpot would refuse fails before the lookupField and contact checks.
+test("HS RudderStack fixture: new API identify with an invalid e-mail → 'Email \"<email>\" is invalid', checked first", () => {
+  const assoc: SluiceEvent = {
+    type: "identify", messageId: "m", traits: { to: { id: 1 }, from: { id: 9405415215 }, email: "not-an-email" },
+    context: { mappedToDestination: true, externalId: [{ id: 1, type: "HS-association", toObjectType: "contacts", fromObjectType: "companies", identifierType: "id", associationTypeId: "engineer" }] },
+  };
+  const config = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "hs-access-token", lookupField: "email", hubspotEvents: [], ...FILTERING };
+  expect(errorOf(() => hubspot.transform(assoc, ctx(config)))).toBe('Email "not-an-email" is invalid');
+  // Before the lookupField check, and from context.traits too.
+  const ctxTraits: SluiceEvent = { type: "identify", messageId: "m", context: { traits: { email: "a@b.c" } } };
+  expect(errorOf(() => hubspot.transform(ctxTraits, ctx({ ...config, lookupField: "" })))).toBe('Email "a@b.c" is invalid');
+  // The legacy API's identify does not check it.
+  expect(hubspot.transform({ ...ctxTraits, context: { traits: { email: "not-an-email" } } }, ctx(FX_LEGACY))[0]!.endpoint).toBe(
+    "https://api.hubapi.com/contacts/v1/contact/createOrUpdate/email/not-an-email",
+  );
+});
+
+test("HS new API e-mail check follows validator.js isEmail's defaults", () => {
+  const valid = ["noname@email.com", "a.b+c@sub.example.co", "\"quoted name\"@example.com", "üser@exämple.de", "x@xn--p1ai.xn--p1ai"];
+  const invalid = ["a@b.c", "a@b", "a..b@example.com", ".a@example.com", "a@example.com.", "a@-example.com", "a@ex_ample.com", "a@[1.2.3.4]", "a@1.2.3.4", "Ada <a@example.com>", "@example.com", "a b@example.com", `${"x".repeat(65)}@example.com`];
+  const config = { ...PRIVATE_NEW, hubspotEvents: [] };
+  for (const email of valid) expect(errorOf(() => hubspot.transform({ type: "identify", messageId: "m", traits: { email } }, ctx(config)))).toBeUndefined();
+  for (const email of invalid) expect(errorOf(() => hubspot.transform({ type: "identify", messageId: "m", traits: { email } }, ctx(config)))).toBe(`Email "${email}" is invalid`);
+});
+
+test("HS RudderStack fixture: router/errorValidationData.ts refusals, in RudderStack's words", () => {
+  const config = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "hs-access-token", lookupField: "email", hubspotEvents: [], ...FILTERING };
+  const cases: Array<[Record<string, unknown>, Record<string, unknown>, string]> = [
+    [{ type: "track", event: "Purchase", properties: {} }, { ...config, accessToken: "" }, "Access Token not found. Aborting"],
+    [{ type: "identify", traits: {}, context: { mappedToDestination: false } }, config, "Identify:: email i.e a default lookup field for contact lookup not found in traits"],
+    [{ type: "track", event: 12345, properties: {} }, config, "Event is a required field and should be a string"],
+    [{ type: "page", name: "Home" }, config, "Message type page is not supported"],
+    [{ properties: {} }, config, "Message type is not present. Aborting message."],
+    [{ type: "track", properties: { rev: 1 } }, config, "event name is required for track call"],
+    [
+      { type: "track", event: "Order Completed", properties: { revenue: 9 } },
+      { ...config, hubspotEvents: [{ rsEventName: "Order Completed", hubspotEventName: "pe_order_completed", eventProperties: [] }] },
+      "Either of email, utk or objectId is required for custom behavioral events",
+    ],
+  ];
+  for (const [message, cfg, error] of cases) expect(errorOf(() => hubspot.transform({ messageId: "m", ...message } as SluiceEvent, ctx(cfg)))).toBe(error);
+});
+
+test("HS RudderStack fixture: legacy API with a private app → Bearer on contacts/v1 and on track.hubspot.com", () => {
+  const config = { authorizationType: "newPrivateAppApi", apiVersion: "legacyApi", accessToken: "pat", hubID: "123", lookupField: "email" };
+  const bearer = { ...JSON_HEADERS, Authorization: "Bearer pat" };
+  const identify: SluiceEvent = { type: "identify", messageId: "m", traits: { email: "v1@e.com", firstname: "A" }, context: { mappedToDestination: false } };
+  expect(hubspot.batch!(hubspot.transform(identify, ctx(config)), ctx(config))).toEqual([
+    expected({ endpoint: "https://api.hubapi.com/contacts/v1/contact/batch/", headers: bearer, batch: [{ email: "v1@e.com", properties: [{ property: "firstname", value: "A" }] }] }),
+  ]);
+  const track: SluiceEvent = { type: "track", messageId: "m", event: "Purchase", properties: { email: "v1@e.com" } };
+  expect(hubspot.transform(track, ctx(config))).toEqual([
+    expected({ method: "GET", endpoint: "https://track.hubspot.com/v1/event", headers: bearer, params: { _a: "123", _n: "Purchase", email: "v1@e.com" } }),
+  ]);
+});
+
+// The newest router fixtures (router/data.ts at 75b1ac29) still send API-key configs with hapikey
+// and keep the legacy config errors, so API keys stay accepted.
+test("HS RudderStack fixture: legacyApiKey configs still work and keep RudderStack's config errors", () => {
+  const legacyCfg = { authorizationType: "legacyApiKey", apiVersion: "legacyApi", apiKey: "dummy-apikey", hubID: "123" };
+  const track: SluiceEvent = { type: "track", messageId: "m", event: "Purchase" };
+  expect(errorOf(() => hubspot.transform(track, ctx({ ...legacyCfg, hubID: "" })))).toBe("Hub ID not found. Aborting");
+  expect(errorOf(() => hubspot.transform(track, ctx({ ...legacyCfg, apiKey: "" })))).toBe("API Key not found. Aborting");
+  expect(errorOf(() => hubspot.transform({ type: "identify", messageId: "m", traits: { firstname: "A" }, context: { mappedToDestination: false } }, ctx(legacyCfg)))).toBe(
+    "Identify without email is not supported.",
+  );
+  const newApiKey = { authorizationType: "legacyApiKey", apiVersion: "newApi", apiKey: "dummy-apikeysuccess", hubID: "123", lookupField: "phone" };
+  const [req] = hubspot.transform({ type: "identify", messageId: "m", traits: { phone: "9", firstname: "A" }, context: { mappedToDestination: false } }, ctx(newApiKey));
+  // RudderStack's fixture finds no contact by phone and creates it; Sluice upserts by phone.
+  expect(req).toEqual(
+    expected({ endpoint: "https://api.hubapi.com/crm/v3/objects/contacts/batch/upsert", params: { hapikey: "dummy-apikeysuccess" }, json: { inputs: [{ id: "9", idProperty: "phone", properties: { firstname: "A", phone: "9" } }] } }),
+  );
+  const noToken = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "", lookupField: "email" };
+  expect(errorOf(() => hubspot.transform({ ...track, properties: {} }, ctx(noToken)))).toBe("Access Token not found. Aborting");
+});
+
 test("HS new API identify with a hsContactId external id → PATCH the contact by id (RudderStack's update, no lookup needed)", () => {
-  const event: SluiceEvent = { type: "identify", messageId: "m", context: { externalId: [{ type: "hsContactId", id: "103604" }], traits: { email: "a@b.c", lastName: "L" } } };
+  const event: SluiceEvent = { type: "identify", messageId: "m", context: { externalId: [{ type: "hsContactId", id: "103604" }], traits: { email: "a@b.co", lastName: "L" } } };
   expect(hubspot.transform(event, ctx(PRIVATE_NEW))).toEqual([
-    expected({ method: "PATCH", endpoint: "https://api.hubapi.com/crm/v3/objects/contacts/103604", headers: { ...JSON_HEADERS, Authorization: "Bearer tok" }, json: { properties: { email: "a@b.c", lastname: "L" } } }),
+    expected({ method: "PATCH", endpoint: "https://api.hubapi.com/crm/v3/objects/contacts/103604", headers: { ...JSON_HEADERS, Authorization: "Bearer tok" }, json: { properties: { email: "a@b.co", lastname: "L" } } }),
   ]);
 });
 

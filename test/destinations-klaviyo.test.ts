@@ -444,6 +444,104 @@ test("KLAVIYO batch: consecutive group jobs for one list merge, 100 profiles per
   expect(v1).toEqual([post(CREATE, { data: { type: "profile-subscription-bulk-create-job", attributes: { list_id: "L1", subscriptions: [{ email: "u1@example.com" }, { email: "u2@example.com" }] } } }, H1)]);
 });
 
+// ---- router fixtures: router/data.ts (v1) and router/dataV2.ts cases 1 and 4, on router/commonConfig.ts's input ----
+
+const PROFILE_ID = "01GW3PHVY0MTCDGS0A1612HARX";
+const commonTraits = (email: string, userIdTrait: string, properties: Record<string, unknown>) => ({
+  firstName: "Test", lastName: "Rudderlabs", email, phone: "+12 345 578 900", userId: userIdTrait, title: "Developer", organization: "Rudder", city: "Tokyo",
+  region: "Kanto", country: "JP", zip: "100-0001", Flagged: false, Residence: "Shibuya", properties,
+});
+/** commonConfig's five events; `profileId` stands in for the id RudderStack's v1 looks up at Klaviyo. */
+const commonInput = (profileId?: string): SluiceEvent[] => {
+  const context = (traits: Record<string, unknown>) => ({ traits, ...(profileId && { externalId: [{ type: "klaviyo-profileId", id: profileId }] }) });
+  const id = (traits: Record<string, unknown>) => identify({ userId: "test", anonymousId: "97c46c81-3140-456d-b2a9-690d70aaca35", context: context(traits) });
+  const ctxTraits = { email: "test@rudderstack.com", phone: "+12 345 678 900", consent: "email" };
+  return [
+    id(commonTraits("test_1@rudderstack.com", "Testc", { consent: ["email", "sms"] })),
+    id(commonTraits("test@rudderstack.com", "test", { listId: "XUepkK", subscribe: true, consent: ["email", "sms"] })),
+    group({ userId: "user123", groupId: "XUepkK", traits: { email: "test@rudderstack.com", phone: "+12 345 678 900", subscribe: true, consent: ["email"] }, timestamp: "2020-01-21T00:21:34.208Z" }),
+    { ...group({ userId: "user123", groupId: "XUepkK", traits: { subscribe: true }, context: { traits: ctxTraits } }), type: "random" },
+    group({ userId: "user123", groupId: "", traits: { subscribe: true }, context: { traits: ctxTraits } }),
+  ];
+};
+/** What the router gets: each event's requests with its user, or its error. */
+function routerRun(events: SluiceEvent[], config: DestinationContext) {
+  const requests: DestinationRequest[] = [];
+  const errors: string[] = [];
+  for (const e of events) {
+    try {
+      requests.push(...klaviyo.transform(e, config).map((r) => keyed(r, String(e.userId))));
+    } catch (err) {
+      errors.push((err as Error).message);
+    }
+  }
+  return { out: klaviyo.batch!(requests, config).map(({ userKey: _k, ...r }) => r), errors };
+}
+const rtAttributes = (email: string) => ({
+  external_id: "test", email, first_name: "Test", last_name: "Rudderlabs", phone_number: "+12 345 578 900", title: "Developer", organization: "Rudder",
+  location: { city: "Tokyo", region: "Kanto", country: "JP", zip: "100-0001" }, properties: { Flagged: false, Residence: "Shibuya" },
+});
+
+test("KLAVIYO RudderStack fixture: v1 router sends each list's subscription job ahead of the profile patches; groups batch apart from identifies", () => {
+  const { out, errors } = routerRun(commonInput(PROFILE_ID), ctx());
+  const patch = (email: string) => post(`/profiles/${PROFILE_ID}`, { data: { type: "profile", attributes: rtAttributes(email), id: PROFILE_ID } }, H1, "PATCH");
+  const v1Job = (subscription: Record<string, unknown>) =>
+    post(CREATE, { data: { type: "profile-subscription-bulk-create-job", attributes: { list_id: "XUepkK", subscriptions: [subscription] } } }, H1);
+  // RudderStack's order is [group job], [job, patch 2], [patch 1]; Sluice keeps the events' order.
+  expect(out).toEqual([
+    patch("test_1@rudderstack.com"),
+    v1Job({ email: "test@rudderstack.com", phone_number: "+12 345 578 900", channels: { email: ["MARKETING"], sms: ["MARKETING"] } }),
+    patch("test@rudderstack.com"),
+    v1Job({ email: "test@rudderstack.com", phone_number: "+12 345 678 900" }),
+  ]);
+  expect(errors).toEqual(["Event type random is not supported", "groupId is a required field for group events"]);
+});
+
+test("KLAVIYO RudderStack fixture: v1 router merges the jobs of several identifies for one list, job first", () => {
+  const events = [1, 2].map((n) =>
+    identify({ userId: `u${n}`, context: { externalId: [{ type: "klaviyo-profileId", id: `p${n}` }], traits: { email: `u${n}@rs.com`, properties: { listId: "L", subscribe: true } } } }),
+  );
+  const { out } = routerRun(events, ctx());
+  expect(out.map((r) => `${r.method} ${r.endpoint.replace(API, "")}`)).toEqual([`POST ${CREATE}`, "PATCH /profiles/p1", "PATCH /profiles/p2"]);
+  expect((out[0]!.body.JSON as any).data.attributes.subscriptions).toEqual([{ email: "u1@rs.com" }, { email: "u2@rs.com" }]);
+});
+
+test("KLAVIYO RudderStack fixture: v2 router on the same input: profile then job, the plain profile, the group's job from its own consent", () => {
+  const { out, errors } = routerRun(commonInput(), v2());
+  const profile = (email: string) =>
+    post("/profile-import", { data: { type: "profile", attributes: { ...rtAttributes(email), anonymous_id: "97c46c81-3140-456d-b2a9-690d70aaca35" }, meta: { patch_properties: {} } } }, H2);
+  // RudderStack's order is [profile 2, job 2], [profile 1], [group job]; Sluice keeps the events' order.
+  expect(out).toEqual([
+    profile("test_1@rudderstack.com"),
+    profile("test@rudderstack.com"),
+    post(CREATE, job(true, [subProfile("SUBSCRIBED")], listXU), H2),
+    post(CREATE, job(true, [subProfile("SUBSCRIBED", ["email"], "+12 345 678 900")], listXU), H2),
+  ]);
+  expect(errors).toEqual(["Event type random is not supported", "groupId is a required field for group events"]);
+});
+
+test("KLAVIYO RudderStack fixture: v2 router rETL case: Sluice keeps the userId as external_id (RudderStack takes the KLAVIYO-profile_v2 external id)", () => {
+  const rEtl = (n: number, traits: Record<string, unknown>, top: boolean) =>
+    ({
+      channel: "web", type: "identify", anonymousId: `anonTestKlaviyo${n}`, userId: `testKlaviyo${n}`, ...(top && { traits }),
+      context: { mappedToDestination: "true", externalId: [{ id: traits.email, identifierType: "email", type: "KLAVIYO-profile_v2" }], ...(!top && { traits }) },
+    }) as unknown as SluiceEvent;
+  const { out } = routerRun(
+    [
+      rEtl(1, { properties: { subscribe: false }, email: "testklaviyo1@email.com", firstname: "Test Klaviyo 1" }, false),
+      rEtl(2, { email: "testklaviyo2@rs.com", firstname: "Test Klaviyo 2", properties: { subscribe: true, listId: "configListId", consent: ["email"] } }, true),
+    ],
+    v2(),
+  );
+  const profile = (n: number, email: string) =>
+    post("/profile-import", { data: { type: "profile", attributes: { external_id: `testKlaviyo${n}`, anonymous_id: `anonTestKlaviyo${n}`, email, first_name: `Test Klaviyo ${n}`, properties: {} }, meta: { patch_properties: {} } } }, H2);
+  expect(out).toEqual([
+    profile(2, "testklaviyo2@rs.com"),
+    post(CREATE, job(true, [emailOnly(2, "SUBSCRIBED")], configList), H2),
+    profile(1, "testklaviyo1@email.com"),
+  ]);
+});
+
 let s: TestServer;
 const sink = startSink(() => new Response(null, { status: 202 }));
 beforeAll(async () => {

@@ -10,6 +10,7 @@ import { endpointFor } from "../base-url";
 import { GENERIC_PATHS, destinationExternalId } from "../generic-fields";
 import { batchConsecutive, chunkItems, eventFilteringSchema, firstPresent, getPath, isEventAllowed, isPlainObject, isPresent, traitsOf } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
+import { isEmail } from "./email";
 
 const API = "https://api.hubapi.com";
 const TRACK_URL = "https://track.hubspot.com/v1/event";
@@ -163,6 +164,10 @@ function lookupValue(event: SluiceEvent, lookupField: string): { field: string; 
 
 function newApiIdentify(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
   const { config } = ctx;
+  // HubSpot refuses invalid e-mails; RudderStack checks the trait before anything else here
+  // (the legacy API's identify has no such check).
+  const email = traitsOf(event)?.email;
+  if (email && !isEmail(String(email))) throw new TransformError(`Email "${email}" is invalid`);
   if (!config.lookupField) throw new TransformError("lookupField is a required field in webapp config");
   const { headers, params } = authParts(config);
   const contactId = destinationExternalId(event, "hsContactId");

@@ -1,7 +1,8 @@
 /**
  * KLAVIYO's batching, as RudderStack's router does it for a run of identify (or of group)
- * events: the subscription jobs for one list become one job of up to 100 profiles, each
- * preceded by the profile requests of the identifies it came from; identifies without a
+ * events: the subscription jobs for one list become one job of up to 100 profiles, next to
+ * the profile requests of the identifies it came from (after them; before them for v1's
+ * `list_id` jobs, as RudderStack's v1 router sends them); identifies without a
  * subscription follow with their profile requests. Events, and anything between runs, keep
  * their place.
  */
@@ -55,8 +56,10 @@ function mergeRun(units: Unit[]): DestinationRequest[] {
   for (const group of groups.values()) {
     for (let i = 0; i < group.length; i += MAX_PROFILES) {
       const chunk = group.slice(i, i + MAX_PROFILES);
-      out.push(...chunk.flatMap((u) => (u.profile ? [u.profile] : [])));
-      out.push(withUserKey(mergeJobs(chunk.map((u) => u.job!)), chunk));
+      const profiles = chunk.flatMap((u) => (u.profile ? [u.profile] : []));
+      const job = withUserKey(mergeJobs(chunk.map((u) => u.job!)), chunk);
+      // RudderStack's v1 router sends the subscription job ahead of the profiles; v2 and v3 send it after them.
+      out.push(...(isV1Job(job) ? [job, ...profiles] : [...profiles, job]));
     }
   }
   out.push(...units.filter((u) => !u.job).map((u) => u.profile!));
