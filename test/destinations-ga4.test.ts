@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setSystemTime, test } from "bun:test";
 import { ga4 } from "../src/destinations/ga4";
 import type { DestinationContext, DestinationRequest, SluiceEvent } from "../src/destinations/types";
+import { type TestServer, api, cleanup, createSource, sendEvent, startSink, startSluice, waitFor } from "./helpers";
 
 const gtag = { apiSecret: "sec_1", typesOfClient: "gtag", measurementId: "G-ABC123" };
 const ctx = (config: Record<string, any> = gtag, baseUrl?: string): DestinationContext => ({
@@ -1113,5 +1114,83 @@ describe("GA4 RudderStack fixtures", () => {
     ]);
     // The Test API takes only defaultConfig keys, so a config copied from RudderStack must fit.
     for (const key of [...Object.keys(config), ...Object.keys(fxConfig)]) expect(ga4.config.defaultConfig).toContain(key);
+  });
+});
+
+describe("GA4 validation server answers (RudderStack's dataDelivery fixtures)", () => {
+  const debugRequest = () => ga4.transform(track("Signed Up"), ctx({ ...gtag, debugMode: true }))[0]!;
+  const check = (status: number, body: unknown) =>
+    ga4.checkResponse!({ status, body: typeof body === "string" ? body : JSON.stringify(body) }, debugRequest(), ctx({ ...gtag, debugMode: true }));
+
+  test("GA4 RudderStack fixture: an empty validationMessages list, and the collect endpoint's 204, are delivered", () => {
+    expect(check(200, { validationMessages: [] })).toEqual({ outcome: "ok" });
+    expect(check(204, "")).toEqual({ outcome: "ok" });
+    expect(check(200, "not json")).toEqual({ outcome: "ok" });
+  });
+
+  test("GA4 RudderStack fixture: an invalid event name aborts with the validation server's first message", () => {
+    const validationMessages = [
+      {
+        fieldPath: "events",
+        description: "Event at index: [0] has invalid name [campaign@details]. Only alphanumeric characters and underscores are allowed.",
+        validationCode: "NAME_INVALID",
+      },
+      { fieldPath: "events.params", description: "second", validationCode: "VALUE_INVALID" },
+    ];
+    expect(check(200, { validationMessages })).toEqual({
+      outcome: "abort",
+      error:
+        "Validation Server Response Handler:: Validation Error for ga4 of field path :events | NAME_INVALID-Event at index: [0] has invalid name [campaign@details]. Only alphanumeric characters and underscores are allowed.",
+    });
+  });
+
+  test("GA4 RudderStack fixture: a message without fieldPath reads 'field path :undefined'", () => {
+    const description = 'Validation of item.price should prevent conversion from unsupported value [string_value: "$19"]';
+    expect(check(200, { validationMessages: [{ description, validationCode: "INTERNAL_ERROR" }] })).toEqual({
+      outcome: "abort",
+      error: `Validation Server Response Handler:: Validation Error for ga4 of field path :undefined | INTERNAL_ERROR-${description}`,
+    });
+  });
+
+  const duplicated = {
+    fieldPath: "events.params",
+    description: 'The event param [string_value: "1.5kg"] has a duplicate name [details_specifications_weight].',
+    validationCode: "NAME_DUPLICATED",
+  };
+  const sink = startSink((req) => Response.json({ validationMessages: req.body?.events?.[0]?.name === "bad_event" ? [duplicated] : [] }));
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startSluice({ args: ["--destination-base-url", `GA4=${sink.url}`, "--retry-backoff-ms", "20"] });
+  });
+  afterAll(async () => {
+    await s.stop();
+    sink.stop();
+    cleanup(s.dataDir);
+  });
+
+  test("GA4 through the pipeline with debugMode: a 200 answer with validation messages aborts the event with RudderStack's text", async () => {
+    const src = await createSource(s.url);
+    const dst = await api(s.url, "POST", "/v2/destinations", { name: "ga4", type: "GA4", config: { ...gtag, debugMode: true }, sourceIds: [src.id] });
+    expect(dst.status).toBe(201);
+    const batch = [
+      { type: "track", anonymousId: "a-1", event: "good event" },
+      { type: "track", anonymousId: "a-2", event: "bad event" },
+    ];
+    expect((await sendEvent(s.url, src.writeKey, "batch", { batch })).status).toBe(200);
+    const stats = await waitFor(
+      async () => {
+        const st = (await api(s.url, "GET", `/v2/destinations/${dst.json.id}/stats`)).json;
+        return st.counts.succeeded === 1 && st.counts.aborted === 1 ? st : undefined;
+      },
+      { what: "one delivered and one aborted GA4 event" },
+    );
+    const error = `Validation Server Response Handler:: Validation Error for ga4 of field path :events.params | NAME_DUPLICATED-${duplicated.description}`;
+    expect(stats.lastError.error).toBe(error);
+    expect(sink.received.every((r) => r.path === "/debug/mp/collect")).toBe(true);
+    const row = s.sluice.db.$client.query("SELECT attempts, last_status, last_error, attempt_log FROM deliveries WHERE destination_id = ? AND state = 'aborted'").get(dst.json.id) as any;
+    // Aborted on the first answer: a validation error is not retried.
+    expect(row).toMatchObject({ attempts: 1, last_status: 200, last_error: error });
+    expect(JSON.parse(row.attempt_log)).toEqual([expect.objectContaining({ status: 200, error })]);
+    expect(sink.received).toHaveLength(2);
   });
 });

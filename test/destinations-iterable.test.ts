@@ -356,8 +356,109 @@ test("ITERABLE RudderStack fixture: deletion without an apiKey fails with Rudder
   expect(iterable.deleteUsers!([{ userId: "rudder7" }], fxCtx({ apiKey: FX_KEY, dataCenter: "EUDC" }))[0]!.endpoint).toBe(`${EU}/users/byUserId/rudder7`);
 });
 
+// RudderStack's dataDelivery fixtures (test/integrations/destinations/iterable/dataDelivery): what a 2xx answer means.
+const dataFields = (sendlocation: string) => ({ subject: "resume validate", sendtime: "2020-01-01", sendlocation });
+const trackItem = (email: string, sendlocation: string) => ({ dataFields: dataFields(sendlocation), email, userId: "abcdeeeeeeeexxxx102", eventName: "Email Opened", createdAt: 1598631966468 });
+const userItem = (email: string, name: string, userId: string) => ({
+  email,
+  dataFields: { city: "Bangalore", name, email: `${name}@website.com`, country: "India" },
+  userId,
+  preferUserId: true,
+  mergeNestedObjects: true,
+});
+const dlvHeaders = { "Content-Type": "application/json", api_key: "DUMMY_API_KEY" };
+const answer = (status: number, json: unknown) => ({ status, body: JSON.stringify(json) });
+/** Each event's verdict: the check of the bulk answer, read for each item's own request (as before batch()). */
+function verdicts(path: "events/track" | "users/update", items: Record<string, unknown>[], res: { status: number; body: string }) {
+  const bulk = path === "events/track" ? "events/trackBulk" : "users/bulkUpdate";
+  const sent = jsonRequest("POST", `${API}/${bulk}`, path === "events/track" ? { events: items } : { users: items }, dlvHeaders);
+  const check = iterable.checkResponse!(res, sent, fxCtx(fxConfig()));
+  if (check.outcome !== "per-event") return items.map(() => check);
+  return items.map((item) => check.verdictFor([jsonRequest("POST", `${API}/${path}`, item, dlvHeaders)]));
+}
+const trackFailures = {
+  successCount: 1,
+  failCount: 1,
+  invalidEmails: ["sayan"],
+  invalidUserIds: [],
+  disallowedEventNames: [],
+  filteredOutFields: [],
+  createdFields: [],
+  failedUpdates: { invalidEmails: ["sayan"], invalidUserIds: [], notFoundEmails: [], notFoundUserIds: [], forgottenEmails: [], forgottenUserIds: [] },
+  status: 200,
+};
+
+test("ITERABLE RudderStack fixture: a trackBulk answer with failCount 0 delivers every event", () => {
+  const res = answer(200, { ...trackFailures, successCount: 2, failCount: 0, invalidEmails: [], failedUpdates: { ...trackFailures.failedUpdates, invalidEmails: [] } });
+  expect(verdicts("events/track", [trackItem("sayan@gmail.com", "akashdeep@gmail.com"), trackItem("pradip@gmail.com", "pradip@gmail.com")], res)).toEqual([
+    { outcome: "ok" },
+    { outcome: "ok" },
+  ]);
+  // failCount 0 wins even over a listed email, as in RudderStack.
+  expect(verdicts("events/track", [trackItem("sayan", "x")], answer(200, { failCount: 0, invalidEmails: ["sayan"] }))).toEqual([{ outcome: "ok" }]);
+});
+
+test("ITERABLE RudderStack fixture: a partly failed trackBulk aborts only the event whose email is listed, naming the lists", () => {
+  expect(verdicts("events/track", [trackItem("sayan", "akashdeep@gmail.com"), trackItem("pradip@gmail.com", "pradip@gmail.com")], answer(200, trackFailures))).toEqual([
+    { outcome: "abort", error: 'email error:"sayan" in "invalidEmails,failedUpdates.invalidEmails".' },
+    { outcome: "ok" },
+  ]);
+});
+
+test("ITERABLE RudderStack fixture: a partly failed users/bulkUpdate aborts only the listed user", () => {
+  const failedUpdates = { invalidEmails: ["shrouti"], conflictEmails: [], conflictUserIds: [], invalidUserIds: [], notFoundEmails: [], notFoundUserIds: [], forgottenEmails: [], forgottenUserIds: [], invalidDataEmails: [], invalidDataUserIds: [] };
+  const res = answer(200, { successCount: 1, failCount: 1, invalidEmails: ["shrouti"], invalidUserIds: [], noOpEmails: [], noOpUserIds: [], filteredOutFields: [], createdFields: [], failedUpdates });
+  expect(verdicts("users/update", [userItem("manashi@website.com", "manashi", "abcdeeeeeeeexxxx102"), userItem("shrouti", "shrouti", "abcdeeeegggggxxxx102")], res)).toEqual([
+    { outcome: "ok" },
+    { outcome: "abort", error: 'email error:"shrouti" in "invalidEmails,failedUpdates.invalidEmails".' },
+  ]);
+});
+
+test("ITERABLE RudderStack fixture: user ids, emails and disallowed event names are named in that order", () => {
+  const res = answer(200, { failCount: 1, invalidEmails: ["test@example.com"], invalidUserIds: ["user123"], disallowedEventNames: ["blockedEvent"], failedUpdates: { notFoundUserIds: ["user123"] } });
+  expect(verdicts("events/track", [{ email: "test@example.com", userId: "user123", eventName: "blockedEvent" }, { email: "other@example.com", userId: "u9", eventName: "fine" }], res)).toEqual([
+    {
+      outcome: "abort",
+      error: 'userId error:"user123" in "invalidUserIds,failedUpdates.notFoundUserIds".email error:"test@example.com" in "invalidEmails".eventName error:"blockedEvent" in "disallowedEventNames".',
+    },
+    { outcome: "ok" },
+  ]);
+});
+
+test("ITERABLE RudderStack fixture: single calls' and catalog uploads' 2xx answers are delivered as they are", () => {
+  const ctxFx = fxCtx(fxConfig());
+  const single = jsonRequest("POST", `${API}/events/track`, { ...trackItem("sayan@gmail.com", "x"), id: "1234" }, dlvHeaders);
+  expect(iterable.checkResponse!(answer(200, { msg: "Event with id: 1234 tracked.", code: "Success", params: { id: "1234" } }), single, ctxFx)).toEqual({ outcome: "ok" });
+  // Even an answer that lists the email: only bulk calls are read item by item.
+  expect(iterable.checkResponse!(answer(200, { failCount: 1, invalidEmails: ["sayan@gmail.com"] }), single, ctxFx)).toEqual({ outcome: "ok" });
+  const catalog = jsonRequest("POST", `${API}/catalogs/test-ruchira/items`, { documents: { Tiffany: { ruchira: "donaldbaker@ellis.com", new_field2: "GB" } }, replaceUploadedFieldsOnly: true }, dlvHeaders);
+  expect(iterable.checkResponse!(answer(200, { code: "Success", msg: "Request to bulk-upload documents into test-ruchira processed successfully", params: null }), catalog, ctxFx)).toEqual({
+    outcome: "ok",
+  });
+});
+
+test("ITERABLE: batch() output read against its answer finds each event's own request", () => {
+  const events = [
+    fx({ type: "track", userId: "u-1", event: "Signed Up", properties: { email: "bad@example.com" } }),
+    fx({ type: "track", userId: "u-2", event: "Signed Up", properties: { email: "good@example.com" } }),
+  ];
+  const [bulk] = iterable.batch!(events.flat(), fxCtx(fxConfig()));
+  expect(bulk!.endpoint).toBe(`${API}/events/trackBulk`);
+  const check = iterable.checkResponse!(answer(200, { failCount: 1, invalidEmails: ["bad@example.com"] }), bulk!, fxCtx(fxConfig()));
+  expect(check.outcome).toBe("per-event");
+  if (check.outcome !== "per-event") return;
+  expect(events.map((own) => check.verdictFor(own))).toEqual([{ outcome: "abort", error: 'email error:"bad@example.com" in "invalidEmails".' }, { outcome: "ok" }]);
+  // An event whose requests are not in this call is not judged by its answer.
+  expect(check.verdictFor(fx({ type: "identify", userId: "u-1", traits: { email: "bad@example.com" } }))).toEqual({ outcome: "ok" });
+});
+
 let s: TestServer;
-const sink = startSink(() => Response.json({ code: "Success" }));
+// Like Iterable's trackBulk, the sink answers 200 and lists the emails it refused (here: those starting "bad").
+const sink = startSink((req) => {
+  if (req.path !== "/api/events/trackBulk") return Response.json({ code: "Success" });
+  const refused = (req.body.events as any[]).map((e) => e.email).filter((e) => typeof e === "string" && e.startsWith("bad"));
+  return Response.json({ successCount: req.body.events.length - refused.length, failCount: refused.length, invalidEmails: refused, failedUpdates: { invalidEmails: refused } });
+});
 beforeAll(async () => {
   s = await startSluice({ args: ["--destination-base-url", `ITERABLE=${sink.url}`, "--retry-backoff-ms", "20"] });
 });
@@ -380,4 +481,36 @@ test("ITERABLE through the pipeline: events arrive on trackBulk with the api_key
   expect((await api(s.url, "POST", "/v2/regulations", { regulationType: "suppress_with_delete", destinationIds: [dst.json.id], users: [{ userId: "u-3" }] })).status).toBe(201);
   const del = await waitFor(() => sink.received.find((r) => r.method === "DELETE"), { what: "the deletion request" });
   expect(del.path).toBe("/api/users/byUserId/u-3");
+});
+
+test("ITERABLE through the pipeline: a trackBulk answer listing an email aborts that event only, with RudderStack's text", async () => {
+  const src = await createSource(s.url);
+  const dst = await api(s.url, "POST", "/v2/destinations", { name: "it-partial", type: "ITERABLE", config: { apiKey: "k-2" }, sourceIds: [src.id] });
+  expect(dst.status).toBe(201);
+  const batch = [
+    { type: "track", userId: "p-1", event: "Opened", properties: { email: "good-1@example.com" } },
+    { type: "track", userId: "p-2", event: "Opened", properties: { email: "bad@example.com" } },
+    { type: "track", userId: "p-3", event: "Opened", properties: { email: "good-2@example.com" } },
+  ];
+  expect((await sendEvent(s.url, src.writeKey, "batch", { batch })).status).toBe(200);
+  const stats = await waitFor(
+    async () => {
+      const st = (await api(s.url, "GET", `/v2/destinations/${dst.json.id}/stats`)).json;
+      return st.counts.succeeded === 2 && st.counts.aborted === 1 ? st : undefined;
+    },
+    { what: "two delivered and one aborted Iterable event" },
+  );
+  const error = 'email error:"bad@example.com" in "invalidEmails,failedUpdates.invalidEmails".';
+  expect(stats.lastError.error).toBe(error);
+  const rows = s.sluice.db.$client
+    .query("SELECT d.state, d.attempts, d.last_status, d.last_error, d.attempt_log, e.payload FROM deliveries d JOIN events e ON e.id = d.event_id WHERE d.destination_id = ?")
+    .all(dst.json.id) as any[];
+  const aborted = rows.find((r) => r.state === "aborted");
+  expect(JSON.parse(aborted.payload).userId).toBe("p-2");
+  expect(aborted).toMatchObject({ attempts: 1, last_status: 200, last_error: error });
+  expect(JSON.parse(aborted.attempt_log)).toEqual([expect.objectContaining({ status: 200, error })]);
+  expect(rows.filter((r) => r.state === "succeeded").map((r) => r.last_error)).toEqual([null, null]);
+  // Nothing is sent again: the refused event is aborted, the others were delivered.
+  const sent = sink.received.filter((r) => r.headers.api_key === "k-2").flatMap((r) => r.body.events as any[]);
+  expect(sent.map((e) => e.userId).sort()).toEqual(["p-1", "p-2", "p-3"]);
 });

@@ -67,6 +67,12 @@ export interface DestinationDefinition {
    * where the service's batching needs it (BRAZE sends identify merges first, as RudderStack).
    */
   batch?(requests: DestinationRequest[], ctx: DestinationContext): DestinationRequest[];
+  /**
+   * Optional: what a 2xx answer means, for services that report failures in a successful answer
+   * (GA4's validation server, ITERABLE's bulk calls). Called with the whole answer text and the
+   * request as sent (after batch()); without it every 2xx answer is delivered.
+   */
+  checkResponse?(answer: { status: number; body: string }, request: DestinationRequest, ctx: DestinationContext): ResponseCheck;
   /** Optional: the requests that delete these users at the service (regulations, suppress_with_delete). */
   deleteUsers?(users: Array<{ userId: string; [k: string]: string }>, ctx: DestinationContext): DestinationRequest[];
   /** Set for kinds the server delivers itself (queues, storage); the Test API refuses them (spec §4.4). */
@@ -74,6 +80,17 @@ export interface DestinationDefinition {
   /** Set for key-value-store and object-storage kinds: deletion takes userId only (spec §4.2 rule 2). */
   deletionByUserIdOnly?: boolean;
 }
+
+/** What a 2xx answer means for the events of one request: delivered, or failed with this message. */
+export type ResponseVerdict = { outcome: "ok" } | { outcome: "retry" | "abort"; error: string };
+
+/**
+ * A kind's reading of a 2xx answer (`checkResponse`): one verdict for every event of the request,
+ * or, where the answer names failed items of a batched request, a verdict per event, given the
+ * requests that event's transform produced (`own`, as before batch()); an event with none of its
+ * requests in this one is "ok".
+ */
+export type ResponseCheck = ResponseVerdict | { outcome: "per-event"; verdictFor(own: DestinationRequest[]): ResponseVerdict };
 
 /** A transform failure: the event is aborted with this message (never retried). */
 export class TransformError extends Error {

@@ -10,7 +10,7 @@ import type { Db } from "../../db";
 import type { ConfigStore, DestinationRuntime } from "../control-plane/config-store";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
-import type { DestinationRequest } from "../destinations/types";
+import type { DestinationRequest, ResponseCheck, ResponseVerdict } from "../destinations/types";
 import type { LiveEvents } from "./live-events";
 import type { OutcomeWriter, OutcomeRow } from "./outcomes";
 import { type Outcome, RESPONSE_KEEP_BYTES, sendRequest } from "./send";
@@ -44,6 +44,13 @@ const TRANSFORM_OVERLAP = 8;
 const BATCH_MAX = 100;
 const REFILL_BELOW = 1000;
 const KEEP_ATTEMPTS = 10;
+
+/** A 2xx answer whose kind named failed items: each event's verdict is read once every request is sent. */
+interface ItemCheck {
+  status: number;
+  response: string;
+  verdictFor(own: DestinationRequest[]): ResponseVerdict;
+}
 
 class DestinationQueue {
   users = new Map<string, Queued[]>();
@@ -280,7 +287,8 @@ export class Router {
    * One batch: each event through the user transformation and the kind's transform,
    * then the kind's batch() merges the requests and they are sent in order. A batched
    * request's outcome is every included event's outcome (as RudderStack records it):
-   * at least once, never lost.
+   * at least once, never lost. Only where the kind's checkResponse reads failed items out
+   * of a 2xx answer do events of one request get different outcomes.
    */
   private async executeBatch(q: DestinationQueue, dest: DestinationRuntime, heads: Queued[]): Promise<Array<Outcome | { kind: "filtered"; ms: number }>> {
     const started = performance.now();
@@ -288,6 +296,7 @@ export class Router {
     // Requests keep the order of the heads, which is the order of the queue.
     const requests = prepared.flatMap((p) => ("requests" in p ? p.requests.map((r) => r.request) : []));
     let common: Outcome | undefined;
+    let itemChecks: ItemCheck[] = [];
     if (requests.length) {
       const ctx = destinationContext(this.stages.baseUrls, dest);
       let merged: DestinationRequest[];
@@ -297,10 +306,12 @@ export class Router {
         merged = requests;
         this.log.warn("batching failed; sending one by one", { err, destinationId: dest.id });
       }
-      common = await this.sendInOrder(q, merged.map((request) => ({ request })));
+      ({ last: common, itemChecks } = await this.sendInOrder(q, dest, merged.map((request) => ({ request }))));
     }
     const ms = performance.now() - started;
-    return prepared.map((p) => ("requests" in p ? { ...(common as Outcome), ms } : { ...p.outcome, ms: 0 }));
+    return prepared.map((p) =>
+      "requests" in p ? { ...this.eventOutcome(dest, common as Outcome, itemChecks, p.requests.map((r) => r.request)), ms } : { ...p.outcome, ms: 0 },
+    );
   }
 
   /** Runs the stages for one delivery and returns its outcome; never throws for a destination's failure. */
@@ -308,7 +319,9 @@ export class Router {
     const started = performance.now();
     const prepared = await this.prepare(dest, item);
     if (!("requests" in prepared)) return { ...prepared.outcome, ms: performance.now() - started };
-    return (await this.sendInOrder(q, prepared.requests)) ?? { kind: "filtered", ms: performance.now() - started };
+    const { last, itemChecks } = await this.sendInOrder(q, dest, prepared.requests);
+    if (!last) return { kind: "filtered", ms: performance.now() - started };
+    return this.eventOutcome(dest, last, itemChecks, prepared.requests.map((r) => r.request));
   }
 
   /**
@@ -334,9 +347,17 @@ export class Router {
     return requests.length ? { requests } : { outcome: { kind: "filtered" } };
   }
 
-  /** Sends in order over the destination's bounded connections; stops at the first request not delivered. */
-  private async sendInOrder(q: DestinationQueue, sends: Array<{ request: DestinationRequest; messageId?: string }>): Promise<Outcome | undefined> {
+  /**
+   * Sends in order over the destination's bounded connections; stops at the first request not
+   * delivered, which includes a 2xx answer the kind's checkResponse reads as a failure.
+   */
+  private async sendInOrder(
+    q: DestinationQueue,
+    dest: DestinationRuntime,
+    sends: Array<{ request: DestinationRequest; messageId?: string }>,
+  ): Promise<{ last: Outcome | undefined; itemChecks: ItemCheck[] }> {
     let last: Outcome | undefined;
+    const itemChecks: ItemCheck[] = [];
     for (const { request, messageId } of sends) {
       await this.acquireConnection(q);
       try {
@@ -344,9 +365,53 @@ export class Router {
       } finally {
         this.releaseConnection(q);
       }
+      if (last.kind === "delivered") last = this.readAnswer(dest, request, last, itemChecks);
       if (last.kind !== "delivered") break;
     }
-    return last;
+    return { last, itemChecks };
+  }
+
+  /** The kind's reading of a 2xx answer: delivered, a failure of the whole request, or per-event checks kept for later. */
+  private readAnswer(dest: DestinationRuntime, request: DestinationRequest, out: Extract<Outcome, { kind: "delivered" }>, itemChecks: ItemCheck[]): Outcome {
+    const def = dest.definition;
+    if (!def?.checkResponse) return out;
+    let check: ResponseCheck;
+    try {
+      check = def.checkResponse({ status: out.status, body: out.body }, request, destinationContext(this.stages.baseUrls, dest));
+    } catch (err) {
+      // The service took the request: a kind that cannot read the answer must not make it a failure.
+      this.log.warn("could not check the destination's answer", { err, destinationId: dest.id });
+      return out;
+    }
+    if (check.outcome === "ok") return out;
+    if (check.outcome === "per-event") {
+      itemChecks.push({ status: out.status, response: out.response, verdictFor: check.verdictFor });
+      return out;
+    }
+    return { kind: check.outcome, status: out.status, response: out.response, error: check.error, ms: out.ms };
+  }
+
+  /**
+   * One event's outcome: the common one of its requests, unless an answer named this event's
+   * own items as failed. An abort for its own data stands whatever happened to the rest (sending
+   * it again cannot help); a retry for it applies only when everything else was delivered.
+   */
+  private eventOutcome(dest: DestinationRuntime, common: Outcome, itemChecks: ItemCheck[], own: DestinationRequest[]): Outcome {
+    let retry: Outcome | undefined;
+    for (const check of itemChecks) {
+      let verdict: ResponseVerdict;
+      try {
+        verdict = check.verdictFor(own);
+      } catch (err) {
+        this.log.warn("could not check the destination's answer", { err, destinationId: dest.id });
+        continue;
+      }
+      if (verdict.outcome === "ok") continue;
+      const failed = { kind: verdict.outcome, status: check.status, response: check.response, error: verdict.error, ms: common.ms };
+      if (verdict.outcome === "abort") return failed;
+      retry ??= failed;
+    }
+    return common.kind === "delivered" && retry ? retry : common;
   }
 
   private acquireConnection(q: DestinationQueue): Promise<void> | void {

@@ -5,7 +5,8 @@
 import type { DestinationRequest } from "../destinations/types";
 
 export type Outcome =
-  | { kind: "delivered"; status: number; response: string; ms: number }
+  /** `body`: the whole answer, for the kind's checkResponse; only `response` (its first KB) is stored. */
+  | { kind: "delivered"; status: number; response: string; body: string; ms: number }
   | { kind: "retry"; status?: number; response: string; error?: string; retryAfterMs?: number; ms: number }
   | { kind: "abort"; status?: number; response: string; error: string; ms: number };
 
@@ -92,7 +93,7 @@ export async function sendRequest(
   const keep = opts.keepBytes ?? RESPONSE_KEEP_BYTES;
   const response = text.length > keep ? text.slice(0, keep) : text;
   const ms = performance.now() - started;
-  if (res.status >= 200 && res.status < 300) return { kind: "delivered", status: res.status, response, ms };
+  if (res.status >= 200 && res.status < 300) return { kind: "delivered", status: res.status, response, body: text, ms };
   if (RETRYABLE(res.status)) return { kind: "retry", status: res.status, response, error: `destination answered ${res.status}`, retryAfterMs: parseRetryAfter(res.headers.get("retry-after")), ms };
   return { kind: "abort", status: res.status, response, error: `destination answered ${res.status}`, ms };
 }

@@ -2,7 +2,8 @@
  * GA4: events through the Measurement Protocol (`/mp/collect`), for web (gtag: client_id +
  * measurement_id) or app (firebase: app_instance_id + firebase_app_id) clients. RudderStack's
  * ecommerce events map to GA4's recommended events (see mapping.ts); page → page_view,
- * group → join_group. One event per request, as RudderStack sends them.
+ * group → join_group. One event per request, as RudderStack sends them. With `debugMode` the
+ * validation server's complaints abort the event (response.ts).
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
@@ -34,6 +35,7 @@ import {
   mapParams,
   sourceNames,
 } from "./mapping";
+import { checkGa4Response } from "./response";
 
 type Obj = Record<string, any>;
 
@@ -307,4 +309,5 @@ export const ga4: DestinationDefinition = {
       }),
     ];
   },
+  checkResponse: (answer) => checkGa4Response(answer),
 };

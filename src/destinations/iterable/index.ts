@@ -4,7 +4,8 @@
  * commerce/updateCart), page and screen → events/track under RudderStack's event names, alias →
  * users/updateEmail. With `registerDeviceOrBrowserApiKey`, an identify carrying a push token also
  * registers the device or browser. Reverse-ETL identifies update users or upsert catalog items
- * (see retl.ts); batch.ts merges them into Iterable's bulk calls as RudderStack's router does.
+ * (see retl.ts); batch.ts merges them into Iterable's bulk calls as RudderStack's router does,
+ * and response.ts aborts the events whose items a bulk call's answer lists as failed.
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
@@ -12,6 +13,7 @@ import { genericField } from "../generic-fields";
 import { compact, EVENT_FILTERING_KEYS, firstPresent, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, eventFilteringSchema } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 import { batchIterable } from "./batch";
+import { checkIterableResponse } from "./response";
 import { isRetl, iterableExternalId, withExternalIdInTraits } from "./retl";
 
 type Obj = Record<string, any>;
@@ -221,6 +223,7 @@ export const iterable: DestinationDefinition = {
     }
   },
   batch: batchIterable,
+  checkResponse: (answer, request) => checkIterableResponse(answer, request),
   deleteUsers(users, ctx) {
     if (!isPresent(ctx.config.apiKey)) throw new TransformError("api key for deletion not present");
     const apiKey = String(ctx.config.apiKey);
