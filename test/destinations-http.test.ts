@@ -170,13 +170,16 @@ test("HTTP event filtering: whitelisted keeps only listed track events, blacklis
   expect(http.transform({ ...track, event: "Other" }, ctx(deny))).toHaveLength(1);
 });
 
-test("HTTP missing apiUrl or auth credentials → TransformError naming the key", () => {
-  expect(() => http.transform(track, ctx({}))).toThrow("destination config is missing 'apiUrl'");
-  expect(() => http.transform(track, ctx({ apiUrl: "https://a.example.com", auth: "basicAuth" }))).toThrow(
-    "destination config is missing 'username'",
+test("HTTP missing apiUrl or auth credentials → RudderStack's texts", () => {
+  const url = { apiUrl: "https://a.example.com" };
+  expect(() => http.transform(track, ctx({}))).toThrow("API URL is required. Aborting");
+  expect(() => http.transform(track, ctx({ ...url, auth: "basicAuth" }))).toThrow("Username is required for Basic Authentication. Aborting");
+  expect(() => http.transform(track, ctx({ ...url, auth: "bearerTokenAuth" }))).toThrow("Token is required for Bearer Token Authentication. Aborting");
+  expect(() => http.transform(track, ctx({ ...url, auth: "apiKeyAuth", apiKeyValue: "v" }))).toThrow(
+    "API Key Name is required for API Key Authentication. Aborting",
   );
-  expect(() => http.transform(track, ctx({ apiUrl: "https://a.example.com", auth: "bearerTokenAuth" }))).toThrow(
-    "destination config is missing 'bearerToken'",
+  expect(() => http.transform(track, ctx({ ...url, auth: "apiKeyAuth", apiKeyName: "x-key" }))).toThrow(
+    "API Key Value is required for API Key Authentication. Aborting",
   );
 });
 

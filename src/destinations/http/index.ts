@@ -88,16 +88,25 @@ function applyMappings(event: SluiceEvent, mappings: unknown): Record<string, an
   return out;
 }
 
+/** A config value the chosen auth needs, refused in RudderStack's words when it is empty. */
+function needed(ctx: DestinationContext, key: string, message: string): string {
+  const v = ctx.config[key];
+  if (v === undefined || v === null || v === "") throw new TransformError(message);
+  return String(v);
+}
+
 function authHeaders(ctx: DestinationContext): Record<string, string> {
   const c = ctx.config;
   switch (c.auth) {
     case "basicAuth":
-      requireConfig(ctx, "username");
+      needed(ctx, "username", "Username is required for Basic Authentication. Aborting");
       return { Authorization: basicAuth(String(c.username), String(c.password ?? "")) };
     case "bearerTokenAuth":
-      return { Authorization: `Bearer ${requireConfig(ctx, "bearerToken")}` };
-    case "apiKeyAuth":
-      return { [String(requireConfig(ctx, "apiKeyName"))]: String(requireConfig(ctx, "apiKeyValue")) };
+      return { Authorization: `Bearer ${needed(ctx, "bearerToken", "Token is required for Bearer Token Authentication. Aborting")}` };
+    case "apiKeyAuth": {
+      const name = needed(ctx, "apiKeyName", "API Key Name is required for API Key Authentication. Aborting");
+      return { [name]: needed(ctx, "apiKeyValue", "API Key Value is required for API Key Authentication. Aborting") };
+    }
     default:
       return {};
   }
@@ -171,7 +180,7 @@ export const http: DestinationDefinition = {
   },
   configSchema: HttpConfig,
   transform(event, ctx) {
-    const apiUrl = String(requireConfig(ctx, "apiUrl"));
+    const apiUrl = needed(ctx, "apiUrl", "API URL is required. Aborting");
     if (!isEventAllowed(event, ctx.config)) return [];
     const c = ctx.config;
     const method = String(c.method || "POST").toUpperCase() as DestinationRequest["method"];
