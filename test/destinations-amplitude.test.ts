@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { amplitude } from "../src/destinations/amplitude";
 import { parseUserAgent } from "../src/destinations/user-agent";
 import { type TestServer, api, cleanup, createSource, sendEvent, startSink, startSluice, waitFor } from "./helpers";
-import type { DestinationContext, DestinationRequest, SluiceEvent } from "../src/destinations/types";
+import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError } from "../src/destinations/types";
 
 const ctx = (config: Record<string, any> = {}, baseUrl?: string): DestinationContext => ({
   config: { apiKey: "am_key", ...config },
@@ -484,7 +484,7 @@ test("AM reverse-ETL track with an external user_id: it becomes user_id and stay
   expect(event).toEqual(before);
 });
 
-test("AM event_id: identify, track, page, screen and alias carry it; revenue and group do not", () => {
+test("AM event_id: identify, track, page, screen, group and alias carry it; revenue does not", () => {
   const integrations = { Amplitude: { event_id: 9 } };
   const eventIdOf = (e: Record<string, any>) => (amplitude.transform({ ...base, type: "track", ...e, integrations } as SluiceEvent, ctx())[0]!.body.JSON.events as any[])[0].event_id;
   expect(eventIdOf({ type: "identify" })).toBe(9);
@@ -492,7 +492,7 @@ test("AM event_id: identify, track, page, screen and alias carry it; revenue and
   expect(eventIdOf({ type: "page", name: "Home" })).toBe(9);
   expect(eventIdOf({ type: "screen", name: "Home" })).toBe(9);
   expect(eventIdOf({ type: "track", event: "Paid", properties: { revenue: 4, revenue_type: "Purchased" } })).toBeUndefined();
-  expect(eventIdOf({ type: "group", groupId: "g-1" })).toBeUndefined();
+  expect(eventIdOf({ type: "group", groupId: "g-1" })).toBe(9);
   const alias = amplitude.transform({ ...base, type: "alias", previousId: "old-1", integrations }, ctx())[0]!;
   expect(JSON.parse((alias.body.FORM as any).mapping[0]).event_id).toBe(9);
 });
@@ -859,4 +859,698 @@ test("AM RudderStack fixture: revenue with products, trackProductsOnce and no pe
       library: "rudderstack",
     },
   ]);
+});
+
+// Processor fixtures Tests 8–77 of the same file (rudder-transformer 0695b86c).
+const FX_PAGE = { ...routerContext.page };
+const FX_REF = { initial_referrer: "https://docs.rudderstack.com", initial_referring_domain: "docs.rudderstack.com" };
+const FX_CAMPAIGN = { source: "google", medium: "medium", term: "keyword", content: "some content", name: "some campaign", test: "other value" };
+const FX_UTM = { utm_source: "google", utm_medium: "medium", utm_term: "keyword", utm_content: "some content", utm_name: "some campaign", utm_test: "other value" };
+const UA_85 = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_5) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/85.0.4183.121 Safari/537.36";
+const UA_86 = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_6) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/86.0.4240.198 Safari/537.36";
+/** The web context of the group and alias fixtures (Chrome 85, campaign, app 1.1.5). */
+const fxGroupContext = {
+  ...routerContext,
+  app: { ...routerContext.app, version: "1.1.5" },
+  library: { name: "RudderLabs JavaScript SDK", version: "1.1.5" },
+  traits: { name: "Shehan Study", category: "SampleIdentify", email: "test@rudderstack.com", plan: "Open source", logins: 5, createdAt: 1599264000 },
+  userAgent: UA_85,
+  campaign: FX_CAMPAIGN,
+};
+const fxGroupTraits = {
+  KEY_3: { CHILD_KEY_92: "value_95", CHILD_KEY_102: "value_103" },
+  KEY_2: { CHILD_KEY_92: "value_95", CHILD_KEY_102: "value_103" },
+  name_trait: "Company",
+  value_trait: "ABC",
+};
+const fxGroup = (fields: Record<string, any> = {}): SluiceEvent => ({
+  channel: "web",
+  context: fxGroupContext,
+  type: "group",
+  messageId: "e5034df0-a404-47b4-a463-76df99934fea",
+  originalTimestamp: "2020-10-20T07:54:58.983Z",
+  anonymousId: "my-anonymous-id-new",
+  userId: "sampleusrRudder3",
+  integrations: { All: true },
+  groupId: "Sample_groupId23",
+  traits: fxGroupTraits,
+  ...fields,
+});
+const fxGroupEvent = {
+  os_name: "Chrome",
+  os_version: "85.0.4183.121",
+  device_model: "Mac",
+  platform: "Web",
+  device_id: "my-anonymous-id-new",
+  app_name: "RudderLabs JavaScript SDK",
+  app_version: "1.1.5",
+  language: "en-US",
+  user_properties: { ...FX_REF, ...FX_UTM, Company: "ABC" },
+  event_type: "$identify",
+  groups: { Company: "ABC" },
+  time: 1603180498983,
+  user_id: "sampleusrRudder3",
+  session_id: -1,
+  library: "rudderstack",
+};
+const amRequest = (events: unknown[], host = "https://api2.amplitude.com") =>
+  request(`${host}/2/httpapi`, { "Content-Type": "application/json" }, { JSON: { api_key: "abcde", events, options: { min_id_length: 1 } } });
+const amForm = (path: string, form: Record<string, unknown>, host = "https://api2.amplitude.com") => request(`${host}/${path}`, {}, { FORM: { api_key: "abcde", ...form } });
+const fxConfig = (config: Record<string, any> = {}) => ctx({ apiKey: "abcde", ...config });
+/** RudderStack's http-source fixtures carry no messageId (so no insert_id is sent). */
+const fxHttp = (event: Record<string, any>) => event as SluiceEvent;
+/** The web page fixture (Tests 8, 9, 63, 70–72): "ApplicationLoaded" with request_ip and a string session_id. */
+const fxPageEvent = (fields: Record<string, any> = {}): SluiceEvent => ({
+  channel: "web",
+  context: { ...routerContext, traits: { email: "test@rudderstack.com", anonymousId: "12345" } },
+  request_ip: "1.1.1.1",
+  type: "page",
+  messageId: "5e10d13a-bf9a-44bf-b884-43a9e591ea71",
+  session_id: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22",
+  originalTimestamp: "2019-10-14T11:15:18.299Z",
+  anonymousId: "00000000000000000000000000",
+  userId: "12345",
+  properties: FX_PAGE,
+  integrations: { All: true },
+  name: "ApplicationLoaded",
+  sentAt: "2019-10-14T11:15:53.296Z",
+  ...fields,
+});
+const fxPageSent = (fields: Record<string, any> = {}) => ({
+  ...webDevice,
+  device_id: "00000000000000000000000000",
+  event_type: "Viewed ApplicationLoaded Page",
+  event_properties: { ...FX_PAGE, name: "ApplicationLoaded" },
+  insert_id: "5e10d13a-bf9a-44bf-b884-43a9e591ea71",
+  ip: "1.1.1.1",
+  user_properties: { ...FX_REF, email: "test@rudderstack.com", anonymousId: "12345" },
+  user_id: "12345",
+  time: 1571051718299,
+  ...fields,
+});
+
+test("AM RudderStack fixture: page with integrations.Amplitude.groups carries the groups (Tests 8, 9)", () => {
+  expect(amplitude.transform(fxPageEvent(), fxConfig())).toEqual([amRequest([fxPageSent()])]);
+  const withGroups = fxPageEvent({ integrations: { All: false, Amplitude: { groups: { Company: "ABC" } } } });
+  expect(amplitude.transform(withGroups, fxConfig())).toEqual([amRequest([fxPageSent({ groups: { Company: "ABC" } })])]);
+});
+
+test("AM RudderStack fixture: identify reads top-level traits over context.traits; address spread, city/country top-level (Test 11)", () => {
+  const event: SluiceEvent = {
+    channel: "web",
+    context: {
+      ...routerContext,
+      ip: "0.0.0.0",
+      traits: { address: { city: "Sealdah", country: "India", postalCode: 700014, state: "WB", street: "" } },
+    },
+    traits: {
+      anonymousId: "123456",
+      email: "test@rudderstack.com",
+      address: { city: "kolkata", country: "India", postalCode: 712136, state: "WB", street: "" },
+      ip: "0.0.0.0",
+      age: 26,
+    },
+    type: "identify",
+    messageId: "84e26acc-56a5-4835-8233-591137fca468",
+    session_id: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22",
+    originalTimestamp: "2019-10-14T09:03:17.562Z",
+    anonymousId: "123456",
+    userId: "123456",
+    integrations: { All: true },
+  };
+  expect(amplitude.transform(event, fxConfig())).toEqual([
+    amRequest([
+      {
+        ...webDevice,
+        device_id: "123456",
+        insert_id: "84e26acc-56a5-4835-8233-591137fca468",
+        ip: "0.0.0.0",
+        user_properties: { ...FX_REF, anonymousId: "123456", email: "test@rudderstack.com", postalCode: 712136, state: "WB", street: "", ip: "0.0.0.0", age: 26 },
+        event_type: "$identify",
+        time: 1571043797562,
+        user_id: "123456",
+        country: "India",
+        city: "kolkata",
+      },
+    ]),
+  ]);
+});
+
+test("AM RudderStack fixture: session_id from '1598597129', 'user:1598597129', a number, or -1; then context.sessionId (Tests 12–15, 65–68)", () => {
+  const identify = (fields: Record<string, any>): SluiceEvent => fxHttp({
+    type: "identify",
+    userId: "ubcdfghi0001",
+    anonymousId: "123456",
+    timestamp: "2020-08-28T09:00:00.000Z",
+    context: {
+      traits: { device_id: "adddd0001", device_os: "ios", device_make: "apple iphone", app_version: "v1.0", timestamp: "2020-08-28 09:00:00" },
+      library: { name: "http" },
+    },
+    ...fields,
+  });
+  const expected = (session_id: number) => [
+    amRequest([
+      {
+        // A context trait named device_id is only a user property: RudderStack reads field overrides from top-level traits.
+        device_id: "123456",
+        user_properties: { device_id: "adddd0001", device_os: "ios", device_make: "apple iphone", app_version: "v1.0", timestamp: "2020-08-28 09:00:00" },
+        event_type: "$identify",
+        time: Date.parse("2020-08-28T09:00:00.000Z"),
+        user_id: "ubcdfghi0001",
+        session_id,
+        library: "rudderstack",
+      },
+    ]),
+  ];
+  expect(amplitude.transform(identify({ session_id: "1598597129" }), fxConfig())).toEqual(expected(1598597129));
+  expect(amplitude.transform(identify({ session_id: "user:1598597129" }), fxConfig())).toEqual(expected(1598597129));
+  expect(amplitude.transform(identify({ session_id: 1598597129 }), fxConfig())).toEqual(expected(1598597129));
+  expect(amplitude.transform(identify({}), fxConfig())).toEqual(expected(-1));
+  const sessionOf = (fields: Record<string, any>) => sent(amplitude.transform(identify(fields), fxConfig())).session_id;
+  expect(sessionOf({ context: { sessionId: "1662393792" } })).toBe(1662393792);
+  expect(sessionOf({ session_id: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22", context: { sessionId: "1662393792" } })).toBe(1662393792);
+  expect(sessionOf({ context: { sessionId: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22" } })).toBe(-1);
+});
+
+test("AM RudderStack fixture: group from integrations groups, or from groupTypeTrait/groupValueTrait with group_properties (Tests 16, 17, 54)", () => {
+  const viaIntegrations = fxGroup({ integrations: { All: true, Amplitude: { groups: { group_type: "Company", group_value: "ABC" } } } });
+  expect(amplitude.transform(viaIntegrations, fxConfig())).toEqual([
+    amRequest([fxGroupEvent]),
+    amForm("groupidentify", { identification: ['{"group_type":"Company","group_value":"ABC"}'] }),
+  ]);
+  const identification = [
+    '{"group_type":"Company","group_value":"ABC","group_properties":{"KEY_3":{"CHILD_KEY_92":"value_95","CHILD_KEY_102":"value_103"},"KEY_2":{"CHILD_KEY_92":"value_95","CHILD_KEY_102":"value_103"},"name_trait":"Company","value_trait":"ABC"}}',
+  ];
+  expect(amplitude.transform(fxGroup(), fxConfig({ groupTypeTrait: "name_trait", groupValueTrait: "value_trait" }))).toEqual([
+    amRequest([fxGroupEvent]),
+    amForm("groupidentify", { identification }),
+  ]);
+  const eu = "https://api.eu.amplitude.com";
+  expect(amplitude.transform(fxGroup(), fxConfig({ groupTypeTrait: "name_trait", groupValueTrait: "value_trait", residencyServer: "EU" }))).toEqual([
+    amRequest([fxGroupEvent], eu),
+    amForm("groupidentify", { identification }, eu),
+  ]);
+});
+
+test("AM RudderStack fixture: group with an integer integrations event_id carries it (Test 61)", () => {
+  const event = fxGroup({ integrations: { All: true, Amplitude: { event_id: 3 } } });
+  expect(amplitude.transform(event, fxConfig({ groupTypeTrait: "name_trait", groupValueTrait: "value_trait" }))[0]).toEqual(
+    amRequest([{ ...fxGroupEvent, event_id: 3 }]),
+  );
+});
+
+test("AM RudderStack fixture: group errors — a non-primitive group value, and neither user nor device id (Tests 18, 69)", () => {
+  const config = fxConfig({ groupTypeTrait: "name_trait", groupValueTrait: "value_trait" });
+  expect(() => amplitude.transform(fxGroup({ traits: { ...fxGroupTraits, value_trait: ["ABC"] } }), config)).toThrow(
+    new TransformError("Group call parameters are not valid"),
+  );
+  expect(() => amplitude.transform(fxGroup({ userId: undefined, anonymousId: undefined }), config)).toThrow(
+    new TransformError("Either of user ID or device ID fields must be specified"),
+  );
+});
+
+test("AM RudderStack fixture: alias → /usermap mapping; unmap drops global_user_id; event_id kept; EU host (Tests 19, 20, 55, 64)", () => {
+  const alias = (fields: Record<string, any> = {}): SluiceEvent => ({
+    channel: "web",
+    context: fxGroupContext,
+    type: "alias",
+    messageId: "dd46338d-5f83-493b-bd28-3b48f55d0be8",
+    originalTimestamp: "2020-10-20T08:14:28.778Z",
+    anonymousId: "my-anonymous-id-new",
+    userId: "newUserIdAlias",
+    integrations: { All: true },
+    previousId: "sampleusrRudder3",
+    ...fields,
+  });
+  const props = JSON.stringify({ ...FX_REF, ...FX_UTM });
+  expect(amplitude.transform(alias(), fxConfig())).toEqual([
+    amForm("usermap", { mapping: [`{"global_user_id":"newUserIdAlias","user_id":"sampleusrRudder3","user_properties":${props}}`] }),
+  ]);
+  expect(amplitude.transform(alias({ integrations: { All: false, Amplitude: { unmap: "sampleusrRudder3" } } }), fxConfig())).toEqual([
+    amForm("usermap", { mapping: [`{"user_id":"sampleusrRudder3","user_properties":${props},"unmap":true}`] }),
+  ]);
+  expect(amplitude.transform(alias(), fxConfig({ residencyServer: "EU" }))).toEqual([
+    amForm("usermap", { mapping: [`{"global_user_id":"newUserIdAlias","user_id":"sampleusrRudder3","user_properties":${props}}`] }, "https://api.eu.amplitude.com"),
+  ]);
+  expect(amplitude.transform(alias({ integrations: { All: true, Amplitude: { event_id: 67 } } }), fxConfig())).toEqual([
+    amForm("usermap", { mapping: [`{"global_user_id":"newUserIdAlias","user_id":"sampleusrRudder3","event_id":67,"user_properties":${props}}`] }),
+  ]);
+});
+
+/** The Android/iOS track fixtures (Tests 21–25, 47–49). */
+const fxMobileTrack = (device: Record<string, any> | undefined, os: Record<string, any> | undefined, carrier = "Android"): SluiceEvent => ({
+  type: "track",
+  event: "Sample track event BEFORE IDENTIFY1**",
+  userId: "0572f78fa49c648e",
+  channel: "mobile",
+  context: {
+    ...(os ? { os } : {}),
+    app: { name: "AMTestProject", build: "1", version: "1.0", namespace: "com.rudderstack.android.rudderstack.sampleAndroidApp" },
+    ...(device ? { device } : {}),
+    locale: "en-US",
+    traits: { id: "0572f78fa49c648e", userId: "0572f78fa49c648e", address: {}, company: {}, anonymousId: "0572f78fa49c648e" },
+    network: { wifi: true, carrier, cellular: true, bluetooth: false },
+    timezone: "Asia/Kolkata",
+    userAgent: "Dalvik/2.1.0 (Linux; U; Android 9; AOSP on IA Emulator Build/PSR1.180720.117)",
+  },
+  messageId: "1600355223510-93e866a7-dc74-4256-a5f4-a41f54532466",
+  anonymousId: "0572f78fa49c648e",
+  integrations: { All: true },
+  originalTimestamp: "2020-09-17T15:07:03.515Z",
+});
+const fxMobileSent = (fields: Record<string, any>, carrier = "Android") => ({
+  device_id: "0572f78fa49c648e",
+  carrier,
+  app_name: "AMTestProject",
+  app_version: "1.0",
+  language: "en-US",
+  insert_id: "1600355223510-93e866a7-dc74-4256-a5f4-a41f54532466",
+  user_properties: { id: "0572f78fa49c648e", userId: "0572f78fa49c648e", address: {}, company: {}, anonymousId: "0572f78fa49c648e" },
+  event_type: "Sample track event BEFORE IDENTIFY1**",
+  user_id: "0572f78fa49c648e",
+  time: 1600355223515,
+  session_id: -1,
+  library: "rudderstack",
+  ...fields,
+});
+
+test("AM RudderStack fixture: mobile track → device_brand from the manufacturer, adid for Android, idfa/idfv for the Apple family (Tests 21–25, 47–49)", () => {
+  expect(amplitude.transform(fxMobileTrack(undefined, { name: "Android", version: "9" }), fxConfig())).toEqual([
+    amRequest([fxMobileSent({ os_name: "Android", os_version: "9" })]),
+  ]);
+  const android = { id: "0572f78fa49c648e", name: "generic_x86_arm", type: "Android", model: "AOSP on IA Emulator", manufacturer: "Google", adTrackingEnabled: true, advertisingId: "44c97318-9040-4361-8bc7-4eb30f665ca8" };
+  const androidSent = { os_name: "Android", os_version: "9", device_model: "AOSP on IA Emulator", device_manufacturer: "Google", platform: "Android", device_brand: "Google" };
+  expect(amplitude.transform(fxMobileTrack(android, { name: "Android", version: "9" }), fxConfig())).toEqual([
+    amRequest([fxMobileSent({ ...androidSent, adid: "44c97318-9040-4361-8bc7-4eb30f665ca8" })]),
+  ]);
+  const { advertisingId: _a, ...noAdId } = android;
+  expect(amplitude.transform(fxMobileTrack({ ...noAdId, adTrackingEnabled: false }, { name: "Android", version: "9" }), fxConfig())).toEqual([
+    amRequest([fxMobileSent(androidSent)]),
+  ]);
+  const iphone = { id: "0572f78fa49c648e", name: "iphone_xr_64", type: "iOS", model: "iPhone XR", manufacturer: "Apple", adTrackingEnabled: true, advertisingId: "1606e649-c97e-4d5f-a2ef-b81dbc66741a" };
+  const iosSent = { os_name: "iOS", os_version: "14.4.1", device_model: "iPhone XR", device_manufacturer: "Apple", platform: "iOS", device_brand: "Apple", idfv: "0572f78fa49c648e" };
+  expect(amplitude.transform(fxMobileTrack(iphone, { name: "iOS", version: "14.4.1" }, "AT&T"), fxConfig())).toEqual([
+    amRequest([fxMobileSent({ ...iosSent, idfa: "1606e649-c97e-4d5f-a2ef-b81dbc66741a" }, "AT&T")]),
+  ]);
+  for (const type of ["watchos", "ipados", "tvos"]) {
+    const device = { id: "0572f78fa49c648e", type, manufacturer: "Apple", adTrackingEnabled: true, advertisingId: "1606e649-c97e-4d5f-a2ef-b81dbc66741a" };
+    expect(amplitude.transform(fxMobileTrack(device, undefined, "AT&T"), fxConfig())).toEqual([
+      amRequest([
+        fxMobileSent(
+          { device_manufacturer: "Apple", platform: type, device_brand: "Apple", idfa: "1606e649-c97e-4d5f-a2ef-b81dbc66741a", idfv: "0572f78fa49c648e" },
+          "AT&T",
+        ),
+      ]),
+    ]);
+  }
+});
+
+test("AM RudderStack fixture: mapDeviceBrand sends context.device.brand on web and mobile, not the manufacturer (Tests 50–52)", () => {
+  const device = { brand: "testBrand", manufacturer: "testManufacturer" };
+  const mobile = fxMobileTrack(device, { name: "Android", version: "9" });
+  expect(amplitude.transform({ ...mobile, context: { ...mobile.context, page: FX_PAGE } }, fxConfig({ mapDeviceBrand: true }))).toEqual([
+    amRequest([
+      fxMobileSent({
+        os_name: "Android",
+        os_version: "9",
+        device_manufacturer: "testManufacturer",
+        device_brand: "testBrand",
+        user_properties: { ...FX_REF, id: "0572f78fa49c648e", userId: "0572f78fa49c648e", address: {}, company: {}, anonymousId: "0572f78fa49c648e" },
+      }),
+    ]),
+  ]);
+  const screen = fxHttp({
+    type: "screen",
+    userId: "identified user id",
+    anonymousId: "anon-id-new",
+    event: "Screen View",
+    channel: "web",
+    properties: { prop1: "5" },
+    context: { ip: "14.5.67.21", device, library: { name: "http" } },
+    timestamp: "2020-02-02T00:23:09.544Z",
+  });
+  expect(amplitude.transform(screen, fxConfig({ mapDeviceBrand: true }))).toEqual([
+    amRequest([
+      {
+        device_manufacturer: "testManufacturer",
+        device_brand: "testBrand",
+        device_id: "anon-id-new",
+        event_properties: { prop1: "5", name: "Screen View" },
+        user_properties: {},
+        event_type: "Viewed Screen View Screen",
+        user_id: "identified user id",
+        time: 1580602989544,
+        session_id: -1,
+        ip: "14.5.67.21",
+        library: "rudderstack",
+      },
+    ]),
+  ]);
+  // Web identify: the manufacturer comes from the context when the agent names no vendor.
+  const identify: SluiceEvent = {
+    channel: "web",
+    context: { ...routerContext, device, ip: "0.0.0.0", traits: { anonymousId: "123456", age: 26 } },
+    type: "identify",
+    messageId: "m",
+    originalTimestamp: "2019-10-14T09:03:17.562Z",
+    anonymousId: "123456",
+    userId: "123456",
+  };
+  expect(sent(amplitude.transform(identify, fxConfig({ mapDeviceBrand: true })))).toMatchObject({ device_manufacturer: "testManufacturer", device_brand: "testBrand" });
+});
+
+test("AM RudderStack fixture: http screen → 'Viewed <event> Screen', empty user_properties, integrations event_id (Tests 26, 62)", () => {
+  const screen = fxHttp({
+    type: "screen",
+    userId: "identified user id",
+    anonymousId: "anon-id-new",
+    event: "Screen View",
+    properties: { prop1: "5", event_id: 7 },
+    context: { ip: "14.5.67.21", library: { name: "http" } },
+    integrations: { All: true, Amplitude: { event_id: 7 } },
+    timestamp: "2020-02-02T00:23:09.544Z",
+  });
+  expect(amplitude.transform(screen, fxConfig())).toEqual([
+    amRequest([
+      {
+        event_id: 7,
+        device_id: "anon-id-new",
+        event_properties: { prop1: "5", event_id: 7, name: "Screen View" },
+        user_properties: {},
+        event_type: "Viewed Screen View Screen",
+        user_id: "identified user id",
+        time: 1580602989544,
+        session_id: -1,
+        ip: "14.5.67.21",
+        library: "rudderstack",
+      },
+    ]),
+  ]);
+});
+
+test("AM RudderStack fixture: trackProductsOnce/trackRevenuePerProduct combinations (Tests 27–34)", () => {
+  const products = [
+    { sku: "45790-32", url: "https://www.example.com/product/path", name: "Monopoly: 3rd Edition", price: 19, category: "Games", quantity: 1, image_url: "https:///www.example.com/product/path.jpg", product_id: "507f1f77bcf86cd799439011" },
+    { sku: "46493-32", name: "Uno Card Game", price: 3, category: "Games", quantity: 2, product_id: "505bd76785ebb509fc183733" },
+  ];
+  const order = { ...ORDER, price: 25 };
+  const { revenue: _r, price: _p, quantity: _q, ...rest } = order;
+  const head = {
+    device_id: "50be5c78-6c3f-4b60-be84-97805a316fb1",
+    user_properties: { anonymousId: "50be5c78-6c3f-4b60-be84-97805a316fb1" },
+    time: 1597383030118,
+    session_id: -1,
+    library: "rudderstack",
+  };
+  const revenueOrder = { ...head, insert_id: "7208bbb6-2c4e-45bb-bf5b-ad426f3593e9", event_type: "Order Completed", revenueType: "Purchased", price: 25, quantity: 2, revenue: 48 };
+  const plainOrder = { ...head, insert_id: "7208bbb6-2c4e-45bb-bf5b-ad426f3593e9", event_type: "Order Completed", event_properties: order };
+  const purchased = (i: number, withRevenue: boolean) => {
+    const { price, quantity, product_id, ...props } = products[i]!;
+    return {
+      ...head,
+      event_type: "Product Purchased",
+      insert_id: `7208bbb6-2c4e-45bb-bf5b-ad426f3593e9-${i + 1}`,
+      ...(withRevenue ? { event_properties: props, productId: product_id, revenueType: "Purchased", price, quantity } : { event_properties: products[i] }),
+    };
+  };
+  const run = (properties: Record<string, any>, trackProductsOnce: boolean, trackRevenuePerProduct: boolean) =>
+    amplitude.transform(amOrder(properties), amFx({ trackProductsOnce, trackRevenuePerProduct })).map((r) => sent([r]));
+  // Test 27: products split out, the order keeps its revenue; products without revenue fields.
+  expect(run({ ...order, products }, false, false)).toEqual([{ ...revenueOrder, event_properties: rest }, purchased(0, false), purchased(1, false)]);
+  // Test 28: one event, products kept, revenue on the order.
+  expect(run({ ...order, products }, true, false)).toEqual([{ ...revenueOrder, event_properties: { ...rest, products } }]);
+  // Test 29: products split out with revenue, the order without products and without revenue fields.
+  expect(run({ ...order, products }, false, true)).toEqual([plainOrder, purchased(0, true), purchased(1, true)]);
+  // Test 30: the order keeps its products, no revenue fields; products split out with revenue.
+  expect(run({ ...order, products }, true, true)).toEqual([{ ...plainOrder, event_properties: { ...order, products } }, purchased(0, true), purchased(1, true)]);
+  // Tests 31–34: without products the order always carries the revenue.
+  for (const [once, perProduct] of [[true, true], [true, false], [false, true], [false, false]] as const) {
+    expect(run(order, once, perProduct)).toEqual([{ ...revenueOrder, event_properties: rest }]);
+  }
+});
+
+test("AM RudderStack fixture: identify trait operations $add, $setOnce, $append, $prepend; empty names skipped; no traits → no operations (Tests 35–39, 43)", () => {
+  const traits = { city: "Durgapur", name: "Manashi", phone: "990099009900", friends: 3, age: 12, subjects: 5, experience: 2 };
+  const identify = (page: Record<string, any>, withTraits = true): SluiceEvent => ({
+    type: "identify",
+    userId: "User_111",
+    channel: "web",
+    context: {
+      os: { name: "", version: "" },
+      app: { name: "RudderLabs JavaScript SDK", build: "1.0.0", version: "1.1.8", namespace: "com.rudderlabs.javascript" },
+      page,
+      locale: "en-GB",
+      ...(withTraits ? { traits } : {}),
+      campaign: {},
+      userAgent: UA_86,
+    },
+    messageId: "6f08cc45-95c3-40c1-90f2-2f44a92947ef",
+    anonymousId: "2f8b0ba7-d76e-4b91-9577-d1b6ebd68946",
+    integrations: { All: true },
+    originalTimestamp: "2020-11-20T06:18:22.342Z",
+  });
+  const localPage = { url: "http://localhost:1111/RudderAmplitude.html", path: "/RudderAmplitude.html", title: "Amplitude Testing By Rudder", search: "", referrer: "http://localhost:1111/" };
+  const identifySent = (user_properties: Record<string, any>) =>
+    amRequest([
+      {
+        os_name: "Chrome",
+        os_version: "86.0.4240.198",
+        device_model: "Mac",
+        platform: "Web",
+        device_id: "2f8b0ba7-d76e-4b91-9577-d1b6ebd68946",
+        app_name: "RudderLabs JavaScript SDK",
+        app_version: "1.1.8",
+        language: "en-GB",
+        insert_id: "6f08cc45-95c3-40c1-90f2-2f44a92947ef",
+        user_properties,
+        event_type: "$identify",
+        time: 1605853102342,
+        user_id: "User_111",
+        session_id: -1,
+        library: "rudderstack",
+      },
+    ]);
+  const increment = [{ traits: "age" }, { traits: "friends" }];
+  expect(amplitude.transform(identify(FX_PAGE), amFx({ traitsToIncrement: increment }))).toEqual([
+    identifySent({ ...FX_REF, name: "Manashi", phone: "990099009900", subjects: 5, experience: 2, $add: { age: 12, friends: 3 } }),
+  ]);
+  const setOnce = [{ traits: "subjects" }, { traits: "" }];
+  expect(amplitude.transform(identify(localPage), amFx({ traitsToSetOnce: setOnce }))).toEqual([
+    identifySent({ name: "Manashi", phone: "990099009900", friends: 3, age: 12, experience: 2, $setOnce: { subjects: 5 } }),
+  ]);
+  const append = [{ traits: "name" }, { traits: "" }];
+  expect(amplitude.transform(identify(localPage), amFx({ traitsToAppend: append }))).toEqual([
+    identifySent({ phone: "990099009900", friends: 3, age: 12, subjects: 5, experience: 2, $append: { name: "Manashi" } }),
+  ]);
+  const prepend = [{ traits: "experience" }, { traits: "" }];
+  expect(amplitude.transform(identify(localPage), amFx({ traitsToPrepend: prepend }))).toEqual([
+    identifySent({ name: "Manashi", phone: "990099009900", friends: 3, age: 12, subjects: 5, $prepend: { experience: 2 } }),
+  ]);
+  const all = amFx({ traitsToIncrement: increment, traitsToSetOnce: setOnce, traitsToAppend: append, traitsToPrepend: prepend });
+  expect(amplitude.transform(identify(localPage), all)).toEqual([
+    identifySent({ phone: "990099009900", $add: { age: 12, friends: 3 }, $setOnce: { subjects: 5 }, $append: { name: "Manashi" }, $prepend: { experience: 2 } }),
+  ]);
+  expect(amplitude.transform(identify(FX_PAGE, false), amFx({ traitsToIncrement: increment }))).toEqual([identifySent(FX_REF)]);
+});
+
+/** The Android track fixtures with location (Tests 40–46, 56–58). */
+const fxLocationTrack = (location: Record<string, any>, fields: Record<string, any> = {}): SluiceEvent => ({
+  type: "track",
+  event: "App_Opened",
+  userId: "ab419c3a-47ce-11ec-82ac-16a1bb813a59",
+  channel: "mobile",
+  context: {
+    source: "test",
+    traits: { anonymousId: "50be5c78-6c3f-4b60-be84-97805a31aaa1", address: { city: "kolkata", country: "India", postalCode: 712136, state: "WB", street: "" } },
+    locale: "en-US",
+    network: { carrier: "T-Mobile" },
+    location,
+    library: { name: "rudder-sdk-ruby-sync", version: "1.0.6" },
+    os: { name: "Android", version: "11" },
+    app: { version: "2.6.0 v3" },
+    device: { type: "Android", model: "SM-A025M", manufacturer: "samsung" },
+  },
+  messageId: "7208abb6-2c4e-45bb-bf5b-aa426f3593a2",
+  timestamp: "2020-08-14T05:30:30.118Z",
+  properties: { externalID: "1637170658229-3961832492194264209" },
+  integrations: { All: true },
+  ...fields,
+});
+const fxLocationSent = (fields: Record<string, any>) => ({
+  os_name: "Android",
+  os_version: "11",
+  device_model: "SM-A025M",
+  device_manufacturer: "samsung",
+  platform: "Android",
+  carrier: "T-Mobile",
+  app_version: "2.6.0 v3",
+  language: "en-US",
+  insert_id: "7208abb6-2c4e-45bb-bf5b-aa426f3593a2",
+  user_properties: { anonymousId: "50be5c78-6c3f-4b60-be84-97805a31aaa1", address: { postalCode: 712136, state: "WB", street: "" } },
+  event_properties: { externalID: "1637170658229-3961832492194264209" },
+  event_type: "App_Opened",
+  user_id: "ab419c3a-47ce-11ec-82ac-16a1bb813a59",
+  device_brand: "samsung",
+  time: 1597383030118,
+  session_id: -1,
+  library: "rudderstack",
+  ...fields,
+});
+const FX_SF = {
+  country: "United States",
+  city: "San Francisco",
+  region: "California",
+  latitude: "37.7672319",
+  longitude: "-122.4021353",
+  dma: "San Francisco-Oakland-San Jose, CA",
+};
+const FX_SF_SENT = {
+  region: "California",
+  location_lat: "37.7672319",
+  location_lng: "-122.4021353",
+  dma: "San Francisco-Oakland-San Jose, CA",
+  country: "United States",
+  city: "San Francisco",
+};
+
+test("AM RudderStack fixture: location fields, country/city from the address when the location has none, no device_id without anonymousId (Tests 40–42, 45, 46)", () => {
+  expect(amplitude.transform(fxLocationTrack(FX_SF), fxConfig())).toEqual([amRequest([fxLocationSent(FX_SF_SENT)])]);
+  const { country: _c, city: _ci, region: _r, ...coords } = FX_SF;
+  const { country: _sc, city: _sci, region: _sr, ...coordsSent } = FX_SF_SENT;
+  expect(amplitude.transform(fxLocationTrack(coords), fxConfig())).toEqual([amRequest([fxLocationSent({ ...coordsSent, country: "India", city: "kolkata" })])]);
+  expect(amplitude.transform(fxLocationTrack({}), fxConfig())).toEqual([amRequest([fxLocationSent({ country: "India", city: "kolkata" })])]);
+  // A mobile screen named by `event`, with request_ip.
+  const screen = fxLocationTrack(FX_SF, {
+    type: "screen",
+    event: "Home",
+    userId: "9e187bff-2867-11ec-82ac-02cdd434d6bf",
+    properties: { name: "Home", externalID: "1637763064335-7225034711957140329" },
+    request_ip: "186.54.216.75",
+    anonymousId: "066a37dc92b16284",
+    messageId: "1639061715808-a934f1c2-7b55-4e78-bd4d-df209c30c8a1",
+    timestamp: "2021-12-09T14:55:15.914Z",
+  });
+  expect(amplitude.transform(screen, fxConfig())).toEqual([
+    amRequest([
+      fxLocationSent({
+        ...FX_SF_SENT,
+        device_id: "066a37dc92b16284",
+        event_properties: { name: "Home", externalID: "1637763064335-7225034711957140329" },
+        insert_id: "1639061715808-a934f1c2-7b55-4e78-bd4d-df209c30c8a1",
+        ip: "186.54.216.75",
+        event_type: "Viewed Home Screen",
+        user_id: "9e187bff-2867-11ec-82ac-02cdd434d6bf",
+        time: 1639061715914,
+      }),
+    ]),
+  ]);
+});
+
+test("AM RudderStack fixture: integrations event_id 3 and 0 are sent, the string '0' is not (Tests 56–58)", () => {
+  const sentWith = (event_id: unknown) => amplitude.transform(fxLocationTrack(FX_SF, { integrations: { All: true, Amplitude: { event_id } } }), fxConfig());
+  expect(sentWith(3)).toEqual([amRequest([fxLocationSent({ ...FX_SF_SENT, event_id: 3 })])]);
+  expect(sentWith(0)).toEqual([amRequest([fxLocationSent({ ...FX_SF_SENT, event_id: 0 })])]);
+  expect(sentWith("0")).toEqual([amRequest([fxLocationSent(FX_SF_SENT)])]);
+});
+
+test("AM RudderStack fixture: revenue 0 still counts as revenue: products split out, the order keeps them (Test 44)", () => {
+  const products = [{ sku: "46493-32", name: "Uno Card Game", price: 3, category: "Games", quantity: 2, product_id: "505bd76785ebb509fc183733" }];
+  const properties = { tax: 2, revenue: 0, price: 25, quantity: 2, currency: "USD", products };
+  const event = fxLocationTrack({}, { event: "Order Completed", userId: "userID123", channel: undefined, properties });
+  const reqs = amplitude.transform(event, fxConfig({ trackProductsOnce: true, trackRevenuePerProduct: true }));
+  const { device_brand: _b, ...noBrand } = fxLocationSent({ country: "India", city: "kolkata", user_id: "userID123", event_type: "Order Completed", event_properties: properties });
+  expect(reqs).toEqual([
+    amRequest([noBrand]),
+    amRequest([
+      {
+        ...noBrand,
+        event_type: "Product Purchased",
+        insert_id: "7208abb6-2c4e-45bb-bf5b-aa426f3593a2-1",
+        event_properties: { sku: "46493-32", name: "Uno Card Game", category: "Games" },
+        productId: "505bd76785ebb509fc183733",
+        revenueType: "Purchased",
+        price: 3,
+        quantity: 2,
+      },
+    ]),
+  ]);
+});
+
+test("AM RudderStack fixture: reverse-ETL identify on the EU host with an integrations event_id (Tests 53, 59)", () => {
+  const expected = (host: string, extra: Record<string, any>) =>
+    amRequest(
+      [
+        {
+          os_name: "Chrome",
+          os_version: "test os",
+          device_model: "Mac",
+          platform: "Web",
+          device_id: "lynnanderson@smith.net",
+          app_name: "RudderLabs JavaScript SDK",
+          app_version: "1.0.0",
+          language: "en-US",
+          insert_id: "84e26acc-56a5-4835-8233-591137fca468",
+          ip: "0.0.0.0",
+          user_properties: {
+            ...FX_REF,
+            anonymousId: "123456",
+            email: "test@rudderstack.com",
+            postalCode: 712136,
+            state: "WB",
+            street: "",
+            ip: "0.0.0.0",
+            age: 26,
+            device_id: "lynnanderson@smith.net",
+          },
+          event_type: "$identify",
+          time: 1571043797562,
+          user_id: "123456",
+          session_id: -1,
+          country: "India",
+          city: "kolkata",
+          library: "rudderstack",
+          ...extra,
+        },
+      ],
+      host,
+    );
+  expect(amplitude.transform(retlIdentify, fxConfig({ residencyServer: "EU" }))).toEqual([expected("https://api.eu.amplitude.com", {})]);
+  const withEventId = { ...retlIdentify, session_id: undefined, integrations: { All: true, Amplitude: { event_id: 6 } } };
+  expect(amplitude.transform(withEventId, fxConfig())).toEqual([expected("https://api2.amplitude.com", { event_id: 6 })]);
+});
+
+test("AM RudderStack fixture: user-defined page names — '{{ name }}' template, '{{name}}', empty template, and template off without a name (Tests 63, 70–73)", () => {
+  const integrations = { All: true, Amplitude: { event_id: 2 } };
+  const page = fxPageEvent({ integrations });
+  expect(amplitude.transform(page, fxConfig())).toEqual([amRequest([fxPageSent({ event_id: 2 })])]);
+  const named = (template: string) => fxConfig({ useUserDefinedPageEventName: true, userProvidedPageEventString: template });
+  expect(amplitude.transform(page, named("My custom Page Name is {{ name }} . Custom Name."))).toEqual([
+    amRequest([fxPageSent({ event_id: 2, event_type: "My custom Page Name is ApplicationLoaded . Custom Name." })]),
+  ]);
+  expect(amplitude.transform(page, named("{{name}}"))).toEqual([amRequest([fxPageSent({ event_id: 2, event_type: "ApplicationLoaded" })])]);
+  expect(amplitude.transform(page, named(""))).toEqual([amRequest([fxPageSent({ event_id: 2, event_type: "ApplicationLoaded" })])]);
+  const { category: _c, ...noCategory } = FX_PAGE;
+  const unnamed = fxPageEvent({ integrations, name: undefined, properties: noCategory, context: { ...fxPageEvent().context, page: { ...FX_PAGE, title: "Home Page" } } });
+  expect(amplitude.transform(unnamed, fxConfig({ useUserDefinedPageEventName: false, userProvidedPageEventString: "Viewed {{context.page.title}} event." }))).toEqual([
+    amRequest([fxPageSent({ event_id: 2, event_type: "Viewed  Page", event_properties: noCategory })]),
+  ]);
+});
+
+test("AM RudderStack fixture (deleteUsers): users without a userId skipped, 100 ids per call, Basic apiKey:apiSecret (deleteUsers Test 0, network.ts)", () => {
+  const ids = Array.from({ length: 119 }, (_, i) => (i % 2 === 0 ? "test_user_id" : "user_sdk2"));
+  const users = [{ userIderror: "user_sdk2" } as unknown as { userId: string }, ...ids.map((userId) => ({ userId }))];
+  const deletion = (userIds: string[]) =>
+    request("https://amplitude.com/api/2/deletions/users", { "Content-Type": "application/json", Authorization: "Basic MTIzNDphYmNk" }, {
+      JSON: { user_ids: userIds, requester: "RudderStack", ignore_invalid_id: "true" },
+    });
+  expect(amplitude.deleteUsers!(users, ctx({ apiKey: "1234", apiSecret: "abcd" }))).toEqual([deletion(ids.slice(0, 100)), deletion(ids.slice(100))]);
+});
+
+test("AM RudderStack batch: a lone event still goes to /batch without options; only a user_id under 5 characters keeps /2/httpapi with options (batch fixture Tests 1, 2)", () => {
+  const track = (userId: string) => amplitude.transform({ ...base, userId, type: "track", event: "Simple track call" }, ctx())[0]!;
+  const [lone] = amplitude.batch!([track("sampleusrRudder3")], ctx());
+  expect(lone!.endpoint).toBe("https://api2.amplitude.com/batch");
+  expect(lone!.body.JSON).toEqual({ api_key: "am_key", events: track("sampleusrRudder3").body.JSON.events });
+  const short = track("123");
+  expect(amplitude.batch!([short], ctx())).toEqual([short]);
 });

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, setSystemTime, test } from "bun:test";
 import { mixpanel } from "../src/destinations/mixpanel";
-import type { DestinationContext, DestinationRequest, SluiceEvent } from "../src/destinations/types";
+import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError } from "../src/destinations/types";
 
 const ctx = (config: Record<string, any> = {}, baseUrl?: string): DestinationContext => ({
   config: { token: "mp_token", ...config },
@@ -760,5 +760,286 @@ describe("MP fixtures at RudderStack's mocked clock", () => {
     expect(() => mixpanel.transform(fxEvent({ type: "test", userId: "1234abc" }), fx())).toThrow("Event type 'test' is not supported");
     const geo = fxEvent({ type: "identify", context: fxContext({ location: { geoSource: "abc" } }) });
     expect(() => mixpanel.transform(geo, fx())).toThrow("$geo_source value must be either null or 'reverse_geocoding' ");
+  });
+});
+
+// RudderStack's router fixture (test/integrations/destinations/mp/router/data.ts, rudder-transformer
+// be0e34b0) and deleteUsers fixture (263c5ba8, with network.ts 351f34db). The router fixture predates
+// the processor fixture above: its field content (apiSecret auth, seconds, no $app_name) is older, so
+// only its batching is compared here, with the field content of the newer processor fixture.
+describe("MP router and deleteUsers fixtures at RudderStack's mocked clock", () => {
+  beforeEach(() => setSystemTime(new Date(Date.UTC(2020, 0, 25))));
+  afterEach(() => setSystemTime());
+
+  const rt = (config: Record<string, any> = {}) => ctx({ apiSecret: "test_api_secret", token: "test_api_token", strictMode: true, ...config });
+  const RT_TS = "2023-07-06T11:59:02.402+05:30";
+  const mobileContext = {
+    app: { build: "1", name: "LeanPlumIntegrationAndroid", namespace: "com.android.SampleLeanPlum", version: "1.0" },
+    device: { id: "5094f5704b9cf2b3", manufacturer: "Google", model: "Android SDK built for x86", name: "generic_x86", type: "ios", token: "test_device_token" },
+    library: { name: "com.rudderstack.android.sdk.core", version: "1.0.1-beta.1" },
+    locale: "en-US",
+    network: { carrier: "Android", bluetooth: false, cellular: true, wifi: true },
+    os: { name: "iOS", version: "8.1.0" },
+    screen: { density: 420, height: 1794, width: 1080 },
+    timezone: "Asia/Kolkata",
+    userAgent: "Dalvik/2.1.0 (Linux; U; Android 8.1.0; Android SDK built for x86 Build/OSM1.180201.007)",
+  };
+  const inputs: Array<[SluiceEvent, DestinationContext]> = [
+    [fxEvent({ type: "page", name: "Contact Us", userId: "hjikl", timestamp: RT_TS }), rt()],
+    [
+      {
+        type: "track",
+        event: "Product Viewed",
+        anonymousId: "anonId01",
+        userId: "userId01",
+        channel: "mobile",
+        messageId: "id2",
+        context: mobileContext,
+        properties: { name: "T-Shirt", revenue: 18.9 },
+        originalTimestamp: "2020-01-24T06:29:02.362Z",
+        timestamp: RT_TS,
+      },
+      rt({ identityMergeApi: "simplified" }),
+    ],
+    [
+      fxEvent({
+        type: "identify",
+        userId: "",
+        messageId: "2536eda4-d638-4c93-8014-8ffe3f083214",
+        request_ip: "[::1]:53709",
+        timestamp: RT_TS,
+        context: fxContext({ traits: { city: "Disney", country: "USA", email: "mickey@disney.com", firstName: "Mickey" } }),
+      }),
+      rt(),
+    ],
+    [
+      fxEvent({
+        type: "identify",
+        anonymousId: "anonId01",
+        userId: undefined,
+        messageId: "2536eda4-d638-4c93-8014-8ffe3f083214",
+        timestamp: RT_TS,
+        context: fxContext({
+          traits: { city: "Disney", country: "USA", email: "mickey@disney.com", firstName: "Mickey", lastName: "Mouse", createdAt: "2020-01-23T08:54:02.362Z" },
+        }),
+      }),
+      rt({ identityMergeApi: "simplified" }),
+    ],
+    [
+      {
+        type: "identify",
+        anonymousId: "5094f5704b9cf2b3",
+        userId: "test_user_id",
+        channel: "mobile",
+        messageId: "id2",
+        event: "MainActivity",
+        context: { ...mobileContext, traits: { anonymousId: "5094f5704b9cf2b3", userId: "test_user_id" } },
+        properties: { name: "MainActivity", automatic: true },
+        originalTimestamp: "2020-03-12T09:05:03.421Z",
+      },
+      rt(),
+    ],
+    [
+      fxEvent({ type: "group", anonymousId: "anonId06", userId: "userId06", timestamp: RT_TS, traits: { company: "testComp" }, context: fxContext({ traits: undefined }) }),
+      rt({ groupKeySettings: [{ groupKey: "company" }] }),
+    ],
+  ];
+  const RT_MS = Date.parse(RT_TS);
+  const importHeaders = { "Content-Type": "application/json", Authorization: `Basic ${btoa("test_api_token:")}` };
+  const engageHeaders = { "Content-Type": "application/json" };
+
+  test("MP RudderStack fixture (router): page, revenue track, three identifies and a group → runs per endpoint in event order; a group without its key is refused", () => {
+    const transformed = inputs.flatMap(([event, c]) => mixpanel.transform(event, c));
+    const batched = mixpanel.batch!(transformed, rt());
+    expect(batched.map(summary)).toEqual([
+      {
+        endpoint: "https://api.mixpanel.com/import/",
+        headers: importHeaders,
+        params: { strict: 1 },
+        items: [
+          {
+            event: "Loaded a Page",
+            properties: { ...FX_DEFAULTS, $user_id: "hjikl", $insert_id: "dd266c67-9199-4a52-ba32-f46ddde67312", token: "test_api_token", distinct_id: "hjikl", time: RT_MS, name: "Contact Us", ...FX_BROWSER },
+          },
+        ],
+      },
+      {
+        endpoint: "https://api.mixpanel.com/engage/",
+        headers: engageHeaders,
+        params: {},
+        items: [{ $append: { $transactions: { $time: "2023-07-06T06:29:02.402Z", $amount: 18.9 } }, $token: "test_api_token", $distinct_id: "userId01" }],
+      },
+      {
+        endpoint: "https://api.mixpanel.com/import/",
+        headers: importHeaders,
+        params: { strict: 1 },
+        items: [
+          {
+            event: "Product Viewed",
+            properties: {
+              name: "T-Shirt",
+              revenue: 18.9,
+              $user_id: "userId01",
+              $os: "iOS",
+              $screen_height: 1794,
+              $screen_width: 1080,
+              $screen_dpi: 420,
+              $carrier: "Android",
+              $os_version: "8.1.0",
+              $device: "generic_x86",
+              $manufacturer: "Google",
+              $model: "Android SDK built for x86",
+              mp_device_model: "Android SDK built for x86",
+              $wifi: true,
+              $bluetooth_enabled: false,
+              mp_lib: "com.rudderstack.android.sdk.core",
+              $app_build_number: "1",
+              $app_version_string: "1.0",
+              $insert_id: "id2",
+              $app_name: "LeanPlumIntegrationAndroid",
+              $app_namespace: "com.android.SampleLeanPlum",
+              token: "test_api_token",
+              distinct_id: "userId01",
+              time: RT_MS,
+              $device_id: "anonId01",
+            },
+          },
+        ],
+      },
+      {
+        endpoint: "https://api.mixpanel.com/engage/",
+        headers: engageHeaders,
+        params: {},
+        items: [
+          {
+            $set: {
+              $email: "mickey@disney.com",
+              $country_code: "USA",
+              $city: "Disney",
+              $initial_referrer: "https://docs.rudderstack.com",
+              $initial_referring_domain: "docs.rudderstack.com",
+              $firstName: "Mickey",
+              ...FX_BROWSER,
+            },
+            $token: "test_api_token",
+            $distinct_id: "e6ab2c5e-2cda-44a9-a962-e2f67df78bca",
+            $ip: "0.0.0.0",
+            $time: RT_MS,
+          },
+          {
+            $set: {
+              $created: "2020-01-23T08:54:02.362Z",
+              $email: "mickey@disney.com",
+              $country_code: "USA",
+              $city: "Disney",
+              $initial_referrer: "https://docs.rudderstack.com",
+              $initial_referring_domain: "docs.rudderstack.com",
+              $name: "Mickey Mouse",
+              $firstName: "Mickey",
+              $lastName: "Mouse",
+              ...FX_BROWSER,
+            },
+            $token: "test_api_token",
+            $distinct_id: "$device:anonId01",
+            $ip: "0.0.0.0",
+            $time: RT_MS,
+          },
+          {
+            $set: {
+              $carrier: "Android",
+              $manufacturer: "Google",
+              $model: "Android SDK built for x86",
+              $screen_height: 1794,
+              $screen_width: 1080,
+              $wifi: true,
+              anonymousId: "5094f5704b9cf2b3",
+              userId: "test_user_id",
+              $ios_devices: ["test_device_token"],
+              $os: "iOS",
+              $ios_device_model: "Android SDK built for x86",
+              $ios_version: "8.1.0",
+              $ios_app_release: "1.0",
+              $ios_app_version: "1",
+            },
+            $token: "test_api_token",
+            $distinct_id: "test_user_id",
+            $time: Date.parse("2020-03-12T09:05:03.421Z"),
+          },
+        ],
+      },
+      {
+        endpoint: "https://api.mixpanel.com/import/",
+        headers: importHeaders,
+        params: { strict: 1 },
+        items: [{ event: "$merge", properties: { $distinct_ids: ["test_user_id", "5094f5704b9cf2b3"], token: "test_api_token" } }],
+      },
+      {
+        endpoint: "https://api.mixpanel.com/engage/",
+        headers: engageHeaders,
+        params: {},
+        items: [{ $token: "test_api_token", $distinct_id: "userId06", $set: { company: ["testComp"] }, $ip: "0.0.0.0" }],
+      },
+      {
+        endpoint: "https://api.mixpanel.com/groups/",
+        headers: engageHeaders,
+        params: {},
+        items: [{ $token: "test_api_token", $group_key: "company", $group_id: "testComp", $set: { company: "testComp" } }],
+      },
+    ]);
+    const [group, groupConfig] = inputs[5]!;
+    expect(() => mixpanel.transform({ ...group, traits: undefined }, groupConfig)).toThrow(
+      new TransformError(
+        "Group Key is not present. Please ensure that the group key is included in the payload as configured in the `Group Key Settings` in destination",
+      ),
+    );
+  });
+
+  test("MP RudderStack fixture (deleteUsers): /engage $delete, 1000 per call, users without a userId skipped; EU host; deletion task with Bearer and ?token", () => {
+    const deletion = (token: string, distinctIds: string[], host = "https://api.mixpanel.com"): DestinationRequest => ({
+      version: "1",
+      type: "REST",
+      method: "POST",
+      endpoint: `${host}/engage`,
+      headers: { accept: "text/plain", "content-type": "application/json" },
+      params: {},
+      body: {
+        JSON: {},
+        JSON_ARRAY: { batch: JSON.stringify(distinctIds.map((id) => ({ $distinct_id: id, $token: token, $delete: null, $ignore_alias: true }))) },
+        XML: {},
+        FORM: {},
+      },
+      files: {},
+    });
+    const config = { token: "testToken", prefixProperties: true, useNativeSDK: false };
+    // Test 1: two users, one call.
+    expect(mixpanel.deleteUsers!([{ userId: "rudder1" }, { userId: "rudder1" }], ctx(config))).toEqual([deletion("testToken", ["rudder1", "rudder1"])]);
+    // Test 0: more than 1000 users are split 1000 per call.
+    const many = mixpanel.deleteUsers!(Array.from({ length: 1200 }, () => ({ userId: "rudder1" })), ctx(config));
+    expect(many.map((r) => items(r).length)).toEqual([1000, 200]);
+    // Test 3: no user with a userId, nothing to call.
+    expect(mixpanel.deleteUsers!([{ userId: "", name: "test1" }], ctx(config))).toEqual([]);
+    // Test 6: the EU project's host.
+    expect(mixpanel.deleteUsers!([{ userId: "rudder1" }], ctx({ token: "test_token", dataResidency: "eu" }))).toEqual([
+      deletion("test_token", ["rudder1"], "https://api-eu.mixpanel.com"),
+    ]);
+    // Test 4: the deletion-task API, CCPA outside the EU.
+    const task = ctx({ token: "test_token", userDeletionApi: "task", gdprApiToken: "test_gdpr_token" });
+    expect(mixpanel.deleteUsers!([{ userId: "rudder1" }, { userId: "rudder2" }, { userId: "rudder3" }], task)).toEqual([
+      {
+        version: "1",
+        type: "REST",
+        method: "POST",
+        endpoint: "https://mixpanel.com/api/app/data-deletions/v3.0/",
+        headers: { "Content-Type": "application/json", Authorization: "Bearer test_gdpr_token" },
+        params: { token: "test_token" },
+        body: { JSON: { distinct_ids: ["rudder1", "rudder2", "rudder3"], compliance_type: "CCPA" }, JSON_ARRAY: {}, XML: {}, FORM: {} },
+        files: {},
+      },
+    ]);
+    // Tests 2 and 5: a missing token or GDPR token is refused (in Sluice's wording for config keys).
+    expect(() => mixpanel.deleteUsers!([{ userId: "rudder1" }], ctx({ token: "" }))).toThrow("destination config is missing 'token'");
+    expect(() => mixpanel.deleteUsers!([{ userId: "rudder1" }], ctx({ token: "test_token", userDeletionApi: "task", dataResidency: "eu" }))).toThrow(
+      "destination config is missing 'gdprApiToken'",
+    );
   });
 });

@@ -37,8 +37,8 @@ function computedFields(event: SluiceEvent, kind: MappingKind, config: Obj): Obj
     ["platform", () => (kind !== "screen" && isWeb(event) ? "Web" : getPath(event, "context.device.type"))],
     ["device_brand", () => (config.mapDeviceBrand ? getPath(event, "context.device.brand") : undefined)],
   ];
-  // The revenue and group mappings carry no event_id.
-  if (kind !== "revenue" && kind !== "group") fields.push(["event_id", () => (typeof eventId === "string" ? undefined : eventId)]);
+  // The revenue mapping carries no event_id (group does: RudderStack's fixture Test 61).
+  if (kind !== "revenue") fields.push(["event_id", () => (typeof eventId === "string" ? undefined : eventId)]);
   const out: Obj = {};
   for (const [key, compute] of fields) {
     const trait = traitFor(event, key);
