@@ -385,6 +385,43 @@ test("AM user agents → the names Amplitude's fork of ua-parser-js reports for 
   expect(parseUserAgent(undefined)).toEqual({ browser: {}, os: {}, device: {} });
 });
 
+const webDevice = { os_name: "Chrome", os_version: "77.0.3865.90", device_model: "Mac", library: "rudderstack", platform: "Web", app_name: "RudderLabs JavaScript SDK", app_version: "1.0.0", language: "en-US", session_id: -1 };
+// RudderStack's web identify fixtures (router Test 0, processor Tests 5, 11, 53, 59) are one call replayed with
+// different traits and contexts, so its message fields and what its traits become are written once.
+const webIdentifyMessage = {
+  type: "identify",
+  messageId: "84e26acc-56a5-4835-8233-591137fca468",
+  session_id: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22",
+  originalTimestamp: "2019-10-14T09:03:17.562Z",
+  anonymousId: "123456",
+  userId: "123456",
+  integrations: { All: true },
+};
+const webIdentifyTraits = { anonymousId: "123456", email: "test@rudderstack.com", address: { city: "kolkata", country: "India", postalCode: 712136, state: "WB", street: "" }, ip: "0.0.0.0", age: 26 };
+const webIdentifyUserProperties = {
+  initial_referrer: "https://docs.rudderstack.com",
+  initial_referring_domain: "docs.rudderstack.com",
+  anonymousId: "123456",
+  email: "test@rudderstack.com",
+  postalCode: 712136,
+  state: "WB",
+  street: "",
+  ip: "0.0.0.0",
+  age: 26,
+};
+const webIdentifySent = {
+  ...webDevice,
+  device_id: "123456",
+  insert_id: "84e26acc-56a5-4835-8233-591137fca468",
+  ip: "0.0.0.0",
+  user_properties: webIdentifyUserProperties,
+  event_type: "$identify",
+  time: 1571043797562,
+  user_id: "123456",
+  country: "India",
+  city: "kolkata",
+};
+
 // RudderStack processor fixture "Test 5" (reverse ETL identify with an external device_id).
 const retlContext = {
   externalId: [{ id: "lynnanderson@smith.net", identifierType: "device_id", type: "AM-users" }],
@@ -408,55 +445,19 @@ const retlIdentify: SluiceEvent = {
     ip: "0.0.0.0",
     age: 26,
   },
-  type: "identify",
-  messageId: "84e26acc-56a5-4835-8233-591137fca468",
-  session_id: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22",
-  originalTimestamp: "2019-10-14T09:03:17.562Z",
-  anonymousId: "123456",
-  userId: "123456",
-  integrations: { All: true },
+  ...webIdentifyMessage,
   sentAt: "2019-10-14T09:03:22.563Z",
+};
+const retlIdentifySent = {
+  ...webIdentifySent,
+  os_version: "test os",
+  device_id: "lynnanderson@smith.net",
+  user_properties: { ...webIdentifyUserProperties, device_id: "lynnanderson@smith.net" },
 };
 
 test("AM reverse-ETL identify: an external id typed device_id becomes device_id and user_properties.device_id (fixture Test 5)", () => {
   const [req] = amplitude.transform(structuredClone(retlIdentify), ctx({ apiKey: "abcde", groupTypeTrait: "email", groupValueTrait: "age" }));
-  expect(req!.body.JSON).toEqual({
-    api_key: "abcde",
-    events: [
-      {
-        os_name: "Chrome",
-        os_version: "test os",
-        device_model: "Mac",
-        platform: "Web",
-        device_id: "lynnanderson@smith.net",
-        app_name: "RudderLabs JavaScript SDK",
-        app_version: "1.0.0",
-        language: "en-US",
-        insert_id: "84e26acc-56a5-4835-8233-591137fca468",
-        ip: "0.0.0.0",
-        user_properties: {
-          initial_referrer: "https://docs.rudderstack.com",
-          initial_referring_domain: "docs.rudderstack.com",
-          anonymousId: "123456",
-          email: "test@rudderstack.com",
-          postalCode: 712136,
-          state: "WB",
-          street: "",
-          ip: "0.0.0.0",
-          age: 26,
-          device_id: "lynnanderson@smith.net",
-        },
-        event_type: "$identify",
-        time: 1571043797562,
-        user_id: "123456",
-        session_id: -1,
-        country: "India",
-        city: "kolkata",
-        library: "rudderstack",
-      },
-    ],
-    options: { min_id_length: 1 },
-  });
+  expect(req!.body.JSON).toEqual({ api_key: "abcde", events: [retlIdentifySent], options: { min_id_length: 1 } });
 });
 
 test("AM without mappedToDestination the external id is ignored: device_id is the anonymousId (fixture Test 7)", () => {
@@ -467,15 +468,11 @@ test("AM without mappedToDestination the external id is ignored: device_id is th
   expect(sentEvent.user_properties.device_id).toBeUndefined();
 });
 
+/** A reverse-ETL context: the external id is the destination's own identifier of the given type. */
+const mappedTo = (id: string, identifierType: string) => ({ mappedToDestination: true, externalId: [{ id, identifierType, type: "AM-users" }] });
+
 test("AM reverse-ETL track with an external user_id: it becomes user_id and stays in user_properties; the caller's event is untouched", () => {
-  const event: SluiceEvent = {
-    type: "track",
-    event: "Signed Up",
-    messageId: "m-r1",
-    timestamp: ts,
-    traits: { plan: "pro" },
-    context: { mappedToDestination: true, externalId: [{ id: "ext-user-1", identifierType: "user_id", type: "AM-users" }] },
-  };
+  const event: SluiceEvent = { type: "track", event: "Signed Up", messageId: "m-r1", timestamp: ts, traits: { plan: "pro" }, context: mappedTo("ext-user-1", "user_id") };
   const before = structuredClone(event);
   const sentEvent = (amplitude.transform(event, ctx())[0]!.body.JSON.events as any[])[0];
   expect(sentEvent.user_id).toBe("ext-user-1");
@@ -557,110 +554,57 @@ const routerContext = {
   screen: { density: 2 },
   page: { path: "/destinations/amplitude", referrer: "", search: "", title: "", url: "https://docs.rudderstack.com/destinations/amplitude", category: "destination", ...retlContext.page },
 };
-const webDevice = { os_name: "Chrome", os_version: "77.0.3865.90", device_model: "Mac", library: "rudderstack", platform: "Web", app_name: "RudderLabs JavaScript SDK", app_version: "1.0.0", language: "en-US", session_id: -1 };
 const eventsOf = (event: SluiceEvent, config: Record<string, any>) => amplitude.transform(event, ctx(config)).map((r) => r.body.JSON);
+const FX_PAGE = { ...routerContext.page };
+const FX_REF = { initial_referrer: "https://docs.rudderstack.com", initial_referring_domain: "docs.rudderstack.com" };
+/** The web page fixture (router Test 0, Tests 8, 9, 63, 70–73): "ApplicationLoaded" with request_ip and a string session_id. */
+const fxPageEvent = (fields: Record<string, any> = {}): SluiceEvent => ({
+  channel: "web",
+  context: { ...routerContext, traits: { email: "test@rudderstack.com", anonymousId: "12345" } },
+  request_ip: "1.1.1.1",
+  type: "page",
+  messageId: "5e10d13a-bf9a-44bf-b884-43a9e591ea71",
+  session_id: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22",
+  originalTimestamp: "2019-10-14T11:15:18.299Z",
+  anonymousId: "00000000000000000000000000",
+  userId: "12345",
+  properties: FX_PAGE,
+  integrations: { All: true },
+  name: "ApplicationLoaded",
+  sentAt: "2019-10-14T11:15:53.296Z",
+  ...fields,
+});
+const fxPageSent = (fields: Record<string, any> = {}) => ({
+  ...webDevice,
+  device_id: "00000000000000000000000000",
+  event_type: "Viewed ApplicationLoaded Page",
+  event_properties: { ...FX_PAGE, name: "ApplicationLoaded" },
+  insert_id: "5e10d13a-bf9a-44bf-b884-43a9e591ea71",
+  ip: "1.1.1.1",
+  user_properties: { ...FX_REF, email: "test@rudderstack.com", anonymousId: "12345" },
+  user_id: "12345",
+  time: 1571051718299,
+  ...fields,
+});
 
 test("AM web identify with context.traits → city/country top-level, address spread into user_properties (router fixture Test 0)", () => {
   const event: SluiceEvent = {
     channel: "web",
-    context: {
-      ...routerContext,
-      ip: "0.0.0.0",
-      traits: { anonymousId: "123456", email: "test@rudderstack.com", address: { city: "kolkata", country: "India", postalCode: 712136, state: "WB", street: "" }, ip: "0.0.0.0", age: 26 },
-    },
-    type: "identify",
-    messageId: "84e26acc-56a5-4835-8233-591137fca468",
-    session_id: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22",
-    originalTimestamp: "2019-10-14T09:03:17.562Z",
-    anonymousId: "123456",
-    userId: "123456",
-    integrations: { All: true },
+    context: { ...routerContext, ip: "0.0.0.0", traits: webIdentifyTraits },
+    ...webIdentifyMessage,
     sentAt: "2019-10-14T09:03:22.563Z",
   };
   expect(eventsOf(event, { apiKey: "abcde", groupTypeTrait: "email", groupValueTrait: "age" })).toEqual([
-    {
-      api_key: "abcde",
-      events: [
-        {
-          ...webDevice,
-          device_id: "123456",
-          insert_id: "84e26acc-56a5-4835-8233-591137fca468",
-          city: "kolkata",
-          country: "India",
-          user_properties: {
-            initial_referrer: "https://docs.rudderstack.com",
-            initial_referring_domain: "docs.rudderstack.com",
-            anonymousId: "123456",
-            email: "test@rudderstack.com",
-            postalCode: 712136,
-            state: "WB",
-            street: "",
-            ip: "0.0.0.0",
-            age: 26,
-          },
-          event_type: "$identify",
-          time: 1571043797562,
-          user_id: "123456",
-          ip: "0.0.0.0",
-        },
-      ],
-      options: { min_id_length: 1 },
-    },
+    { api_key: "abcde", events: [webIdentifySent], options: { min_id_length: 1 } },
   ]);
 });
 
 test("AM web page → 'Viewed <name> Page', ip from request_ip when context.ip is absent (router fixture Test 0)", () => {
-  const properties = { ...routerContext.page };
-  const event: SluiceEvent = {
-    channel: "web",
-    context: { ...routerContext, traits: { email: "test@rudderstack.com", anonymousId: "12345" } },
-    request_ip: "1.1.1.1",
-    type: "page",
-    messageId: "5e10d13a-bf9a-44bf-b884-43a9e591ea71",
-    session_id: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22",
-    originalTimestamp: "2019-10-14T11:15:18.299Z",
-    anonymousId: "00000000000000000000000000",
-    userId: "12345",
-    properties,
-    integrations: { All: true },
-    name: "ApplicationLoaded",
-    sentAt: "2019-10-14T11:15:53.296Z",
-  };
-  expect(eventsOf(event, { apiKey: "abcde" })).toEqual([
-    {
-      api_key: "abcde",
-      events: [
-        {
-          ...webDevice,
-          device_id: "00000000000000000000000000",
-          event_type: "Viewed ApplicationLoaded Page",
-          event_properties: { ...properties, name: "ApplicationLoaded" },
-          insert_id: "5e10d13a-bf9a-44bf-b884-43a9e591ea71",
-          ip: "1.1.1.1",
-          user_properties: {
-            initial_referrer: "https://docs.rudderstack.com",
-            initial_referring_domain: "docs.rudderstack.com",
-            email: "test@rudderstack.com",
-            anonymousId: "12345",
-          },
-          user_id: "12345",
-          time: 1571051718299,
-        },
-      ],
-      options: { min_id_length: 1 },
-    },
-  ]);
+  expect(eventsOf(fxPageEvent(), { apiKey: "abcde" })).toEqual([{ api_key: "abcde", events: [fxPageSent()], options: { min_id_length: 1 } }]);
 });
 
 test("AM reverse-ETL group: the external id also lands in the Group Identify group_properties", () => {
-  const event: SluiceEvent = {
-    type: "group",
-    messageId: "g-1",
-    userId: "user-42",
-    timestamp: ts,
-    traits: { company: "Acme", plan: "gold" },
-    context: { mappedToDestination: true, externalId: [{ id: "dev-9", identifierType: "device_id", type: "AM-users" }] },
-  };
+  const event: SluiceEvent = { type: "group", messageId: "g-1", userId: "user-42", timestamp: ts, traits: { company: "Acme", plan: "gold" }, context: mappedTo("dev-9", "device_id") };
   const [identify, groupCall] = amplitude.transform(event, ctx({ groupTypeTrait: "company", groupValueTrait: "plan" }));
   expect((identify!.body.JSON.events as any[])[0]).toMatchObject({ device_id: "dev-9", groups: { Acme: "gold" } });
   expect(JSON.parse((groupCall!.body.FORM as any).identification[0])).toEqual({
@@ -671,60 +615,48 @@ test("AM reverse-ETL group: the external id also lands in the Group Identify gro
 });
 
 // RudderStack processor fixtures "Test 73"–"Test 77": page/screen names, with and without user-defined templates.
-test("AM page without name or category → 'Viewed  Page', no name in event_properties, event_id kept (fixture Test 73)", () => {
-  const properties = { path: "/destinations/amplitude", referrer: "", search: "", title: "", url: "https://docs.rudderstack.com/destinations/amplitude", initial_referrer: "https://docs.rudderstack.com", initial_referring_domain: "docs.rudderstack.com" };
-  const event: SluiceEvent = {
-    channel: "web",
-    context: { ...routerContext, page: { ...routerContext.page, title: "Home Page" }, traits: { email: "test@rudderstack.com", anonymousId: "12345" } },
-    request_ip: "1.1.1.1",
-    type: "page",
-    messageId: "5e10d13a-bf9a-44bf-b884-43a9e591ea71",
-    session_id: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22",
-    originalTimestamp: "2019-10-14T11:15:18.299Z",
-    anonymousId: "00000000000000000000000000",
-    userId: "12345",
-    properties,
-    integrations: { All: true, Amplitude: { event_id: 2 } },
-  };
-  const [body] = eventsOf(event, { apiKey: "abcde", useUserDefinedPageEventName: false, userProvidedPageEventString: "Viewed {{context.page.title}} event." });
-  expect((body!.events as any[])[0]).toEqual({
-    ...webDevice,
-    device_id: "00000000000000000000000000",
-    event_properties: properties,
-    insert_id: "5e10d13a-bf9a-44bf-b884-43a9e591ea71",
-    ip: "1.1.1.1",
-    event_id: 2,
-    user_properties: { initial_referrer: "https://docs.rudderstack.com", initial_referring_domain: "docs.rudderstack.com", email: "test@rudderstack.com", anonymousId: "12345" },
-    event_type: "Viewed  Page",
-    user_id: "12345",
-    time: 1571051718299,
-  });
-});
-
-test("AM screen names: template 'My {{ event }} event.', template off, '{{ event }}', and an empty template → name (fixtures Tests 74–77)", () => {
-  const screen = (over: Record<string, unknown>): SluiceEvent => ({
+/** RudderStack's http-source fixtures carry no messageId (so no insert_id is sent). */
+const fxHttp = (event: Record<string, any>) => event as SluiceEvent;
+/** The http screen fixture (Tests 26, 50–52, 62, 74–77) and what it sends without a template. */
+const fxHttpScreen = (fields: Record<string, any> = {}) =>
+  fxHttp({
     type: "screen",
-    messageId: "m-screen",
     userId: "identified user id",
     anonymousId: "anon-id-new",
     event: "Screen View",
     properties: { prop1: "5" },
     context: { ip: "14.5.67.21", library: { name: "http" } },
     timestamp: "2020-02-02T00:23:09.544Z",
-    ...over,
+    ...fields,
   });
-  const expected = (eventType: string, name: string) => ({
-    device_id: "anon-id-new",
-    insert_id: "m-screen",
-    event_properties: { prop1: "5", name },
-    user_properties: {},
-    event_type: eventType,
-    user_id: "identified user id",
-    time: 1580602989544,
-    session_id: -1,
-    ip: "14.5.67.21",
-    library: "rudderstack",
+const fxHttpScreenSent = (fields: Record<string, any> = {}) => ({
+  device_id: "anon-id-new",
+  event_properties: { prop1: "5", name: "Screen View" },
+  user_properties: {},
+  event_type: "Viewed Screen View Screen",
+  user_id: "identified user id",
+  time: 1580602989544,
+  session_id: -1,
+  ip: "14.5.67.21",
+  library: "rudderstack",
+  ...fields,
+});
+test("AM page without name or category → 'Viewed  Page', no name in event_properties, event_id kept (fixture Test 73)", () => {
+  const { category: _c, ...properties } = FX_PAGE;
+  const event = fxPageEvent({
+    context: { ...fxPageEvent().context, page: { ...FX_PAGE, title: "Home Page" } },
+    properties,
+    integrations: { All: true, Amplitude: { event_id: 2 } },
+    name: undefined,
+    sentAt: undefined,
   });
+  const [body] = eventsOf(event, { apiKey: "abcde", useUserDefinedPageEventName: false, userProvidedPageEventString: "Viewed {{context.page.title}} event." });
+  expect((body!.events as any[])[0]).toEqual(fxPageSent({ event_properties: properties, event_id: 2, event_type: "Viewed  Page" }));
+});
+
+test("AM screen names: template 'My {{ event }} event.', template off, '{{ event }}', and an empty template → name (fixtures Tests 74–77)", () => {
+  const screen = (over: Record<string, unknown>) => fxHttpScreen({ messageId: "m-screen", ...over });
+  const expected = (eventType: string, name: string) => fxHttpScreenSent({ insert_id: "m-screen", event_properties: { prop1: "5", name }, event_type: eventType });
   const first = (event: SluiceEvent, config: Record<string, any>) => (eventsOf(event, { apiKey: "abcde", ...config })[0]!.events as any[])[0];
   expect(first(screen({}), { useUserDefinedScreenEventName: true, userProvidedScreenEventString: "My {{ event }} event." })).toEqual(expected("My Screen View event.", "Screen View"));
   expect(first(screen({}), { useUserDefinedScreenEventName: false, userProvidedScreenEventString: "My {{ event }} event." })).toEqual(expected("Viewed Screen View Screen", "Screen View"));
@@ -787,6 +719,7 @@ test("AM RudderStack fixture: track without an event name and an unsupported typ
 
 test("AM RudderStack fixture: revenue with revenue_type → price from revenue, quantity 1, revenue fields out of event_properties", () => {
   const [req] = amplitude.transform(amOrder({ ...ORDER, revenue_type: "Purchased" }), amFx());
+  const { revenue: _r, quantity: _q, ...withoutRevenueFields } = ORDER;
   expect(req).toEqual({
     version: "1",
     type: "REST",
@@ -805,19 +738,7 @@ test("AM RudderStack fixture: revenue with revenue_type → price from revenue, 
             revenueType: "Purchased",
             insert_id: "7208bbb6-2c4e-45bb-bf5b-ad426f3593e9",
             user_properties: { anonymousId: "50be5c78-6c3f-4b60-be84-97805a316fb1" },
-            event_properties: {
-              tax: 2,
-              total: 27.5,
-              coupon: "hasbros",
-              revenue_type: "Purchased",
-              currency: "USD",
-              discount: 2.5,
-              order_id: "50314b8e9bcf000000000000",
-              shipping: 3,
-              subtotal: 22.5,
-              affiliation: "Google Store",
-              checkout_id: "fksdjfsdjfisjf9sdfjsd9f",
-            },
+            event_properties: { ...withoutRevenueFields, revenue_type: "Purchased" },
             event_type: "Order Completed",
             price: 48,
             time: 1597383030118,
@@ -862,8 +783,6 @@ test("AM RudderStack fixture: revenue with products, trackProductsOnce and no pe
 });
 
 // Processor fixtures Tests 8–77 of the same file (rudder-transformer 0695b86c).
-const FX_PAGE = { ...routerContext.page };
-const FX_REF = { initial_referrer: "https://docs.rudderstack.com", initial_referring_domain: "docs.rudderstack.com" };
 const FX_CAMPAIGN = { source: "google", medium: "medium", term: "keyword", content: "some content", name: "some campaign", test: "other value" };
 const FX_UTM = { utm_source: "google", utm_medium: "medium", utm_term: "keyword", utm_content: "some content", utm_name: "some campaign", utm_test: "other value" };
 const UA_85 = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_5) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/85.0.4183.121 Safari/537.36";
@@ -917,37 +836,6 @@ const amRequest = (events: unknown[], host = "https://api2.amplitude.com") =>
   request(`${host}/2/httpapi`, { "Content-Type": "application/json" }, { JSON: { api_key: "abcde", events, options: { min_id_length: 1 } } });
 const amForm = (path: string, form: Record<string, unknown>, host = "https://api2.amplitude.com") => request(`${host}/${path}`, {}, { FORM: { api_key: "abcde", ...form } });
 const fxConfig = (config: Record<string, any> = {}) => ctx({ apiKey: "abcde", ...config });
-/** RudderStack's http-source fixtures carry no messageId (so no insert_id is sent). */
-const fxHttp = (event: Record<string, any>) => event as SluiceEvent;
-/** The web page fixture (Tests 8, 9, 63, 70–72): "ApplicationLoaded" with request_ip and a string session_id. */
-const fxPageEvent = (fields: Record<string, any> = {}): SluiceEvent => ({
-  channel: "web",
-  context: { ...routerContext, traits: { email: "test@rudderstack.com", anonymousId: "12345" } },
-  request_ip: "1.1.1.1",
-  type: "page",
-  messageId: "5e10d13a-bf9a-44bf-b884-43a9e591ea71",
-  session_id: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22",
-  originalTimestamp: "2019-10-14T11:15:18.299Z",
-  anonymousId: "00000000000000000000000000",
-  userId: "12345",
-  properties: FX_PAGE,
-  integrations: { All: true },
-  name: "ApplicationLoaded",
-  sentAt: "2019-10-14T11:15:53.296Z",
-  ...fields,
-});
-const fxPageSent = (fields: Record<string, any> = {}) => ({
-  ...webDevice,
-  device_id: "00000000000000000000000000",
-  event_type: "Viewed ApplicationLoaded Page",
-  event_properties: { ...FX_PAGE, name: "ApplicationLoaded" },
-  insert_id: "5e10d13a-bf9a-44bf-b884-43a9e591ea71",
-  ip: "1.1.1.1",
-  user_properties: { ...FX_REF, email: "test@rudderstack.com", anonymousId: "12345" },
-  user_id: "12345",
-  time: 1571051718299,
-  ...fields,
-});
 
 test("AM RudderStack fixture: page with integrations.Amplitude.groups carries the groups (Tests 8, 9)", () => {
   expect(amplitude.transform(fxPageEvent(), fxConfig())).toEqual([amRequest([fxPageSent()])]);
@@ -963,37 +851,10 @@ test("AM RudderStack fixture: identify reads top-level traits over context.trait
       ip: "0.0.0.0",
       traits: { address: { city: "Sealdah", country: "India", postalCode: 700014, state: "WB", street: "" } },
     },
-    traits: {
-      anonymousId: "123456",
-      email: "test@rudderstack.com",
-      address: { city: "kolkata", country: "India", postalCode: 712136, state: "WB", street: "" },
-      ip: "0.0.0.0",
-      age: 26,
-    },
-    type: "identify",
-    messageId: "84e26acc-56a5-4835-8233-591137fca468",
-    session_id: "3049dc4c-5a95-4ccd-a3e7-d74a7e411f22",
-    originalTimestamp: "2019-10-14T09:03:17.562Z",
-    anonymousId: "123456",
-    userId: "123456",
-    integrations: { All: true },
+    traits: webIdentifyTraits,
+    ...webIdentifyMessage,
   };
-  expect(amplitude.transform(event, fxConfig())).toEqual([
-    amRequest([
-      {
-        ...webDevice,
-        device_id: "123456",
-        insert_id: "84e26acc-56a5-4835-8233-591137fca468",
-        ip: "0.0.0.0",
-        user_properties: { ...FX_REF, anonymousId: "123456", email: "test@rudderstack.com", postalCode: 712136, state: "WB", street: "", ip: "0.0.0.0", age: 26 },
-        event_type: "$identify",
-        time: 1571043797562,
-        user_id: "123456",
-        country: "India",
-        city: "kolkata",
-      },
-    ]),
-  ]);
+  expect(amplitude.transform(event, fxConfig())).toEqual([amRequest([webIdentifySent])]);
 });
 
 test("AM RudderStack fixture: session_id from '1598597129', 'user:1598597129', a number, or -1; then context.sessionId (Tests 12–15, 65–68)", () => {
@@ -1179,32 +1040,9 @@ test("AM RudderStack fixture: mapDeviceBrand sends context.device.brand on web a
       }),
     ]),
   ]);
-  const screen = fxHttp({
-    type: "screen",
-    userId: "identified user id",
-    anonymousId: "anon-id-new",
-    event: "Screen View",
-    channel: "web",
-    properties: { prop1: "5" },
-    context: { ip: "14.5.67.21", device, library: { name: "http" } },
-    timestamp: "2020-02-02T00:23:09.544Z",
-  });
+  const screen = fxHttpScreen({ channel: "web", context: { ip: "14.5.67.21", device, library: { name: "http" } } });
   expect(amplitude.transform(screen, fxConfig({ mapDeviceBrand: true }))).toEqual([
-    amRequest([
-      {
-        device_manufacturer: "testManufacturer",
-        device_brand: "testBrand",
-        device_id: "anon-id-new",
-        event_properties: { prop1: "5", name: "Screen View" },
-        user_properties: {},
-        event_type: "Viewed Screen View Screen",
-        user_id: "identified user id",
-        time: 1580602989544,
-        session_id: -1,
-        ip: "14.5.67.21",
-        library: "rudderstack",
-      },
-    ]),
+    amRequest([fxHttpScreenSent({ device_manufacturer: "testManufacturer", device_brand: "testBrand" })]),
   ]);
   // Web identify: the manufacturer comes from the context when the agent names no vendor.
   const identify: SluiceEvent = {
@@ -1220,31 +1058,9 @@ test("AM RudderStack fixture: mapDeviceBrand sends context.device.brand on web a
 });
 
 test("AM RudderStack fixture: http screen → 'Viewed <event> Screen', empty user_properties, integrations event_id (Tests 26, 62)", () => {
-  const screen = fxHttp({
-    type: "screen",
-    userId: "identified user id",
-    anonymousId: "anon-id-new",
-    event: "Screen View",
-    properties: { prop1: "5", event_id: 7 },
-    context: { ip: "14.5.67.21", library: { name: "http" } },
-    integrations: { All: true, Amplitude: { event_id: 7 } },
-    timestamp: "2020-02-02T00:23:09.544Z",
-  });
+  const screen = fxHttpScreen({ properties: { prop1: "5", event_id: 7 }, integrations: { All: true, Amplitude: { event_id: 7 } } });
   expect(amplitude.transform(screen, fxConfig())).toEqual([
-    amRequest([
-      {
-        event_id: 7,
-        device_id: "anon-id-new",
-        event_properties: { prop1: "5", event_id: 7, name: "Screen View" },
-        user_properties: {},
-        event_type: "Viewed Screen View Screen",
-        user_id: "identified user id",
-        time: 1580602989544,
-        session_id: -1,
-        ip: "14.5.67.21",
-        library: "rudderstack",
-      },
-    ]),
+    amRequest([fxHttpScreenSent({ event_id: 7, event_properties: { prop1: "5", event_id: 7, name: "Screen View" } })]),
   ]);
 });
 
@@ -1477,43 +1293,7 @@ test("AM RudderStack fixture: revenue 0 still counts as revenue: products split 
 });
 
 test("AM RudderStack fixture: reverse-ETL identify on the EU host with an integrations event_id (Tests 53, 59)", () => {
-  const expected = (host: string, extra: Record<string, any>) =>
-    amRequest(
-      [
-        {
-          os_name: "Chrome",
-          os_version: "test os",
-          device_model: "Mac",
-          platform: "Web",
-          device_id: "lynnanderson@smith.net",
-          app_name: "RudderLabs JavaScript SDK",
-          app_version: "1.0.0",
-          language: "en-US",
-          insert_id: "84e26acc-56a5-4835-8233-591137fca468",
-          ip: "0.0.0.0",
-          user_properties: {
-            ...FX_REF,
-            anonymousId: "123456",
-            email: "test@rudderstack.com",
-            postalCode: 712136,
-            state: "WB",
-            street: "",
-            ip: "0.0.0.0",
-            age: 26,
-            device_id: "lynnanderson@smith.net",
-          },
-          event_type: "$identify",
-          time: 1571043797562,
-          user_id: "123456",
-          session_id: -1,
-          country: "India",
-          city: "kolkata",
-          library: "rudderstack",
-          ...extra,
-        },
-      ],
-      host,
-    );
+  const expected = (host: string, extra: Record<string, any>) => amRequest([{ ...retlIdentifySent, ...extra }], host);
   expect(amplitude.transform(retlIdentify, fxConfig({ residencyServer: "EU" }))).toEqual([expected("https://api.eu.amplitude.com", {})]);
   const withEventId = { ...retlIdentify, session_id: undefined, integrations: { All: true, Amplitude: { event_id: 6 } } };
   expect(amplitude.transform(withEventId, fxConfig())).toEqual([expected("https://api2.amplitude.com", { event_id: 6 })]);

@@ -690,16 +690,8 @@ describe("GA4 RudderStack fixtures", () => {
   });
 
   // ecomTestData.ts
-  const product = {
-    product_id: "507f1f77bcf86cd799439011",
-    name: "Monopoly: 3rd Edition",
-    coupon: "SUMMER_FUN",
-    category: "Apparel",
-    brand: "Google",
-    variant: "green",
-    price: "19",
-    quantity: "2",
-    position: "1",
+  // These product fields already carry GA4's item names, so they reach the item unchanged.
+  const itemFields = {
     affiliation: "Google Merchandise Store",
     currency: "USD",
     discount: 2.22,
@@ -711,6 +703,18 @@ describe("GA4 RudderStack fixtures", () => {
     item_list_name: "Related Products",
     location_id: "L_12345",
   };
+  const product = {
+    product_id: "507f1f77bcf86cd799439011",
+    name: "Monopoly: 3rd Edition",
+    coupon: "SUMMER_FUN",
+    category: "Apparel",
+    brand: "Google",
+    variant: "green",
+    price: "19",
+    quantity: "2",
+    position: "1",
+    ...itemFields,
+  };
   const item = {
     item_id: "507f1f77bcf86cd799439011",
     item_name: "Monopoly: 3rd Edition",
@@ -721,16 +725,7 @@ describe("GA4 RudderStack fixtures", () => {
     price: 19,
     quantity: 2,
     index: 1,
-    affiliation: "Google Merchandise Store",
-    currency: "USD",
-    discount: 2.22,
-    item_category2: "Adult",
-    item_category3: "Shirts",
-    item_category4: "Crew",
-    item_category5: "Short sleeve",
-    item_list_id: "related_products",
-    item_list_name: "Related Products",
-    location_id: "L_12345",
+    ...itemFields,
   };
   const promoExtra = { promotion_id: "P_12345", promotion_name: "Summer Sale", creative_name: "summer_banner2", creative_slot: "featured_app_1" };
   const promoProducts = [{ ...product, position: "0", ...promoExtra }];

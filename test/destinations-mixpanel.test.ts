@@ -21,7 +21,7 @@ const context = {
 };
 const base = { messageId: "1714557600000-5b1c3f0e-8a2d-4e57-9f1c-2a7b9c0d1e2f", userId: "u-1", anonymousId: "a-1", timestamp: ts, context };
 
-test("MP track → POST api.mixpanel.com/import/ (JSON array, token Basic auth, strict=0) with event and properties", () => {
+test("MP track → POST api.mixpanel.com/import/ (JSON array, token Basic auth, strict=0, verbose=2) with event and properties", () => {
   const event: SluiceEvent = { ...base, type: "track", event: "Video Played", properties: { title: "Intro", duration: 30 } };
   const [req] = mixpanel.transform(event, ctx());
   expect(req).toEqual({
@@ -30,7 +30,7 @@ test("MP track → POST api.mixpanel.com/import/ (JSON array, token Basic auth, 
     method: "POST",
     endpoint: "https://api.mixpanel.com/import/",
     headers: IMPORT_HEADERS,
-    params: { strict: 0 },
+    params: { strict: 0, verbose: 2 },
     body: {
       JSON: {},
       JSON_ARRAY: {
@@ -259,7 +259,7 @@ test("MP dataResidency eu/in, strictMode, baseUrl override", () => {
   const event: SluiceEvent = { ...base, type: "track", event: "E" };
   expect(mixpanel.transform(event, ctx({ dataResidency: "eu" }))[0]!.endpoint).toBe("https://api-eu.mixpanel.com/import/");
   expect(mixpanel.transform(event, ctx({ dataResidency: "in" }))[0]!.endpoint).toBe("https://api-in.mixpanel.com/import/");
-  expect(mixpanel.transform(event, ctx({ strictMode: true }))[0]!.params).toEqual({ strict: 1 });
+  expect(mixpanel.transform(event, ctx({ strictMode: true }))[0]!.params).toEqual({ strict: 1, verbose: 2 });
   expect(mixpanel.transform(event, ctx({}, "http://127.0.0.1:3001"))[0]!.endpoint).toBe("http://127.0.0.1:3001/import/");
 });
 
@@ -293,6 +293,18 @@ test("MP batch → /groups capped at 200 per call", () => {
   expect(batched.map((r) => items(r).length)).toEqual([200, 1]);
 });
 
+/** A GDPR/CCPA deletion task request (userDeletionApi=task). */
+const deletionTask = (host: string, gdprToken: string, token: string, distinctIds: string[], complianceType: string): DestinationRequest => ({
+  version: "1",
+  type: "REST",
+  method: "POST",
+  endpoint: `${host}/api/app/data-deletions/v3.0/`,
+  headers: { "Content-Type": "application/json", Authorization: `Bearer ${gdprToken}` },
+  params: { token },
+  body: { JSON: { distinct_ids: distinctIds, compliance_type: complianceType }, JSON_ARRAY: {}, XML: {}, FORM: {} },
+  files: {},
+});
+
 test("MP deleteUsers → POST /engage with $delete per user (1000 per call), or GDPR deletion task with userDeletionApi=task", () => {
   const users = Array.from({ length: 1001 }, (_, i) => ({ userId: `u${i}` }));
   const reqs = mixpanel.deleteUsers!(users, ctx());
@@ -307,18 +319,7 @@ test("MP deleteUsers → POST /engage with $delete per user (1000 per call), or 
   expect(items(reqs[1]!)).toHaveLength(1);
 
   const task = mixpanel.deleteUsers!(users.slice(0, 2), ctx({ userDeletionApi: "task", gdprApiToken: "gdpr", dataResidency: "eu" }));
-  expect(task).toEqual([
-    {
-      version: "1",
-      type: "REST",
-      method: "POST",
-      endpoint: "https://eu.mixpanel.com/api/app/data-deletions/v3.0/",
-      headers: { "Content-Type": "application/json", Authorization: "Bearer gdpr" },
-      params: { token: "mp_token" },
-      body: { JSON: { distinct_ids: ["u0", "u1"], compliance_type: "GDPR" }, JSON_ARRAY: {}, XML: {}, FORM: {} },
-      files: {},
-    },
-  ]);
+  expect(task).toEqual([deletionTask("https://eu.mixpanel.com", "gdpr", "mp_token", ["u0", "u1"], "GDPR")]);
   expect(() => mixpanel.deleteUsers!(users, ctx({ userDeletionApi: "task" }))).toThrow("destination config is missing 'gdprApiToken'");
 });
 
@@ -377,6 +378,43 @@ const FX_DEFAULTS = {
   token: "dummyApiKey",
 };
 const FX_BROWSER = { $browser: "Chrome", $browser_version: "79.0.3945.117" };
+// RudderStack's processor and router fixtures send the same identify from an (emulated) iOS device.
+const FX_IOS_CONTEXT = {
+  app: { build: "1", name: "LeanPlumIntegrationAndroid", namespace: "com.android.SampleLeanPlum", version: "1.0" },
+  device: { id: "5094f5704b9cf2b3", manufacturer: "Google", model: "Android SDK built for x86", name: "generic_x86", type: "ios", token: "test_device_token" },
+  library: { name: "com.rudderstack.android.sdk.core", version: "1.0.1-beta.1" },
+  network: { carrier: "Android", bluetooth: false, cellular: true, wifi: true },
+  os: { name: "iOS", version: "8.1.0" },
+  screen: { density: 420, height: 1794, width: 1080 },
+};
+const FX_IOS_TRAITS = { anonymousId: "5094f5704b9cf2b3", userId: "test_user_id" };
+const fxIosIdentify: SluiceEvent = {
+  type: "identify",
+  messageId: "id2",
+  anonymousId: "5094f5704b9cf2b3",
+  userId: "test_user_id",
+  channel: "mobile",
+  originalTimestamp: "2020-03-12T09:05:03.421Z",
+  context: { ...FX_IOS_CONTEXT, traits: FX_IOS_TRAITS },
+  properties: { name: "MainActivity", automatic: true },
+};
+/** The profile RudderStack's /engage $set carries for fxIosIdentify. */
+const FX_IOS_SET = {
+  $carrier: "Android",
+  $manufacturer: "Google",
+  $model: "Android SDK built for x86",
+  $screen_height: 1794,
+  $screen_width: 1080,
+  $wifi: true,
+  anonymousId: "5094f5704b9cf2b3",
+  userId: "test_user_id",
+  $ios_devices: ["test_device_token"],
+  $os: "iOS",
+  $ios_device_model: "Android SDK built for x86",
+  $ios_version: "8.1.0",
+  $ios_app_release: "1.0",
+  $ios_app_version: "1",
+};
 const summary = (r: DestinationRequest) => ({ endpoint: r.endpoint, headers: r.headers, params: r.params, items: items(r) });
 
 // RudderStack's fixtures run with the clock at 2020-01-25 (its mocked Date.now), which the 5-year age limit needs.
@@ -384,7 +422,7 @@ describe("MP fixtures at RudderStack's mocked clock", () => {
   beforeEach(() => setSystemTime(new Date(Date.UTC(2020, 0, 25))));
   afterEach(() => setSystemTime());
 
-  test("MP RudderStack fixture: page → /import 'Loaded a Page' with app name/namespace, snake_case initial referrer, UTM and browser; params strict only", () => {
+  test("MP RudderStack fixture: page → /import 'Loaded a Page' with app name/namespace, snake_case initial referrer, UTM and browser; params strict and verbose", () => {
     const event = fxEvent({
       type: "page",
       name: "Contact Us",
@@ -397,7 +435,7 @@ describe("MP fixtures at RudderStack's mocked clock", () => {
       {
         endpoint: "https://api.mixpanel.com/import/",
         headers: { Authorization: FX_AUTH, "Content-Type": "application/json" },
-        params: { strict: 0 },
+        params: { strict: 0, verbose: 2 },
         items: [
           {
             event: "Loaded a Page",
@@ -547,7 +585,7 @@ describe("MP fixtures at RudderStack's mocked clock", () => {
       {
         endpoint: "https://api.mixpanel.com/import/",
         headers: { Authorization: FX_AUTH, "Content-Type": "application/json" },
-        params: { strict: 0 },
+        params: { strict: 0, verbose: 2 },
         items: [{ event: "$create_alias", properties: { distinct_id: "e6ab2c5e-2cda-44a9-a962-e2f67df78bca", alias: "1234abc", token: "dummyApiKey" } }],
       },
     ]);
@@ -576,25 +614,7 @@ describe("MP fixtures at RudderStack's mocked clock", () => {
   });
 
   test("MP RudderStack fixture: identify from an iOS device with apiSecret → device fields, $ios_devices and $merge; $time from originalTimestamp", () => {
-    const event: SluiceEvent = {
-      type: "identify",
-      messageId: "id2",
-      anonymousId: "5094f5704b9cf2b3",
-      userId: "test_user_id",
-      channel: "mobile",
-      originalTimestamp: "2020-03-12T09:05:03.421Z",
-      context: {
-        app: { build: "1", name: "LeanPlumIntegrationAndroid", namespace: "com.android.SampleLeanPlum", version: "1.0" },
-        device: { id: "5094f5704b9cf2b3", manufacturer: "Google", model: "Android SDK built for x86", name: "generic_x86", type: "ios", token: "test_device_token" },
-        library: { name: "com.rudderstack.android.sdk.core", version: "1.0.1-beta.1" },
-        network: { carrier: "Android", bluetooth: false, cellular: true, wifi: true },
-        os: { name: "iOS", version: "8.1.0" },
-        screen: { density: 420, height: 1794, width: 1080 },
-        traits: { anonymousId: "5094f5704b9cf2b3", userId: "test_user_id" },
-      },
-      properties: { name: "MainActivity", automatic: true },
-    };
-    const reqs = mixpanel.transform(event, fx({ apiSecret: "some_api_secret", dataResidency: "eu", strictMode: true }));
+    const reqs = mixpanel.transform(fxIosIdentify, fx({ apiSecret: "some_api_secret", dataResidency: "eu", strictMode: true }));
     expect(reqs.map(summary)).toEqual([
       {
         endpoint: "https://api-eu.mixpanel.com/engage/",
@@ -602,22 +622,7 @@ describe("MP fixtures at RudderStack's mocked clock", () => {
         params: {},
         items: [
           {
-            $set: {
-              $carrier: "Android",
-              $manufacturer: "Google",
-              $model: "Android SDK built for x86",
-              $screen_height: 1794,
-              $screen_width: 1080,
-              $wifi: true,
-              anonymousId: "5094f5704b9cf2b3",
-              userId: "test_user_id",
-              $ios_devices: ["test_device_token"],
-              $os: "iOS",
-              $ios_device_model: "Android SDK built for x86",
-              $ios_version: "8.1.0",
-              $ios_app_release: "1.0",
-              $ios_app_version: "1",
-            },
+            $set: FX_IOS_SET,
             $token: "dummyApiKey",
             $distinct_id: "test_user_id",
             $time: 1584003903421,
@@ -627,7 +632,7 @@ describe("MP fixtures at RudderStack's mocked clock", () => {
       {
         endpoint: "https://api-eu.mixpanel.com/import/",
         headers: { Authorization: FX_AUTH, "Content-Type": "application/json" },
-        params: { strict: 1 },
+        params: { strict: 1, verbose: 2 },
         items: [{ event: "$merge", properties: { $distinct_ids: ["test_user_id", "5094f5704b9cf2b3"], token: "dummyApiKey" } }],
       },
     ]);
@@ -774,13 +779,8 @@ describe("MP router and deleteUsers fixtures at RudderStack's mocked clock", () 
   const rt = (config: Record<string, any> = {}) => ctx({ apiSecret: "test_api_secret", token: "test_api_token", strictMode: true, ...config });
   const RT_TS = "2023-07-06T11:59:02.402+05:30";
   const mobileContext = {
-    app: { build: "1", name: "LeanPlumIntegrationAndroid", namespace: "com.android.SampleLeanPlum", version: "1.0" },
-    device: { id: "5094f5704b9cf2b3", manufacturer: "Google", model: "Android SDK built for x86", name: "generic_x86", type: "ios", token: "test_device_token" },
-    library: { name: "com.rudderstack.android.sdk.core", version: "1.0.1-beta.1" },
+    ...FX_IOS_CONTEXT,
     locale: "en-US",
-    network: { carrier: "Android", bluetooth: false, cellular: true, wifi: true },
-    os: { name: "iOS", version: "8.1.0" },
-    screen: { density: 420, height: 1794, width: 1080 },
     timezone: "Asia/Kolkata",
     userAgent: "Dalvik/2.1.0 (Linux; U; Android 8.1.0; Android SDK built for x86 Build/OSM1.180201.007)",
   };
@@ -825,20 +825,7 @@ describe("MP router and deleteUsers fixtures at RudderStack's mocked clock", () 
       }),
       rt({ identityMergeApi: "simplified" }),
     ],
-    [
-      {
-        type: "identify",
-        anonymousId: "5094f5704b9cf2b3",
-        userId: "test_user_id",
-        channel: "mobile",
-        messageId: "id2",
-        event: "MainActivity",
-        context: { ...mobileContext, traits: { anonymousId: "5094f5704b9cf2b3", userId: "test_user_id" } },
-        properties: { name: "MainActivity", automatic: true },
-        originalTimestamp: "2020-03-12T09:05:03.421Z",
-      },
-      rt(),
-    ],
+    [{ ...fxIosIdentify, event: "MainActivity", context: { ...mobileContext, traits: FX_IOS_TRAITS } }, rt()],
     [
       fxEvent({ type: "group", anonymousId: "anonId06", userId: "userId06", timestamp: RT_TS, traits: { company: "testComp" }, context: fxContext({ traits: undefined }) }),
       rt({ groupKeySettings: [{ groupKey: "company" }] }),
@@ -855,7 +842,7 @@ describe("MP router and deleteUsers fixtures at RudderStack's mocked clock", () 
       {
         endpoint: "https://api.mixpanel.com/import/",
         headers: importHeaders,
-        params: { strict: 1 },
+        params: { strict: 1, verbose: 2 },
         items: [
           {
             event: "Loaded a Page",
@@ -872,7 +859,7 @@ describe("MP router and deleteUsers fixtures at RudderStack's mocked clock", () 
       {
         endpoint: "https://api.mixpanel.com/import/",
         headers: importHeaders,
-        params: { strict: 1 },
+        params: { strict: 1, verbose: 2 },
         items: [
           {
             event: "Product Viewed",
@@ -945,22 +932,7 @@ describe("MP router and deleteUsers fixtures at RudderStack's mocked clock", () 
             $time: RT_MS,
           },
           {
-            $set: {
-              $carrier: "Android",
-              $manufacturer: "Google",
-              $model: "Android SDK built for x86",
-              $screen_height: 1794,
-              $screen_width: 1080,
-              $wifi: true,
-              anonymousId: "5094f5704b9cf2b3",
-              userId: "test_user_id",
-              $ios_devices: ["test_device_token"],
-              $os: "iOS",
-              $ios_device_model: "Android SDK built for x86",
-              $ios_version: "8.1.0",
-              $ios_app_release: "1.0",
-              $ios_app_version: "1",
-            },
+            $set: FX_IOS_SET,
             $token: "test_api_token",
             $distinct_id: "test_user_id",
             $time: Date.parse("2020-03-12T09:05:03.421Z"),
@@ -970,7 +942,7 @@ describe("MP router and deleteUsers fixtures at RudderStack's mocked clock", () 
       {
         endpoint: "https://api.mixpanel.com/import/",
         headers: importHeaders,
-        params: { strict: 1 },
+        params: { strict: 1, verbose: 2 },
         items: [{ event: "$merge", properties: { $distinct_ids: ["test_user_id", "5094f5704b9cf2b3"], token: "test_api_token" } }],
       },
       {
@@ -1025,16 +997,7 @@ describe("MP router and deleteUsers fixtures at RudderStack's mocked clock", () 
     // Test 4: the deletion-task API, CCPA outside the EU.
     const task = ctx({ token: "test_token", userDeletionApi: "task", gdprApiToken: "test_gdpr_token" });
     expect(mixpanel.deleteUsers!([{ userId: "rudder1" }, { userId: "rudder2" }, { userId: "rudder3" }], task)).toEqual([
-      {
-        version: "1",
-        type: "REST",
-        method: "POST",
-        endpoint: "https://mixpanel.com/api/app/data-deletions/v3.0/",
-        headers: { "Content-Type": "application/json", Authorization: "Bearer test_gdpr_token" },
-        params: { token: "test_token" },
-        body: { JSON: { distinct_ids: ["rudder1", "rudder2", "rudder3"], compliance_type: "CCPA" }, JSON_ARRAY: {}, XML: {}, FORM: {} },
-        files: {},
-      },
+      deletionTask("https://mixpanel.com", "test_gdpr_token", "test_token", ["rudder1", "rudder2", "rudder3"], "CCPA"),
     ]);
     // Tests 2 and 5: a missing token or GDPR token is refused (in Sluice's wording for config keys).
     expect(() => mixpanel.deleteUsers!([{ userId: "rudder1" }], ctx({ token: "" }))).toThrow("destination config is missing 'token'");

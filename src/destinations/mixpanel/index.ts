@@ -220,8 +220,9 @@ export const mixpanel: DestinationDefinition = {
       restRequest({
         endpoint: endpointFor(ctx, `${base}/import/`),
         headers: { "Content-Type": "application/json", Authorization: basicAuth(token) },
-        // strict as the number RudderStack sets (its only /import parameter with token auth).
-        params: { strict: c.strictMode ? 1 : 0 },
+        // strict as the number RudderStack sets; verbose=2 as issue 20 asks (Mixpanel then answers
+        // with per-event details). RudderStack's stored fixtures show strict only.
+        params: { strict: c.strictMode ? 1 : 0, verbose: 2 },
         json: [withoutUndefined(item)],
       });
     const engageRequest = (item: Obj, path = "engage") =>
