@@ -8,6 +8,7 @@ import { type Db, openDatabase } from "../db";
 import { ensureOwner } from "./control-plane/bootstrap";
 import { ConfigStore } from "./control-plane/config-store";
 import { controlPlaneRoutes } from "./control-plane/routes";
+import { dashboardRoutes } from "./dashboard/routes";
 import { applyWorkspaceFile } from "./control-plane/workspace-file";
 import { RecentMessageIds } from "./gateway/dedup";
 import { Checkpoints } from "./gateway/checkpoints";
@@ -118,7 +119,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   const db = openDatabase(join(settings.dataDir, "sluice.db"), { synchronous: settings.synchronous });
   const config = new ConfigStore(db);
   const metrics = new Metrics();
-  const ctx: ServiceContext = { db, log, config, metrics, now };
+  const ctx: ServiceContext = { db, log, config, metrics, now, sessionHours: settings.sessionHours };
 
   const owner = ensureOwner(db, { email: settings.adminEmail, token: settings.adminToken, now: now() });
   if (owner.created) log.info("first start: workspace and owner account created", { workspaceId: owner.workspaceId, email: settings.adminEmail });
@@ -181,7 +182,8 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     .use(pipelineRoutes(ctx, router, live))
     .use(transformationRoutes(ctx, sandbox))
     .use(regulationRoutes(ctx, { suppression, deletions }))
-    .use(testApiRoutes(ctx, { stages, timeoutMs: settings.destinationTimeoutMs }));
+    .use(testApiRoutes(ctx, { stages, timeoutMs: settings.destinationTimeoutMs }))
+    .use(dashboardRoutes(ctx));
   const handlers = intakeHandlers(intake);
   const dataPlane = new Elysia({ name: "data-plane" }).use(gatewayRoutes(intake, handlers));
   // normalize: false — Elysia would otherwise coerce a body to fit its schema (a string

@@ -6,18 +6,10 @@
  * does); without it the test is skipped and says so, unless SLUICE_REQUIRE_BROWSER is set.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { type TestServer, cleanup, createSource, startSluice, storedEvents, waitFor } from "./helpers";
+import { type TestServer, cleanup, createSource, haveChromium, launchChromium, requireChromium, startSluice, storedEvents, waitFor } from "./helpers";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium) console.warn(`browser-sdk.test.ts: skipped, no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
-
-// CI sets SLUICE_REQUIRE_BROWSER, so there a missing Chromium fails instead of skipping.
-test.if(!haveChromium && !!process.env.SLUICE_REQUIRE_BROWSER)("Chromium is installed (SLUICE_REQUIRE_BROWSER is set)", () => {
-  expect(existsSync(CHROMIUM)).toBe(true);
-});
+requireChromium("browser-sdk.test.ts");
 
 const SDK = join(import.meta.dir, "..", "node_modules", "@rudderstack", "analytics-js", "dist", "npm", "modern", "bundled", "esm", "index.mjs");
 
@@ -62,13 +54,7 @@ beforeAll(async () => {
       return new Response(PAGE, { headers: { "content-type": "text/html" } });
     },
   });
-  const { chromium } = await import("playwright-core");
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    // The machine has no outside network: keep Chromium from reaching for it.
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {

@@ -1,5 +1,6 @@
 /** Shared test scaffolding: real SQLite files in temp dirs, real HTTP on 127.0.0.1. */
-import { mkdtempSync, rmSync } from "node:fs";
+import { expect, test } from "bun:test";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Sluice, createSluice } from "../src/app";
@@ -187,4 +188,29 @@ export function startSink(respond?: (req: SinkRequest, n: number) => Response | 
 /** The request a kind's transform is expected to return: a JSON body, nothing else set. */
 export function jsonRequest(method: DestinationRequest["method"], endpoint: string, json: Record<string, unknown>, headers: Record<string, string>): DestinationRequest {
   return { version: "1", type: "REST", method, endpoint, headers, params: {}, body: { JSON: json, JSON_ARRAY: {}, XML: {}, FORM: {} }, files: {} };
+}
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+export const haveChromium = existsSync(CHROMIUM);
+
+/**
+ * A browser test file without Chromium is skipped and says so; CI sets SLUICE_REQUIRE_BROWSER,
+ * where a missing Chromium fails instead.
+ */
+export function requireChromium(file: string): void {
+  if (!haveChromium) console.warn(`${file}: skipped, no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+  test.if(!haveChromium && !!process.env.SLUICE_REQUIRE_BROWSER)("Chromium is installed (SLUICE_REQUIRE_BROWSER is set)", () => {
+    expect(existsSync(CHROMIUM)).toBe(true);
+  });
+}
+
+/** Debian's headless Chromium through playwright-core. */
+export async function launchChromium(): Promise<import("playwright-core").Browser> {
+  const { chromium } = await import("playwright-core");
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    // The machine has no outside network: keep Chromium from reaching for it.
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
 }

@@ -5,6 +5,7 @@ import m1 from "./0001_delivery.sql" with { type: "text" };
 import m2 from "./0002_regulations.sql" with { type: "text" };
 import m3 from "./0003_events-dedup-in-memory.sql" with { type: "text" };
 import m4 from "./0004_events-ids-by-intake.sql" with { type: "text" };
+import m5 from "./0005_dashboard-sessions.sql" with { type: "text" };
 
 export const migrationSql: Record<string, string> = {
   "0000_init": m0,
@@ -12,6 +13,7 @@ export const migrationSql: Record<string, string> = {
   "0002_regulations": m2,
   "0003_events-dedup-in-memory": m3,
   "0004_events-ids-by-intake": m4,
+  "0005_dashboard-sessions": m5,
 };
 
 export { journal };

@@ -31,8 +31,30 @@ export const accessTokens = sqliteTable(
     secretHash: text("secret_hash").notNull(),
     name: text("name").notNull().default(""),
     createdAt: createdAt(),
+    /** Last authenticated use, kept to the minute (so a busy token costs no write per request). */
+    lastUsedAt: integer("last_used_at", { mode: "number" }),
   },
   (t) => [index("access_tokens_lookup").on(t.lookup)],
+);
+
+/**
+ * Dashboard sessions. The browser holds a random id in an HttpOnly cookie; only its SHA-256 is
+ * kept, as for tokens. A session belongs to the token it was opened with: revoking the token
+ * ends it.
+ */
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    idHash: text("id_hash").primaryKey(),
+    tokenId: text("token_id")
+      .notNull()
+      .references(() => accessTokens.id, { onDelete: "cascade" }),
+    accountId: text("account_id").notNull().references(() => accounts.id),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    createdAt: createdAt(),
+    expiresAt: integer("expires_at", { mode: "number" }).notNull(),
+  },
+  (t) => [index("sessions_token").on(t.tokenId), index("sessions_expires").on(t.expiresAt)],
 );
 
 export const sources = sqliteTable(

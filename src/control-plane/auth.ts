@@ -1,12 +1,16 @@
 /**
- * API authentication: `Authorization: Bearer <token>` or HTTP Basic `<email>:<token>`.
- * The token's workspace scopes everything the request can see or change.
+ * API authentication: `Authorization: Bearer <token>`, HTTP Basic `<email>:<token>`, or the
+ * dashboard's session cookie. The principal's workspace scopes everything the request can see
+ * or change.
  */
 import type { Db } from "../../db";
 import { AppError } from "../lib/errors";
-import { type Principal, verifyToken } from "./tokens";
+import { type SessionDeps, sessionIdFrom, sessionPrincipal } from "../dashboard/sessions";
+import { type Principal, touchToken, verifyToken } from "./tokens";
 
-export function authenticate(db: Db, header: string | null, scheme: "bearer-or-basic" | "basic" = "bearer-or-basic"): Principal {
+export type Scheme = "bearer-or-basic" | "basic";
+
+export function authenticate(db: Db, header: string | null, scheme: Scheme = "bearer-or-basic"): Principal {
   if (!header) throw new AppError("UNAUTHORIZED", "Authorization header is missing");
   const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (bearer && scheme === "bearer-or-basic") {
@@ -25,4 +29,40 @@ export function authenticate(db: Db, header: string | null, scheme: "bearer-or-b
     throw new AppError("UNAUTHORIZED", "invalid e-mail or access token");
   }
   throw new AppError("UNAUTHORIZED", scheme === "basic" ? "expected HTTP Basic auth with <email>:<access token>" : "expected 'Bearer <access token>' or HTTP Basic <email>:<access token>");
+}
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * A cookie is sent by the browser whoever asks, so a state-changing request made with one must
+ * come from the dashboard's own pages: SameSite=Strict keeps other sites' requests from
+ * carrying it, and the Origin check stops the rest (an old browser, a sibling subdomain).
+ */
+function assertSameOrigin(request: Request): void {
+  if (SAFE_METHODS.has(request.method)) return;
+  const origin = request.headers.get("origin");
+  if (!origin) throw new AppError("FORBIDDEN", "a request signed in with the dashboard's cookie must carry an Origin header");
+  const host = request.headers.get("x-forwarded-host") ?? request.headers.get("host");
+  let originHost: string;
+  try {
+    originHost = new URL(origin).host;
+  } catch {
+    originHost = "";
+  }
+  if (!host || originHost !== host) throw new AppError("FORBIDDEN", `Origin '${origin}' is not this server: the request was refused`);
+}
+
+/** The caller of an API request: its Authorization header, else the dashboard's session cookie. */
+export function authenticateRequest(deps: SessionDeps, request: Request, scheme: Scheme = "bearer-or-basic"): Principal {
+  const header = request.headers.get("authorization");
+  const sessionId = header ? "" : sessionIdFrom(request.headers.get("cookie"));
+  if (sessionId) {
+    const p = sessionPrincipal(deps, sessionId);
+    if (!p) throw new AppError("UNAUTHORIZED", "the dashboard session has expired or was ended: sign in again");
+    assertSameOrigin(request);
+    return p;
+  }
+  const p = authenticate(deps.db, header, scheme);
+  touchToken(deps.db, p.tokenId, deps.now());
+  return p;
 }

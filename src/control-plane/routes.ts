@@ -2,18 +2,20 @@
 import { Elysia, t } from "elysia";
 import { listDefinitions, publicDefinition } from "../destinations/registry";
 import type { ScopedContext, ServiceContext } from "../lib/context";
-import { authenticate } from "./auth";
+import { authenticateRequest } from "./auth";
 import { createConnection, deleteConnection, listConnections } from "./connections";
 import { createDestination, deleteDestination, getDestination, listDestinations, updateDestination } from "./destinations";
-import { Connection, Destination, DestinationCreate, DestinationUpdate, IdParams, Source, SourceCreate, SourceUpdate } from "./schemas";
+import { Connection, Destination, DestinationCreate, DestinationUpdate, IdParams, Source, SourceCreate, SourceUpdate, Token, TokenCreate, TokenCreated } from "./schemas";
 import { createSource, deleteSource, getSource, listSources, updateSource } from "./sources";
+import { createToken, listTokens, revokeToken } from "./tokens";
 
-const AUTH_NOTE = "Authenticate with `Authorization: Bearer <access token>` or HTTP Basic `<email>:<access token>`; the token's workspace is the scope.";
+const AUTH_NOTE =
+  "Authenticate with `Authorization: Bearer <access token>` or HTTP Basic `<email>:<access token>` (the dashboard's pages use their session cookie, and must send `Origin` on changes); the token's workspace is the scope.";
 
 /** Adds `scope`: the service context of the caller's workspace (401 before anything else). */
 export function withWorkspace(ctx: ServiceContext) {
   return new Elysia({ name: "workspace-auth" }).derive({ as: "scoped" }, ({ request }) => {
-    const principal = authenticate(ctx.db, request.headers.get("authorization"));
+    const principal = authenticateRequest(ctx, request);
     const scope: ScopedContext = { ...ctx, workspaceId: principal.workspaceId };
     return { principal, scope };
   });
@@ -42,5 +44,15 @@ export function controlPlaneRoutes(ctx: ServiceContext) {
     .delete("/v2/destinations/:id", ({ scope, params, set }) => { deleteDestination(scope, params.id); set.status = 204; }, { params: IdParams, detail: tag("Destinations", "Delete a destination") })
     .get("/v2/connections", ({ scope }) => ({ connections: listConnections(scope) }), { detail: tag("Connections", "List connections") })
     .post("/v2/connections", ({ scope, body, set }) => { set.status = 201; return createConnection(scope, body); }, { body: Connection, detail: tag("Connections", "Connect a source to a destination (idempotent)") })
-    .delete("/v2/connections", ({ scope, body, set }) => { deleteConnection(scope, body); set.status = 204; }, { body: Connection, detail: tag("Connections", "Disconnect a source from a destination") });
+    .delete("/v2/connections", ({ scope, body, set }) => { deleteConnection(scope, body); set.status = 204; }, { body: Connection, detail: tag("Connections", "Disconnect a source from a destination") })
+    .get("/v2/tokens", ({ scope, principal }) => ({ tokens: listTokens(scope, principal) }), { detail: tag("Tokens", "List the caller's personal access tokens (never their secrets)"), response: t.Object({ tokens: t.Array(Token) }) })
+    .post("/v2/tokens", ({ scope, principal, body, set }) => { set.status = 201; return createToken(scope, principal, body); }, {
+      body: TokenCreate,
+      detail: tag("Tokens", "Generate a personal access token for the caller's account; `token` appears in this answer only"),
+      response: { 201: TokenCreated },
+    })
+    .delete("/v2/tokens/:id", ({ scope, principal, params, set }) => { revokeToken(scope, principal, params.id); set.status = 204; }, {
+      params: IdParams,
+      detail: tag("Tokens", "Revoke a token: it stops working at once, and dashboard sessions opened with it end"),
+    });
 }

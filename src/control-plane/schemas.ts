@@ -69,3 +69,12 @@ export const Connection = t.Object(
 export type Connection = typeof Connection.static;
 
 export const IdParams = t.Object({ id: t.String() });
+
+export const TokenCreate = t.Object({ name: t.String({ minLength: 1, maxLength: 100, description: "What the token is for, shown in the token list" }) }, { additionalProperties: false });
+export const Token = t.Object({
+  id: t.String(),
+  name: t.String(),
+  createdAt: t.String({ format: "date-time" }),
+  lastUsedAt: t.Union([t.String({ format: "date-time" }), t.Null()], { description: "Last use, to the minute; null when never used" }),
+});
+export const TokenCreated = t.Composite([Token, t.Object({ token: t.String({ description: "The secret: shown once, store it now" }) })]);

@@ -70,3 +70,57 @@ export function verifyToken(db: Db, token: string, email?: string): Principal | 
   if (found && email !== undefined && found.email.toLowerCase() !== email.toLowerCase()) return undefined;
   return found;
 }
+
+// ---------- the tokens API (/v2/tokens) and the dashboard's Tokens page ----------
+
+/** A token as listed: never its secret, which only its creation answer carries. */
+function presentToken(row: typeof accessTokens.$inferSelect) {
+  return {
+    id: row.id,
+    name: row.name,
+    createdAt: new Date(row.createdAt).toISOString(),
+    lastUsedAt: row.lastUsedAt ? new Date(row.lastUsedAt).toISOString() : null,
+  };
+}
+
+/** The account's tokens, oldest first. */
+export function listTokens(ctx: { db: Db }, principal: Principal) {
+  return ctx.db
+    .select()
+    .from(accessTokens)
+    .where(and(eq(accessTokens.accountId, principal.accountId), eq(accessTokens.workspaceId, principal.workspaceId)))
+    .orderBy(accessTokens.createdAt, accessTokens.id)
+    .all()
+    .map(presentToken);
+}
+
+/** A new token for the caller's account; the answer is the only place its secret appears. */
+export function createToken(ctx: { db: Db; now: () => number }, principal: Principal, input: { name: string }) {
+  const token = generateToken();
+  const id = storeToken(ctx.db, { accountId: principal.accountId, workspaceId: principal.workspaceId, token, name: input.name, now: ctx.now() });
+  const row = ctx.db.select().from(accessTokens).where(eq(accessTokens.id, id)).get()!;
+  return { ...presentToken(row), token };
+}
+
+/** Revokes one of the account's tokens; its dashboard sessions end with it (ON DELETE CASCADE). */
+export function revokeToken(ctx: { db: Db }, principal: Principal, id: string) {
+  const deleted = ctx.db
+    .delete(accessTokens)
+    .where(and(eq(accessTokens.id, id), eq(accessTokens.accountId, principal.accountId), eq(accessTokens.workspaceId, principal.workspaceId)))
+    .returning({ id: accessTokens.id })
+    .all();
+  if (deleted.length === 0) throw new AppError("NOT_FOUND", `token '${id}' not found`);
+}
+
+const TOUCH_EVERY_MS = 60_000;
+const touched = new WeakMap<Db, Map<string, number>>();
+
+/** Records a token's use, at most once a minute per token, so busy clients cost no write per call. */
+export function touchToken(db: Db, tokenId: string, now: number): void {
+  let seen = touched.get(db);
+  if (!seen) touched.set(db, (seen = new Map()));
+  const last = seen.get(tokenId);
+  if (last !== undefined && now - last < TOUCH_EVERY_MS) return;
+  seen.set(tokenId, now);
+  db.update(accessTokens).set({ lastUsedAt: now }).where(eq(accessTokens.id, tokenId)).run();
+}

@@ -10,6 +10,8 @@ export interface ServiceContext {
   config: ConfigStore;
   metrics: Metrics;
   now: () => number;
+  /** How long a dashboard sign-in lasts (settings). */
+  sessionHours: number;
 }
 
 /** A service context scoped to the workspace of the caller's token. */

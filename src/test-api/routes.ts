@@ -1,6 +1,6 @@
 /** Test API routes (spec §4.3): parse, call one service function, map errors. */
 import { type DocumentDecoration, Elysia, type TSchema } from "elysia";
-import { authenticate } from "../control-plane/auth";
+import { authenticateRequest } from "../control-plane/auth";
 import type { ScopedContext, ServiceContext } from "../lib/context";
 import { parseWith } from "../lib/schema";
 import { DestinationIdParams, ForceQuery, SourceIdParams, TestDestinationBody, TestSourceBody } from "./schemas";
@@ -28,7 +28,7 @@ export function testApiRoutes(ctx: ServiceContext, deps: TestApiDeps) {
   // Basic only (spec §5). Local, not scoped: a scoped derive would also run for routes mounted after this plugin.
   return new Elysia({ name: "test-api" })
     .derive(({ request }) => {
-      const principal = authenticate(ctx.db, request.headers.get("authorization"), "basic");
+      const principal = authenticateRequest(ctx, request, "basic");
       const scope: ScopedContext = { ...ctx, workspaceId: principal.workspaceId };
       return { scope };
     })
