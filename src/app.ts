@@ -8,6 +8,7 @@ import { type Db, openDatabase } from "../db";
 import { ensureOwner } from "./control-plane/bootstrap";
 import { ConfigStore } from "./control-plane/config-store";
 import { controlPlaneRoutes } from "./control-plane/routes";
+import { DashboardAssets } from "./dashboard/assets";
 import { dashboardRoutes } from "./dashboard/routes";
 import { applyWorkspaceFile } from "./control-plane/workspace-file";
 import { RecentMessageIds } from "./gateway/dedup";
@@ -183,7 +184,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     .use(transformationRoutes(ctx, sandbox))
     .use(regulationRoutes(ctx, { suppression, deletions }))
     .use(testApiRoutes(ctx, { stages, timeoutMs: settings.destinationTimeoutMs }))
-    .use(dashboardRoutes(ctx));
+    .use(dashboardRoutes(ctx, DashboardAssets.locate(settings.dashboardDir)));
   const handlers = intakeHandlers(intake);
   const dataPlane = new Elysia({ name: "data-plane" }).use(gatewayRoutes(intake, handlers));
   // normalize: false — Elysia would otherwise coerce a body to fit its schema (a string

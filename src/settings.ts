@@ -29,6 +29,8 @@ export interface Settings {
   destinationBaseUrls: Record<string, string>;
   /** How long a dashboard sign-in lasts. */
   sessionHours: number;
+  /** A built dashboard to serve instead of the embedded one (development). */
+  dashboardDir?: string;
 }
 
 type Spec = {
@@ -103,6 +105,7 @@ export const SETTINGS: Spec[] = [
   { key: "transformWorkers", flag: "transform-workers", env: "SLUICE_TRANSFORM_WORKERS", default: "2", help: "Worker threads running user transformations.", parse: int(1, 64) },
   { key: "gcMemoryMb", flag: "gc-memory-mb", env: "SLUICE_GC_MEMORY_MB", default: "128", help: "Memory the garbage collector paces itself against (BUN_JSC_forceRAMSize, which wins when set); not a limit. 0: JavaScriptCore's own guess from the machine's memory.", parse: int(0, 1_048_576) },
   { key: "sessionHours", flag: "session-hours", env: "SLUICE_SESSION_HOURS", default: "12", help: "How long a dashboard sign-in lasts before the browser must sign in again.", parse: positive },
+  { key: "dashboardDir", flag: "dashboard-dir", env: "SLUICE_DASHBOARD_DIR", help: "Serve the dashboard from this folder (the output of npm run build:dashboard) instead of the built-in one: for working on its pages.", parse: nonEmpty },
   { key: "destinationBaseUrls", flag: "destination-base-url", env: "SLUICE_DESTINATION_BASE_URLS", help: "KIND=URL[,KIND=URL...]: send a destination kind's requests to another base URL (tests, proxies).", parse: baseUrls },
 ];
 

@@ -4,18 +4,22 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { buildDashboard } from "../scripts/build-dashboard";
-import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, cleanup, startSluice, waitFor } from "./helpers";
+import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, cleanup, startSluice, tempDir, waitFor } from "./helpers";
 
 let s: TestServer;
 let assetFiles: string[];
+let dashboardDir: string;
 
 beforeAll(async () => {
-  assetFiles = (await buildDashboard()).files;
-  s = await startSluice();
+  // Each test file builds into its own folder, so files running at once never share one.
+  dashboardDir = tempDir("sluice-dashboard-");
+  assetFiles = (await buildDashboard(dashboardDir)).files;
+  s = await startSluice({ args: ["--dashboard-dir", dashboardDir] });
 });
 afterAll(async () => {
   await s.stop();
   cleanup(s.dataDir);
+  cleanup(dashboardDir);
 });
 
 async function signIn(server: TestServer, email = ADMIN_EMAIL, token = ADMIN_TOKEN) {
@@ -93,7 +97,7 @@ describe("sessions", () => {
   });
 
   test("a session expires after --session-hours", async () => {
-    const short = await startSluice({ args: ["--session-hours", "0.0005"] });
+    const short = await startSluice({ args: ["--session-hours", "0.0005", "--dashboard-dir", dashboardDir] });
     try {
       const { cookie, json } = await signIn(short);
       expect(Date.parse(json.expiresAt) - Date.now()).toBeLessThan(2000);

@@ -6,18 +6,20 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { buildDashboard } from "../scripts/build-dashboard";
-import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, cleanup, haveChromium, launchChromium, requireChromium, startSluice, waitFor } from "./helpers";
+import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, cleanup, haveChromium, launchChromium, requireChromium, startSluice, tempDir, waitFor } from "./helpers";
 
 requireChromium("dashboard-browser.test.ts");
 
 let s: TestServer;
+let dashboardDir: string;
 let browser: import("playwright-core").Browser | undefined;
 const pageErrors: string[] = [];
 
 beforeAll(async () => {
   if (!haveChromium) return;
-  await buildDashboard();
-  s = await startSluice();
+  dashboardDir = tempDir("sluice-dashboard-");
+  await buildDashboard(dashboardDir);
+  s = await startSluice({ args: ["--dashboard-dir", dashboardDir] });
   browser = await launchChromium();
 }, 60_000);
 
@@ -26,6 +28,7 @@ afterAll(async () => {
   await browser?.close();
   await s.stop();
   cleanup(s.dataDir);
+  cleanup(dashboardDir);
   // A CSP violation or a script error on any page fails the run.
   expect(pageErrors).toEqual([]);
 });

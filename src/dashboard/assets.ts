@@ -41,8 +41,9 @@ export class DashboardAssets {
 
   constructor(readonly dir: string | undefined) {}
 
-  /** Where the built dashboard is: embedded in the binary, or dist/dashboard of a checkout. */
-  static locate(): DashboardAssets {
+  /** Where the built dashboard is: the folder given, else embedded in the binary, else dist/dashboard of a checkout. */
+  static locate(dir?: string): DashboardAssets {
+    if (dir) return new DashboardAssets(existsSync(join(dir, "index.html")) ? dir : undefined);
     const candidates = [join(import.meta.dir, "dashboard"), join(import.meta.dir, "../../dist/dashboard")];
     return new DashboardAssets(candidates.find((d) => existsSync(join(d, "index.html"))));
   }

@@ -23,7 +23,7 @@ const Session = t.Object({ email: t.String(), workspaceId: t.String(), expiresAt
 
 const NOT_BUILT = `<!doctype html><meta charset="utf-8"><title>Sluice</title><p>The dashboard is not built in this checkout: run <code>npm run build:dashboard</code> (npm start and npm run build do it for you).</p>`;
 
-export function dashboardRoutes(ctx: ServiceContext, assets = DashboardAssets.locate()) {
+export function dashboardRoutes(ctx: ServiceContext, assets: DashboardAssets) {
   const detail = (summary: string, description: string) => ({ tags: ["Dashboard"], summary, description });
 
   const page = async ({ request }: { request: Request }) => {
