@@ -28,6 +28,7 @@ import { Processor, eventIdFloor } from "./pipeline/processor";
 import { startMaintenance } from "./pipeline/retention";
 import type { RetryPolicy } from "./pipeline/retry-policy";
 import { Router } from "./pipeline/router";
+import { overviewRoutes } from "./pipeline/overview";
 import { pipelineRoutes } from "./pipeline/routes";
 import { SandboxPool } from "./transformations/sandbox";
 import { transformationRoutes } from "./transformations/routes";
@@ -181,6 +182,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     .use(opsRoutes(ctx))
     .use(controlPlaneRoutes(ctx))
     .use(pipelineRoutes(ctx, router, live))
+    .use(overviewRoutes(ctx))
     .use(transformationRoutes(ctx, sandbox))
     .use(regulationRoutes(ctx, { suppression, deletions }))
     .use(testApiRoutes(ctx, { stages, timeoutMs: settings.destinationTimeoutMs }))

@@ -129,6 +129,48 @@ describe("outcomes", () => {
     sink.stop();
   });
 
+  test("GET /v2/destinations/{id}/deliveries: newest first with the event and each attempt's status and answer; ?state=aborted lists what replay sends", async () => {
+    const sink = startSink((req) => (req.body?.event === "Bad" ? new Response("no such thing", { status: 404 }) : new Response("fine")));
+    const src = await createSource(s.url);
+    const dst = await hook(sink.url, [src.id]);
+    await sendEvent(s.url, src.writeKey, "track", { userId: "d1", event: "Good", properties: { n: 1 } });
+    await sendEvent(s.url, src.writeKey, "track", { userId: "d2", event: "Bad" });
+    await waitFor(async () => {
+      const c = (await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`)).json.counts;
+      return c.succeeded === 1 && c.aborted === 1;
+    }, { what: "one delivered, one aborted" });
+    const all = await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries`);
+    expect(all.status).toBe(200);
+    expect(all.json.next).toBeNull();
+    expect(all.json.deliveries.map((d: any) => [d.event.event, d.state])).toEqual([["Bad", "aborted"], ["Good", "succeeded"]]);
+    const good = all.json.deliveries[1];
+    expect(good).toMatchObject({ sourceId: src.id, userKey: "d1", attempts: 1, lastStatus: 200, lastResponse: "fine", nextAttemptAt: null });
+    expect(good.event.properties).toEqual({ n: 1 });
+    expect(good.attemptLog).toHaveLength(1);
+    expect(good.attemptLog[0]).toMatchObject({ status: 200, response: "fine", error: null });
+    const aborted = await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries?state=aborted`);
+    expect(aborted.json.deliveries).toHaveLength(1);
+    expect(aborted.json.deliveries[0]).toMatchObject({ state: "aborted", lastStatus: 404, lastResponse: "no such thing", lastError: "destination answered 404" });
+    // Pages: one at a time, `next` leads to the older one.
+    const p1 = await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries?limit=1`);
+    expect(p1.json.deliveries.map((d: any) => d.event.event)).toEqual(["Bad"]);
+    const p2 = await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries?limit=1&before=${p1.json.next}`);
+    expect(p2.json.deliveries.map((d: any) => d.event.event)).toEqual(["Good"]);
+    expect(p2.json.next).toBeNull();
+    sink.stop();
+  });
+
+  test("deliveries: a bad query → 400 naming the field; an unknown or another workspace's destination → 404", async () => {
+    const src = await createSource(s.url);
+    const dst = await hook("http://127.0.0.1:1", [src.id]);
+    for (const [q, field] of [["state=lost", "state: expected one of pending"], ["limit=0", "limit"], ["limit=101", "limit"], ["limit=abc", "limit"], ["limit=1.5", "limit"], ["before=-3", "before"], ["colour=red", "colour"]]) {
+      const res = await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries?${q}`);
+      expect(res.status, q).toBe(400);
+      expect(res.json.message, q).toContain(field);
+    }
+    expect((await api(s.url, "GET", "/v2/destinations/dst_nope/deliveries")).status).toBe(404);
+  });
+
   test("a slow sink does not hold up a fast one", async () => {
     const slow = startSink(async () => {
       await Bun.sleep(1500); // the sink is slow; the test itself polls
@@ -235,6 +277,7 @@ describe("visibility", () => {
     const dst = await hook("http://127.0.0.1:1", [src.id]);
     expect((await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`, undefined, "x-workspace-token-12345")).status).toBe(404);
     expect((await api(s.url, "POST", `/v2/destinations/${dst.id}/replay`, undefined, "x-workspace-token-12345")).status).toBe(404);
+    expect((await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries`, undefined, "x-workspace-token-12345")).status).toBe(404);
   });
 });
 

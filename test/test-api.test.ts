@@ -506,6 +506,28 @@ describe("destination definitions", () => {
     expect(defs.find((d) => d.name === "WEBHOOK")!.config.defaultConfig).toEqual(["webhookUrl", "webhookMethod", "headers", "oneTrustCookieCategories", "eventDelivery", "eventDeliveryTS"]);
   });
 
+  test("each definition lists its config fields for a form: type, required, secret (credentials by name), enum options", async () => {
+    const defs = (await (await fetch(`${s.url}/destination-definitions`)).json()) as Array<{ name: string; config: { fields: any[]; requiredKeys: string[] } }>;
+    const by = (kind: string) => Object.fromEntries(defs.find((d) => d.name === kind)!.config.fields.map((f) => [f.key, f]));
+    const webhook = by("WEBHOOK");
+    expect(webhook.webhookUrl).toEqual({ key: "webhookUrl", type: "string", required: true, secret: false });
+    expect(webhook.webhookMethod).toEqual({ key: "webhookMethod", type: "enum", options: ["POST", "PUT", "PATCH", "GET", "DELETE"], required: false, secret: false });
+    expect(webhook.headers.type).toBe("json");
+    const http = by("HTTP");
+    expect([http.password.secret, http.bearerToken.secret, http.apiKeyValue.secret, http.apiKeyName.secret, http.username.secret]).toEqual([true, true, true, false, false]);
+    expect(http.isBatchingEnabled.type).toBe("boolean");
+    expect(by("SEGMENT").writeKey).toMatchObject({ required: true, secret: true });
+    expect(by("KLAVIYO").publicApiKey.secret).toBe(false);
+    expect(by("KLAVIYO").privateApiKey).toMatchObject({ required: true, secret: true });
+    // Every required key is a field, and required fields come first.
+    for (const d of defs) {
+      const fields = d.config.fields;
+      for (const k of d.config.requiredKeys) expect(fields.find((f) => f.key === k)?.required, `${d.name}.${k}`).toBe(true);
+      const firstOptional = fields.findIndex((f) => !f.required);
+      expect(fields.slice(firstOptional < 0 ? fields.length : firstOptional).every((f) => !f.required)).toBe(true);
+    }
+  });
+
   test("the OpenAPI document describes both Test API routes with their statuses", async () => {
     const doc = (await (await fetch(`${s.url}/openapi/json`)).json()) as any;
     const dest = doc.paths["/v0/testDestination/{destination_id}"]?.post;

@@ -2,7 +2,7 @@
  * Transformations and their versions. Every save of code makes a new versionId;
  * a destination runs at most one transformation.
  */
-import { and, eq, inArray } from "drizzle-orm";
+import { and, desc, eq, inArray } from "drizzle-orm";
 import { transact } from "../../db";
 import { destinationTransformations, destinations, transformationVersions, transformations } from "../../db/schema";
 import type { ScopedContext } from "../lib/context";
@@ -130,6 +130,31 @@ function updateChecked(ctx: ScopedContext, id: string, input: TransformationUpda
   });
   ctx.config.invalidate();
   return present(ctx, row);
+}
+
+/** Every saved version of a transformation, newest first; `current` marks the one that runs. */
+export function listTransformationVersions(ctx: ScopedContext, id: string) {
+  const row = findTransformationRow(ctx, id);
+  return ctx.db
+    .select({ id: transformationVersions.id, createdAt: transformationVersions.createdAt, code: transformationVersions.code })
+    .from(transformationVersions)
+    .where(eq(transformationVersions.transformationId, id))
+    // Version ids are time-ordered, so they break ties between saves within one millisecond.
+    .orderBy(desc(transformationVersions.createdAt), desc(transformationVersions.id))
+    .all()
+    .map((v) => ({ id: v.id, createdAt: new Date(v.createdAt).toISOString(), current: v.id === row.versionId, lines: v.code.split("\n").length, bytes: Buffer.byteLength(v.code) }));
+}
+
+/** One saved version with its code. */
+export function getTransformationVersion(ctx: ScopedContext, id: string, versionId: string) {
+  const row = findTransformationRow(ctx, id);
+  const v = ctx.db
+    .select()
+    .from(transformationVersions)
+    .where(and(eq(transformationVersions.id, versionId), eq(transformationVersions.transformationId, id)))
+    .get();
+  if (!v) throw notFound(`version '${versionId}' of transformation '${id}' not found`);
+  return { id: v.id, transformationId: id, code: v.code, createdAt: new Date(v.createdAt).toISOString(), current: v.id === row.versionId };
 }
 
 export function deleteTransformation(ctx: ScopedContext, id: string) {

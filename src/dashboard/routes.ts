@@ -10,7 +10,19 @@ import { DashboardAssets, SECURITY_HEADERS } from "./assets";
 import { sessionCookie, sessionIdFrom, sessionPrincipal, signIn, signOut } from "./sessions";
 
 /** Every page the dashboard has; anything else under these prefixes is the page's own business. */
-export const PAGES = ["/", "/tokens"];
+export const PAGES = [
+  "/",
+  "/sources",
+  "/sources/:id",
+  "/destinations",
+  "/destinations/:id",
+  "/transformations",
+  "/transformations/:id",
+  "/live",
+  "/test",
+  "/regulations",
+  "/tokens",
+];
 
 const SignIn = t.Object(
   {

@@ -70,6 +70,57 @@ export function findDefinition(name: string): DestinationDefinition | undefined 
   return BY_NAME.get(name);
 }
 
+/**
+ * What a form needs to edit one config key: `string`, `number`, `boolean`, `enum` (one of
+ * `options`) or `json` (lists, objects, and values of more than one shape, typed as JSON).
+ */
+export interface ConfigField {
+  key: string;
+  type: "string" | "number" | "boolean" | "enum" | "json";
+  required: boolean;
+  secret: boolean;
+  options?: string[];
+}
+
+/**
+ * A config key holds a credential when its name ends in apiKey, apiKeyValue, secret, token,
+ * password, passcode or writeKey (any case), unless it starts with `public` (Klaviyo's
+ * publicApiKey is meant to be public). RudderStack's definitions mark these by hand
+ * (`secretKeys`); a rule over the names covers every kind here, and each kind's keys follow
+ * RudderStack's names. The dashboard shows a saved secret masked, never its value.
+ */
+export function isSecretKey(key: string): boolean {
+  return /(apikey|apikeyvalue|secret|token|password|passcode|writekey)$/i.test(key) && !/^public/i.test(key);
+}
+
+/** A JSON Schema property (TypeBox) as a form field type; anything not plainly one scalar is edited as JSON. */
+function fieldType(schema: any): Pick<ConfigField, "type" | "options"> {
+  if (!schema || typeof schema !== "object") return { type: "json" };
+  if (Array.isArray(schema.anyOf)) {
+    const branches: any[] = schema.anyOf;
+    if (branches.length > 0 && branches.every((b) => typeof b?.const === "string")) return { type: "enum", options: branches.map((b) => b.const) };
+    // string | null, string | number: a text box fits (the schema takes the string).
+    if (branches.some((b) => b?.type === "string") && branches.every((b) => ["string", "number", "integer", "null"].includes(b?.type))) return { type: "string" };
+    return { type: "json" };
+  }
+  if (schema.type === "string") return { type: "string" };
+  if (schema.type === "number" || schema.type === "integer") return { type: "number" };
+  if (schema.type === "boolean") return { type: "boolean" };
+  return { type: "json" };
+}
+
+/**
+ * The keys of a kind's config schema (the keys Sluice reads) as form fields, required ones
+ * first. Keys of `defaultConfig` outside the schema are accepted and stored but typed by
+ * nothing, so they are not fields.
+ */
+export function configFields(d: DestinationDefinition): ConfigField[] {
+  const schema = d.configSchema as any;
+  const required = new Set<string>([...(d.config.requiredKeys ?? []), ...(Array.isArray(schema.required) ? schema.required : [])]);
+  const fields = Object.entries<any>(schema.properties ?? {}).map(([key, prop]) => ({ key, ...fieldType(prop), required: required.has(key), secret: isSecretKey(key) }));
+  return [...fields.filter((f) => f.required), ...fields.filter((f) => !f.required)];
+}
+
 /** The public view of a definition, as GET /destination-definitions shows it. */
 export function publicDefinition(d: DestinationDefinition) {
   return {
@@ -79,6 +130,7 @@ export function publicDefinition(d: DestinationDefinition) {
       defaultConfig: d.config.defaultConfig,
       supportedMessageTypes: d.config.supportedMessageTypes,
       requiredKeys: d.config.requiredKeys ?? [],
+      fields: configFields(d),
     },
     capabilities: {
       batching: typeof d.batch === "function",

@@ -1,13 +1,55 @@
 /** Delivery API: replay, stats, and live events as Server-Sent Events. */
-import { Elysia, sse } from "elysia";
+import { Elysia, sse, t } from "elysia";
 import { findDestinationRow } from "../control-plane/destinations";
 import { IdParams } from "../control-plane/schemas";
 import { withWorkspace } from "../control-plane/routes";
 import { findSourceRow } from "../control-plane/sources";
 import type { ServiceContext } from "../lib/context";
-import { destinationStats, replayAborted } from "./delivery-service";
+import { destinationStats, listDeliveries, replayAborted } from "./delivery-service";
 import type { LiveEvents } from "./live-events";
 import type { Router } from "./router";
+
+const DeliveryState = t.Union([t.Literal("pending"), t.Literal("retrying"), t.Literal("succeeded"), t.Literal("aborted"), t.Literal("filtered")]);
+
+const DeliveryListQuery = t.Object(
+  {
+    state: t.Optional(t.Union(DeliveryState.anyOf, { errorMessage: "expected one of pending, retrying, succeeded, aborted, filtered", description: "Only deliveries in this state; `aborted` lists what a replay sends again." })),
+    // Digits checked as text: Elysia's numeric coercion names the wrong field in its errors.
+    limit: t.Optional(t.String({ pattern: "^(100|[1-9][0-9]?)$", errorMessage: "expected a whole number from 1 to 100", description: "Page size, 1 to 100 (default 20)." })),
+    before: t.Optional(t.String({ pattern: "^[1-9][0-9]{0,14}$", errorMessage: "expected a delivery id (a positive whole number)", description: "The previous page's `next`: only older deliveries." })),
+  },
+  { additionalProperties: false },
+);
+
+const AttemptEntry = t.Object({
+  at: t.String({ format: "date-time" }),
+  status: t.Union([t.Integer(), t.Null()], { description: "HTTP status; null when there was no answer" }),
+  response: t.Union([t.String(), t.Null()], { description: "The first KB of the answer" }),
+  error: t.Union([t.String(), t.Null()]),
+  ms: t.Number(),
+});
+
+const DeliveryList = t.Object({
+  deliveries: t.Array(
+    t.Object({
+      id: t.Integer(),
+      eventId: t.Integer(),
+      sourceId: t.String(),
+      userKey: t.String(),
+      state: DeliveryState,
+      attempts: t.Integer(),
+      nextAttemptAt: t.Union([t.String({ format: "date-time" }), t.Null()], { description: "When a queued delivery is next tried" }),
+      lastStatus: t.Union([t.Integer(), t.Null()]),
+      lastResponse: t.Union([t.String(), t.Null()]),
+      lastError: t.Union([t.String(), t.Null()]),
+      attemptLog: t.Array(AttemptEntry, { description: "The last ten attempts, oldest first" }),
+      event: t.Union([t.Record(t.String(), t.Unknown()), t.Null()], { description: "The stored event; null once retention removed it" }),
+      createdAt: t.String({ format: "date-time" }),
+      updatedAt: t.String({ format: "date-time" }),
+    }),
+  ),
+  next: t.Union([t.Integer(), t.Null()], { description: "Pass as `before` for the next page; null on the last" }),
+});
 
 /** Turns a pub/sub topic into an async stream that ends when the client goes away. */
 async function* subscribe(live: LiveEvents, topic: string, signal: AbortSignal, event: string) {
@@ -46,6 +88,17 @@ export function pipelineRoutes(ctx: ServiceContext, router: Router, live: LiveEv
     .get("/v2/destinations/:id/stats", ({ scope, params }) => destinationStats(scope, params.id), {
       params: IdParams,
       detail: detail("Delivery", "Delivery counts by state, delivered per minute over the last hour, and the last error"),
+    })
+    .get("/v2/destinations/:id/deliveries", ({ scope, params, query }) =>
+        listDeliveries(scope, params.id, { state: query.state, limit: query.limit ? Number(query.limit) : undefined, before: query.before ? Number(query.before) : undefined }), {
+      params: IdParams,
+      query: DeliveryListQuery,
+      response: DeliveryList,
+      detail: detail(
+        "Delivery",
+        "The destination's latest deliveries with their event and last attempts",
+        "Newest first, `limit` a page (20 by default); `next` is the `before` of the following page. Each delivery carries its state, its stored event (null once retention removed it) and its last ten attempts with status, the first KB of the answer and the error. `?state=aborted` lists what `POST /v2/destinations/{id}/replay` sends again.",
+      ),
     })
     .get(
       "/v2/sources/:id/live-events",

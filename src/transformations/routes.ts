@@ -1,11 +1,13 @@
 /** Transformations API: CRUD with versions, and a test endpoint that runs code without saving it. */
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import { IdParams } from "../control-plane/schemas";
 import { withWorkspace } from "../control-plane/routes";
 import {
   createTransformation,
   deleteTransformation,
   getTransformation,
+  getTransformationVersion,
+  listTransformationVersions,
   listTransformations,
   updateTransformation,
 } from "../control-plane/transformations";
@@ -13,6 +15,17 @@ import type { ServiceContext } from "../lib/context";
 import type { SandboxPool } from "./sandbox";
 import { TransformationCreate, TransformationTest, TransformationUpdate } from "./schemas";
 import { testTransformation } from "./test-run";
+
+// Kept beside the two routes that use them (the shared schemas file belongs to the CRUD routes).
+const VersionParams = t.Object({ id: t.String(), versionId: t.String() });
+const VersionSummary = t.Object({
+  id: t.String({ description: "The versionId" }),
+  createdAt: t.String({ format: "date-time" }),
+  current: t.Boolean({ description: "True for the version that runs now" }),
+  lines: t.Integer(),
+  bytes: t.Integer(),
+});
+const Version = t.Object({ id: t.String(), transformationId: t.String(), code: t.String(), createdAt: t.String({ format: "date-time" }), current: t.Boolean() });
 
 export function transformationRoutes(ctx: ServiceContext, sandbox: SandboxPool) {
   const detail = (summary: string, description = "") => ({ tags: ["Transformations"], summary, description });
@@ -38,6 +51,16 @@ export function transformationRoutes(ctx: ServiceContext, sandbox: SandboxPool) 
       detail: detail("Run code over events without saving it", "Answers `{output, logs, errors}`."),
     })
     .get("/v2/transformations/:id", ({ scope, params }) => getTransformation(scope, params.id), { params: IdParams, detail: detail("Get a transformation") })
+    .get("/v2/transformations/:id/versions", ({ scope, params }) => ({ versions: listTransformationVersions(scope, params.id) }), {
+      params: IdParams,
+      response: { 200: t.Object({ versions: t.Array(VersionSummary) }) },
+      detail: detail("List a transformation's versions", "Every saved version, newest first, without its code; `current` marks the one that runs."),
+    })
+    .get("/v2/transformations/:id/versions/:versionId", ({ scope, params }) => getTransformationVersion(scope, params.id, params.versionId), {
+      params: VersionParams,
+      response: { 200: Version },
+      detail: detail("Get one version's code", "Restoring an old version is saving its code again, which makes a new version."),
+    })
     .patch("/v2/transformations/:id", ({ scope, params, body }) => updateTransformation(scope, params.id, body), {
       params: IdParams,
       body: TransformationUpdate,

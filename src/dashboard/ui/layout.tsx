@@ -6,6 +6,12 @@ import { api } from "./api";
 /** The pages the dashboard has, in the navigation's order. */
 const NAV: Array<{ href: string; label: string }> = [
   { href: "/", label: "Overview" },
+  { href: "/sources", label: "Sources" },
+  { href: "/destinations", label: "Destinations" },
+  { href: "/transformations", label: "Transformations" },
+  { href: "/live", label: "Live events" },
+  { href: "/test", label: "Test API" },
+  { href: "/regulations", label: "Regulations" },
   { href: "/tokens", label: "Tokens" },
 ];
 

@@ -1,11 +1,21 @@
-/** The dashboard's entry: one router over every page; each page has its own URL. */
+/** The dashboard's entry: one router over every page; each page has its own URL. Pages load on demand. */
 import { render } from "preact";
-import { LocationProvider, Route, Router } from "preact-iso";
+import { LocationProvider, Route, Router, lazy } from "preact-iso";
 import { Layout } from "./layout";
 import { Login } from "./pages/login";
 import { Overview } from "./pages/overview";
-import { Tokens } from "./pages/tokens";
 import "./style.css";
+
+const Sources = lazy(() => import("./pages/sources"));
+const Source = lazy(() => import("./pages/sources").then((m) => m.SourcePage));
+const Destinations = lazy(() => import("./pages/destinations"));
+const Destination = lazy(() => import("./pages/destinations").then((m) => m.DestinationPage));
+const Transformations = lazy(() => import("./pages/transformations"));
+const Transformation = lazy(() => import("./pages/transformations").then((m) => m.TransformationPage));
+const Live = lazy(() => import("./pages/live"));
+const TestApi = lazy(() => import("./pages/test-api"));
+const Regulations = lazy(() => import("./pages/regulations"));
+const Tokens = lazy(() => import("./pages/tokens").then((m) => m.Tokens));
 
 function NotFound() {
   return (
@@ -25,6 +35,15 @@ function App() {
       <Layout>
         <Router>
           <Route path="/" component={Overview} />
+          <Route path="/sources" component={Sources} />
+          <Route path="/sources/:id" component={Source} />
+          <Route path="/destinations" component={Destinations} />
+          <Route path="/destinations/:id" component={Destination} />
+          <Route path="/transformations" component={Transformations} />
+          <Route path="/transformations/:id" component={Transformation} />
+          <Route path="/live" component={Live} />
+          <Route path="/test" component={TestApi} />
+          <Route path="/regulations" component={Regulations} />
           <Route path="/tokens" component={Tokens} />
           <Route default component={NotFound} />
         </Router>

@@ -1,38 +1,375 @@
+/**
+ * Overview (`/`): events received, delivered, failed and aborted per minute (a chart), per source
+ * and per destination, and what needs attention. The time range and the chart's subject are in
+ * the query string (`?minutes=360&scope=dst_…`), so a reload or a pasted link opens the same view.
+ */
+import { useLocation } from "preact-iso";
 import { useEffect, useState } from "preact/hooks";
+import "uplot/dist/uPlot.min.css";
 import { api } from "../api";
-import { ErrorNote, PageHeader } from "../layout";
+import { ErrorNote, PageHeader, formatTime } from "../layout";
+import { type ChartSeries, EventsChart } from "./overview/events-chart";
+import "./overview/overview.css";
 
-interface Counts {
-  sources: number;
-  destinations: number;
-  enabledDestinations: number;
+interface Totals {
+  received: number;
+  delivered: number;
+  failed: number;
+  aborted: number;
+}
+interface Series {
+  received: number[];
+  delivered: number[];
+  failed: number[];
+  aborted: number[];
+  totals: Totals;
+}
+interface SourceSeries extends Series {
+  id: string;
+  name: string;
+}
+interface DestinationSeries extends Omit<Series, "received" | "totals"> {
+  id: string;
+  name: string;
+  type: string;
+  totals: Omit<Totals, "received">;
+}
+interface Timeseries {
+  minutes: number;
+  minuteStarts: string[];
+  total: Series;
+  sources: SourceSeries[];
+  destinations: DestinationSeries[];
+}
+interface Attention {
+  destinations: Array<{ id: string; name: string; type: string; enabled: boolean; aborted: number; lastError: { error: string; at: string } | null }>;
+  deletions: Array<{
+    regulationId: string;
+    userId: string;
+    destinationId: string;
+    destinationName: string | null;
+    status: "failed" | "aborted";
+    reason: string | null;
+    attempts: number;
+    updatedAt: string;
+  }>;
+  deletionsTotal: number;
+}
+
+const RANGES = [
+  { minutes: 15, label: "Last 15 minutes" },
+  { minutes: 60, label: "Last hour" },
+  { minutes: 360, label: "Last 6 hours" },
+  { minutes: 1440, label: "Last 24 hours" },
+];
+const REFRESH_MS = 30_000;
+
+const KINDS = [
+  { key: "received", label: "Received", colorVar: "--chart-received" },
+  { key: "delivered", label: "Delivered", colorVar: "--chart-delivered" },
+  { key: "failed", label: "Failed attempts", colorVar: "--chart-failed" },
+  { key: "aborted", label: "Aborted", colorVar: "--chart-aborted" },
+] as const;
+
+/** `/` with the given query keys; the defaults are left out so the plain URL stays plain. */
+function overviewUrl(minutes: number, scope: string): string {
+  const q = new URLSearchParams();
+  if (minutes !== 60) q.set("minutes", String(minutes));
+  if (scope) q.set("scope", scope);
+  const s = q.toString();
+  return s ? `/?${s}` : "/";
 }
 
 export function Overview() {
-  const [counts, setCounts] = useState<Counts | undefined>();
+  const { query, route } = useLocation();
+  const minutes = RANGES.some((r) => String(r.minutes) === query.minutes) ? Number(query.minutes) : 60;
+  const scope = query.scope ?? "";
+  const [stats, setStats] = useState<Timeseries | undefined>();
+  const [attention, setAttention] = useState<Attention | undefined>();
   const [error, setError] = useState("");
-  useEffect(() => {
-    Promise.all([api<{ sources: unknown[] }>("GET", "/v2/sources"), api<{ destinations: Array<{ enabled: boolean }> }>("GET", "/v2/destinations")]).then(
-      ([s, d]) => setCounts({ sources: s.sources.length, destinations: d.destinations.length, enabledDestinations: d.destinations.filter((x) => x.enabled).length }),
-      (e: Error) => setError(e.message),
+  const [loadedAt, setLoadedAt] = useState<string>("");
+
+  const load = () =>
+    Promise.all([api<Timeseries>("GET", `/v2/stats/timeseries?minutes=${minutes}`), api<Attention>("GET", "/v2/stats/attention")]).then(
+      ([s, a]) => {
+        setStats(s);
+        setAttention(a);
+        setError("");
+        setLoadedAt(new Date().toISOString());
+      },
+      (e: Error) => setError(`Could not load the overview: ${e.message}`),
     );
-  }, []);
+
+  useEffect(() => {
+    load();
+    // Refreshes while the tab is visible; a hidden tab catches up when shown again.
+    const timer = setInterval(() => {
+      if (document.visibilityState === "visible") load();
+    }, REFRESH_MS);
+    const onVisible = () => document.visibilityState === "visible" && load();
+    document.addEventListener("visibilitychange", onVisible);
+    return () => {
+      clearInterval(timer);
+      document.removeEventListener("visibilitychange", onVisible);
+    };
+  }, [minutes]);
+
+  const rangeLabel = RANGES.find((r) => r.minutes === minutes)!.label;
+  return (
+    <div class="overview">
+      <PageHeader title="Overview">
+        <div class="overview-controls">
+          <label class="visually-hidden" for="overview-range">
+            Time range
+          </label>
+          <select id="overview-range" class="range-select" value={String(minutes)} onChange={(e) => route(overviewUrl(Number(e.currentTarget.value), scope))}>
+            {RANGES.map((r) => (
+              <option key={r.minutes} value={String(r.minutes)}>
+                {r.label}
+              </option>
+            ))}
+          </select>
+          <button type="button" onClick={() => load()}>
+            Refresh
+          </button>
+        </div>
+      </PageHeader>
+      <ErrorNote error={error} />
+      {!stats || !attention ? (
+        !error && <p class="muted">Loading…</p>
+      ) : (
+        <OverviewBody stats={stats} attention={attention} minutes={minutes} scope={scope} rangeLabel={rangeLabel} loadedAt={loadedAt} />
+      )}
+    </div>
+  );
+}
+
+function OverviewBody({ stats, attention, minutes, scope, rangeLabel, loadedAt }: { stats: Timeseries; attention: Attention; minutes: number; scope: string; rangeLabel: string; loadedAt: string }) {
+  const t = stats.total.totals;
+  const source = stats.sources.find((s) => s.id === scope);
+  const destination = stats.destinations.find((d) => d.id === scope);
+  const subject = source ? `source ${source.name}` : destination ? `destination ${destination.name}` : "all sources and destinations";
+  const chartSeries: ChartSeries[] = KINDS.filter((k) => !(destination && k.key === "received")).map((k) => ({
+    label: k.label,
+    colorVar: k.colorVar,
+    values: ((source ?? destination ?? stats.total) as unknown as Record<string, number[]>)[k.key],
+  }));
+  const shown = chartSeries.map((s) => `${s.values.reduce((a, b) => a + b, 0)} ${s.label.toLowerCase()}`).join(", ");
+  const quiet = t.received + t.delivered + t.failed + t.aborted === 0;
+
   return (
     <>
-      <PageHeader title="Overview" />
-      <ErrorNote error={error} />
-      {counts && (
-        <div class="tiles">
-          <div class="card tile">
-            <span class="tile-value">{counts.sources}</span>
-            <span class="muted">sources</span>
-          </div>
-          <div class="card tile">
-            <span class="tile-value">{counts.destinations}</span>
-            <span class="muted">destinations ({counts.enabledDestinations} enabled)</span>
-          </div>
+      <div class="tiles overview-tiles">
+        <Tile value={t.received} label="received" hint={rangeLabel.toLowerCase()} />
+        <Tile value={t.delivered} label="delivered" hint={rangeLabel.toLowerCase()} />
+        <Tile value={t.failed} label="failed attempts" hint="retried later" tone={t.failed ? "warn" : undefined} />
+        <Tile value={t.aborted} label="aborted" hint="given up" tone={t.aborted ? "bad" : undefined} />
+      </div>
+
+      <section class="card overview-section">
+        <div class="section-head">
+          <h2>Events per minute</h2>
+          <span class="muted" data-testid="chart-subject">
+            {rangeLabel}, {subject}
+            {scope && (
+              <>
+                {" · "}
+                <a href={overviewUrl(minutes, "")}>Show all</a>
+              </>
+            )}
+          </span>
         </div>
-      )}
+        {scope && !source && !destination && <p class="muted">The source or destination asked for no longer exists; the chart shows everything.</p>}
+        {quiet && <EmptyHint stats={stats} rangeLabel={rangeLabel} />}
+        <EventsChart minuteStarts={stats.minuteStarts} series={chartSeries} label={`Events per minute, ${rangeLabel.toLowerCase()}, ${subject}: ${shown}`} />
+        <p class="muted small">Updated {formatTime(loadedAt)}; refreshes every 30 seconds. Failed attempts are retried; aborted events are given up and can be replayed from their destination.</p>
+      </section>
+
+      <NeedsAttention attention={attention} />
+
+      <section class="overview-section">
+        <h2>Sources</h2>
+        {stats.sources.length === 0 ? (
+          <p class="empty">
+            No sources yet. <a href="/sources">Create a source</a>, then send events with its write key.
+          </p>
+        ) : (
+          <div class="table-scroll">
+            <table class="table">
+              <thead>
+                <tr>
+                  <th>Source</th>
+                  <th class="num">Received</th>
+                  <th class="num">Delivered</th>
+                  <th class="num">Failed attempts</th>
+                  <th class="num">Aborted</th>
+                  <th />
+                </tr>
+              </thead>
+              <tbody>
+                {stats.sources.map((s) => (
+                  <tr key={s.id} class={s.id === scope ? "selected" : undefined}>
+                    <td>
+                      <a href={`/sources/${encodeURIComponent(s.id)}`}>{s.name}</a>
+                    </td>
+                    <td class="num">{s.totals.received}</td>
+                    <td class="num">{s.totals.delivered}</td>
+                    <td class="num">{s.totals.failed}</td>
+                    <td class="num">{s.totals.aborted}</td>
+                    <td class="row-actions">
+                      <a href={overviewUrl(minutes, s.id)} aria-label={`Chart of ${s.name}`}>
+                        Chart
+                      </a>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+
+      <section class="overview-section">
+        <h2>Destinations</h2>
+        {stats.destinations.length === 0 ? (
+          <p class="empty">
+            No destinations yet. <a href="/destinations">Add a destination</a> and connect it to a source to deliver its events.
+          </p>
+        ) : (
+          <div class="table-scroll">
+            <table class="table">
+              <thead>
+                <tr>
+                  <th>Destination</th>
+                  <th>Type</th>
+                  <th class="num">Delivered</th>
+                  <th class="num">Failed attempts</th>
+                  <th class="num">Aborted</th>
+                  <th />
+                </tr>
+              </thead>
+              <tbody>
+                {stats.destinations.map((d) => (
+                  <tr key={d.id} class={d.id === scope ? "selected" : undefined}>
+                    <td>
+                      <a href={`/destinations/${encodeURIComponent(d.id)}`}>{d.name}</a>
+                    </td>
+                    <td>
+                      <code>{d.type}</code>
+                    </td>
+                    <td class="num">{d.totals.delivered}</td>
+                    <td class="num">{d.totals.failed}</td>
+                    <td class="num">{d.totals.aborted}</td>
+                    <td class="row-actions">
+                      <a href={overviewUrl(minutes, d.id)} aria-label={`Chart of ${d.name}`}>
+                        Chart
+                      </a>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        <p class="muted small">A source's delivered, failed and aborted count its events' deliveries to every destination it is connected to.</p>
+      </section>
     </>
+  );
+}
+
+function Tile({ value, label, hint, tone }: { value: number; label: string; hint: string; tone?: "warn" | "bad" }) {
+  return (
+    <div class={tone ? `card tile tile-${tone}` : "card tile"} data-testid={`tile-${label.split(" ")[0]}`}>
+      <span class="tile-value">{value.toLocaleString()}</span>
+      <span>{label}</span>
+      <span class="muted small">{hint}</span>
+    </div>
+  );
+}
+
+/** What to do next when nothing happened in the range. */
+function EmptyHint({ stats, rangeLabel }: { stats: Timeseries; rangeLabel: string }) {
+  if (stats.sources.length === 0) {
+    return (
+      <p class="empty-hint">
+        No events yet. <a href="/sources">Create a source</a>, then send an event with its write key (<code>POST /v1/track</code>).
+      </p>
+    );
+  }
+  return (
+    <p class="empty-hint">
+      No events in the {rangeLabel.toLowerCase()}. Send one with a source's write key, or try it from the <a href="/test">Test API</a> page.
+    </p>
+  );
+}
+
+function NeedsAttention({ attention }: { attention: Attention }) {
+  const nothing = attention.destinations.length === 0 && attention.deletionsTotal === 0;
+  return (
+    <section class="card overview-section" aria-labelledby="attention-title">
+      <div class="section-head">
+        <h2 id="attention-title">Needs attention</h2>
+      </div>
+      {nothing ? (
+        <p class="muted" data-testid="attention-clear">
+          Nothing needs attention: no destination holds aborted events, and no deletion failed.
+        </p>
+      ) : (
+        <>
+          {attention.destinations.length > 0 && (
+            <>
+              <h3>Destinations with aborted events</h3>
+              <ul class="attention-list" data-testid="attention-destinations">
+                {attention.destinations.map((d) => (
+                  <li key={d.id}>
+                    <div class="attention-line">
+                      <a href={`/destinations/${encodeURIComponent(d.id)}`}>{d.name}</a>
+                      <span class="badge bad">{d.aborted.toLocaleString()} aborted</span>
+                      {!d.enabled && <span class="badge">disabled</span>}
+                    </div>
+                    {d.lastError && (
+                      <div class="muted small">
+                        Latest: <span class="error-text">{d.lastError.error}</span> ({formatTime(d.lastError.at)})
+                      </div>
+                    )}
+                  </li>
+                ))}
+              </ul>
+              <p class="muted small">Open a destination to see why and to replay its aborted events.</p>
+            </>
+          )}
+          {attention.deletionsTotal > 0 && (
+            <>
+              <h3>Failing deletions</h3>
+              <ul class="attention-list" data-testid="attention-deletions">
+                {attention.deletions.map((d) => (
+                  <li key={`${d.regulationId}:${d.destinationId}`}>
+                    <div class="attention-line">
+                      <span>
+                        User <code>{d.userId}</code> at {d.destinationName === null ? <span class="muted">a deleted destination</span> : <a href={`/destinations/${encodeURIComponent(d.destinationId)}`}>{d.destinationName}</a>}
+                      </span>
+                      <span class={d.status === "aborted" ? "badge bad" : "badge warn"}>{d.status === "aborted" ? "given up" : "failing, will retry"}</span>
+                    </div>
+                    <div class="muted small">
+                      {d.reason && (
+                        <>
+                          <span class="error-text">{d.reason}</span>
+                          {" · "}
+                        </>
+                      )}
+                      {d.attempts} {d.attempts === 1 ? "attempt" : "attempts"} · {formatTime(d.updatedAt)}
+                    </div>
+                  </li>
+                ))}
+              </ul>
+              <p class="muted small">
+                {attention.deletionsTotal > attention.deletions.length && `Showing the latest ${attention.deletions.length} of ${attention.deletionsTotal}. `}
+                See <a href="/regulations">Regulations</a> for the requests.
+              </p>
+            </>
+          )}
+        </>
+      )}
+    </section>
   );
 }

@@ -1,0 +1,454 @@
+/**
+ * Sources: the list (`/sources`, filter in `?q=`) and one source (`/sources/<id>`): rename,
+ * enable or disable, delete, its write key, ready-to-paste snippets (tab in `?snippet=`, the
+ * data-plane address in `?dataPlane=` when it is not this page's origin) and its destinations.
+ * Names and keys come from users and workspace files: they are rendered as text only.
+ */
+import { useEffect, useState } from "preact/hooks";
+import { useLocation } from "preact-iso";
+import { ApiError, api } from "../api";
+import { CopyButton, ErrorNote, PageHeader, formatTime } from "../layout";
+import { SNIPPET_KINDS, type SnippetKind, isSnippetKind, snippet } from "./sources/snippets";
+import "./sources/sources.css";
+
+interface Source {
+  id: string;
+  name: string;
+  writeKey: string;
+  enabled: boolean;
+  settings: { lenientValidation?: boolean };
+  createdAt: string;
+  destinationIds: string[];
+}
+
+interface Destination {
+  id: string;
+  name: string;
+  type: string;
+  enabled: boolean;
+  sourceIds: string[];
+}
+
+const sourcePath = (id: string) => `/sources/${encodeURIComponent(id)}`;
+const destinationPath = (id: string) => `/destinations/${encodeURIComponent(id)}`;
+
+/** The current path with some query keys set (or removed when empty), for `route(..., true)`. */
+function withQuery(path: string, query: Record<string, string>, changes: Record<string, string | undefined>): string {
+  const q = new URLSearchParams(query);
+  for (const [k, v] of Object.entries(changes)) {
+    if (v) q.set(k, v);
+    else q.delete(k);
+  }
+  const s = q.toString();
+  return s ? `${path}?${s}` : path;
+}
+
+function Status({ enabled }: { enabled: boolean }) {
+  return <span class={enabled ? "badge on" : "badge off"}>{enabled ? "Enabled" : "Disabled"}</span>;
+}
+
+export default function SourcesPage() {
+  const { path, query, route } = useLocation();
+  const [sources, setSources] = useState<Source[] | undefined>();
+  const [name, setName] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState("");
+  const filter = query.q ?? "";
+
+  useEffect(() => {
+    api<{ sources: Source[] }>("GET", "/v2/sources").then(
+      (r) => setSources(r.sources),
+      (e: Error) => setError(e.message),
+    );
+  }, []);
+
+  const create = async (e: Event) => {
+    e.preventDefault();
+    setError("");
+    setBusy(true);
+    try {
+      const s = await api<Source>("POST", "/v2/sources", { name: name.trim() });
+      // Next step is wiring an app to it: the source's page has the snippets.
+      route(sourcePath(s.id));
+    } catch (err) {
+      setError((err as Error).message);
+      setBusy(false);
+    }
+  };
+
+  const needle = filter.trim().toLowerCase();
+  const shown = sources?.filter((s) => !needle || s.name.toLowerCase().includes(needle) || s.id.toLowerCase().includes(needle));
+
+  return (
+    <>
+      <PageHeader title="Sources" />
+      <p class="muted">A source is where events come from: a website, an app or a backend. Each has a write key that its SDK or HTTP calls send events with.</p>
+      <form class="card inline-form" onSubmit={create}>
+        <label for="source-name">Name</label>
+        <input id="source-name" required maxLength={100} placeholder="e.g. web, ios-app, backend" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <button type="submit" class="primary" disabled={busy}>
+          Create source
+        </button>
+      </form>
+      <ErrorNote error={error} />
+      {sources === undefined ? (
+        !error && <p class="muted">Loading…</p>
+      ) : sources.length === 0 ? (
+        <p class="empty">No sources yet. Create one above: it gets a write key and ready-to-paste code to send its first event.</p>
+      ) : (
+        <>
+          <input
+            class="src-filter"
+            type="search"
+            aria-label="Filter sources"
+            placeholder="Filter by name or id"
+            value={filter}
+            onInput={(e) => route(withQuery(path, query, { q: e.currentTarget.value }), true)}
+          />
+          {shown!.length === 0 ? (
+            <p class="empty">No source matches “{filter}”.</p>
+          ) : (
+            <table class="table src-table">
+              <thead>
+                <tr>
+                  <th>Name</th>
+                  <th>Status</th>
+                  <th class="hide-narrow">Write key</th>
+                  <th>Destinations</th>
+                  <th class="hide-narrow">Created</th>
+                </tr>
+              </thead>
+              <tbody>
+                {shown!.map((s) => (
+                  <tr key={s.id}>
+                    <td class="src-name">
+                      <a href={sourcePath(s.id)}>{s.name}</a>
+                    </td>
+                    <td>
+                      <Status enabled={s.enabled} />
+                    </td>
+                    <td class="hide-narrow">
+                      <span class="src-key">
+                        <code>{s.writeKey}</code>
+                        <CopyButton text={s.writeKey} label="Copy key" />
+                      </span>
+                    </td>
+                    <td>{s.destinationIds.length}</td>
+                    <td class="hide-narrow">{formatTime(s.createdAt)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </>
+      )}
+    </>
+  );
+}
+
+export function SourcePage({ params }: { params: { id: string } }) {
+  const { path, query, route } = useLocation();
+  const id = params.id;
+  const [source, setSource] = useState<Source | undefined>();
+  const [destinations, setDestinations] = useState<Destination[] | undefined>();
+  const [missing, setMissing] = useState(false);
+  const [loadError, setLoadError] = useState("");
+  const [error, setError] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [newName, setNewName] = useState("");
+  const [toConnect, setToConnect] = useState("");
+
+  const load = async () => {
+    const [s, d] = await Promise.all([api<Source>("GET", `/v2/sources/${encodeURIComponent(id)}`), api<{ destinations: Destination[] }>("GET", "/v2/destinations")]);
+    setSource(s);
+    setDestinations(d.destinations);
+    return s;
+  };
+
+  useEffect(() => {
+    setSource(undefined);
+    setMissing(false);
+    setLoadError("");
+    setError("");
+    load().then(
+      (s) => setNewName(s.name),
+      (e: Error) => (e instanceof ApiError && e.status === 404 ? setMissing(true) : setLoadError(e.message)),
+    );
+  }, [id]);
+
+  /** Runs one change, then shows the source as the server now has it. */
+  const act = async (change: () => Promise<unknown>) => {
+    setError("");
+    setBusy(true);
+    try {
+      await change();
+      const s = await load();
+      setNewName(s.name);
+    } catch (err) {
+      setError((err as Error).message);
+      // Show what the server has, whatever the page assumed.
+      await load().catch(() => undefined);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (missing) {
+    return (
+      <>
+        <PageHeader title="Source not found" />
+        <p class="empty">
+          There is no source with the id <code>{id}</code> in this workspace. <a href="/sources">Back to the sources</a>.
+        </p>
+      </>
+    );
+  }
+  if (!source) {
+    return (
+      <>
+        <a class="back-link" href="/sources">
+          ← Sources
+        </a>
+        <ErrorNote error={loadError} />
+        {!loadError && <p class="muted">Loading…</p>}
+      </>
+    );
+  }
+
+  const apiPath = `/v2/sources/${encodeURIComponent(source.id)}`;
+  const rename = (e: Event) => {
+    e.preventDefault();
+    act(() => api("PATCH", apiPath, { name: newName.trim() }));
+  };
+  const toggle = () => act(() => api("PATCH", apiPath, { enabled: !source.enabled }));
+  const setLenient = (on: boolean) => {
+    // The box shows the click at once, not the old value until the server answers.
+    setSource({ ...source, settings: { ...source.settings, lenientValidation: on } });
+    act(() => api("PATCH", apiPath, { settings: { lenientValidation: on } }));
+  };
+  const remove = async () => {
+    const n = source.destinationIds.length;
+    const links = n ? ` and its ${n === 1 ? "connection to 1 destination" : `connections to ${n} destinations`}` : "";
+    if (!confirm(`Delete the source "${source.name}"${links}? Its write key stops working at once; this cannot be undone.`)) return;
+    setError("");
+    setBusy(true);
+    try {
+      await api("DELETE", apiPath);
+      route("/sources");
+    } catch (err) {
+      setError((err as Error).message);
+      setBusy(false);
+    }
+  };
+
+  const connected = (destinations ?? []).filter((d) => source.destinationIds.includes(d.id));
+  const connectable = (destinations ?? []).filter((d) => !source.destinationIds.includes(d.id));
+  const connect = (e: Event) => {
+    e.preventDefault();
+    const destinationId = toConnect || connectable[0]?.id;
+    if (!destinationId) return;
+    act(() => api("POST", "/v2/connections", { sourceId: source.id, destinationId })).then(() => setToConnect(""));
+  };
+  const disconnect = (d: Destination) => {
+    if (!confirm(`Disconnect "${d.name}"? Events from this source stop going to it.`)) return;
+    act(() => api("DELETE", "/v2/connections", { sourceId: source.id, destinationId: d.id }));
+  };
+
+  return (
+    <>
+      <a class="back-link" href="/sources">
+        ← Sources
+      </a>
+      <PageHeader title={source.name}>
+        <Status enabled={source.enabled} />
+        <button type="button" onClick={toggle} disabled={busy}>
+          {source.enabled ? "Disable" : "Enable"}
+        </button>
+        <button type="button" class="danger" onClick={remove} disabled={busy}>
+          Delete
+        </button>
+      </PageHeader>
+      <ErrorNote error={error} />
+      {!source.enabled && <p class="muted">This source is disabled: its event calls are refused with 404 until it is enabled again.</p>}
+
+      <section class="card src-section" aria-labelledby="src-settings">
+        <h2 id="src-settings">Settings</h2>
+        <form class="inline-form" onSubmit={rename}>
+          <label for="source-rename">Name</label>
+          <input id="source-rename" required maxLength={100} value={newName} onInput={(e) => setNewName(e.currentTarget.value)} />
+          <button type="submit" disabled={busy || !newName.trim() || newName.trim() === source.name}>
+            Rename
+          </button>
+        </form>
+        <dl class="src-facts">
+          <dt>Write key</dt>
+          <dd class="src-key">
+            <code class="secret" data-testid="write-key">
+              {source.writeKey}
+            </code>
+            <CopyButton text={source.writeKey} label="Copy write key" />
+          </dd>
+          <dt>Source id</dt>
+          <dd>
+            <code>{source.id}</code>
+          </dd>
+          <dt>Created</dt>
+          <dd>{formatTime(source.createdAt)}</dd>
+        </dl>
+        <label class="src-check">
+          <input type="checkbox" checked={!!source.settings.lenientValidation} disabled={busy} onChange={(e) => setLenient(e.currentTarget.checked)} />
+          <span>
+            Lenient validation <span class="muted">— accept calls missing their call-specific fields (a track without <code>event</code>, …), for clients used to servers that did not check them.</span>
+          </span>
+        </label>
+      </section>
+
+      <Snippets source={source} path={path} query={query} route={route} />
+
+      <section class="card src-section" aria-labelledby="src-destinations">
+        <h2 id="src-destinations">Connected destinations</h2>
+        {connected.length === 0 ? (
+          <p class="muted">
+            No destinations yet: events from this source are stored but go nowhere.{" "}
+            {connectable.length ? "Connect one below, or " : ""}
+            <a href="/destinations">create a destination</a>.
+          </p>
+        ) : (
+          <table class="table src-table">
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th class="hide-narrow">Type</th>
+                <th>Status</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {connected.map((d) => (
+                <tr key={d.id}>
+                  <td class="src-name">
+                    <a href={destinationPath(d.id)}>{d.name}</a>
+                  </td>
+                  <td class="hide-narrow">
+                    <code>{d.type}</code>
+                  </td>
+                  <td>
+                    <Status enabled={d.enabled} />
+                  </td>
+                  <td class="row-actions">
+                    <button type="button" onClick={() => disconnect(d)} disabled={busy} aria-label={`Disconnect ${d.name}`}>
+                      Disconnect
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+        {connectable.length > 0 && (
+          <form class="inline-form src-connect" onSubmit={connect}>
+            <label for="connect-destination">Connect</label>
+            <select id="connect-destination" value={toConnect || connectable[0].id} onChange={(e) => setToConnect(e.currentTarget.value)}>
+              {connectable.map((d) => (
+                <option key={d.id} value={d.id}>
+                  {`${d.name} (${d.type})`}
+                </option>
+              ))}
+            </select>
+            <button type="submit" disabled={busy}>
+              Connect destination
+            </button>
+          </form>
+        )}
+      </section>
+    </>
+  );
+}
+
+/** The snippets with their tabs; the chosen tab and a data-plane address other than this page's origin live in the URL. */
+function Snippets({ source, path, query, route }: { source: Source; path: string; query: Record<string, string>; route: (url: string, replace?: boolean) => void }) {
+  const kind: SnippetKind = isSnippetKind(query.snippet) ? query.snippet : "browser";
+  const dataPlane = query.dataPlane || location.origin;
+  const [draft, setDraft] = useState(dataPlane);
+  const [urlError, setUrlError] = useState("");
+  useEffect(() => setDraft(dataPlane), [dataPlane]);
+  // Whether event calls are answered on this page's origin: with --api-port they are not. A CORS
+  // preflight to the batch call is the data plane's cheapest answer (204), with no side effect.
+  const [servedHere, setServedHere] = useState<boolean | undefined>();
+  useEffect(() => {
+    fetch("/v1/batch", { method: "OPTIONS" }).then(
+      (r) => setServedHere(r.ok),
+      () => setServedHere(undefined),
+    );
+  }, []);
+
+  const applyAddress = (e: Event) => {
+    e.preventDefault();
+    let url: URL;
+    try {
+      url = new URL(draft.trim());
+    } catch {
+      setUrlError("Data plane URL: enter an address such as http://sluice.example.com:8080.");
+      return;
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      setUrlError("Data plane URL: only http:// and https:// addresses work.");
+      return;
+    }
+    setUrlError("");
+    const clean = url.href.replace(/\/+$/, "");
+    route(withQuery(path, query, { dataPlane: clean === location.origin ? undefined : clean }), true);
+  };
+
+  const text = snippet(kind, source.writeKey, dataPlane);
+  return (
+    <section class="card src-section" aria-labelledby="src-send" data-data-plane={servedHere === undefined ? "unknown" : servedHere ? "here" : "elsewhere"}>
+      <h2 id="src-send">Send events</h2>
+      <p class="muted">
+        Paste one of these into your app; it is filled in with this source's write key and this server's address as your browser reaches it. When Sluice runs with <code>--api-port</code>, this page
+        is served on the API port and event calls go to the data-plane port (<code>--port</code>) instead; behind a proxy, use the address your apps reach. Change it here and the snippets follow.
+      </p>
+      <label for="data-plane-url">Data plane URL</label>
+      <form class="dp-row" onSubmit={applyAddress} noValidate>
+        <input id="data-plane-url" type="url" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
+        <button type="submit" disabled={draft.trim() === dataPlane}>
+          Use this address
+        </button>
+        {query.dataPlane && (
+          <button type="button" onClick={() => route(withQuery(path, query, { dataPlane: undefined }), true)}>
+            Reset
+          </button>
+        )}
+      </form>
+      {servedHere === false && !query.dataPlane && (
+        <p class="error" role="status" data-testid="data-plane-warning">
+          Event calls are not answered at {location.origin}: this Sluice serves its APIs and this page on their own port (<code>--api-port</code>). Enter the address of its data-plane port (
+          <code>--port</code>, 8080 unless set) as your apps reach it.
+        </p>
+      )}
+      <ErrorNote error={urlError} />
+      <div class="tabs" role="tablist" aria-label="Snippet">
+        {SNIPPET_KINDS.map((k) => (
+          <button
+            key={k.kind}
+            type="button"
+            role="tab"
+            id={`tab-${k.kind}`}
+            aria-selected={k.kind === kind}
+            aria-controls="snippet-panel"
+            onClick={() => route(withQuery(path, query, { snippet: k.kind === "browser" ? undefined : k.kind }), true)}
+          >
+            {k.label}
+          </button>
+        ))}
+      </div>
+      <div class="snippet" role="tabpanel" id="snippet-panel" aria-labelledby={`tab-${kind}`}>
+        <pre data-testid="snippet">{text}</pre>
+        <div class="snippet-actions">
+          {kind === "browser" && <span class="muted">The bundled build includes its plugins, so the page loads nothing from RudderStack's CDN.</span>}
+          <CopyButton text={text} label="Copy snippet" />
+        </div>
+      </div>
+    </section>
+  );
+}

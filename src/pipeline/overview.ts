@@ -1,0 +1,405 @@
+/**
+ * The dashboard's overview: events received, delivered, failed and aborted per minute, in
+ * total and per source and destination, and what needs attention (destinations holding
+ * aborted events, deletions that failed).
+ *
+ * No table of its own: the stored rows already answer it. Received is counted from `events`
+ * (their ids grow with received_at, so the last hour is an id range found by binary search);
+ * delivered and aborted from `deliveries` by state and updated_at (index deliveries_updated);
+ * failed from the attempt log each delivery keeps (its last ten attempts, each with its time),
+ * so a failed attempt is counted in the minute it happened, even for a delivery that later
+ * succeeded. The final attempt of an aborted delivery counts as aborted, not failed.
+ * Settled minutes are counted once and kept in memory (see SettledMinutes), so a request reads
+ * about the last minute's rows; after a start the first request counts the whole range once.
+ */
+import type { Database, Statement } from "bun:sqlite";
+import { Elysia, type Static, t } from "elysia";
+import { withWorkspace } from "../control-plane/routes";
+import type { ScopedContext, ServiceContext } from "../lib/context";
+import { badRequest } from "../lib/errors";
+import { lastEventIdBefore } from "./retention";
+
+const MINUTE = 60_000;
+export const MAX_MINUTES = 1440;
+
+const Counts = t.Array(t.Integer(), { description: "One count per minute, oldest first (aligned with `minuteStarts`)." });
+const Totals = t.Object({ received: t.Integer(), delivered: t.Integer(), failed: t.Integer(), aborted: t.Integer() });
+
+const MINUTES_RULE = `expected a whole number of minutes from 1 to ${MAX_MINUTES}`;
+
+// A string checked by hand: t.Numeric reports its range errors without the field's name.
+export const TimeseriesQuery = t.Object({
+  minutes: t.Optional(
+    t.String({ pattern: "^[0-9]{1,5}$", errorMessage: MINUTES_RULE, description: `How many minutes back, the current one included: 1 to ${MAX_MINUTES}, default 60.` }),
+  ),
+});
+
+/** `?minutes=` as a number, or a 400 naming it. */
+export function parseMinutes(raw: string | undefined): number {
+  if (raw === undefined) return 60;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_MINUTES) throw badRequest(`query.minutes: ${MINUTES_RULE}`);
+  return n;
+}
+
+export const Timeseries = t.Object({
+  minutes: t.Integer(),
+  minuteStarts: t.Array(t.String({ format: "date-time" })),
+  total: t.Object({ received: Counts, delivered: Counts, failed: Counts, aborted: Counts, totals: Totals }),
+  sources: t.Array(t.Object({ id: t.String(), name: t.String(), received: Counts, delivered: Counts, failed: Counts, aborted: Counts, totals: Totals })),
+  destinations: t.Array(
+    t.Object({
+      id: t.String(),
+      name: t.String(),
+      type: t.String(),
+      delivered: Counts,
+      failed: Counts,
+      aborted: Counts,
+      totals: t.Object({ delivered: t.Integer(), failed: t.Integer(), aborted: t.Integer() }),
+    }),
+    { description: "Without `received`: the per-minute count of events routed to a destination is not kept." },
+  ),
+});
+export type Timeseries = Static<typeof Timeseries>;
+
+export const Attention = t.Object({
+  destinations: t.Array(
+    t.Object({
+      id: t.String(),
+      name: t.String(),
+      type: t.String(),
+      enabled: t.Boolean(),
+      aborted: t.Integer({ description: "Aborted deliveries still kept (within retention); replay puts them back in the queue." }),
+      lastError: t.Union([t.Null(), t.Object({ error: t.String(), at: t.String({ format: "date-time" }) })]),
+    }),
+  ),
+  deletions: t.Array(
+    t.Object({
+      regulationId: t.String(),
+      userId: t.String(),
+      destinationId: t.String(),
+      destinationName: t.Union([t.Null(), t.String()], { description: "null when the destination was deleted." }),
+      status: t.Union([t.Literal("failed"), t.Literal("aborted")], { description: "failed: will be retried; aborted: given up." }),
+      reason: t.Union([t.Null(), t.String()]),
+      attempts: t.Integer(),
+      updatedAt: t.String({ format: "date-time" }),
+    }),
+  ),
+  deletionsTotal: t.Integer({ description: "All failing deletions; `deletions` lists the latest 50." }),
+});
+export type Attention = Static<typeof Attention>;
+
+const DELETIONS_SHOWN = 50;
+
+interface Statements {
+  sources: Statement;
+  destinations: Statement;
+  received: Statement;
+  finished: Statement;
+  failed: Statement;
+  abortedCount: Statement;
+  lastAborted: Statement;
+  failingDeletions: Statement;
+  failingDeletionsCount: Statement;
+}
+
+// Prepared once per database, on first use (no work at import time).
+const prepared = new WeakMap<Database, Statements>();
+
+function statements(c: Database): Statements {
+  let s = prepared.get(c);
+  if (s) return s;
+  s = {
+    sources: c.prepare("SELECT id, name FROM sources WHERE workspace_id = ? ORDER BY created_at, id"),
+    destinations: c.prepare("SELECT id, name, type, enabled FROM destinations WHERE workspace_id = ? ORDER BY created_at, id"),
+    received: c.prepare(
+      `SELECT source_id AS sourceId, received_at / ${MINUTE} AS m, count(*) AS n FROM events
+        WHERE id > ?1 AND id <= ?2 AND received_at >= ?3 AND received_at < ?4 AND workspace_id = ?5 GROUP BY source_id, m`,
+    ),
+    finished: c.prepare(
+      `SELECT state, source_id AS sourceId, destination_id AS destinationId, updated_at / ${MINUTE} AS m, count(*) AS n FROM deliveries
+        WHERE state IN ('succeeded', 'aborted') AND updated_at >= ?1 AND updated_at < ?2 AND workspace_id = ?3
+        GROUP BY state, source_id, destination_id, m`,
+    ),
+    // Rows updated in [?1, ?2) that can hold a failed attempt (retrying, or past their first
+    // attempt); their failed attempts made in [?4, ?5). Every attempt but a finished delivery's
+    // last one (the one at its updated_at) failed: whatever the kind read from the answer, the
+    // delivery went on. An aborted delivery's last attempt is its abort, not a failure. Times are
+    // compared in milliseconds (julianday is exact to far below one), not as formatted text.
+    failed: c.prepare(
+      `SELECT d.source_id AS sourceId, d.destination_id AS destinationId, substr(a.value ->> '$.at', 1, 16) AS m, count(*) AS n
+         FROM deliveries d, json_each(CASE WHEN json_valid(d.attempt_log) THEN d.attempt_log ELSE '[]' END) a
+        WHERE d.state IN ('retrying', 'succeeded', 'aborted', 'filtered') AND d.updated_at >= ?1 AND d.updated_at < ?2 AND d.workspace_id = ?3
+          AND (d.state = 'retrying' OR d.attempts > 1)
+          AND a.value ->> '$.at' >= ?4 AND a.value ->> '$.at' < ?5
+          AND NOT (d.state IN ('succeeded', 'aborted', 'filtered') AND a.key = json_array_length(d.attempt_log) - 1
+                   AND CAST(round(julianday(a.value ->> '$.at') * 86400000.0) AS INTEGER) - 210866760000000 = d.updated_at)
+        GROUP BY d.source_id, d.destination_id, m`,
+    ),
+    abortedCount: c.prepare("SELECT count(*) AS n FROM deliveries WHERE destination_id = ? AND state = 'aborted'"),
+    lastAborted: c.prepare(
+      "SELECT last_error AS error, updated_at AS at FROM deliveries WHERE destination_id = ? AND state = 'aborted' ORDER BY id DESC LIMIT 1",
+    ),
+    failingDeletions: c.prepare(
+      `SELECT j.regulation_id AS regulationId, r.user_id AS userId, j.destination_id AS destinationId, d.name AS destinationName,
+              j.status, j.reason, j.attempts, j.updated_at AS updatedAt
+         FROM deletion_jobs j JOIN regulations r ON r.id = j.regulation_id
+         LEFT JOIN destinations d ON d.id = j.destination_id AND d.workspace_id = j.workspace_id
+        WHERE j.workspace_id = ? AND j.status IN ('failed', 'aborted') AND r.canceled = 0
+        ORDER BY j.updated_at DESC, j.id DESC LIMIT ${DELETIONS_SHOWN}`,
+    ),
+    failingDeletionsCount: c.prepare(
+      `SELECT count(*) AS n FROM deletion_jobs j JOIN regulations r ON r.id = j.regulation_id
+        WHERE j.workspace_id = ? AND j.status IN ('failed', 'aborted') AND r.canceled = 0`,
+    ),
+  };
+  prepared.set(c, s);
+  return s;
+}
+
+type Kind = "received" | "delivered" | "failed" | "aborted";
+type Series = Record<Kind, number[]>;
+
+const emptySeries = (n: number): Series => ({
+  received: new Array(n).fill(0),
+  delivered: new Array(n).fill(0),
+  failed: new Array(n).fill(0),
+  aborted: new Array(n).fill(0),
+});
+
+const totalsOf = (s: Series) => ({
+  received: s.received.reduce((a, b) => a + b, 0),
+  delivered: s.delivered.reduce((a, b) => a + b, 0),
+  failed: s.failed.reduce((a, b) => a + b, 0),
+  aborted: s.aborted.reduce((a, b) => a + b, 0),
+});
+
+/** One count: of a kind, in a minute (its index since the epoch), for a source and destination. */
+interface Cell {
+  kind: Kind;
+  minute: number;
+  sourceId: string;
+  destinationId: string | null;
+  n: number;
+}
+
+/** Outcomes and commits reach the database a moment after their time; a minute counts as settled this long after its end. */
+const SETTLE_MS = 15_000;
+/** Time slices of a long range, so that counting a cold day gives intake its turn between slices. */
+const SLICE_MS = 10 * MINUTE;
+/** "No upper bound", as a time and as the ISO text attempt logs hold. */
+const FAR = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+const FAR_ID = Number.MAX_SAFE_INTEGER;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function slices(from: number, to: number, now: number): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  let x = from;
+  while (to - x > SLICE_MS && x + SLICE_MS <= now) {
+    out.push([x, x + SLICE_MS]);
+    x += SLICE_MS;
+  }
+  out.push([x, to]);
+  return out;
+}
+
+const yieldToIntake = () => new Promise<void>((r) => setImmediate(r));
+
+/**
+ * What happened in [from, to): events received, deliveries that succeeded or were aborted, and
+ * failed attempts. A failed attempt is found on its delivery, which may have been updated any
+ * time since, so those rows are read from `from` on, each once, slice by slice.
+ */
+async function countRange(c: Database, q: Statements, workspaceId: string, from: number, to: number, now: number): Promise<Cell[]> {
+  const cells: Cell[] = [];
+  const parts = slices(from, to, now);
+  for (const [a, b] of parts) {
+    const fromId = lastEventIdBefore(c, a);
+    const toId = b === FAR ? FAR_ID : lastEventIdBefore(c, b);
+    for (const r of q.received.all(fromId, toId, a, b, workspaceId) as Array<{ sourceId: string; m: number; n: number }>) {
+      cells.push({ kind: "received", minute: r.m, sourceId: r.sourceId, destinationId: null, n: r.n });
+    }
+    for (const r of q.finished.all(a, b, workspaceId) as Array<{ state: string; sourceId: string; destinationId: string; m: number; n: number }>) {
+      cells.push({ kind: r.state === "succeeded" ? "delivered" : "aborted", minute: r.m, sourceId: r.sourceId, destinationId: r.destinationId, n: r.n });
+    }
+    if (parts.length > 1) await yieldToIntake();
+  }
+  const rowParts = slices(from, FAR, now);
+  for (const [a, b] of rowParts) {
+    for (const r of q.failed.all(a, b, workspaceId, iso(from), to === FAR ? "9999-12-31T23:59:59.999Z" : iso(to)) as Array<{ sourceId: string; destinationId: string; m: string | null; n: number }>) {
+      const at = r.m ? Date.parse(`${r.m}:00.000Z`) : Number.NaN;
+      if (!Number.isNaN(at)) cells.push({ kind: "failed", minute: Math.floor(at / MINUTE), sourceId: r.sourceId, destinationId: r.destinationId, n: r.n });
+    }
+    if (rowParts.length > 1) await yieldToIntake();
+  }
+  return cells;
+}
+
+/**
+ * Settled minutes of one workspace, [from, to) as minute indexes: their counts no longer change
+ * (a later replay or purge does not rewrite history), so each is counted once, and a request
+ * reads the database only for the minutes since (about one).
+ */
+interface SettledMinutes {
+  from: number;
+  to: number;
+  cells: Map<number, Cell[]>;
+  filling?: Promise<void>;
+}
+const settledByDb = new WeakMap<Database, Map<string, SettledMinutes>>();
+
+async function settledCells(c: Database, q: Statements, workspaceId: string, first: number, settledTo: number, now: number): Promise<SettledMinutes> {
+  let byWorkspace = settledByDb.get(c);
+  if (!byWorkspace) settledByDb.set(c, (byWorkspace = new Map()));
+  let st = byWorkspace.get(workspaceId);
+  if (!st) byWorkspace.set(workspaceId, (st = { from: first, to: first, cells: new Map() }));
+  // One filler at a time: a second request waits and then finds the minutes there.
+  while (st.filling) await st.filling;
+  const fill = async (from: number, to: number) => {
+    if (to <= from) return;
+    const found = new Map<number, Cell[]>();
+    for (const cell of await countRange(c, q, workspaceId, from * MINUTE, to * MINUTE, now)) {
+      if (cell.minute < from || cell.minute >= to) continue;
+      let list = found.get(cell.minute);
+      if (!list) found.set(cell.minute, (list = []));
+      list.push(cell);
+    }
+    for (let m = from; m < to; m++) st!.cells.set(m, found.get(m) ?? []);
+  };
+  const work = (async () => {
+    // A gap between what is kept and what is asked: start over rather than keep two ranges.
+    if (st.to < first || st.from > settledTo) {
+      st.cells.clear();
+      st.from = st.to = first;
+    }
+    if (first < st.from) {
+      await fill(first, st.from);
+      st.from = first;
+    }
+    if (st.to < settledTo) {
+      await fill(st.to, settledTo);
+      st.to = settledTo;
+    }
+    const oldest = Math.floor(now / MINUTE) - MAX_MINUTES;
+    for (const m of st.cells.keys()) if (m < oldest) st.cells.delete(m);
+    st.from = Math.max(st.from, oldest);
+  })();
+  st.filling = work;
+  try {
+    await work;
+  } finally {
+    st.filling = undefined;
+  }
+  return st;
+}
+
+/** Per-minute counts over the last `minutes` minutes (the current, unfinished one last). */
+export async function eventTimeseries(ctx: ScopedContext, minutes = 60): Promise<Timeseries> {
+  const c = ctx.db.$client;
+  const q = statements(c);
+  const now = ctx.now();
+  const lastMinute = Math.floor(now / MINUTE);
+  const firstMinute = lastMinute - (minutes - 1);
+  const since = firstMinute * MINUTE;
+  const settledTo = Math.max(firstMinute, Math.min(lastMinute, Math.floor((now - SETTLE_MS) / MINUTE)));
+
+  const settled = await settledCells(c, q, ctx.workspaceId, firstMinute, settledTo, now);
+  const recent = await countRange(c, q, ctx.workspaceId, settledTo * MINUTE, FAR, now);
+
+  const total = emptySeries(minutes);
+  const bySource = new Map<string, Series>();
+  const byDestination = new Map<string, Series>();
+  // Names are read after counting: a source made meanwhile shows, with zeros.
+  const sources = q.sources.all(ctx.workspaceId) as Array<{ id: string; name: string }>;
+  const destinations = q.destinations.all(ctx.workspaceId) as Array<{ id: string; name: string; type: string }>;
+  for (const s of sources) bySource.set(s.id, emptySeries(minutes));
+  for (const d of destinations) byDestination.set(d.id, emptySeries(minutes));
+
+  const add = (cell: Cell) => {
+    const i = cell.minute - firstMinute;
+    // A clock step back can put a row after "now": it belongs to no minute shown.
+    if (i < 0 || i >= minutes) return;
+    total[cell.kind][i] += cell.n;
+    const s = bySource.get(cell.sourceId);
+    if (s) s[cell.kind][i] += cell.n;
+    if (cell.destinationId) {
+      const d = byDestination.get(cell.destinationId);
+      if (d) d[cell.kind][i] += cell.n;
+    }
+  };
+  for (let m = firstMinute; m < settledTo; m++) for (const cell of settled.cells.get(m) ?? []) add(cell);
+  for (const cell of recent) if (cell.minute >= settledTo) add(cell);
+
+  return {
+    minutes,
+    minuteStarts: Array.from({ length: minutes }, (_, i) => new Date(since + i * MINUTE).toISOString()),
+    total: { ...total, totals: totalsOf(total) },
+    sources: sources.map((s) => {
+      const series = bySource.get(s.id)!;
+      return { id: s.id, name: s.name, ...series, totals: totalsOf(series) };
+    }),
+    destinations: destinations.map((d) => {
+      const { delivered, failed, aborted } = byDestination.get(d.id)!;
+      const { received: _, ...totals } = totalsOf({ received: [], delivered, failed, aborted });
+      return { id: d.id, name: d.name, type: d.type, delivered, failed, aborted, totals };
+    }),
+  };
+}
+
+/** Destinations holding aborted deliveries, and deletions of regulations that failed. */
+export function needsAttention(ctx: ScopedContext): Attention {
+  const q = statements(ctx.db.$client);
+  const destinations: Attention["destinations"] = [];
+  for (const d of q.destinations.all(ctx.workspaceId) as Array<{ id: string; name: string; type: string; enabled: number }>) {
+    const { n } = q.abortedCount.get(d.id) as { n: number };
+    if (!n) continue;
+    const last = q.lastAborted.get(d.id) as { error: string | null; at: number } | null;
+    destinations.push({
+      id: d.id,
+      name: d.name,
+      type: d.type,
+      enabled: Boolean(d.enabled),
+      aborted: n,
+      lastError: last?.error ? { error: last.error, at: new Date(last.at).toISOString() } : null,
+    });
+  }
+  destinations.sort((a, b) => b.aborted - a.aborted);
+  const deletions = (q.failingDeletions.all(ctx.workspaceId) as any[]).map((r) => ({
+    regulationId: r.regulationId as string,
+    userId: r.userId as string,
+    destinationId: r.destinationId as string,
+    destinationName: (r.destinationName ?? null) as string | null,
+    status: r.status as "failed" | "aborted",
+    reason: (r.reason ?? null) as string | null,
+    attempts: r.attempts as number,
+    updatedAt: new Date(r.updatedAt).toISOString(),
+  }));
+  const { n: deletionsTotal } = q.failingDeletionsCount.get(ctx.workspaceId) as { n: number };
+  return { destinations, deletions, deletionsTotal };
+}
+
+export function overviewRoutes(ctx: ServiceContext) {
+  const detail = (summary: string, description: string) => ({ tags: ["Delivery"], summary, description });
+  return new Elysia({ name: "overview" })
+    .use(withWorkspace(ctx))
+    .get("/v2/stats/timeseries", ({ scope, query }) => eventTimeseries(scope, parseMinutes(query.minutes)), {
+      query: TimeseriesQuery,
+      response: Timeseries,
+      detail: detail(
+        "Events received, delivered, failed and aborted per minute",
+        "Over the last `minutes` minutes (default 60, at most 1440), in total, per source and per destination of the workspace. " +
+          "received: events accepted (stored; duplicates and suppressed events are not); delivered / aborted: deliveries that reached that state in the minute; " +
+          "failed: delivery attempts that failed and were to be retried (the final attempt of an aborted delivery counts as aborted). " +
+          "A source's delivered, failed and aborted count its events' deliveries to every destination.",
+      ),
+    })
+    .get("/v2/stats/attention", ({ scope }) => needsAttention(scope), {
+      response: Attention,
+      detail: detail(
+        "What needs attention",
+        "Destinations holding aborted deliveries (most first, with the latest error; `POST /v2/destinations/{id}/replay` puts them back in the queue), " +
+          "and deletions of active regulations that failed (`failed`: will be retried) or were given up (`aborted`).",
+      ),
+    });
+}
