@@ -16,7 +16,12 @@ export function signInUrl(): string {
   return `/login?next=${encodeURIComponent(location.pathname + location.search)}`;
 }
 
-export async function api<T>(method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE", path: string, body?: unknown): Promise<T> {
+/**
+ * Sends one call with the session cookie and reads its JSON answer, whatever the status: a caller
+ * that finds results in some error answers (the Test API) reads them here. A lost session goes to
+ * sign-in, except for the sign-in call itself, whose 401 means wrong credentials.
+ */
+export async function send(method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE", path: string, body?: unknown): Promise<{ res: Response; data: any }> {
   const res = await fetch(path, {
     method,
     credentials: "same-origin",
@@ -34,9 +39,27 @@ export async function api<T>(method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE"
     location.assign(signInUrl());
     throw new ApiError(401, "signed out");
   }
-  if (!res.ok) throw new ApiError(res.status, typeof data?.message === "string" ? data.message : `the server answered ${res.status}`);
+  return { res, data };
+}
+
+/** The error for an answer that is not 2xx, in the server's words when it gave some. */
+export function answerError(status: number, data: any): ApiError {
+  return new ApiError(status, typeof data?.message === "string" ? data.message : `the server answered ${status}`);
+}
+
+export async function api<T>(method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE", path: string, body?: unknown): Promise<T> {
+  const { res, data } = await send(method, path, body);
+  if (!res.ok) throw answerError(res.status, data);
   return data as T;
 }
+
+/** What to show for a failure: anything may be thrown, not only an Error. */
+export function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** A 404 from the API: the record asked for does not exist (any more). */
+export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.status === 404;
 
 /** A path inside the dashboard to return to after signing in; anything else goes home. */
 export function safeNext(raw: string | null): string {

@@ -2,6 +2,7 @@ import type { ComponentChildren } from "preact";
 import { useLocation } from "preact-iso";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
+import { Message } from "./components";
 
 /** The pages the dashboard has, in the navigation's order. */
 const NAV: Array<{ href: string; label: string }> = [
@@ -98,12 +99,9 @@ export function CopyButton({ text, label = "Copy" }: { text: string; label?: str
   );
 }
 
+/** A failure, announced at once (role="alert"). */
 export function ErrorNote({ error }: { error: string }) {
-  return error ? (
-    <p class="error" role="alert">
-      {error}
-    </p>
-  ) : null;
+  return <Message text={error} class="error" role="alert" />;
 }
 
 export function formatTime(iso: string | null | undefined): string {

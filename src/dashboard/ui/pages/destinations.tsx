@@ -6,28 +6,15 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
-import { ApiError, api } from "../api";
+import { api, errorMessage as message, isNotFound } from "../api";
+import { BackLink, Badge, ConfirmButton, EnabledBadge, Notice } from "../components";
+import { usePolling, useResource } from "../hooks";
 import { ErrorNote, PageHeader, formatTime } from "../layout";
+import { destinationPath, sourcePath, withQuery } from "../links";
+import type { Destination, DestinationList, Source, SourceList } from "../types";
 import { ConfigFields, type Definition, buildConfig, useDraft } from "./destinations/config-form";
 import { DELIVERY_STATES, DeliveriesTable, type Delivery, type DeliveryState } from "./destinations/deliveries";
 import "./destinations/destinations.css";
-
-interface Destination {
-  id: string;
-  name: string;
-  type: string;
-  enabled: boolean;
-  config: Record<string, unknown>;
-  sourceIds: string[];
-  transformationId: string | null;
-  createdAt: string;
-}
-
-interface Source {
-  id: string;
-  name: string;
-  enabled: boolean;
-}
 
 interface Stats {
   counts: Record<DeliveryState, number>;
@@ -35,31 +22,15 @@ interface Stats {
   lastError: { error: string; at: string } | null;
 }
 
-const destinationPath = (id: string) => `/destinations/${encodeURIComponent(id)}`;
-const sourcePath = (id: string) => `/sources/${encodeURIComponent(id)}`;
-const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
-
-function withQuery(path: string, query: Record<string, string>, changes: Record<string, string | undefined>): string {
-  const q = new URLSearchParams(query);
-  for (const [k, v] of Object.entries(changes)) {
-    if (v) q.set(k, v);
-    else q.delete(k);
-  }
-  const s = q.toString();
-  return s ? `${path}?${s}` : path;
-}
-
-function Status({ enabled }: { enabled: boolean }) {
-  return <span class={enabled ? "dst-badge on" : "dst-badge off"}>{enabled ? "Enabled" : "Disabled"}</span>;
-}
-
 function useDefinitions() {
-  const [defs, setDefs] = useState<Definition[] | undefined>();
-  const [error, setError] = useState("");
-  useEffect(() => {
-    api<Definition[]>("GET", "/destination-definitions").then(setDefs, (e) => setError(message(e)));
-  }, []);
+  const { data: defs, error } = useResource(() => api<Definition[]>("GET", "/destination-definitions"));
   return { defs, error };
+}
+
+/** Puts every aborted event of a destination back in its queue; says how many. */
+async function replayAborted(apiPath: string): Promise<string> {
+  const r = await api<{ replayed: number }>("POST", `${apiPath}/replay`);
+  return `${r.replayed} aborted ${r.replayed === 1 ? "event" : "events"} put back in the queue.`;
 }
 
 /* ------------------------------------------------------------------ list */
@@ -67,14 +38,9 @@ function useDefinitions() {
 export default function DestinationsPage() {
   const { path, query, route } = useLocation();
   const { defs, error: defsError } = useDefinitions();
-  const [list, setList] = useState<Destination[] | undefined>();
-  const [sources, setSources] = useState<Source[] | undefined>();
-  const [error, setError] = useState("");
-
-  useEffect(() => {
-    api<{ destinations: Destination[] }>("GET", "/v2/destinations").then((r) => setList(r.destinations), (e) => setError(message(e)));
-    api<{ sources: Source[] }>("GET", "/v2/sources").then((r) => setSources(r.sources), (e) => setError(message(e)));
-  }, []);
+  const { data: list, error: listError } = useResource(() => api<DestinationList>("GET", "/v2/destinations").then((r) => r.destinations));
+  const { data: sources, error: sourcesError } = useResource(() => api<SourceList>("GET", "/v2/sources").then((r) => r.sources));
+  const error = sourcesError || listError;
 
   const creating = query.new !== undefined;
   const openForm = () => route(withQuery(path, query, { new: defs?.[0]?.name ?? "WEBHOOK" }));
@@ -129,7 +95,7 @@ export default function DestinationsPage() {
                   <td>{displayName(d.type)}</td>
                   <td>{d.sourceIds.length === 0 ? <span class="muted">none</span> : d.sourceIds.length}</td>
                   <td>
-                    <Status enabled={d.enabled} />
+                    <EnabledBadge enabled={d.enabled} />
                   </td>
                   <td class="dst-hide-narrow">{formatTime(d.createdAt)}</td>
                 </tr>
@@ -269,11 +235,11 @@ export function DestinationPage({ params }: { params: { id: string } }) {
   const apiPath = `/v2/destinations/${encodeURIComponent(params.id)}`;
   const load = async () => {
     try {
-      const [d, s] = await Promise.all([api<Destination>("GET", apiPath), api<{ sources: Source[] }>("GET", "/v2/sources")]);
+      const [d, s] = await Promise.all([api<Destination>("GET", apiPath), api<SourceList>("GET", "/v2/sources")]);
       setDest(d);
       setSources(s.sources);
     } catch (e) {
-      if (e instanceof ApiError && e.status === 404) setMissing(true);
+      if (isNotFound(e)) setMissing(true);
       else setError(message(e));
     }
   };
@@ -311,9 +277,7 @@ export function DestinationPage({ params }: { params: { id: string } }) {
   if (!dest || !sources) {
     return (
       <>
-        <a class="dst-back" href="/destinations">
-          ← Destinations
-        </a>
+        <BackLink href="/destinations" label="Destinations" />
         <ErrorNote error={error || defsError} />
         {!error && <p class="muted">Loading…</p>}
       </>
@@ -323,7 +287,6 @@ export function DestinationPage({ params }: { params: { id: string } }) {
   const def = defs?.find((d) => d.name === dest.type);
   const toggle = () => change(() => api("PATCH", apiPath, { enabled: !dest.enabled }), dest.enabled ? "Disabled: its queued events wait until it is enabled again." : "Enabled: queued events are delivered again.");
   const remove = async () => {
-    if (!confirm(`Delete the destination "${dest.name}"? Its queued events are aborted.`)) return;
     try {
       await api("DELETE", apiPath);
       route("/destinations");
@@ -334,14 +297,12 @@ export function DestinationPage({ params }: { params: { id: string } }) {
 
   return (
     <>
-      <a class="dst-back" href="/destinations">
-        ← Destinations
-      </a>
+      <BackLink href="/destinations" label="Destinations" />
       <div class="page-header dst-head">
         <div>
           <div class="dst-title">
             <h1>{dest.name}</h1>
-            <Status enabled={dest.enabled} />
+            <EnabledBadge enabled={dest.enabled} />
           </div>
           <p class="muted dst-kind">
             {def?.displayName ?? dest.type} · <code>{dest.id}</code>
@@ -351,19 +312,15 @@ export function DestinationPage({ params }: { params: { id: string } }) {
           <button type="button" onClick={toggle}>
             {dest.enabled ? "Disable" : "Enable"}
           </button>
-          <button type="button" class="danger" onClick={remove}>
+          <ConfirmButton class="danger" question={() => `Delete the destination "${dest.name}"? Its queued events are aborted.`} onConfirm={remove}>
             Delete
-          </button>
+          </ConfirmButton>
         </div>
       </div>
       <TitleOf name={dest.name} />
       <ErrorNote error={error || defsError} />
-      {notice && (
-        <p class="card dst-notice" role="status">
-          {notice}
-        </p>
-      )}
-      <nav class="dst-tabs" aria-label="Destination sections">
+      <Notice text={notice} />
+      <nav class="tabs dst-tabs" aria-label="Destination sections">
         {TABS.map((t) => (
           <a key={t.id} href={withQuery(path, t.id === "overview" ? {} : { tab: t.id }, {})} aria-current={t.id === tab ? "page" : undefined}>
             {t.label}
@@ -392,17 +349,6 @@ function TitleOf({ name }: { name: string }) {
   return null;
 }
 
-/** Polls while the page is visible; the first call is immediate. */
-function usePolling(fn: () => void, deps: unknown[]) {
-  useEffect(() => {
-    fn();
-    const timer = setInterval(() => {
-      if (document.visibilityState === "visible") fn();
-    }, REFRESH_MS);
-    return () => clearInterval(timer);
-  }, deps);
-}
-
 function Overview({ dest, sources, apiPath, change }: { dest: Destination; sources: Source[]; apiPath: string; change: (what: () => Promise<unknown>, done?: string) => Promise<boolean> }) {
   const [stats, setStats] = useState<Stats | undefined>();
   const [error, setError] = useState("");
@@ -416,13 +362,12 @@ function Overview({ dest, sources, apiPath, change }: { dest: Destination; sourc
       },
       (e) => setError(message(e)),
     );
-  usePolling(loadStats, [apiPath]);
+  usePolling(loadStats, REFRESH_MS, [apiPath]);
 
   const replay = async () => {
     setReplayed("");
     try {
-      const r = await api<{ replayed: number }>("POST", `${apiPath}/replay`);
-      setReplayed(`${r.replayed} aborted ${r.replayed === 1 ? "event" : "events"} put back in the queue.`);
+      setReplayed(await replayAborted(apiPath));
       await loadStats();
     } catch (e) {
       setError(message(e));
@@ -473,11 +418,7 @@ function Overview({ dest, sources, apiPath, change }: { dest: Destination; sourc
                 </div>
               ))}
             </div>
-            {replayed && (
-              <p class="card dst-notice" role="status">
-                {replayed}
-              </p>
-            )}
+            <Notice text={replayed} />
             {stats.lastError && (
               <p class="dst-last-error">
                 <span class="muted">Last error ({formatTime(stats.lastError.at)}):</span> <span class="error">{stats.lastError.error}</span>
@@ -513,7 +454,7 @@ function Overview({ dest, sources, apiPath, change }: { dest: Destination; sourc
               {connected.map((s) => (
                 <tr key={s.id}>
                   <td>
-                    <a href={sourcePath(s.id)}>{s.name}</a> {!s.enabled && <span class="dst-badge off">Disabled</span>}
+                    <a href={sourcePath(s.id)}>{s.name}</a> {!s.enabled && <Badge tone="muted">Disabled</Badge>}
                   </td>
                   <td class="row-actions">
                     <button type="button" class="danger" onClick={() => disconnect(s)} aria-label={`Disconnect ${s.name}`}>
@@ -589,7 +530,7 @@ function Deliveries({
       (e) => setError(message(e)),
     );
   // The first page follows new deliveries; an older page stays still.
-  usePolling(() => (before ? undefined : load()), [url]);
+  usePolling(() => (before ? undefined : load()), REFRESH_MS, [url]);
   useEffect(() => {
     setPage(undefined);
     if (before) load();
@@ -598,8 +539,7 @@ function Deliveries({
   const replay = async () => {
     setNotice("");
     try {
-      const r = await api<{ replayed: number }>("POST", `${apiPath}/replay`);
-      setNotice(`${r.replayed} aborted ${r.replayed === 1 ? "event" : "events"} put back in the queue.`);
+      setNotice(await replayAborted(apiPath));
       await load();
     } catch (e) {
       setError(message(e));
@@ -628,11 +568,7 @@ function Deliveries({
         )}
       </div>
       {filter === "aborted" && <p class="muted">Aborted events were given up on (an answer that cannot succeed, or the retry limit). Replay puts every one of them back in the queue.</p>}
-      {notice && (
-        <p class="card dst-notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Notice text={notice} />
       <ErrorNote error={error} />
       {!page ? (
         !error && <p class="muted">Loading…</p>

@@ -10,7 +10,9 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import { ApiError, api } from "../api";
+import { useSourcesAndDestinations } from "../hooks";
 import { CopyButton, ErrorNote, PageHeader } from "../layout";
+import { destinationPath, sourcePath } from "../links";
 import { type LiveEntry, type StreamKind, FILTER_VALUES, LIMIT, parseEntry } from "./live/entries";
 import { WindowedRows } from "./live/windowed-rows";
 import "./live/live.css";
@@ -23,27 +25,8 @@ export default function LivePage() {
   return <StreamPicker />;
 }
 
-interface Named {
-  id: string;
-  name: string;
-  enabled: boolean;
-  type?: string;
-  destinationIds?: string[];
-}
-
 function StreamPicker() {
-  const [sources, setSources] = useState<Named[] | undefined>();
-  const [destinations, setDestinations] = useState<Named[] | undefined>();
-  const [error, setError] = useState("");
-  useEffect(() => {
-    Promise.all([api<{ sources: Named[] }>("GET", "/v2/sources"), api<{ destinations: Named[] }>("GET", "/v2/destinations")]).then(
-      ([s, d]) => {
-        setSources(s.sources);
-        setDestinations(d.destinations);
-      },
-      (e: Error) => setError(e.message),
-    );
-  }, []);
+  const { sources, destinations, error } = useSourcesAndDestinations();
 
   return (
     <>
@@ -65,7 +48,7 @@ function StreamPicker() {
                   <li key={s.id}>
                     <a href={`/live?source=${encodeURIComponent(s.id)}`}>{s.name}</a>
                     <span class="muted">
-                      {plural(s.destinationIds?.length ?? 0, "destination")}
+                      {plural(s.destinationIds.length, "destination")}
                       {s.enabled ? "" : " · disabled"}
                     </span>
                   </li>
@@ -158,7 +141,7 @@ function LiveStream({ kind, id }: { kind: StreamKind; id: string }) {
     let closed = false;
     setConnection("connecting");
     const explainFailure = () =>
-      api<Named>("GET", path).then(
+      api<{ name: string }>("GET", path).then(
         () => undefined,
         (e: Error) => {
           if (closed) return;
@@ -168,7 +151,7 @@ function LiveStream({ kind, id }: { kind: StreamKind; id: string }) {
           }
         },
       );
-    api<Named>("GET", path).then(
+    api<{ name: string }>("GET", path).then(
       (row) => {
         if (closed) return;
         setName(row.name);
@@ -262,7 +245,7 @@ function LiveStream({ kind, id }: { kind: StreamKind; id: string }) {
       </PageHeader>
       <p class="muted live-intro">
         {isSource ? "Each event this source accepts, newest first. " : "Each delivery attempt to this destination, newest first. "}
-        <a href={`/${kind}s/${encodeURIComponent(id)}`}>Open the {kind}</a>
+        <a href={isSource ? sourcePath(id) : destinationPath(id)}>Open the {kind}</a>
       </p>
 
       <div class="card live-toolbar">
@@ -325,7 +308,7 @@ function LiveStream({ kind, id }: { kind: StreamKind; id: string }) {
                 `Paused. New ${noun} are held until you resume.`
               ) : isSource ? (
                 <>
-                  Waiting for events. Send one to this source with its write key (see <a href={`/sources/${encodeURIComponent(id)}`}>the source</a>); it appears
+                  Waiting for events. Send one to this source with its write key (see <a href={sourcePath(id)}>the source</a>); it appears
                   here at once.
                 </>
               ) : (

@@ -3,11 +3,15 @@
  * and per destination, and what needs attention. The time range and the chart's subject are in
  * the query string (`?minutes=360&scope=dst_…`), so a reload or a pasted link opens the same view.
  */
+import type { ComponentChildren } from "preact";
 import { useLocation } from "preact-iso";
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import "uplot/dist/uPlot.min.css";
 import { api } from "../api";
+import { Badge } from "../components";
+import { usePolling } from "../hooks";
 import { ErrorNote, PageHeader, formatTime } from "../layout";
+import { destinationPath, sourcePath } from "../links";
 import { type ChartSeries, EventsChart } from "./overview/events-chart";
 import "./overview/overview.css";
 
@@ -100,19 +104,8 @@ export function Overview() {
       (e: Error) => setError(`Could not load the overview: ${e.message}`),
     );
 
-  useEffect(() => {
-    load();
-    // Refreshes while the tab is visible; a hidden tab catches up when shown again.
-    const timer = setInterval(() => {
-      if (document.visibilityState === "visible") load();
-    }, REFRESH_MS);
-    const onVisible = () => document.visibilityState === "visible" && load();
-    document.addEventListener("visibilitychange", onVisible);
-    return () => {
-      clearInterval(timer);
-      document.removeEventListener("visibilitychange", onVisible);
-    };
-  }, [minutes]);
+  // Refreshes while the tab is visible; a hidden tab catches up when shown again.
+  usePolling(load, REFRESH_MS, [minutes], true);
 
   const rangeLabel = RANGES.find((r) => r.minutes === minutes)!.label;
   return (
@@ -194,38 +187,14 @@ function OverviewBody({ stats, attention, minutes, scope, rangeLabel, loadedAt }
             No sources yet. <a href="/sources">Create a source</a>, then send events with its write key.
           </p>
         ) : (
-          <div class="table-scroll">
-            <table class="table">
-              <thead>
-                <tr>
-                  <th>Source</th>
-                  <th class="num">Received</th>
-                  <th class="num">Delivered</th>
-                  <th class="num">Failed attempts</th>
-                  <th class="num">Aborted</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {stats.sources.map((s) => (
-                  <tr key={s.id} class={s.id === scope ? "selected" : undefined}>
-                    <td>
-                      <a href={`/sources/${encodeURIComponent(s.id)}`}>{s.name}</a>
-                    </td>
-                    <td class="num">{s.totals.received}</td>
-                    <td class="num">{s.totals.delivered}</td>
-                    <td class="num">{s.totals.failed}</td>
-                    <td class="num">{s.totals.aborted}</td>
-                    <td class="row-actions">
-                      <a href={overviewUrl(minutes, s.id)} aria-label={`Chart of ${s.name}`}>
-                        Chart
-                      </a>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <CountsTable
+            noun="Source"
+            rows={stats.sources}
+            href={sourcePath}
+            extra={{ head: <th class="num">Received</th>, cell: (s) => <td class="num">{s.totals.received}</td> }}
+            minutes={minutes}
+            scope={scope}
+          />
         )}
       </section>
 
@@ -236,44 +205,80 @@ function OverviewBody({ stats, attention, minutes, scope, rangeLabel, loadedAt }
             No destinations yet. <a href="/destinations">Add a destination</a> and connect it to a source to deliver its events.
           </p>
         ) : (
-          <div class="table-scroll">
-            <table class="table">
-              <thead>
-                <tr>
-                  <th>Destination</th>
-                  <th>Type</th>
-                  <th class="num">Delivered</th>
-                  <th class="num">Failed attempts</th>
-                  <th class="num">Aborted</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {stats.destinations.map((d) => (
-                  <tr key={d.id} class={d.id === scope ? "selected" : undefined}>
-                    <td>
-                      <a href={`/destinations/${encodeURIComponent(d.id)}`}>{d.name}</a>
-                    </td>
-                    <td>
-                      <code>{d.type}</code>
-                    </td>
-                    <td class="num">{d.totals.delivered}</td>
-                    <td class="num">{d.totals.failed}</td>
-                    <td class="num">{d.totals.aborted}</td>
-                    <td class="row-actions">
-                      <a href={overviewUrl(minutes, d.id)} aria-label={`Chart of ${d.name}`}>
-                        Chart
-                      </a>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <CountsTable
+            noun="Destination"
+            rows={stats.destinations}
+            href={destinationPath}
+            extra={{
+              head: <th>Type</th>,
+              cell: (d) => (
+                <td>
+                  <code>{d.type}</code>
+                </td>
+              ),
+            }}
+            minutes={minutes}
+            scope={scope}
+          />
         )}
         <p class="muted small">A source's delivered, failed and aborted count its events' deliveries to every destination it is connected to.</p>
       </section>
     </>
+  );
+}
+
+/**
+ * Sources' or destinations' counts in the range, one row each, with a link that charts the row.
+ * `extra` is the one column the two tables do not share (a source's received, a destination's type).
+ */
+function CountsTable<T extends { id: string; name: string; totals: Omit<Totals, "received"> }>({
+  noun,
+  rows,
+  href,
+  extra,
+  minutes,
+  scope,
+}: {
+  noun: string;
+  rows: T[];
+  href: (id: string) => string;
+  extra: { head: ComponentChildren; cell: (row: T) => ComponentChildren };
+  minutes: number;
+  scope: string;
+}) {
+  return (
+    <div class="table-scroll">
+      <table class="table">
+        <thead>
+          <tr>
+            <th>{noun}</th>
+            {extra.head}
+            <th class="num">Delivered</th>
+            <th class="num">Failed attempts</th>
+            <th class="num">Aborted</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr key={r.id} class={r.id === scope ? "selected" : undefined}>
+              <td>
+                <a href={href(r.id)}>{r.name}</a>
+              </td>
+              {extra.cell(r)}
+              <td class="num">{r.totals.delivered}</td>
+              <td class="num">{r.totals.failed}</td>
+              <td class="num">{r.totals.aborted}</td>
+              <td class="row-actions">
+                <a href={overviewUrl(minutes, r.id)} aria-label={`Chart of ${r.name}`}>
+                  Chart
+                </a>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }
 
@@ -323,9 +328,9 @@ function NeedsAttention({ attention }: { attention: Attention }) {
                 {attention.destinations.map((d) => (
                   <li key={d.id}>
                     <div class="attention-line">
-                      <a href={`/destinations/${encodeURIComponent(d.id)}`}>{d.name}</a>
-                      <span class="badge bad">{d.aborted.toLocaleString()} aborted</span>
-                      {!d.enabled && <span class="badge">disabled</span>}
+                      <a href={destinationPath(d.id)}>{d.name}</a>
+                      <Badge tone="bad">{d.aborted.toLocaleString()} aborted</Badge>
+                      {!d.enabled && <Badge tone="muted">disabled</Badge>}
                     </div>
                     {d.lastError && (
                       <div class="muted small">
@@ -346,9 +351,9 @@ function NeedsAttention({ attention }: { attention: Attention }) {
                   <li key={`${d.regulationId}:${d.destinationId}`}>
                     <div class="attention-line">
                       <span>
-                        User <code>{d.userId}</code> at {d.destinationName === null ? <span class="muted">a deleted destination</span> : <a href={`/destinations/${encodeURIComponent(d.destinationId)}`}>{d.destinationName}</a>}
+                        User <code>{d.userId}</code> at {d.destinationName === null ? <span class="muted">a deleted destination</span> : <a href={destinationPath(d.destinationId)}>{d.destinationName}</a>}
                       </span>
-                      <span class={d.status === "aborted" ? "badge bad" : "badge warn"}>{d.status === "aborted" ? "given up" : "failing, will retry"}</span>
+                      <Badge tone={d.status === "aborted" ? "bad" : "warn"}>{d.status === "aborted" ? "given up" : "failing, will retry"}</Badge>
                     </div>
                     <div class="muted small">
                       {d.reason && (

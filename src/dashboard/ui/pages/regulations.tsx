@@ -6,8 +6,11 @@
  */
 import { useLocation } from "preact-iso";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { api } from "../api";
+import { api, errorMessage } from "../api";
+import { Badge, ConfirmButton, Notice, type Tone } from "../components";
+import { useAction, useResource, useSourcesAndDestinations } from "../hooks";
 import { ErrorNote, PageHeader, formatTime } from "../layout";
+import type { Destination, Source } from "../types";
 import { parseUsers } from "./regulations/parse-users";
 import "./regulations/regulations.css";
 
@@ -37,12 +40,6 @@ interface RegulationPage {
   paging: { next?: string };
 }
 
-interface Named {
-  id: string;
-  name: string;
-  type?: string;
-}
-
 interface Definition {
   name: string;
   displayName: string;
@@ -58,6 +55,8 @@ const STATUS_LABEL: Record<DeletionStatus, string> = {
   failed: "Failed, will retry",
   aborted: "Aborted",
 };
+
+const STATUS_TONE: Record<DeletionStatus, Tone> = { pending: "info", running: "info", complete: "ok", failed: "warn", aborted: "bad" };
 
 /** While a job is in one of these, its status may still change: the page keeps asking. */
 const UNDER_WAY = new Set<DeletionStatus>(["pending", "running", "failed"]);
@@ -78,11 +77,13 @@ export default function RegulationsPage() {
 
   const [page, setPage] = useState<RegulationPage | undefined>();
   const [listError, setListError] = useState("");
-  const [sources, setSources] = useState<Named[]>([]);
-  const [destinations, setDestinations] = useState<Named[] | undefined>();
-  const [deletable, setDeletable] = useState<Map<string, boolean>>(new Map());
+  const { sources, destinations, error: namesError } = useSourcesAndDestinations();
+  const { data: deletable, error: definitionsError } = useResource(() =>
+    api<Definition[]>("GET", "/destination-definitions").then((defs) => new Map(defs.map((x) => [x.name, x.capabilities?.userDeletion === true]))),
+  );
   const [notice, setNotice] = useState("");
-  const [actionError, setActionError] = useState("");
+  const { error: cancelError, setError: setCancelError, run } = useAction();
+  const actionError = cancelError || namesError || definitionsError;
   // Cursors of the pages before this one, for "Previous page" (a pasted link starts without them).
   const [previous, setPrevious] = useState<Array<string | undefined>>([]);
   const loadSeq = useRef(0);
@@ -95,7 +96,7 @@ export default function RegulationsPage() {
       // An answer for a page the user has already left is dropped.
       if (seq === loadSeq.current) setPage(res);
     } catch (e) {
-      if (seq === loadSeq.current) setListError((e as Error).message);
+      if (seq === loadSeq.current) setListError(errorMessage(e));
     }
   };
 
@@ -103,21 +104,6 @@ export default function RegulationsPage() {
     setPage(undefined);
     load();
   }, [after]);
-
-  useEffect(() => {
-    Promise.all([
-      api<{ sources: Named[] }>("GET", "/v2/sources"),
-      api<{ destinations: Named[] }>("GET", "/v2/destinations"),
-      api<Definition[]>("GET", "/destination-definitions"),
-    ]).then(
-      ([s, d, defs]) => {
-        setSources(s.sources);
-        setDestinations(d.destinations);
-        setDeletable(new Map(defs.map((x) => [x.name, x.capabilities?.userDeletion === true])));
-      },
-      (e: Error) => setActionError(e.message),
-    );
-  }, []);
 
   // Deletion jobs move on their own: ask again while one on this page is not final.
   const underWay = !!page?.data.some((r) => !r.canceled && r.deletion?.some((d) => UNDER_WAY.has(d.status)));
@@ -129,7 +115,7 @@ export default function RegulationsPage() {
 
   const names = useMemo(() => {
     const m = new Map<string, string>();
-    for (const x of sources) m.set(x.id, x.name);
+    for (const x of sources ?? []) m.set(x.id, x.name);
     for (const x of destinations ?? []) m.set(x.id, x.name);
     return m;
   }, [sources, destinations]);
@@ -137,21 +123,17 @@ export default function RegulationsPage() {
   const goTo = (cursor: string | undefined) => route(cursor ? `${path}?after=${encodeURIComponent(cursor)}` : path);
   const next = page?.paging.next ? cursorOf(page.paging.next) : undefined;
 
-  const cancel = async (r: Regulation) => {
-    if (!confirm(`Cancel the regulation for user "${r.attributes.userId}"? Suppression lifts at once; deletions not yet run are aborted.`)) return;
-    setActionError("");
+  const cancel = (r: Regulation) => {
     setNotice("");
-    try {
+    run(async () => {
       await api("DELETE", `/v2/regulations/${encodeURIComponent(r.id)}`);
       setNotice(`Canceled the regulation for user "${r.attributes.userId}".`);
       await load(true);
-    } catch (e) {
-      setActionError((e as Error).message);
-    }
+    });
   };
 
   const created = async (count: number) => {
-    setActionError("");
+    setCancelError("");
     setNotice(`Created ${count === 1 ? "a regulation" : `${count} regulations`}. They apply now; the list is oldest first, so new ones are at its end.`);
     await load(true);
   };
@@ -163,12 +145,8 @@ export default function RegulationsPage() {
         Suppress a user's events at intake, or also delete their data at destinations (for privacy requests). One record per user; cancelling lifts the
         suppression at once.
       </p>
-      <CreateForm sources={sources} destinations={destinations} deletable={deletable} onCreated={created} />
-      {notice && (
-        <p class="card notice" role="status">
-          {notice}
-        </p>
-      )}
+      <CreateForm sources={sources ?? []} destinations={destinations} deletable={deletable ?? new Map()} onCreated={created} />
+      <Notice text={notice} />
       <ErrorNote error={actionError} />
       <ErrorNote error={listError} />
       {page === undefined ? (
@@ -270,7 +248,7 @@ function RegulationRow({ r, names, onCancel }: { r: Regulation; names: Map<strin
               {(r.deletion ?? []).map((d) => (
                 <li key={d.destinationId} data-destination={d.destinationId}>
                   <span class="reg-dest">{names.get(d.destinationId) ?? d.destinationId}</span>{" "}
-                  <span class={`reg-status reg-status-${d.status}`}>{STATUS_LABEL[d.status] ?? d.status}</span>
+                  <Badge tone={STATUS_TONE[d.status] ?? "muted"}>{STATUS_LABEL[d.status] ?? d.status}</Badge>
                   {d.reason && <span class="reg-reason">{d.reason}</span>}
                   <span class="muted reg-updated">{formatTime(d.updatedAt)}</span>
                 </li>
@@ -283,9 +261,14 @@ function RegulationRow({ r, names, onCancel }: { r: Regulation; names: Map<strin
       <td class="reg-state" data-label="State">{r.canceled ? <span class="muted">Canceled</span> : <span class="reg-active">Active</span>}</td>
       <td class="row-actions">
         {!r.canceled && (
-          <button type="button" class="danger" onClick={onCancel} aria-label={`Cancel the regulation for ${userId}`}>
+          <ConfirmButton
+            class="danger"
+            label={`Cancel the regulation for ${userId}`}
+            question={() => `Cancel the regulation for user "${userId}"? Suppression lifts at once; deletions not yet run are aborted.`}
+            onConfirm={onCancel}
+          >
             Cancel
-          </button>
+          </ConfirmButton>
         )}
       </td>
     </tr>
@@ -298,8 +281,8 @@ function CreateForm({
   deletable,
   onCreated,
 }: {
-  sources: Named[];
-  destinations: Named[] | undefined;
+  sources: Source[];
+  destinations: Destination[] | undefined;
   deletable: Map<string, boolean>;
   onCreated: (count: number) => void;
 }) {
@@ -307,8 +290,7 @@ function CreateForm({
   const [usersText, setUsersText] = useState("");
   const [sourceIds, setSourceIds] = useState<string[]>([]);
   const [destinationIds, setDestinationIds] = useState<string[]>([]);
-  const [error, setError] = useState("");
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useAction();
 
   const toggle = (list: string[], id: string, on: boolean) => (on ? [...list, id] : list.filter((x) => x !== id));
 
@@ -321,18 +303,13 @@ function CreateForm({
     const body: Record<string, unknown> = { regulationType: type, users: parsed.users };
     if (type === "suppress" && sourceIds.length > 0) body.sourceIds = sourceIds;
     if (type === "suppress_with_delete") body.destinationIds = destinationIds;
-    setBusy(true);
-    try {
+    await run(async () => {
       await api("POST", "/v2/regulations", body);
       setUsersText("");
       setSourceIds([]);
       setDestinationIds([]);
       onCreated(parsed.users.length);
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   return (

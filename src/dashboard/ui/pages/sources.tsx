@@ -6,74 +6,30 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
-import { ApiError, api } from "../api";
+import { api, isNotFound } from "../api";
+import { BackLink, ConfirmButton, EnabledBadge, NameForm, Tabs } from "../components";
+import { useAction, useResource } from "../hooks";
 import { CopyButton, ErrorNote, PageHeader, formatTime } from "../layout";
+import { destinationPath, sourcePath, withQuery } from "../links";
+import type { Destination, DestinationList, Source, SourceList } from "../types";
 import { SNIPPET_KINDS, type SnippetKind, isSnippetKind, snippet } from "./sources/snippets";
 import "./sources/sources.css";
 
-interface Source {
-  id: string;
-  name: string;
-  writeKey: string;
-  enabled: boolean;
-  settings: { lenientValidation?: boolean };
-  createdAt: string;
-  destinationIds: string[];
-}
-
-interface Destination {
-  id: string;
-  name: string;
-  type: string;
-  enabled: boolean;
-  sourceIds: string[];
-}
-
-const sourcePath = (id: string) => `/sources/${encodeURIComponent(id)}`;
-const destinationPath = (id: string) => `/destinations/${encodeURIComponent(id)}`;
-
-/** The current path with some query keys set (or removed when empty), for `route(..., true)`. */
-function withQuery(path: string, query: Record<string, string>, changes: Record<string, string | undefined>): string {
-  const q = new URLSearchParams(query);
-  for (const [k, v] of Object.entries(changes)) {
-    if (v) q.set(k, v);
-    else q.delete(k);
-  }
-  const s = q.toString();
-  return s ? `${path}?${s}` : path;
-}
-
-function Status({ enabled }: { enabled: boolean }) {
-  return <span class={enabled ? "badge on" : "badge off"}>{enabled ? "Enabled" : "Disabled"}</span>;
-}
-
 export default function SourcesPage() {
   const { path, query, route } = useLocation();
-  const [sources, setSources] = useState<Source[] | undefined>();
+  const { data: sources, error: loadError } = useResource(() => api<SourceList>("GET", "/v2/sources").then((r) => r.sources));
   const [name, setName] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState("");
+  const { busy, error: createError, run } = useAction();
+  const error = createError || loadError;
   const filter = query.q ?? "";
 
-  useEffect(() => {
-    api<{ sources: Source[] }>("GET", "/v2/sources").then(
-      (r) => setSources(r.sources),
-      (e: Error) => setError(e.message),
-    );
-  }, []);
-
-  const create = async (e: Event) => {
+  const create = (e: Event) => {
     e.preventDefault();
-    setError("");
-    setBusy(true);
-    try {
+    run(async () => {
       const s = await api<Source>("POST", "/v2/sources", { name: name.trim() });
       // Next step is wiring an app to it: the source's page has the snippets.
       route(sourcePath(s.id));
-    } catch (err) {
-      setError((err as Error).message);
-      setBusy(false);
-    }
+    });
   };
 
   const needle = filter.trim().toLowerCase();
@@ -83,13 +39,7 @@ export default function SourcesPage() {
     <>
       <PageHeader title="Sources" />
       <p class="muted">A source is where events come from: a website, an app or a backend. Each has a write key that its SDK or HTTP calls send events with.</p>
-      <form class="card inline-form" onSubmit={create}>
-        <label for="source-name">Name</label>
-        <input id="source-name" required maxLength={100} placeholder="e.g. web, ios-app, backend" value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        <button type="submit" class="primary" disabled={busy}>
-          Create source
-        </button>
-      </form>
+      <NameForm id="source-name" maxLength={100} placeholder="e.g. web, ios-app, backend" value={name} onInput={setName} onSubmit={create} busy={busy} button="Create source" />
       <ErrorNote error={error} />
       {sources === undefined ? (
         !error && <p class="muted">Loading…</p>
@@ -125,7 +75,7 @@ export default function SourcesPage() {
                       <a href={sourcePath(s.id)}>{s.name}</a>
                     </td>
                     <td>
-                      <Status enabled={s.enabled} />
+                      <EnabledBadge enabled={s.enabled} />
                     </td>
                     <td class="hide-narrow">
                       <span class="src-key">
@@ -153,13 +103,12 @@ export function SourcePage({ params }: { params: { id: string } }) {
   const [destinations, setDestinations] = useState<Destination[] | undefined>();
   const [missing, setMissing] = useState(false);
   const [loadError, setLoadError] = useState("");
-  const [error, setError] = useState("");
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useAction();
   const [newName, setNewName] = useState("");
   const [toConnect, setToConnect] = useState("");
 
   const load = async () => {
-    const [s, d] = await Promise.all([api<Source>("GET", `/v2/sources/${encodeURIComponent(id)}`), api<{ destinations: Destination[] }>("GET", "/v2/destinations")]);
+    const [s, d] = await Promise.all([api<Source>("GET", `/v2/sources/${encodeURIComponent(id)}`), api<DestinationList>("GET", "/v2/destinations")]);
     setSource(s);
     setDestinations(d.destinations);
     return s;
@@ -172,25 +121,18 @@ export function SourcePage({ params }: { params: { id: string } }) {
     setError("");
     load().then(
       (s) => setNewName(s.name),
-      (e: Error) => (e instanceof ApiError && e.status === 404 ? setMissing(true) : setLoadError(e.message)),
+      (e: Error) => (isNotFound(e) ? setMissing(true) : setLoadError(e.message)),
     );
   }, [id]);
 
   /** Runs one change, then shows the source as the server now has it. */
   const act = async (change: () => Promise<unknown>) => {
-    setError("");
-    setBusy(true);
-    try {
+    const ok = await run(async () => {
       await change();
-      const s = await load();
-      setNewName(s.name);
-    } catch (err) {
-      setError((err as Error).message);
-      // Show what the server has, whatever the page assumed.
-      await load().catch(() => undefined);
-    } finally {
-      setBusy(false);
-    }
+      setNewName((await load()).name);
+    });
+    // Show what the server has, whatever the page assumed.
+    if (!ok) await load().catch(() => undefined);
   };
 
   if (missing) {
@@ -206,9 +148,7 @@ export function SourcePage({ params }: { params: { id: string } }) {
   if (!source) {
     return (
       <>
-        <a class="back-link" href="/sources">
-          ← Sources
-        </a>
+        <BackLink href="/sources" label="Sources" />
         <ErrorNote error={loadError} />
         {!loadError && <p class="muted">Loading…</p>}
       </>
@@ -226,20 +166,16 @@ export function SourcePage({ params }: { params: { id: string } }) {
     setSource({ ...source, settings: { ...source.settings, lenientValidation: on } });
     act(() => api("PATCH", apiPath, { settings: { lenientValidation: on } }));
   };
-  const remove = async () => {
+  const removeQuestion = () => {
     const n = source.destinationIds.length;
     const links = n ? ` and its ${n === 1 ? "connection to 1 destination" : `connections to ${n} destinations`}` : "";
-    if (!confirm(`Delete the source "${source.name}"${links}? Its write key stops working at once; this cannot be undone.`)) return;
-    setError("");
-    setBusy(true);
-    try {
+    return `Delete the source "${source.name}"${links}? Its write key stops working at once; this cannot be undone.`;
+  };
+  const remove = () =>
+    run(async () => {
       await api("DELETE", apiPath);
       route("/sources");
-    } catch (err) {
-      setError((err as Error).message);
-      setBusy(false);
-    }
-  };
+    });
 
   const connected = (destinations ?? []).filter((d) => source.destinationIds.includes(d.id));
   const connectable = (destinations ?? []).filter((d) => !source.destinationIds.includes(d.id));
@@ -249,24 +185,19 @@ export function SourcePage({ params }: { params: { id: string } }) {
     if (!destinationId) return;
     act(() => api("POST", "/v2/connections", { sourceId: source.id, destinationId })).then(() => setToConnect(""));
   };
-  const disconnect = (d: Destination) => {
-    if (!confirm(`Disconnect "${d.name}"? Events from this source stop going to it.`)) return;
-    act(() => api("DELETE", "/v2/connections", { sourceId: source.id, destinationId: d.id }));
-  };
+  const disconnect = (d: Destination) => act(() => api("DELETE", "/v2/connections", { sourceId: source.id, destinationId: d.id }));
 
   return (
     <>
-      <a class="back-link" href="/sources">
-        ← Sources
-      </a>
+      <BackLink href="/sources" label="Sources" />
       <PageHeader title={source.name}>
-        <Status enabled={source.enabled} />
+        <EnabledBadge enabled={source.enabled} />
         <button type="button" onClick={toggle} disabled={busy}>
           {source.enabled ? "Disable" : "Enable"}
         </button>
-        <button type="button" class="danger" onClick={remove} disabled={busy}>
+        <ConfirmButton class="danger" disabled={busy} question={removeQuestion} onConfirm={remove}>
           Delete
-        </button>
+        </ConfirmButton>
       </PageHeader>
       <ErrorNote error={error} />
       {!source.enabled && <p class="muted">This source is disabled: its event calls are refused with 404 until it is enabled again.</p>}
@@ -333,12 +264,17 @@ export function SourcePage({ params }: { params: { id: string } }) {
                     <code>{d.type}</code>
                   </td>
                   <td>
-                    <Status enabled={d.enabled} />
+                    <EnabledBadge enabled={d.enabled} />
                   </td>
                   <td class="row-actions">
-                    <button type="button" onClick={() => disconnect(d)} disabled={busy} aria-label={`Disconnect ${d.name}`}>
+                    <ConfirmButton
+                      disabled={busy}
+                      label={`Disconnect ${d.name}`}
+                      question={() => `Disconnect "${d.name}"? Events from this source stop going to it.`}
+                      onConfirm={() => disconnect(d)}
+                    >
                       Disconnect
-                    </button>
+                    </ConfirmButton>
                   </td>
                 </tr>
               ))}
@@ -427,21 +363,14 @@ function Snippets({ source, path, query, route }: { source: Source; path: string
         </p>
       )}
       <ErrorNote error={urlError} />
-      <div class="tabs" role="tablist" aria-label="Snippet">
-        {SNIPPET_KINDS.map((k) => (
-          <button
-            key={k.kind}
-            type="button"
-            role="tab"
-            id={`tab-${k.kind}`}
-            aria-selected={k.kind === kind}
-            aria-controls="snippet-panel"
-            onClick={() => route(withQuery(path, query, { snippet: k.kind === "browser" ? undefined : k.kind }), true)}
-          >
-            {k.label}
-          </button>
-        ))}
-      </div>
+      <Tabs
+        label="Snippet"
+        tabs={SNIPPET_KINDS}
+        selected={kind}
+        idPrefix="tab-"
+        controls="snippet-panel"
+        onSelect={(k) => route(withQuery(path, query, { snippet: k === "browser" ? undefined : k }), true)}
+      />
       <div class="snippet" role="tabpanel" id="snippet-panel" aria-labelledby={`tab-${kind}`}>
         <pre data-testid="snippet">{text}</pre>
         <div class="snippet-actions">

@@ -6,27 +6,12 @@
  */
 import { useLocation } from "preact-iso";
 import { useEffect, useMemo, useState } from "preact/hooks";
-import { api } from "../api";
+import { useAction, useSourcesAndDestinations } from "../hooks";
 import { ErrorNote, PageHeader } from "../layout";
+import { sourcePath } from "../links";
 import { ResultView, asText } from "./test-api/result-view";
 import { STAGE_KEYS, type Stages, type TestOutcome, runTest } from "./test-api/run-test";
 import "./test-api/test-api.css";
-
-interface Source {
-  id: string;
-  name: string;
-  enabled: boolean;
-  destinationIds: string[];
-}
-
-interface Destination {
-  id: string;
-  name: string;
-  type: string;
-  enabled: boolean;
-  config: Record<string, unknown>;
-  sourceIds: string[];
-}
 
 const STAGE_LABELS: Record<keyof Stages, { title: string; hint: string }> = {
   user_transform: { title: "User transformation", hint: "run the destination's transformation, if one is connected" },
@@ -79,26 +64,13 @@ export default function TestApiPage() {
       : undefined;
   const stages = stagesFrom(query.stages);
 
-  const [sources, setSources] = useState<Source[] | undefined>();
-  const [destinations, setDestinations] = useState<Destination[] | undefined>();
-  const [loadError, setLoadError] = useState("");
+  const { sources, destinations, error: loadError } = useSourcesAndDestinations();
   const [message, setMessage] = useState(storedMessage);
   const [force, setForce] = useState(false);
   const [overrideConfig, setOverrideConfig] = useState(false);
   const [configText, setConfigText] = useState("");
-  const [running, setRunning] = useState(false);
-  const [error, setError] = useState("");
+  const { busy: running, error, setError, run: runAction } = useAction();
   const [result, setResult] = useState<{ outcomes: TestOutcome[]; stages: Stages; at: Date } | undefined>();
-
-  useEffect(() => {
-    Promise.all([api<{ sources: Source[] }>("GET", "/v2/sources"), api<{ destinations: Destination[] }>("GET", "/v2/destinations")]).then(
-      ([s, d]) => {
-        setSources(s.sources);
-        setDestinations(d.destinations);
-      },
-      (e: Error) => setLoadError(e.message),
-    );
-  }, []);
 
   const destination = target?.kind === "destination" ? destinations?.find((d) => d.id === target.id) : undefined;
   const source = target?.kind === "source" ? sources?.find((s) => s.id === target.id) : undefined;
@@ -157,16 +129,11 @@ export default function TestApiPage() {
       if (cfg.error) return setError(cfg.error);
       destinationConfig = cfg.value;
     }
-    setRunning(true);
-    try {
+    const ok = await runAction(async () => {
       const outcomes = await runTest({ target: target.kind, id: target.id, message: msg.value!, stages, force, destinationConfig });
       setResult({ outcomes, stages, at: new Date() });
-    } catch (err) {
-      setResult(undefined);
-      setError((err as Error).message);
-    } finally {
-      setRunning(false);
-    }
+    });
+    if (!ok) setResult(undefined);
   };
 
   const loading = sources === undefined || destinations === undefined;
@@ -219,7 +186,7 @@ export default function TestApiPage() {
                   <p class="muted test-hint">
                     {connected.length === 0 ? (
                       <>
-                        This source has no destinations. <a href={`/sources/${encodeURIComponent(source.id)}`}>Connect one</a> to test it.
+                        This source has no destinations. <a href={sourcePath(source.id)}>Connect one</a> to test it.
                       </>
                     ) : (
                       <>Tests {connected.map((d) => d.name).join(", ")}.</>

@@ -1,5 +1,7 @@
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { api } from "../api";
+import { ConfirmButton, NameForm } from "../components";
+import { useAction, useResource } from "../hooks";
 import { CopyButton, ErrorNote, PageHeader, formatTime } from "../layout";
 
 interface Token {
@@ -10,55 +12,33 @@ interface Token {
 }
 
 export function Tokens() {
-  const [tokens, setTokens] = useState<Token[] | undefined>();
+  const { data: tokens, error: loadError, reload } = useResource(() => api<{ tokens: Token[] }>("GET", "/v2/tokens").then((r) => r.tokens));
   const [name, setName] = useState("");
   const [created, setCreated] = useState<{ name: string; token: string } | undefined>();
-  const [error, setError] = useState("");
+  const { error: actionError, run } = useAction();
+  const error = actionError || loadError;
 
-  const load = () =>
-    api<{ tokens: Token[] }>("GET", "/v2/tokens").then(
-      (r) => setTokens(r.tokens),
-      (e: Error) => setError(e.message),
-    );
-  useEffect(() => {
-    load();
-  }, []);
-
-  const generate = async (e: Event) => {
+  const generate = (e: Event) => {
     e.preventDefault();
-    setError("");
-    try {
+    run(async () => {
       const t = await api<Token & { token: string }>("POST", "/v2/tokens", { name: name.trim() });
       setCreated({ name: t.name, token: t.token });
       setName("");
-      await load();
-    } catch (err) {
-      setError((err as Error).message);
-    }
+      await reload();
+    });
   };
 
-  const revoke = async (t: Token) => {
-    if (!confirm(`Revoke the token "${t.name}"? Programs using it stop working at once.`)) return;
-    setError("");
-    try {
+  const revoke = (t: Token) =>
+    run(async () => {
       await api("DELETE", `/v2/tokens/${encodeURIComponent(t.id)}`);
-      await load();
-    } catch (err) {
-      setError((err as Error).message);
-    }
-  };
+      await reload();
+    });
 
   return (
     <>
       <PageHeader title="Access tokens" />
       <p class="muted">Personal access tokens sign in to this dashboard and authenticate API calls (Bearer, or Basic with your e-mail). Revoking one also ends the dashboard sessions opened with it.</p>
-      <form class="card inline-form" onSubmit={generate}>
-        <label for="token-name">Name</label>
-        <input id="token-name" required maxLength={100} placeholder="e.g. CI deploys" value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        <button type="submit" class="primary">
-          Generate token
-        </button>
-      </form>
+      <NameForm id="token-name" maxLength={100} placeholder="e.g. CI deploys" value={name} onInput={setName} onSubmit={generate} button="Generate token" />
       {created && (
         <div class="card notice" role="status">
           <p>
@@ -94,9 +74,14 @@ export function Tokens() {
                 <td>{formatTime(t.createdAt)}</td>
                 <td>{formatTime(t.lastUsedAt)}</td>
                 <td class="row-actions">
-                  <button type="button" class="danger" onClick={() => revoke(t)} aria-label={`Revoke ${t.name}`}>
+                  <ConfirmButton
+                    class="danger"
+                    label={`Revoke ${t.name}`}
+                    question={() => `Revoke the token "${t.name}"? Programs using it stop working at once.`}
+                    onConfirm={() => revoke(t)}
+                  >
                     Revoke
-                  </button>
+                  </ConfirmButton>
                 </td>
               </tr>
             ))}

@@ -7,28 +7,14 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
-import { ApiError, api } from "../api";
+import { ApiError, api, errorMessage as message } from "../api";
+import { Badge, ConfirmButton, NameForm, Tabs } from "../components";
+import { useAction, useResource } from "../hooks";
 import { ErrorNote, PageHeader, formatTime } from "../layout";
+import { destinationPath, transformationPath, withQuery } from "../links";
+import type { DestinationList, Transformation } from "../types";
 import { CodeEditor } from "./transformations/code-editor";
 import "./transformations/transformations.css";
-
-interface Transformation {
-  id: string;
-  name: string;
-  versionId: string;
-  code: string;
-  destinationIds: string[];
-  createdAt: string;
-  updatedAt: string;
-}
-
-interface Destination {
-  id: string;
-  name: string;
-  type: string;
-  enabled: boolean;
-  transformationId: string | null;
-}
 
 interface VersionSummary {
   id: string;
@@ -69,60 +55,28 @@ const SAMPLE_EVENT = {
   context: { library: { name: "analytics.js", version: "3.0.0" }, locale: "en-GB" },
 };
 
-const transformationPath = (id: string) => `/transformations/${encodeURIComponent(id)}`;
-const destinationPath = (id: string) => `/destinations/${encodeURIComponent(id)}`;
 const shortId = (id: string) => (id.length > 14 ? `${id.slice(0, 4)}…${id.slice(-8)}` : id);
-
-/** The current path with some query keys set (or removed when empty). */
-function withQuery(path: string, query: Record<string, string>, changes: Record<string, string | undefined>): string {
-  const q = new URLSearchParams(query);
-  for (const [k, v] of Object.entries(changes)) {
-    if (v) q.set(k, v);
-    else q.delete(k);
-  }
-  const s = q.toString();
-  return s ? `${path}?${s}` : path;
-}
-
-function message(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
 
 // ---------------------------------------------------------------------------------------------
 // The list
 
 export default function TransformationsPage() {
   const { route } = useLocation();
-  const [list, setList] = useState<Transformation[] | undefined>();
-  const [destinations, setDestinations] = useState<Destination[]>([]);
+  const { data, error: loadError } = useResource(() => Promise.all([api<{ transformations: Transformation[] }>("GET", "/v2/transformations"), api<DestinationList>("GET", "/v2/destinations")]));
+  const list = data?.[0].transformations;
   const [name, setName] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState("");
+  const { busy, error: createError, run } = useAction();
+  const error = createError || loadError;
 
-  useEffect(() => {
-    Promise.all([api<{ transformations: Transformation[] }>("GET", "/v2/transformations"), api<{ destinations: Destination[] }>("GET", "/v2/destinations")]).then(
-      ([t, d]) => {
-        setList(t.transformations);
-        setDestinations(d.destinations);
-      },
-      (e) => setError(message(e)),
-    );
-  }, []);
-
-  const create = async (e: Event) => {
+  const create = (e: Event) => {
     e.preventDefault();
-    setError("");
-    setBusy(true);
-    try {
+    run(async () => {
       const t = await api<Transformation>("POST", "/v2/transformations", { name: name.trim(), code: TEMPLATE });
       route(transformationPath(t.id));
-    } catch (err) {
-      setError(message(err));
-      setBusy(false);
-    }
+    });
   };
 
-  const destinationName = new Map(destinations.map((d) => [d.id, d.name]));
+  const destinationName = new Map((data?.[1].destinations ?? []).map((d) => [d.id, d.name]));
   return (
     <>
       <PageHeader title="Transformations" />
@@ -130,13 +84,16 @@ export default function TransformationsPage() {
         A transformation is JavaScript that changes, drops or splits events before a destination gets them. Write and test it here, then connect it to the
         destinations that should run it.
       </p>
-      <form class="card inline-form" onSubmit={create}>
-        <label for="transformation-name">Name</label>
-        <input id="transformation-name" required maxLength={200} placeholder="e.g. Drop test users" value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        <button type="submit" class="primary" disabled={busy}>
-          Create transformation
-        </button>
-      </form>
+      <NameForm
+        id="transformation-name"
+        maxLength={200}
+        placeholder="e.g. Drop test users"
+        value={name}
+        onInput={setName}
+        onSubmit={create}
+        busy={busy}
+        button="Create transformation"
+      />
       <ErrorNote error={error} />
       {list === undefined ? (
         !error && <p class="muted">Loading…</p>
@@ -304,13 +261,7 @@ export function TransformationPage({ params }: { params: { id: string } }) {
         </p>
       </section>
 
-      <div class="trf-tabs" role="tablist" aria-label="Panels">
-        {TABS.map((x) => (
-          <button key={x.id} type="button" role="tab" aria-selected={tab === x.id} class={tab === x.id ? "trf-tab active" : "trf-tab"} onClick={() => setTab(x.id)}>
-            {x.label}
-          </button>
-        ))}
-      </div>
+      <Tabs label="Panels" tabs={TABS} selected={tab} onSelect={setTab} extra="trf-tabs" />
       <div role="tabpanel" class="card trf-panel">
         {tab === "test" && <TestPanel code={draft} dirty={dirty} />}
         {tab === "versions" && (
@@ -377,24 +328,23 @@ function RenameForm({ transformation, onRenamed }: { transformation: Transformat
 }
 
 function DeleteButton({ transformation, onDeleted }: { transformation: Transformation; onDeleted: () => void }) {
-  const [error, setError] = useState("");
-  const remove = async () => {
+  const { error, run } = useAction();
+  const question = () => {
     const runs = transformation.destinationIds.length;
     const warning = runs ? ` ${runs} destination${runs === 1 ? "" : "s"} will then run no transformation.` : "";
-    if (!confirm(`Delete the transformation "${transformation.name}" and all its versions?${warning}`)) return;
-    try {
+    return `Delete the transformation "${transformation.name}" and all its versions?${warning}`;
+  };
+  const remove = () =>
+    run(async () => {
       await api("DELETE", `/v2/transformations/${encodeURIComponent(transformation.id)}`);
       onDeleted();
-    } catch (e) {
-      setError(message(e));
-    }
-  };
+    });
   return (
     <>
       {error && <span class="error">{error}</span>}
-      <button type="button" class="danger" onClick={remove}>
+      <ConfirmButton class="danger" question={question} onConfirm={remove}>
         Delete
-      </button>
+      </ConfirmButton>
     </>
   );
 }
@@ -512,18 +462,13 @@ function VersionsPanel({
   select: (versionId: string | undefined) => void;
   restore: (code: string) => void;
 }) {
-  const [versions, setVersions] = useState<VersionSummary[] | undefined>();
   const [version, setVersion] = useState<Version | undefined>();
-  const [error, setError] = useState("");
   const base = `/v2/transformations/${encodeURIComponent(transformation.id)}/versions`;
-
-  useEffect(() => {
-    setError("");
-    api<{ versions: VersionSummary[] }>("GET", base).then(
-      (r) => setVersions(r.versions),
-      (e) => setError(message(e)),
-    );
-  }, [transformation.id, revision]);
+  const {
+    data: versions,
+    error,
+    setError,
+  } = useResource(() => api<{ versions: VersionSummary[] }>("GET", base).then((r) => r.versions), [transformation.id, revision]);
 
   useEffect(() => {
     setVersion(undefined);
@@ -553,7 +498,11 @@ function VersionsPanel({
             <tr key={v.id} class={v.id === selected ? "trf-selected" : undefined}>
               <td>
                 <code title={v.id}>{shortId(v.id)}</code> <span class="muted">#{versions.length - i}</span>
-                {v.current && <span class="trf-badge">current</span>}
+                {v.current && (
+                  <Badge tone="ok" extra="trf-current">
+                    current
+                  </Badge>
+                )}
               </td>
               <td>{formatTime(v.createdAt)}</td>
               <td class="muted">
@@ -574,7 +523,11 @@ function VersionsPanel({
           <div class="trf-editor-bar">
             <span>
               Version <code>{version.id}</code> · saved {formatTime(version.createdAt)}
-              {version.current && <span class="trf-badge">current</span>}
+              {version.current && (
+                <Badge tone="ok" extra="trf-current">
+                  current
+                </Badge>
+              )}
             </span>
             <span class="trf-editor-actions">
               {!version.current && (
@@ -597,24 +550,15 @@ function VersionsPanel({
 // Destinations panel
 
 function DestinationsPanel({ transformation, onChanged }: { transformation: Transformation; onChanged: (t: Transformation) => void }) {
-  const [destinations, setDestinations] = useState<Destination[] | undefined>();
-  const [others, setOthers] = useState<Map<string, string>>(new Map());
+  const { data, error: loadError, reload } = useResource(() =>
+    Promise.all([api<DestinationList>("GET", "/v2/destinations"), api<{ transformations: Transformation[] }>("GET", "/v2/transformations")]),
+  );
+  const destinations = data?.[0].destinations;
+  const others = new Map((data?.[1].transformations ?? []).map((x) => [x.id, x.name]));
   const [chosen, setChosen] = useState<Set<string>>(new Set(transformation.destinationIds));
-  const [error, setError] = useState("");
+  const { busy: saving, error: saveError, run } = useAction();
+  const error = saveError || loadError;
   const [status, setStatus] = useState("");
-  const [saving, setSaving] = useState(false);
-
-  const load = () =>
-    Promise.all([api<{ destinations: Destination[] }>("GET", "/v2/destinations"), api<{ transformations: Transformation[] }>("GET", "/v2/transformations")]).then(
-      ([d, t]) => {
-        setDestinations(d.destinations);
-        setOthers(new Map(t.transformations.map((x) => [x.id, x.name])));
-      },
-      (e) => setError(message(e)),
-    );
-  useEffect(() => {
-    load();
-  }, []);
   useEffect(() => setChosen(new Set(transformation.destinationIds)), [transformation.destinationIds.join(",")]);
 
   const toggle = (id: string, on: boolean) => {
@@ -626,20 +570,14 @@ function DestinationsPanel({ transformation, onChanged }: { transformation: Tran
   };
   const changed = chosen.size !== transformation.destinationIds.length || transformation.destinationIds.some((id) => !chosen.has(id));
 
-  const save = async (e: Event) => {
+  const save = (e: Event) => {
     e.preventDefault();
-    setError("");
-    setSaving(true);
-    try {
+    run(async () => {
       const next = await api<Transformation>("PATCH", `/v2/transformations/${encodeURIComponent(transformation.id)}`, { destinationIds: [...chosen] });
       onChanged(next);
       setStatus(next.destinationIds.length ? `Connected to ${next.destinationIds.length} destination${next.destinationIds.length === 1 ? "" : "s"}.` : "Connected to no destination.");
-      await load();
-    } catch (err) {
-      setError(message(err));
-    } finally {
-      setSaving(false);
-    }
+      await reload();
+    });
   };
 
   if (!destinations) return error ? <ErrorNote error={error} /> : <p class="muted">Loading…</p>;

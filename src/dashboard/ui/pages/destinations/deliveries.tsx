@@ -4,6 +4,7 @@
  * itself. Events and answers come from outside: they are shown as text only.
  */
 import { useState } from "preact/hooks";
+import { Badge, type Tone } from "../../components";
 import { formatTime } from "../../layout";
 
 export type DeliveryState = "pending" | "retrying" | "succeeded" | "aborted" | "filtered";
@@ -34,8 +35,10 @@ export interface Delivery {
   updatedAt: string;
 }
 
-export function StateBadge({ state }: { state: string }) {
-  return <span class={`dst-badge ${state}`}>{state}</span>;
+const STATE_TONE: Record<DeliveryState, Tone> = { pending: "muted", retrying: "warn", succeeded: "ok", aborted: "bad", filtered: "muted" };
+
+export function StateBadge({ state }: { state: DeliveryState }) {
+  return <Badge tone={STATE_TONE[state] ?? "muted"}>{state}</Badge>;
 }
 
 /** What a person calls the event: its type, and a track's event or a page's name. */

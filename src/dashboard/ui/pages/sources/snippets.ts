@@ -6,10 +6,10 @@
  */
 export type SnippetKind = "browser" | "node" | "curl";
 
-export const SNIPPET_KINDS: Array<{ kind: SnippetKind; label: string }> = [
-  { kind: "browser", label: "Browser SDK" },
-  { kind: "node", label: "Node SDK" },
-  { kind: "curl", label: "curl" },
+export const SNIPPET_KINDS: Array<{ id: SnippetKind; label: string }> = [
+  { id: "browser", label: "Browser SDK" },
+  { id: "node", label: "Node SDK" },
+  { id: "curl", label: "curl" },
 ];
 
 export function isSnippetKind(v: string | undefined): v is SnippetKind {

@@ -4,6 +4,8 @@
  * as text only.
  */
 import type { ComponentChildren } from "preact";
+import { Badge, type Tone } from "../../components";
+import { destinationPath } from "../../links";
 import type { Stages, TestEntry, TestOutcome } from "./run-test";
 
 const NO_TRANSFORMATION = "Transformation VersionID not found";
@@ -11,6 +13,7 @@ const NO_TRANSFORMATION = "Transformation VersionID not found";
 type StageState = "ok" | "failed" | "info" | "skipped";
 
 const STATE_LABEL: Record<StageState, string> = { ok: "OK", failed: "Failed", info: "Passed through", skipped: "Not run" };
+const STATE_TONE: Record<StageState, Tone> = { ok: "ok", failed: "bad", info: "info", skipped: "muted" };
 
 /** JSON as indented text; a string stays as it is (a destination's plain-text answer). */
 export function asText(value: unknown): string {
@@ -28,7 +31,7 @@ function Stage({ title, state, note, children }: { title: string; state: StageSt
     <section class={`test-stage test-stage-${state}`} aria-label={title}>
       <div class="test-stage-head">
         <h4>{title}</h4>
-        <span class={`test-badge test-badge-${state}`}>{STATE_LABEL[state]}</span>
+        <Badge tone={STATE_TONE[state]}>{STATE_LABEL[state]}</Badge>
         {note && <span class="muted">{note}</span>}
       </div>
       {children}
@@ -96,7 +99,7 @@ function EntryView({ entry, stages }: { entry: TestEntry; stages: Stages }) {
             return (
               <div class="test-request" key={i}>
                 <p class="test-request-line">
-                  <span class={`test-badge ${ok ? "test-badge-ok" : "test-badge-failed"}`}>HTTP {status ?? "?"}</span>
+                  <Badge tone={ok ? "ok" : "bad"}>HTTP {status ?? "?"}</Badge>
                 </p>
                 <pre class="test-json">{asText(answer) || "(empty answer)"}</pre>
               </div>
@@ -116,7 +119,7 @@ export function ResultView({ outcomes, stages }: { outcomes: TestOutcome[]; stag
           <header class="test-result-head">
             <h3>{o.destinationName}</h3>
             {"destination" in o && <span class="muted">{o.destination}</span>}
-            <a class="muted" href={`/destinations/${encodeURIComponent(o.destinationId)}`}>
+            <a class="muted" href={destinationPath(o.destinationId)}>
               {o.destinationId}
             </a>
           </header>

@@ -3,7 +3,7 @@
  * `api()`, it keeps the body of a 400 that names a destination that was not tested
  * (`{destinationId, destinationName, error}`): that is a result to show, not only an error.
  */
-import { ApiError, signInUrl } from "../../api";
+import { answerError, send } from "../../api";
 
 export interface Stages {
   user_transform: boolean;
@@ -57,19 +57,8 @@ export async function runTest(req: TestRequest): Promise<TestOutcome[]> {
   // Every stage chosen is what an omitted `stage` means; sending it only when narrower keeps requests plain.
   if (!STAGE_KEYS.every((k) => req.stages[k])) body.stage = { ...req.stages };
   if (req.destinationConfig && req.target === "destination") body.destinationConfig = req.destinationConfig;
-  const res = await fetch(path, { method: "POST", credentials: "same-origin", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-  const text = await res.text();
-  let data: any;
-  try {
-    data = text ? JSON.parse(text) : undefined;
-  } catch {
-    data = undefined;
-  }
-  if (res.status === 401) {
-    location.assign(signInUrl());
-    throw new ApiError(401, "signed out");
-  }
+  const { res, data } = await send("POST", path, body);
   if (res.ok) return Array.isArray(data) ? data : [data];
   if (res.status === 400 && typeof data?.error === "string" && typeof data?.destinationId === "string") return [data as UntestedDestination];
-  throw new ApiError(res.status, typeof data?.message === "string" ? data.message : `the server answered ${res.status}`);
+  throw answerError(res.status, data);
 }

@@ -1,0 +1,46 @@
+/**
+ * The API's records as the pages read them. One definition per record, since several pages
+ * list the same sources and destinations; a page reads the fields it needs.
+ */
+
+/** GET /v2/sources, /v2/sources/{id}. */
+export interface Source {
+  id: string;
+  name: string;
+  writeKey: string;
+  enabled: boolean;
+  settings: { lenientValidation?: boolean };
+  createdAt: string;
+  destinationIds: string[];
+}
+
+/** GET /v2/destinations, /v2/destinations/{id}. */
+export interface Destination {
+  id: string;
+  name: string;
+  type: string;
+  enabled: boolean;
+  config: Record<string, unknown>;
+  sourceIds: string[];
+  transformationId: string | null;
+  createdAt: string;
+}
+
+/** GET /v2/transformations, /v2/transformations/{id}. */
+export interface Transformation {
+  id: string;
+  name: string;
+  versionId: string;
+  code: string;
+  destinationIds: string[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface SourceList {
+  sources: Source[];
+}
+
+export interface DestinationList {
+  destinations: Destination[];
+}
