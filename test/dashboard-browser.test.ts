@@ -5,43 +5,24 @@
  * so, unless SLUICE_REQUIRE_BROWSER is set.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { buildDashboard } from "../scripts/build-dashboard";
-import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, cleanup, haveChromium, launchChromium, requireChromium, startSluice, tempDir, waitFor } from "./helpers";
+import { type Dashboard, startDashboard } from "./dashboard-harness";
+import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, haveChromium, requireChromium, waitFor } from "./helpers";
 
 requireChromium("dashboard-browser.test.ts");
 
+let dash: Dashboard;
 let s: TestServer;
-let dashboardDir: string;
-let browser: import("playwright-core").Browser | undefined;
-const pageErrors: string[] = [];
 
 beforeAll(async () => {
   if (!haveChromium) return;
-  dashboardDir = tempDir("sluice-dashboard-");
-  await buildDashboard(dashboardDir);
-  s = await startSluice({ args: ["--dashboard-dir", dashboardDir] });
-  browser = await launchChromium();
+  dash = await startDashboard();
+  s = dash.s;
 }, 60_000);
 
-afterAll(async () => {
-  if (!haveChromium) return;
-  await browser?.close();
-  await s.stop();
-  cleanup(s.dataDir);
-  cleanup(dashboardDir);
-  // A CSP violation or a script error on any page fails the run.
-  expect(pageErrors).toEqual([]);
-});
+afterAll(() => dash?.stop());
 
-async function newPage() {
-  const context = await browser!.newContext({ viewport: { width: 1280, height: 800 } });
-  const page = await context.newPage();
-  page.on("pageerror", (e) => pageErrors.push(String(e)));
-  page.on("console", (m) => {
-    if (m.type() === "error" && !/401|Failed to load resource/.test(m.text())) pageErrors.push(m.text());
-  });
-  return { context, page };
-}
+/** Not signed in: these tests sign in through the /login form. */
+const newPage = () => dash.newPage({ signedIn: false });
 
 test.if(haveChromium)("sign in: a wrong token stays on /login with a message; the right pair opens the page asked for", async () => {
   const { context, page } = await newPage();

@@ -7,55 +7,24 @@
  * dashboard-browser.test.ts.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { buildDashboard } from "../scripts/build-dashboard";
-import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, cleanup, createSource, haveChromium, launchChromium, requireChromium, sendEvent, startSink, startSluice, tempDir, waitFor } from "./helpers";
+import { type Dashboard, startDashboard } from "./dashboard-harness";
+import { type TestServer, api, createSource, haveChromium, requireChromium, sendEvent, startSink, waitFor } from "./helpers";
 
 requireChromium("dashboard-destinations.test.ts");
 
 const HOSTILE = "<img src=x onerror=alert(1)>";
 
+let dash: Dashboard;
 let s: TestServer;
-let dashboardDir: string;
-let browser: import("playwright-core").Browser | undefined;
-let cookie = "";
-const pageErrors: string[] = [];
 
 beforeAll(async () => {
   if (!haveChromium) return;
-  dashboardDir = tempDir("sluice-dashboard-");
-  await buildDashboard(dashboardDir);
   // A failing delivery is aborted after one attempt and a fraction of a second.
-  s = await startSluice({ args: ["--dashboard-dir", dashboardDir, "--retry-min-attempts", "1", "--retry-max-hours", "0.0001", "--retry-backoff-ms", "20"] });
-  browser = await launchChromium();
-  const res = await fetch(`${s.url}/v2/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: ADMIN_EMAIL, token: ADMIN_TOKEN }) });
-  expect(res.status).toBe(200);
-  cookie = res.headers.get("set-cookie")!.split(";")[0].split("=").slice(1).join("=");
+  dash = await startDashboard({ args: ["--retry-min-attempts", "1", "--retry-max-hours", "0.0001", "--retry-backoff-ms", "20"] });
+  s = dash.s;
 }, 60_000);
 
-afterAll(async () => {
-  if (!haveChromium) return;
-  await browser?.close();
-  await s.stop();
-  cleanup(s.dataDir);
-  cleanup(dashboardDir);
-  // A CSP violation or a script error on any page fails the run.
-  expect(pageErrors).toEqual([]);
-});
-
-async function signedInPage(width = 1280) {
-  const context = await browser!.newContext({ viewport: { width, height: 800 } });
-  await context.addCookies([{ name: "sluice_session", value: cookie, url: s.url }]);
-  const page = await context.newPage();
-  page.on("pageerror", (e) => pageErrors.push(String(e)));
-  page.on("console", (m) => {
-    if (m.type() === "error" && !/401|Failed to load resource/.test(m.text())) pageErrors.push(m.text());
-  });
-  // An alert would mean markup from data ran as HTML.
-  page.on("dialog", (d) => {
-    if (d.type() === "alert") pageErrors.push(`alert: ${d.message()}`);
-  });
-  return { context, page };
-}
+afterAll(() => dash?.stop());
 
 test.if(haveChromium)(
   "WEBHOOK through the form → connect a source → event delivered with stats and attempt → failing event aborted → replayed from the page",
@@ -63,7 +32,7 @@ test.if(haveChromium)(
     let failing = false;
     const sink = startSink((req) => (failing ? new Response(`boom ${HOSTILE}`, { status: 503 }) : new Response(`ok for ${req.body?.event}`)));
     const src = await createSource(s.url, { name: `${HOSTILE} web` });
-    const { context, page } = await signedInPage();
+    const { context, page } = await dash.newPage();
 
     await page.goto(`${s.url}/destinations`);
     await page.getByText("No destinations yet.").waitFor();
@@ -84,6 +53,8 @@ test.if(haveChromium)(
     const id = new URL(page.url()).pathname.split("/").pop()!;
     const saved = (await api(s.url, "GET", `/v2/destinations/${id}`)).json;
     expect(saved).toMatchObject({ name: `${HOSTILE} hook`, type: "WEBHOOK", enabled: true, sourceIds: [], config: { webhookUrl: `${sink.url}/hook`, webhookMethod: "PUT", headers: [{ from: "X-Env", to: "prod" }] } });
+    // The URL changes before the new page has drawn: wait for its heading, then check it exactly.
+    await page.getByRole("heading", { level: 1, name: `${HOSTILE} hook` }).waitFor();
     expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe(`${HOSTILE} hook`);
     await page.getByText("No source is connected").waitFor();
 
@@ -173,7 +144,7 @@ test.if(haveChromium)("secrets: a saved secret is shown masked, never its value;
   });
   expect(created.status).toBe(201);
   const id = created.json.id;
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/destinations/${id}?tab=config`);
   const form = page.getByRole("form", { name: "Configuration" });
   await form.getByTestId("secret-bearerToken").waitFor();
@@ -204,7 +175,7 @@ test.if(haveChromium)("secrets: a saved secret is shown masked, never its value;
 test.if(haveChromium)("at 390px wide the list and a destination fit the screen; an unknown id says so", async () => {
   const src = await createSource(s.url);
   const created = await api(s.url, "POST", "/v2/destinations", { name: "narrow-hook", type: "WEBHOOK", config: { webhookUrl: "http://127.0.0.1:1/x" }, sourceIds: [src.id] });
-  const { context, page } = await signedInPage(390);
+  const { context, page } = await dash.newPage({ width: 390 });
   await page.goto(`${s.url}/destinations`);
   await page.getByRole("link", { name: "narrow-hook" }).waitFor();
   const fits = () => page.evaluate("document.documentElement.scrollWidth <= window.innerWidth");

@@ -5,55 +5,28 @@
  * shown as text, and a 3,000-event burst that leaves the page responsive with a bounded DOM.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { buildDashboard } from "../scripts/build-dashboard";
-import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, cleanup, createSource, haveChromium, launchChromium, requireChromium, sendEvent, startSink, startSluice, tempDir, waitFor } from "./helpers";
+import { type Dashboard, type Page, startDashboard } from "./dashboard-harness";
+import { type TestServer, api, createSource, haveChromium, requireChromium, sendEvent, startSink, waitFor } from "./helpers";
 
 requireChromium("dashboard-live.test.ts");
 
 const HOSTILE = "<img src=x onerror=alert(1)>";
 
+let dash: Dashboard;
 let s: TestServer;
 let sink: ReturnType<typeof startSink>;
-let dashboardDir: string;
-let browser: import("playwright-core").Browser | undefined;
-let sessionCookie: string;
-const pageErrors: string[] = [];
 
 beforeAll(async () => {
   if (!haveChromium) return;
-  dashboardDir = tempDir("sluice-dashboard-");
-  await buildDashboard(dashboardDir);
-  s = await startSluice({ args: ["--dashboard-dir", dashboardDir] });
+  dash = await startDashboard();
+  s = dash.s;
   sink = startSink();
-  browser = await launchChromium();
-  const res = await fetch(`${s.url}/v2/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: ADMIN_EMAIL, token: ADMIN_TOKEN }) });
-  expect(res.status).toBe(200);
-  sessionCookie = /sluice_session=([^;]+)/.exec(res.headers.get("set-cookie") ?? "")![1]!;
 }, 60_000);
 
 afterAll(async () => {
-  if (!haveChromium) return;
-  await browser?.close();
-  sink.stop();
-  await s.stop();
-  cleanup(s.dataDir);
-  cleanup(dashboardDir);
-  // A CSP violation or a script error on any page fails the run.
-  expect(pageErrors).toEqual([]);
+  sink?.stop();
+  await dash?.stop();
 });
-
-async function signedInPage(width = 1280) {
-  const context = await browser!.newContext({ viewport: { width, height: 800 } });
-  await context.addCookies([{ name: "sluice_session", value: sessionCookie, url: s.url }]);
-  const page = await context.newPage();
-  page.on("pageerror", (e) => pageErrors.push(String(e)));
-  page.on("console", (m) => {
-    if (m.type() === "error" && !/401|Failed to load resource/.test(m.text())) pageErrors.push(m.text());
-  });
-  return { context, page };
-}
-
-type Page = import("playwright-core").Page;
 
 /** Opens a stream page and waits until its SSE stream is connected. */
 async function openStream(page: Page, query: string) {
@@ -72,7 +45,7 @@ test.if(haveChromium)("without a stream in the URL the page lists sources and de
   const src = await createSource(s.url, { name: `${HOSTILE} picker source` });
   const dst = await api(s.url, "POST", "/v2/destinations", { name: "picker hook", type: "WEBHOOK", config: { webhookUrl: `${sink.url}/picker` }, sourceIds: [src.id] });
   expect(dst.status).toBe(201);
-  const { context, page } = await signedInPage(390);
+  const { context, page } = await dash.newPage({ width: 390 });
   await page.goto(`${s.url}/live`);
   const link = page.getByRole("link", { name: `${HOSTILE} picker source` });
   await link.waitFor();
@@ -92,7 +65,7 @@ test.if(haveChromium)("without a stream in the URL the page lists sources and de
 
 test.if(haveChromium)("source: events appear newest first; type and text filters live in the URL; one event's JSON opens as text", async () => {
   const src = await createSource(s.url);
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await openStream(page, `source=${src.id}`);
   await page.getByText("Waiting for events.").waitFor();
 
@@ -167,7 +140,7 @@ test.if(haveChromium)("source: events appear newest first; type and text filters
 
 test.if(haveChromium)("pause holds new events until resumed; clear empties the list", async () => {
   const src = await createSource(s.url);
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await openStream(page, `source=${src.id}`);
   await track(src.writeKey, "Before Pause");
   await rows(page).first().getByText("Before Pause").waitFor();
@@ -200,7 +173,7 @@ test.if(haveChromium)("destination: each delivery attempt appears with its state
     const bad = await api(s.url, "POST", "/v2/destinations", { name: "live bad hook", type: "WEBHOOK", config: { webhookUrl: `${failing.url}/bad` }, sourceIds: [src.id] });
     expect([ok.status, bad.status]).toEqual([201, 201]);
 
-    const { context, page } = await signedInPage();
+    const { context, page } = await dash.newPage();
     await openStream(page, `destination=${ok.json.id}`);
     await page.getByText("Waiting for delivery attempts.").waitFor();
     await track(src.writeKey, "Delivered Event", { userId: "dest-user" });
@@ -231,7 +204,7 @@ test.if(haveChromium)("destination: each delivery attempt appears with its state
 
 test.if(haveChromium)("3,000 events in ~3 s: the page keeps the newest 1,000, renders only the visible rows and answers a click at once", async () => {
   const src = await createSource(s.url);
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await openStream(page, `source=${src.id}`);
 
   // The longest gap between two animation frames while the events stream in.

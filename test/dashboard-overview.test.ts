@@ -6,9 +6,9 @@
  * names shown as text, and a 390px screen.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { buildDashboard } from "../scripts/build-dashboard";
 import { eventTimeseries } from "../src/pipeline/overview";
-import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, cleanup, createSource, haveChromium, launchChromium, requireChromium, sendEvent, startSink, startSluice, tempDir, waitFor } from "./helpers";
+import { type Dashboard, startDashboard } from "./dashboard-harness";
+import { type TestServer, api, createSource, haveChromium, requireChromium, sendEvent, startSink, waitFor } from "./helpers";
 
 requireChromium("dashboard-overview.test.ts");
 
@@ -16,11 +16,9 @@ const HOSTILE_SOURCE = `<img src=x onerror=alert(1)> web`;
 const HOSTILE_DEST = `<img src=x onerror=alert(2)> hook`;
 const HOSTILE_USER = `<img src=x onerror=alert(3)>`;
 
+let dash: Dashboard;
 let s: TestServer;
 let sink: ReturnType<typeof startSink>;
-let dashboardDir: string;
-let browser: import("playwright-core").Browser | undefined;
-const pageErrors: string[] = [];
 let web: { id: string; writeKey: string };
 let backend: { id: string; writeKey: string };
 let hookId: string;
@@ -40,50 +38,22 @@ beforeAll(async () => {
     if (name === "down") return new Response("down", { status: 503 });
     return new Response("ok");
   });
-  if (haveChromium) {
-    dashboardDir = tempDir("sluice-dashboard-");
-    await buildDashboard(dashboardDir);
-  }
   // Three attempts, then aborted: the time limit is a few microseconds, so attempts decide.
-  s = await startSluice({
-    args: [...(haveChromium ? ["--dashboard-dir", dashboardDir] : []), "--retry-backoff-ms", "5", "--retry-min-attempts", "3", "--retry-max-hours", "0.000000001"],
-  });
-  if (haveChromium) browser = await launchChromium();
+  // Without Chromium only Sluice starts, for the API tests.
+  dash = await startDashboard({ args: ["--retry-backoff-ms", "5", "--retry-min-attempts", "3", "--retry-max-hours", "0.000000001"] });
+  s = dash.s;
 }, 60_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await s?.stop();
   sink?.stop();
-  if (s) cleanup(s.dataDir);
-  if (dashboardDir) cleanup(dashboardDir);
-  // A CSP violation or a script error on any page fails the run.
-  expect(pageErrors).toEqual([]);
+  await dash?.stop();
 });
-
-async function signedInPage(width = 1280) {
-  const res = await fetch(`${s.url}/v2/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: ADMIN_EMAIL, token: ADMIN_TOKEN }) });
-  expect(res.status).toBe(200);
-  const value = /sluice_session=([^;]+)/.exec(res.headers.get("set-cookie") ?? "")![1];
-  const context = await browser!.newContext({ viewport: { width, height: 800 } });
-  await context.addCookies([{ name: "sluice_session", value, url: s.url }]);
-  const page = await context.newPage();
-  watch(page);
-  return { context, page };
-}
-
-function watch(page: import("playwright-core").Page) {
-  page.on("pageerror", (e) => pageErrors.push(String(e)));
-  page.on("console", (m) => {
-    if (m.type() === "error" && !/401|Failed to load resource/.test(m.text())) pageErrors.push(m.text());
-  });
-}
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 describe("empty workspace", () => {
   test.if(haveChromium)("the page says what to do next: no sources, nothing needs attention", async () => {
-    const { context, page } = await signedInPage();
+    const { context, page } = await dash.newPage();
     await page.goto(`${s.url}/`);
     await page.getByText("No sources yet.").first().waitFor();
     await page.getByTestId("attention-clear").waitFor();
@@ -205,9 +175,7 @@ describe("GET /v2/stats/timeseries and /v2/stats/attention", () => {
 describe("the page", () => {
   test.if(haveChromium)("tiles, the chart, the attention list and the tables; hostile names stay text; the sign-in page loads no chart code", async () => {
     // The sign-in page first: none of its scripts carries uPlot.
-    const loginContext = await browser!.newContext();
-    const login = await loginContext.newPage();
-    watch(login);
+    const { context: loginContext, page: login } = await dash.newPage({ signedIn: false });
     const loginScripts: string[] = [];
     login.on("response", async (r) => {
       if (r.url().endsWith(".js")) loginScripts.push(await r.text());
@@ -218,7 +186,7 @@ describe("the page", () => {
     expect(loginScripts.some((js) => js.includes("u-legend"))).toBe(false);
     await loginContext.close();
 
-    const { context, page } = await signedInPage();
+    const { context, page } = await dash.newPage();
     const scripts: string[] = [];
     page.on("response", async (r) => {
       if (r.url().endsWith(".js")) scripts.push(await r.text());
@@ -280,7 +248,7 @@ describe("the page", () => {
   }, 30_000);
 
   test.if(haveChromium)("at 390px wide the chart fits and nothing overflows the page", async () => {
-    const { context, page } = await signedInPage(390);
+    const { context, page } = await dash.newPage({ width: 390 });
     await page.goto(`${s.url}/`);
     const canvas = page.getByTestId("events-chart").locator("canvas");
     await canvas.waitFor();

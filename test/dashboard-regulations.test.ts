@@ -6,30 +6,26 @@
  * the form's errors, hostile values shown as text, and the narrow layout.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { buildDashboard } from "../scripts/build-dashboard";
-import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, cleanup, createSource, haveChromium, launchChromium, requireChromium, sendEvent, startSink, startSluice, storedEvents, tempDir, waitFor } from "./helpers";
+import { type Dashboard, startDashboard } from "./dashboard-harness";
+import { type TestServer, api, createSource, haveChromium, requireChromium, sendEvent, startSink, storedEvents, waitFor } from "./helpers";
 
 requireChromium("dashboard-regulations.test.ts");
 
 const HOSTILE = "<img src=x onerror=alert(1)>";
 
+let dash: Dashboard;
 let s: TestServer;
-let dashboardDir: string;
-let browser: import("playwright-core").Browser | undefined;
 let amSink: ReturnType<typeof startSink>;
 let web: { id: string; writeKey: string; name: string };
 let other: { id: string; writeKey: string; name: string };
 let amplitude: { id: string; name: string };
 let hook: { id: string; name: string };
-const pageErrors: string[] = [];
 
 beforeAll(async () => {
   if (!haveChromium) return;
-  dashboardDir = tempDir("sluice-dashboard-");
-  await buildDashboard(dashboardDir);
   amSink = startSink(() => Response.json({ ok: true }));
-  s = await startSluice({ args: ["--dashboard-dir", dashboardDir, "--retry-backoff-ms", "20", "--destination-base-url", `AM=${amSink.url}`] });
-  browser = await launchChromium();
+  dash = await startDashboard({ args: ["--retry-backoff-ms", "20", "--destination-base-url", `AM=${amSink.url}`] });
+  s = dash.s;
   web = await createSource(s.url, { name: "web" });
   other = await createSource(s.url, { name: "backend" });
   const am = await api(s.url, "POST", "/v2/destinations", { name: `amp ${HOSTILE}`, type: "AM", config: { apiKey: "am-key", apiSecret: "am-secret" }, sourceIds: [web.id] });
@@ -41,31 +37,9 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  if (!haveChromium) return;
-  await browser?.close();
   amSink?.stop();
-  await s?.stop();
-  if (s) cleanup(s.dataDir);
-  cleanup(dashboardDir);
-  // A CSP violation or a script error on any page fails the run.
-  expect(pageErrors).toEqual([]);
+  await dash?.stop();
 });
-
-/** A signed-in page: the session cookie from POST /v2/session, as the login form would get it. */
-async function signedInPage(width = 1280) {
-  const res = await fetch(`${s.url}/v2/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: ADMIN_EMAIL, token: ADMIN_TOKEN }) });
-  expect(res.status).toBe(200);
-  const value = /sluice_session=([^;]+)/.exec(res.headers.get("set-cookie") ?? "")![1]!;
-  const context = await browser!.newContext({ viewport: { width, height: 800 } });
-  await context.addCookies([{ name: "sluice_session", value, url: s.url }]);
-  const page = await context.newPage();
-  page.on("pageerror", (e) => pageErrors.push(String(e)));
-  page.on("console", (m) => {
-    // A refused creation (400) is part of a test; the browser logs that fetch.
-    if (m.type() === "error" && !/Failed to load resource/.test(m.text())) pageErrors.push(m.text());
-  });
-  return { context, page };
-}
 
 async function allRegulations(): Promise<any[]> {
   const out: any[] = [];
@@ -79,7 +53,7 @@ async function allRegulations(): Promise<any[]> {
 }
 
 test.if(haveChromium)("suppress_with_delete: AM's deletion reaches 'Complete' at the sink, WEBHOOK's is 'Aborted' with the reason; values shown as text", async () => {
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/regulations`);
   await page.getByText("No regulations yet.").waitFor();
   const form = page.getByRole("form", { name: "New regulation" });
@@ -118,7 +92,7 @@ test.if(haveChromium)("suppress_with_delete: AM's deletion reaches 'Complete' at
 }, 30_000);
 
 test.if(haveChromium)("suppress for one source drops that user's events there; Cancel lifts it and the row says Canceled", async () => {
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/regulations`);
   const form = page.getByRole("form", { name: "New regulation" });
   await form.getByRole("radio", { name: /^Suppress — / }).check();
@@ -150,7 +124,7 @@ test.if(haveChromium)("paging follows the API's cursor; the page is in the URL, 
   const total = (await allRegulations()).length;
   expect(total).toBeGreaterThan(100);
 
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/regulations`);
   const rows = page.locator("tbody tr");
   await page.getByRole("button", { name: "Next page" }).waitFor();
@@ -176,7 +150,7 @@ test.if(haveChromium)("paging follows the API's cursor; the page is in the URL, 
 
 test.if(haveChromium)("the form names what is wrong: a bad users line (in the page), a destination gone meanwhile (the API's 400)", async () => {
   const gone = await api(s.url, "POST", "/v2/destinations", { name: "short-lived", type: "AM", config: { apiKey: "k", apiSecret: "s" } });
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/regulations`);
   const form = page.getByRole("form", { name: "New regulation" });
   await form.getByLabel("Users", { exact: true }).fill("ok-user\nbad-user email");

@@ -8,11 +8,11 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
-import { buildDashboard } from "../scripts/build-dashboard";
 import { createSluice } from "../src/app";
 import { silentLogger } from "../src/lib/logger";
 import { parseSettings } from "../src/settings";
-import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, cleanup, createSource, haveChromium, launchChromium, requireChromium, sendEvent, startSink, startSluice, storedEvents, tempDir, waitFor } from "./helpers";
+import { type Dashboard, startDashboard } from "./dashboard-harness";
+import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, cleanup, createSource, haveChromium, requireChromium, sendEvent, startSink, storedEvents, tempDir, waitFor } from "./helpers";
 
 requireChromium("dashboard-sources.test.ts");
 
@@ -20,48 +20,21 @@ const ROOT = join(import.meta.dir, "..");
 const SDK = join(ROOT, "node_modules", "@rudderstack", "analytics-js", "dist", "npm", "modern", "bundled", "esm", "index.mjs");
 const HOSTILE = `<img src=x onerror=alert(1)>`;
 
+let dash: Dashboard;
 let s: TestServer;
-let dashboardDir: string;
-let browser: import("playwright-core").Browser | undefined;
 let sink: ReturnType<typeof startSink>;
-let cookie: string;
-const pageErrors: string[] = [];
 
 beforeAll(async () => {
   if (!haveChromium) return;
-  dashboardDir = tempDir("sluice-dashboard-");
-  // Chromium starts while the pages build.
-  const launching = launchChromium();
-  await buildDashboard(dashboardDir);
-  s = await startSluice({ args: ["--dashboard-dir", dashboardDir] });
+  dash = await startDashboard();
+  s = dash.s;
   sink = startSink();
-  browser = await launching;
-  const res = await fetch(`${s.url}/v2/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: ADMIN_EMAIL, token: ADMIN_TOKEN }) });
-  expect(res.status).toBe(200);
-  cookie = res.headers.get("set-cookie")!.split(";")[0].split("=").slice(1).join("=");
 }, 60_000);
 
 afterAll(async () => {
-  if (!haveChromium) return;
-  await browser?.close();
   sink?.stop();
-  await s.stop();
-  cleanup(s.dataDir);
-  cleanup(dashboardDir);
-  // A CSP violation or a script error on any page fails the run.
-  expect(pageErrors).toEqual([]);
+  await dash?.stop();
 });
-
-async function signedInPage(width = 1280) {
-  const context = await browser!.newContext({ viewport: { width, height: 800 } });
-  await context.addCookies([{ name: "sluice_session", value: cookie, url: s.url }]);
-  const page = await context.newPage();
-  page.on("pageerror", (e) => pageErrors.push(String(e)));
-  page.on("console", (m) => {
-    if (m.type() === "error" && !/401|Failed to load resource/.test(m.text())) pageErrors.push(m.text());
-  });
-  return { context, page };
-}
 
 async function webhook(name: string, sourceIds: string[]) {
   const res = await api(s.url, "POST", "/v2/destinations", { name, type: "WEBHOOK", config: { webhookUrl: `${sink.url}/hook` }, sourceIds });
@@ -72,7 +45,7 @@ async function webhook(name: string, sourceIds: string[]) {
 const delivered = (event: string) => sink.received.filter((r) => r.body?.event === event);
 
 test.if(haveChromium)("list: the empty state says what to do; creating a source opens its page; the list shows it with its key; the filter lives in the URL", async () => {
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/sources`);
   await page.getByText("No sources yet. Create one above").waitFor();
 
@@ -116,7 +89,7 @@ test.if(haveChromium)("source page: copy the write key, rename, disable (calls r
   const src = await createSource(s.url, { name: "shop" });
   const hostileDest = await webhook(`${HOSTILE} hook`, [src.id]);
   const other = await webhook("spare-hook", []);
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: s.url });
   await page.goto(`${s.url}/sources/${src.id}`);
   await page.getByRole("heading", { level: 1, name: "shop" }).waitFor();
@@ -180,7 +153,7 @@ test.if(haveChromium)("source page: copy the write key, rename, disable (calls r
 test.if(haveChromium)("the curl and Node SDK snippets run as they are and their events reach the connected webhook", async () => {
   const src = await createSource(s.url, { name: "snippets" });
   await webhook("snippet-hook", [src.id]);
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/sources/${src.id}?snippet=curl`);
   const curl = (await page.getByTestId("snippet").textContent())!;
   expect(curl).toContain(`-u '${src.writeKey}:'`);
@@ -204,7 +177,7 @@ test.if(haveChromium)("the curl and Node SDK snippets run as they are and their 
 
 test.if(haveChromium)("the browser SDK snippet, pasted into a page of another origin, sends its page and track calls", async () => {
   const src = await createSource(s.url, { name: "browser-snippet" });
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/sources/${src.id}`);
   const code = (await page.getByTestId("snippet").textContent())!;
   expect(code).toContain(`import { RudderAnalytics } from "@rudderstack/analytics-js/bundled";`);
@@ -224,7 +197,7 @@ ${code}
       return new Response(html, { headers: { "content-type": "text/html" } });
     },
   });
-  const shop = await browser!.newPage();
+  const shop = await dash.browser!.newPage();
   const elsewhere: string[] = [];
   shop.on("request", (r) => {
     const origin = new URL(r.url()).origin;
@@ -246,7 +219,7 @@ ${code}
 
 test.if(haveChromium)("another data-plane address in ?dataPlane= fills every snippet and survives a reload; a bad one is refused naming the field", async () => {
   const src = await createSource(s.url, { name: "behind-proxy" });
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/sources/${src.id}`);
   // Event calls are answered on this origin: no warning (checked once the probe has answered).
   await page.locator('[data-data-plane="here"]').waitFor();
@@ -270,7 +243,7 @@ test.if(haveChromium)("another data-plane address in ?dataPlane= fills every sni
 
 test.if(haveChromium)("delete asks first: dismissing keeps the source, accepting deletes it (its key then gets 401) and returns to the list", async () => {
   const src = await createSource(s.url, { name: "doomed" });
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/sources/${src.id}`);
   await page.getByRole("heading", { level: 1, name: "doomed" }).waitFor();
 
@@ -297,7 +270,7 @@ test.if(haveChromium)("delete asks first: dismissing keeps the source, accepting
 test.if(haveChromium)("at 390 px wide the list and a source's page fit the screen", async () => {
   const src = await createSource(s.url, { name: "a-source-with-a-rather-long-name-for-a-phone-screen" });
   await webhook("narrow-hook", [src.id]);
-  const { context, page } = await signedInPage(390);
+  const { context, page } = await dash.newPage({ width: 390 });
   const overflow = "document.documentElement.scrollWidth - document.documentElement.clientWidth";
   await page.goto(`${s.url}/sources`);
   await page.getByRole("link", { name: src.name }).waitFor();
@@ -311,7 +284,7 @@ test.if(haveChromium)("at 390 px wide the list and a source's page fit the scree
 test.if(haveChromium)("with --api-port the page says event calls are not on its origin; the data-plane address typed in makes the curl snippet work", async () => {
   // As `sluice serve --api-port`: event calls on one port, the APIs and this page on another.
   const dataDir = tempDir();
-  const settings = parseSettings(["--port", "0", "--api-port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, "--dashboard-dir", dashboardDir], {
+  const settings = parseSettings(["--port", "0", "--api-port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, "--dashboard-dir", dash.dashboardDir!], {
     SLUICE_ADMIN_EMAIL: ADMIN_EMAIL,
     SLUICE_ADMIN_TOKEN: ADMIN_TOKEN,
   });
@@ -322,11 +295,7 @@ test.if(haveChromium)("with --api-port the page says event calls are not on its 
   const apiUrl = `http://127.0.0.1:${apiApp.server!.port}`;
   try {
     const src = await createSource(apiUrl, { name: "split-ports" });
-    const signIn = await fetch(`${apiUrl}/v2/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: ADMIN_EMAIL, token: ADMIN_TOKEN }) });
-    const context = await browser!.newContext({ viewport: { width: 1280, height: 800 } });
-    await context.addCookies([{ name: "sluice_session", value: signIn.headers.get("set-cookie")!.split(";")[0].split("=").slice(1).join("="), url: apiUrl }]);
-    const page = await context.newPage();
-    page.on("pageerror", (e) => pageErrors.push(String(e)));
+    const { context, page } = await dash.newPage({ serverUrl: apiUrl });
     await page.goto(`${apiUrl}/sources/${src.id}?snippet=curl`);
     await page.locator('[data-data-plane="elsewhere"]').waitFor();
     await page.getByTestId("data-plane-warning").getByText(`Event calls are not answered at ${apiUrl}`, { exact: false }).waitFor();

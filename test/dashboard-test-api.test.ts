@@ -6,29 +6,25 @@
  * bad message, hostile values shown as text, and the narrow layout.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { buildDashboard } from "../scripts/build-dashboard";
-import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, cleanup, createSource, haveChromium, launchChromium, requireChromium, startSink, startSluice, storedEvents, tempDir } from "./helpers";
+import { type Dashboard, startDashboard } from "./dashboard-harness";
+import { type TestServer, api, createSource, haveChromium, requireChromium, startSink, storedEvents } from "./helpers";
 
 requireChromium("dashboard-test-api.test.ts");
 
 const HOSTILE = "<img src=x onerror=alert(1)>";
 
+let dash: Dashboard;
 let s: TestServer;
-let dashboardDir: string;
-let browser: import("playwright-core").Browser | undefined;
 let good: ReturnType<typeof startSink>;
 let failing: ReturnType<typeof startSink>;
 let source: { id: string; writeKey: string; name: string };
 let hook: { id: string; name: string };
 let broken: { id: string; name: string };
-const pageErrors: string[] = [];
 
 beforeAll(async () => {
   if (!haveChromium) return;
-  dashboardDir = tempDir("sluice-dashboard-");
-  await buildDashboard(dashboardDir);
-  s = await startSluice({ args: ["--dashboard-dir", dashboardDir] });
-  browser = await launchChromium();
+  dash = await startDashboard();
+  s = dash.s;
   // The answer is markup on purpose: the page must show it as text.
   good = startSink(() => new Response(`${HOSTILE} received`, { headers: { "content-type": "text/plain" } }));
   failing = startSink(() => Response.json({ message: "boom" }, { status: 500 }));
@@ -42,37 +38,15 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  if (!haveChromium) return;
-  await browser?.close();
   good?.stop();
   failing?.stop();
-  await s?.stop();
-  if (s) cleanup(s.dataDir);
-  cleanup(dashboardDir);
-  // A CSP violation or a script error on any page fails the run.
-  expect(pageErrors).toEqual([]);
+  await dash?.stop();
 });
-
-/** A signed-in page: the session cookie from POST /v2/session, as the login form would get it. */
-async function signedInPage(width = 1280) {
-  const res = await fetch(`${s.url}/v2/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: ADMIN_EMAIL, token: ADMIN_TOKEN }) });
-  expect(res.status).toBe(200);
-  const value = /sluice_session=([^;]+)/.exec(res.headers.get("set-cookie") ?? "")![1]!;
-  const context = await browser!.newContext({ viewport: { width, height: 800 } });
-  await context.addCookies([{ name: "sluice_session", value, url: s.url }]);
-  const page = await context.newPage();
-  page.on("pageerror", (e) => pageErrors.push(String(e)));
-  page.on("console", (m) => {
-    // The Test API answers 400 for a bad message on purpose; the browser logs that fetch.
-    if (m.type() === "error" && !/Failed to load resource/.test(m.text())) pageErrors.push(m.text());
-  });
-  return { context, page };
-}
 
 const message = (extra: Record<string, unknown> = {}) => JSON.stringify({ type: "track", userId: "u-1", event: "Signed Up", properties: { note: HOSTILE }, ...extra }, null, 2);
 
 test.if(haveChromium)("testDestination: a WEBHOOK at a local sink shows its three stages, the request really sent, every value as text", async () => {
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/test?destination=${hook.id}`);
   await page.getByRole("heading", { name: "Test API" }).waitFor();
   await page.getByLabel("Message").fill(message());
@@ -100,7 +74,7 @@ test.if(haveChromium)("testDestination: a WEBHOOK at a local sink shows its thre
 }, 30_000);
 
 test.if(haveChromium)("stages: leaving out 'Send to destination' sends nothing; the choice, the target and the message survive a reload", async () => {
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/test?destination=${hook.id}`);
   await page.getByLabel("Message").fill(message({ event: "Kept Across Reload" }));
   await page.getByRole("checkbox", { name: /Send to destination/ }).uncheck();
@@ -128,7 +102,7 @@ test.if(haveChromium)("stages: leaving out 'Send to destination' sends nothing; 
 }, 30_000);
 
 test.if(haveChromium)("testSource: every connected destination gets a card; a 500 answer shows as failed with its body", async () => {
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/test`);
   await page.getByLabel("Test", { exact: true }).selectOption(`source:${source.id}`);
   await page.waitForURL(new RegExp(`/test\\?source=${source.id}$`));
@@ -147,7 +121,7 @@ test.if(haveChromium)("testSource: every connected destination gets a card; a 50
 }, 30_000);
 
 test.if(haveChromium)("a bad message is refused with the reason: not JSON (checked in the page), no type (the API's 400)", async () => {
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/test?destination=${broken.id}`);
   await page.getByLabel("Message").fill("{ not json");
   await page.getByRole("button", { name: "Run test" }).click();
@@ -166,7 +140,7 @@ test.if(haveChromium)("a bad message is refused with the reason: not JSON (check
 }, 30_000);
 
 test.if(haveChromium)("at 390px wide the form and the result fit the screen", async () => {
-  const { context, page } = await signedInPage(390);
+  const { context, page } = await dash.newPage({ width: 390 });
   await page.goto(`${s.url}/test?destination=${hook.id}`);
   await page.getByLabel("Message").fill(message());
   await page.getByRole("button", { name: "Run test" }).click();
@@ -187,7 +161,7 @@ test.if(haveChromium)("user transformation: its output is shown; a throwing one 
   const tagging = await mk("tagged", "export function transformEvent(event) { event.properties.tagged = 'yes'; return event; }");
   const throwing = await mk("throwing", `export function transformEvent(event) { throw new Error("no ${HOSTILE} here"); }`);
 
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/test?destination=${tagging.id}`);
   await page.getByLabel("Message").fill(message());
   await page.getByRole("button", { name: "Run test" }).click();
@@ -212,7 +186,7 @@ test.if(haveChromium)("a disabled destination is not tested unless 'force' is ti
   const sink = startSink();
   const d = await api(s.url, "POST", "/v2/destinations", { name: "paused-hook", type: "WEBHOOK", enabled: false, config: { webhookUrl: `${sink.url}/paused` } });
   expect(d.status).toBe(201);
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/test?destination=${d.json.id}`);
   await page.getByLabel("Message").fill(message());
   await page.getByRole("button", { name: "Run test" }).click();

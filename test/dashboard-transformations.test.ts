@@ -6,59 +6,28 @@
  * Hostile names and event values stay text. Needs Chromium, as dashboard-browser.test.ts.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { buildDashboard } from "../scripts/build-dashboard";
-import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, cleanup, createSource, haveChromium, launchChromium, requireChromium, sendEvent, startSink, startSluice, tempDir, waitFor } from "./helpers";
+import { type Dashboard, type Page, startDashboard } from "./dashboard-harness";
+import { type TestServer, api, createSource, haveChromium, requireChromium, sendEvent, startSink, waitFor } from "./helpers";
 
 requireChromium("dashboard-transformations.test.ts");
 
 const HOSTILE = `<img src=x onerror=alert(1)>`;
 
+let dash: Dashboard;
 let s: TestServer;
-let dashboardDir: string;
-let browser: import("playwright-core").Browser | undefined;
 const sink = startSink();
-const pageErrors: string[] = [];
 
 beforeAll(async () => {
   if (!haveChromium) return;
-  dashboardDir = tempDir("sluice-dashboard-");
-  await buildDashboard(dashboardDir);
-  s = await startSluice({ args: ["--dashboard-dir", dashboardDir, "--retry-backoff-ms", "20"] });
-  browser = await launchChromium();
+  dash = await startDashboard({ args: ["--retry-backoff-ms", "20"] });
+  s = dash.s;
 }, 60_000);
 
+// A CSP violation (CodeMirror's styles included) or a script error on any page fails the run: stop() checks.
 afterAll(async () => {
   sink.stop();
-  if (!haveChromium) return;
-  await browser?.close();
-  await s.stop();
-  cleanup(s.dataDir);
-  cleanup(dashboardDir);
-  // A CSP violation (CodeMirror's styles included) or a script error on any page fails the run.
-  expect(pageErrors).toEqual([]);
+  await dash?.stop();
 });
-
-/** A signed-in page: the session cookie from POST /v2/session, as the login form would set it. */
-async function signedInPage(width = 1280) {
-  const res = await fetch(`${s.url}/v2/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: ADMIN_EMAIL, token: ADMIN_TOKEN }) });
-  const value = /sluice_session=([^;]+)/.exec(res.headers.get("set-cookie") ?? "")![1]!;
-  const context = await browser!.newContext({ viewport: { width, height: 800 } });
-  await context.addCookies([{ name: "sluice_session", value, url: s.url, httpOnly: true, sameSite: "Strict" }]);
-  const page = await context.newPage();
-  page.on("pageerror", (e) => pageErrors.push(String(e)));
-  page.on("console", (m) => {
-    if (m.type() === "error" && !/401|Failed to load resource/.test(m.text())) pageErrors.push(m.text());
-  });
-  // alert() would mean a hostile value ran as markup.
-  page.on("dialog", (d) => {
-    if (d.type() !== "alert") return;
-    pageErrors.push(`alert: ${d.message()}`);
-    void d.dismiss();
-  });
-  return { context, page };
-}
-
-type Page = Awaited<ReturnType<typeof signedInPage>>["page"];
 
 /** Replaces the editor's text the way a person would: focus, select all, type (or paste) over it. */
 async function typeCode(page: Page, code: string) {
@@ -74,7 +43,7 @@ async function transformationByName(name: string) {
 }
 
 test.if(haveChromium)("create from the list, type and save code (a new version), reopen an old version by its URL", async () => {
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/transformations`);
   await page.getByText("No transformations yet").waitFor();
 
@@ -137,7 +106,7 @@ test.if(haveChromium)("create from the list, type and save code (a new version),
 
 test.if(haveChromium)("the test panel runs the editor's code on a sample event: output, log lines and errors, all as text", async () => {
   const t = (await api(s.url, "POST", "/v2/transformations", { name: "test-panel", code: "function transformEvent(e) { return e; }" })).json;
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/transformations/${t.id}`);
   await page.getByRole("heading", { name: "test-panel" }).waitFor();
   await typeCode(page, `function transformEvent(event) {\n  log("seen", event.properties.note);\n  event.properties.upper = String(event.properties.note).toUpperCase();\n  return event;\n}`);
@@ -178,7 +147,7 @@ test.if(haveChromium)("connect to a destination: its events then arrive changed 
   const dst = (await api(s.url, "POST", "/v2/destinations", { name: dstName, type: "WEBHOOK", config: { webhookUrl: `${sink.url}/hook` }, sourceIds: [src.id] })).json;
   const t = (await api(s.url, "POST", "/v2/transformations", { name: "tagger", code: `function transformEvent(event) { event.properties = { ...event.properties, tagged: "by-sluice" }; return event; }` })).json;
 
-  const { context, page } = await signedInPage();
+  const { context, page } = await dash.newPage();
   await page.goto(`${s.url}/transformations/${t.id}?tab=destinations`);
   const box = page.getByRole("checkbox", { name: dstName });
   await box.waitFor();
@@ -208,7 +177,7 @@ test.if(haveChromium)("connect to a destination: its events then arrive changed 
 
 test.if(haveChromium)("at 390px the editor and panels fit the screen; an unknown id says so; delete goes back to the list", async () => {
   const t = (await api(s.url, "POST", "/v2/transformations", { name: "narrow", code: "function transformEvent(e) { return e; }" })).json;
-  const { context, page } = await signedInPage(390);
+  const { context, page } = await dash.newPage({ width: 390 });
   await page.goto(`${s.url}/transformations/${t.id}`);
   await page.getByRole("textbox", { name: "Code" }).waitFor();
   await page.getByRole("button", { name: "Run test" }).waitFor();
