@@ -28,7 +28,7 @@ export function controlPlaneRoutes(ctx: ServiceContext) {
       detail: {
         tags: ["Definitions"],
         summary: "Destination definitions",
-        description: "Every destination kind with its `defaultConfig` (the keys usable in a destination's config and in the Test API's destinationConfig) and supported message types. No authentication.",
+        description: "Every destination kind with its `defaultConfig` (the keys usable in a destination's config and in the Test API's destinationConfig), supported message types, and `fields`: each typed config key with `type`, `required`, `secret` and `options`, for building forms (a key is secret when its name ends in apiKey, apiKeyValue, secret, token, password, passcode or writeKey, not `public…`). No authentication.",
       },
     })
     .use(withWorkspace(ctx))

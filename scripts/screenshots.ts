@@ -1,0 +1,116 @@
+/**
+ * Screenshots of the dashboard's main pages for the README (docs/screenshots/*.png), taken with
+ * Debian's Chromium (CHROMIUM_PATH) at 1280×800 from a real Sluice with a little seeded data:
+ * `npm run screenshots`.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildDashboard } from "./build-dashboard";
+
+const ROOT = join(import.meta.dir, "..");
+const OUT = join(ROOT, "docs/screenshots");
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const EMAIL = "admin@example.com";
+const TOKEN = "screenshot-admin-token-0123456789";
+
+async function waitFor<T>(check: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(50);
+  }
+}
+
+const temp = (prefix: string) => mkdtempSync(join(tmpdir(), prefix));
+const dashboardDir = temp("sluice-shots-ui-");
+const dataDir = temp("sluice-shots-data-");
+await buildDashboard(dashboardDir);
+
+// A receiver standing in for the destinations: one request in five fails, so the stats show both.
+let n = 0;
+const sink = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok", { status: n++ % 5 === 4 ? 500 : 200 }) });
+const proc = Bun.spawn([process.execPath, join(ROOT, "src/main.ts"), "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, "--dashboard-dir", dashboardDir], {
+  env: { ...process.env, SLUICE_ADMIN_EMAIL: EMAIL, SLUICE_ADMIN_TOKEN: TOKEN, LOG_LEVEL: "info" },
+  stdout: "pipe",
+  stderr: "pipe",
+});
+let out = "";
+void (async () => {
+  for await (const chunk of proc.stdout as ReadableStream<Uint8Array>) out += new TextDecoder().decode(chunk);
+})();
+const url = await waitFor(() => /"(?:url|dataPlane)":"http:\/\/[^:]+:(\d+)"/.exec(out)?.[1], "sluice to listen").then((port) => `http://127.0.0.1:${port}`);
+
+const call = async (method: string, path: string, body?: unknown) => {
+  const res = await fetch(url + path, { method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+};
+
+try {
+  const web = await call("POST", "/v2/sources", { name: "web" });
+  await call("POST", "/v2/sources", { name: "ios-app" });
+  const hook = await call("POST", "/v2/destinations", { name: "orders webhook", type: "WEBHOOK", config: { webhookUrl: `http://127.0.0.1:${sink.port}/hook` }, sourceIds: [web.id] });
+  const trf = await call("POST", "/v2/transformations", {
+    name: "drop test users",
+    code: 'export function transformEvent(event) {\n  if (event.userId?.startsWith("test-")) return null;\n  log("kept", event.event);\n  return { ...event, properties: { ...event.properties, enriched: true } };\n}\n',
+    destinationIds: [hook.id],
+  });
+  for (let i = 0; i < 40; i++) {
+    await fetch(`${url}/v1/track`, {
+      method: "POST",
+      headers: { authorization: `Basic ${btoa(`${web.writeKey}:`)}`, "content-type": "application/json" },
+      body: JSON.stringify({ userId: `user-${i % 7}`, event: ["Product Viewed", "Order Completed", "Signed Up"][i % 3], properties: { price: 10 + i } }),
+    });
+  }
+  const { chromium } = await import("playwright-core");
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "light" });
+  const page = await context.newPage();
+  await page.goto(`${url}/login`);
+  await page.screenshot({ path: join(OUT, "login.png") });
+  await page.getByLabel("Email", { exact: true }).fill(EMAIL);
+  await page.getByLabel("Access token", { exact: true }).fill(TOKEN);
+  await page.getByLabel("Access token", { exact: true }).press("Enter");
+  await page.waitForURL(`${url}/`);
+  const shots: Array<[string, string]> = [
+    ["overview", "/"],
+    ["sources", `/sources/${web.id}`],
+    ["destinations", `/destinations/${hook.id}`],
+    ["transformations", `/transformations/${trf.id}`],
+    ["live", `/live?source=${web.id}`],
+    ["tokens", "/tokens"],
+  ];
+  for (const [name, path] of shots) {
+    // Time until the page has drawn its data and the network is quiet: what "usable" means here.
+    const started = performance.now();
+    await page.goto(url + path, { waitUntil: "networkidle" });
+    const readyMs = Math.round(performance.now() - started);
+    if (name === "live") {
+      // Live events shows what arrives while the page is open.
+      for (let i = 0; i < 12; i++) {
+        await fetch(`${url}/v1/track`, {
+          method: "POST",
+          headers: { authorization: `Basic ${btoa(`${web.writeKey}:`)}`, "content-type": "application/json" },
+          body: JSON.stringify({ userId: `user-${i}`, event: "Product Viewed", properties: { sku: `SKU-${i}` } }),
+        });
+      }
+      await page.getByText("Product Viewed").first().waitFor();
+    }
+    await page.screenshot({ path: join(OUT, `${name}.png`) });
+    console.log(`docs/screenshots/${name}.png  (${path} ready in ${readyMs} ms)`);
+  }
+  await browser.close();
+} finally {
+  proc.kill();
+  sink.stop(true);
+  rmSync(dashboardDir, { recursive: true, force: true });
+  rmSync(dataDir, { recursive: true, force: true });
+}
