@@ -36,6 +36,9 @@ import { testApiRoutes } from "./test-api/routes";
 import { DeletionRunner } from "./regulations/deletion";
 import { regulationRoutes } from "./regulations/routes";
 import { SuppressionIndex } from "./regulations/suppression";
+import { DEFAULT_LOAD_SETTINGS, WarehouseLoads } from "./warehouse/loads";
+import { warehouseRoutes } from "./warehouse/routes";
+import { WarehouseStager } from "./warehouse/staging";
 import type { Settings } from "./settings";
 import { VERSION } from "./version";
 import { mkdirSync } from "node:fs";
@@ -161,6 +164,8 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     concurrency: settings.destinationConcurrency,
     timeoutMs: settings.destinationTimeoutMs,
   }, now);
+  router.useWarehouseStager(new WarehouseStager(db, config, now));
+  const warehouseLoads = new WarehouseLoads(db, config, log, DEFAULT_LOAD_SETTINGS, now);
   writer.onCommit((newest) => processor.wake(newest));
   processor.onDeliveries((ids) => router.wake(ids));
   // Events committed before a crash but not yet fanned out are picked up here.
@@ -173,8 +178,9 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   }, now, async () => {
     await writer.settled();
     processor.run();
-  });
+  }, warehouseLoads);
   deletions.start();
+  warehouseLoads.start();
   const stopMaintenance = startMaintenance(db, log, { retentionMs: settings.retentionHours * 3600_000, now });
 
 
@@ -185,6 +191,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     .use(overviewRoutes(ctx))
     .use(transformationRoutes(ctx, sandbox))
     .use(regulationRoutes(ctx, { suppression, deletions }))
+    .use(warehouseRoutes(ctx, warehouseLoads))
     .use(testApiRoutes(ctx, { stages, timeoutMs: settings.destinationTimeoutMs }))
     .use(dashboardRoutes(ctx, DashboardAssets.locate(settings.dashboardDir)));
   const handlers = intakeHandlers(intake);
@@ -227,6 +234,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     async close() {
       deletions.stop();
       stopMaintenance();
+      await warehouseLoads.stop();
       await writer.close();
       await checkpoints.close();
       processor.run();

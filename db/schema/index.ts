@@ -1,3 +1,4 @@
 export * from "./control-plane";
 export * from "./pipeline";
 export * from "./regulations";
+export * from "./warehouse";

@@ -19,6 +19,7 @@ import { mautic } from "./mautic";
 import { mixpanel } from "./mixpanel";
 import { moengage } from "./moengage";
 import { posthog } from "./posthog";
+import { postgres } from "./postgres";
 import { segment } from "./segment";
 import { sendgrid } from "./sendgrid";
 import { slack } from "./slack";
@@ -58,6 +59,7 @@ const KINDS: DestinationDefinition[] = [
   mautic,
   iterable,
   hubspot,
+  postgres,
 ].map(withLiveEventsKeys);
 
 const BY_NAME = new Map(KINDS.map((k) => [k.name, k]));

@@ -17,6 +17,7 @@ import { type Outcome, RESPONSE_KEEP_BYTES, sendRequest } from "./send";
 import { type StageContext, destinationContext, destinationTransform } from "./stages";
 import { type RetryPolicy, retriesExhausted, retryDelay } from "./retry-policy";
 import { TransformBatcher } from "./transform-batcher";
+import { type StageInput, type WarehouseStager, isWarehouseKind } from "../warehouse/staging";
 
 export interface RouterSettings extends RetryPolicy {
   concurrency: number;
@@ -44,6 +45,8 @@ const TRANSFORM_OVERLAP = 8;
 const BATCH_MAX = 100;
 const REFILL_BELOW = 1000;
 const KEEP_ATTEMPTS = 10;
+/** Most deliveries of a warehouse destination staged in one SQLite transaction. */
+const STAGE_MAX = 2000;
 
 /** A 2xx answer whose kind named failed items: each event's verdict is read once every request is sent. */
 interface ItemCheck {
@@ -89,6 +92,7 @@ export class Router {
   private inFlight = new Set<Promise<void>>();
   private safetyNet?: Timer;
   private transforms: TransformBatcher;
+  private stager?: WarehouseStager;
 
   constructor(
     private db: Db,
@@ -113,6 +117,11 @@ export class Router {
     );
     config.onChange(() => this.reconcile());
     this.transforms = new TransformBatcher(stages);
+  }
+
+  /** Warehouse kinds are staged by this stager instead of sent; without one they stay queued. */
+  useWarehouseStager(stager: WarehouseStager) {
+    this.stager = stager;
   }
 
   /** Loads every destination with queued work (start-up) and keeps a slow poll as a safety net. */
@@ -225,6 +234,10 @@ export class Router {
       this.log.error("could not load deliveries", { err, destinationId: q.destinationId });
       return;
     }
+    if (isWarehouseKind(dest.type)) {
+      this.pumpStaging(q, dest, snap);
+      return;
+    }
     if (dest.definition?.batch) {
       this.pumpBatches(q, dest, snap);
       return;
@@ -281,6 +294,82 @@ export class Router {
         this.executeBatch(q, dest, heads).then((results) => heads.forEach((h, i) => this.finish(q, users[i], h, results[i]))),
       );
     }
+  }
+
+  /**
+   * Warehouse kinds: rows are staged on disk, not sent. One staging pass at a time per
+   * destination takes every due delivery of the ready users (in each user's order) up to
+   * STAGE_MAX, so a busy destination stages thousands of events per transaction. Order between
+   * events does not matter to the warehouse (the loader orders by received_at), but each user's
+   * FIFO is still consumed from its head so the queue's bookkeeping stays the router's own.
+   */
+  private pumpStaging(q: DestinationQueue, dest: DestinationRuntime, snap: ReturnType<ConfigStore["snapshot"]>) {
+    const stager = this.stager;
+    if (!stager || q.running.size > 0) return;
+    const now = this.now();
+    const users: string[] = [];
+    const taken: Queued[][] = [];
+    let count = 0;
+    for (const user of q.ready) {
+      if (count >= STAGE_MAX) break;
+      q.ready.delete(user);
+      const fifo = q.users.get(user);
+      if (!fifo?.length || snap.sources.get(fifo[0].sourceId)?.enabled === false) continue;
+      const items: Queued[] = [];
+      for (const item of fifo) {
+        if (count >= STAGE_MAX || item.nextAttemptAt > now) break;
+        items.push(item);
+        count++;
+      }
+      q.running.add(user);
+      users.push(user);
+      taken.push(items);
+    }
+    if (!count) return;
+    this.track(
+      q,
+      users,
+      this.stageItems(stager, dest, taken.flat()).then((results) => {
+        let i = 0;
+        // Each user's items in order: finishing the head makes the next one the head.
+        users.forEach((user, u) => {
+          for (const item of taken[u]) this.finish(q, user, item, results[i++]);
+        });
+      }),
+    );
+  }
+
+  private async stageItems(stager: WarehouseStager, dest: DestinationRuntime, items: Queued[]): Promise<Array<Outcome | { kind: "filtered"; ms: number }>> {
+    const started = performance.now();
+    const inputs: Array<StageInput | Outcome | { kind: "filtered"; ms: number }> = await Promise.all(
+      items.map(async (item) => {
+        const event = JSON.parse(item.payload);
+        if (!dest.transformation) return { sourceId: item.sourceId, userKey: item.userKey, events: [event] };
+        const transformed = await this.transforms.run(dest, item.sourceId, event);
+        if (transformed.error) return { kind: "abort" as const, response: "", error: `user transformation failed: ${transformed.error}`, ms: 0 };
+        if (!transformed.output.length) return { kind: "filtered" as const, ms: 0 };
+        return { sourceId: item.sourceId, userKey: item.userKey, events: transformed.output.map((o) => o.event) };
+      }),
+    );
+    const toStage = inputs.filter((x): x is StageInput => "events" in x);
+    let staged: ReturnType<WarehouseStager["stage"]>;
+    try {
+      staged = stager.stage(dest, toStage);
+    } catch (err) {
+      // Nothing of this pass was written: every delivery is retried under the usual limits.
+      const error = `could not stage warehouse rows: ${(err as Error)?.message ?? String(err)}`;
+      const ms = performance.now() - started;
+      return inputs.map((x) => ("events" in x ? { kind: "retry" as const, response: "", error, ms } : x));
+    }
+    const ms = performance.now() - started;
+    let next = 0;
+    return inputs.map((x) => {
+      if (!("events" in x)) return x;
+      const r = staged[next++];
+      // Staged is durable (the rows are in SQLite), so the delivery has succeeded; a crash before
+      // this outcome is recorded stages the rows again, and the load dedupes them on id.
+      return r.kind === "staged" ? { kind: "delivered" as const, status: 200, response: "staged", body: "", ms } : { kind: "abort" as const, response: "", error: r.error, ms };
+    });
   }
 
   /**

@@ -14,6 +14,13 @@ import { type RetryPolicy, retriesExhausted, retryDelay } from "../pipeline/retr
 import { sendRequest } from "../pipeline/send";
 import { destinationContext } from "../pipeline/stages";
 import type { DeletionStatus } from "./schemas";
+import { isRetryableLoadError } from "../warehouse/postgres";
+import { isWarehouseKind } from "../warehouse/staging";
+
+/** Warehouse kinds delete users in their database through the loader, not with HTTP requests. */
+export interface WarehouseUserDeleter {
+  deleteUsers(dest: DestinationRuntime, userIds: string[]): Promise<number>;
+}
 
 /** The part of the router a deletion needs: drop users' deliveries it holds in memory. */
 export interface QueueForgetter {
@@ -73,6 +80,7 @@ export class DeletionRunner {
      */
     /** Commits events still on their way to storage and fans them out. */
     private catchUp: () => Promise<void> | void = () => {},
+    private warehouse?: WarehouseUserDeleter,
   ) {
     const c = db.$client;
     this.s = {
@@ -261,6 +269,7 @@ export class DeletionRunner {
 
   private async requestDeletion(dest: DestinationRuntime | undefined, users: Array<Record<string, string>>): Promise<RunResult> {
     if (!dest) return { kind: "abort", reason: "destination no longer exists" };
+    if (isWarehouseKind(dest.type) && this.warehouse) return this.deleteFromWarehouse(this.warehouse, dest, users);
     const def = dest.definition;
     if (!def?.deleteUsers) return { kind: "abort", reason: NOT_SUPPORTED };
     const subjects = users.map((u) => (def.deletionByUserIdOnly ? { userId: u.userId! } : { ...u, userId: u.userId! }));
@@ -280,6 +289,17 @@ export class DeletionRunner {
       return out.kind === "retry" ? { kind: "retry", reason, retryAfterMs: out.retryAfterMs } : { kind: "abort", reason };
     }
     return { kind: "complete" };
+  }
+
+  /** Deletes the users' staged and loaded rows; a database that cannot be reached is retried. */
+  private async deleteFromWarehouse(warehouse: WarehouseUserDeleter, dest: DestinationRuntime, users: Array<Record<string, string>>): Promise<RunResult> {
+    try {
+      await warehouse.deleteUsers(dest, users.map((u) => u.userId!));
+      return { kind: "complete" };
+    } catch (err) {
+      const reason = `warehouse deletion failed: ${(err as Error)?.message ?? String(err)}`;
+      return isRetryableLoadError(err) ? { kind: "retry", reason } : { kind: "abort", reason };
+    }
   }
 
   private record(jobs: DueJob[], result: RunResult) {

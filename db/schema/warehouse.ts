@@ -1,0 +1,59 @@
+import { sql } from "drizzle-orm";
+import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/**
+ * Warehouse rows waiting for (or done with) a load: one row per (event, table) for a warehouse
+ * destination. The router writes them instead of sending the event; a load reads the ones
+ * without a load id and sets it in the same transaction that records the load as succeeded.
+ */
+export const warehouseStaged = sqliteTable(
+  "warehouse_staged",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    destinationId: text("destination_id").notNull(),
+    workspaceId: text("workspace_id").notNull(),
+    namespace: text("namespace").notNull(),
+    tableName: text("table_name").notNull(),
+    /** JSON: column → warehouse type (TableRow.columns). */
+    columns: text("columns").notNull(),
+    /** JSON: column → value (TableRow.row). */
+    row: text("row").notNull(),
+    /** The event's messageId (the row's `id` in most tables). */
+    eventId: text("event_id").notNull(),
+    /** userId, else anonymousId: what a regulation deletes by. */
+    userKey: text("user_key").notNull(),
+    stagedAt: integer("staged_at").notNull(),
+    /** Set when a load committed this row to the warehouse. */
+    loadId: text("load_id"),
+  },
+  (t) => [
+    // Partial: a load reads only the rows still waiting, however many were loaded before.
+    index("warehouse_staged_waiting").on(t.destinationId, t.id).where(sql`load_id IS NULL`),
+    index("warehouse_staged_load").on(t.loadId),
+    index("warehouse_staged_user").on(t.destinationId, t.userKey),
+  ],
+);
+
+/** One row per load attempt of a warehouse destination: queued, running, succeeded or failed. */
+export const warehouseLoads = sqliteTable(
+  "warehouse_loads",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull(),
+    destinationId: text("destination_id").notNull(),
+    /** queued | running | succeeded | failed */
+    status: text("status").notNull(),
+    /** api | schedule | retry | more (the previous load left staged rows behind) */
+    trigger: text("trigger").notNull(),
+    attempt: integer("attempt").notNull().default(1),
+    dueAt: integer("due_at").notNull(),
+    createdAt: integer("created_at").notNull(),
+    startedAt: integer("started_at"),
+    finishedAt: integer("finished_at"),
+    /** JSON: table → rows written. */
+    rows: text("rows"),
+    discards: integer("discards"),
+    error: text("error"),
+  },
+  (t) => [index("warehouse_loads_destination").on(t.destinationId, t.createdAt), index("warehouse_loads_status").on(t.status, t.dueAt)],
+);
