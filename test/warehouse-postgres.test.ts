@@ -97,6 +97,9 @@ describe("values meet columns (no database)", () => {
     ["double takes integers", "float", 3, "3"],
     ["boolean as t/f", "boolean", false, "f"],
     ["timestamptz takes ISO date-times", "datetime", "2026-01-02T03:04:05.678+01:00", "2026-01-02T03:04:05.678+01:00"],
+    ["timestamptz takes microseconds", "datetime", "2026-01-02T03:04:05.123456Z", "2026-01-02T03:04:05.123456Z"],
+    ["timestamptz takes a leap day", "datetime", "2024-02-29T00:00:00.000Z", "2024-02-29T00:00:00.000Z"],
+    ["timestamptz takes a date alone", "datetime", "2026-01-02", "2026-01-02"],
     ["json keeps JSON text", "json", "[1,2]", "[1,2]"],
     ["json quotes other strings", "json", "plain", '"plain"'],
     ["null stays null", "int", null, null],
@@ -110,6 +113,12 @@ describe("values meet columns (no database)", () => {
     ["a number in a boolean column", "boolean", 1],
     ["a non-date string in a timestamptz column", "datetime", "yesterday"],
     ["an impossible date in a timestamptz column", "datetime", "2026-13-45T00:00:00Z"],
+    // JavaScript's Date.parse rolls these over into the next month; PostgreSQL refuses them.
+    ["February 30th in a timestamptz column", "datetime", "2026-02-30T00:00:00.000Z"],
+    ["April 31st with an offset in a timestamptz column", "datetime", "2026-04-31 10:00:00+02:00"],
+    ["February 29th of a year that is not leap in a timestamptz column", "datetime", "1900-02-29T00:00:00Z"],
+    ["year 0 in a timestamptz column", "datetime", "0000-01-01T00:00:00Z"],
+    ["a second past 59 in a timestamptz column", "datetime", "2026-01-01T23:59:60Z"],
     ["a number past bigint's range", "int", 1e20],
     ["an object in a bigint column", "int", { a: 1 }],
   ] as const)("%s is a misfit", (_name, kind, value) => {
@@ -194,6 +203,32 @@ describe.if(havePostgres)("PostgresWarehouse", () => {
     expect(discards[0]).toMatchObject({ table_name: "order_done", column_name: "amount", column_value: "ten", row_id: "m2", reason: "incompatible schema conversion from int to string" });
     expect(new Date(discards[0].received_at).toISOString()).toBe("2026-02-03T04:05:06.000Z");
     expect(discards[0].uuid_ts).not.toBeNull();
+  });
+
+  test("a date PostgreSQL refuses (February 30th) goes to rudder_discards; the other tables of the load still arrive", async () => {
+    const ns = newNamespace();
+    const wh = newWarehouse();
+    // Several tables, the biggest first: the loader reorders and encodes ahead, which must not
+    // lose or mix up a table's discards.
+    const tracks = Array.from({ length: 300 }, (_, i) => trackRow(`t${i}`));
+    const bad = trackRow("m1", { shipped_at: "2026-02-30T10:00:00.000Z" });
+    const result = await wh.load(
+      ns,
+      [
+        batch("tracks", TRACK_COLUMNS, tracks),
+        batch("order_shipped", { ...TRACK_COLUMNS, shipped_at: "datetime" }, [bad, trackRow("m2", { shipped_at: "2026-03-01T10:00:00.000Z" })]),
+        batch("order_paid", TRACK_COLUMNS, [trackRow("m3")]),
+      ],
+      "l1",
+    );
+    expect(result).toEqual({ rows: { tracks: 300, order_shipped: 2, order_paid: 1 }, discards: 1 });
+    const rows = await sql!.unsafe(`SELECT id, shipped_at FROM "${ns}".order_shipped ORDER BY id`);
+    expect(rows.map((r: { id: string; shipped_at: Date | null }) => [r.id, r.shipped_at?.toISOString() ?? null])).toEqual([
+      ["m1", null],
+      ["m2", "2026-03-01T10:00:00.000Z"],
+    ]);
+    const discards = await sql!.unsafe(`SELECT table_name, column_name, column_value, row_id FROM "${ns}".rudder_discards`);
+    expect(discards).toEqual([{ table_name: "order_shipped", column_name: "shipped_at", column_value: "2026-02-30T10:00:00.000Z", row_id: "m1" }]);
   });
 
   test("the same load twice inserts every row once, discards included", async () => {
