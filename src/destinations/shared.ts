@@ -3,7 +3,7 @@
  * event filtering, flattening, and merging consecutive requests into batches.
  */
 import { t } from "elysia";
-import type { DestinationRequest, SluiceEvent } from "./types";
+import { type DestinationRequest, type SluiceEvent, TransformError } from "./types";
 
 type Obj = Record<string, any>;
 
@@ -30,6 +30,12 @@ export function firstOf(value: unknown, paths: string[]): any {
 // Most RudderStack mapping files use these semantics; `firstOf`/`compact` treat "" as a value and drop nulls.
 /** A value a RudderStack mapping would use: not undefined, null, "" or NaN (0 and false count). */
 export const isPresent = (v: unknown): boolean => !!v || v === 0 || v === false;
+
+/** RudderStack's refusal of a missing value, naming where its mapping looked (a key or a list of paths). */
+export function requireValue<T>(value: T, source: string | string[]): T {
+  if (!isPresent(value)) throw new TransformError(`Missing required value from ${JSON.stringify(source)}`);
+  return value;
+}
 
 /** Neither undefined nor null ("" and 0 count as values). */
 export const isDefined = (v: unknown): boolean => v !== undefined && v !== null;

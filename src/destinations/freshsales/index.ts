@@ -13,7 +13,7 @@
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
 import { genericField } from "../generic-fields";
-import { compact, firstPresent, getPath, isPresent, traitPaths, traitValue } from "../shared";
+import { compact, firstPresent, getPath, isPresent, requireValue, traitPaths, traitValue } from "../shared";
 import { type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -45,15 +45,10 @@ function flattenAddress(address: unknown): unknown {
   return `${a.street || ""} ${a.city || ""} ${a.state || ""} ${a.country || ""} ${a.postalCode || ""}`;
 }
 
-function required(value: unknown, sourceKeys: string): unknown {
-  if (!isPresent(value)) throw new TransformError(`Missing required value from ${JSON.stringify(sourceKeys)}`);
-  return value;
-}
-
 /** The contact, per RudderStack's Freshsales identify mapping. */
 function contactOf(event: SluiceEvent): Obj {
   return compact({
-    emails: required(genericField(event, "email"), "email"),
+    emails: requireValue(genericField(event, "email"), "email"),
     first_name: genericField(event, "firstName"),
     last_name: genericField(event, "lastName"),
     subscription_status: traitValue(event, "subscriptionStatus"),
@@ -88,7 +83,7 @@ function contactOf(event: SluiceEvent): Obj {
 /** The sales account, per RudderStack's Freshsales group mapping. */
 function accountOf(event: SluiceEvent): Obj {
   return compact({
-    name: required(genericField(event, "name"), "name"),
+    name: requireValue(genericField(event, "name"), "name"),
     industry_type_id: toNumber(traitValue(event, "industryTypeId")),
     business_type_id: toNumber(firstPresent(event, ["traits.business_type_id", "traits.businessTypeId", "context.traits.business_type_id", "context.traits.businessTypeId"])),
     phone: genericField(event, "phone"),
@@ -116,15 +111,15 @@ function salesActivityOf(event: SluiceEvent): Obj {
   const p = (key: string) => getPath(event, `properties.${key}`);
   const activity = compact({
     sales_activity_name: p("salesActivityName"),
-    title: required(p("title"), "properties.title"),
+    title: requireValue(p("title"), "properties.title"),
     sales_activity_type_id: p("salesActivityTypeId"),
     sales_activity_outcome_id: p("salesActivityOutcomeId"),
-    start_date: required(p("startDate"), "properties.startDate"),
-    end_date: required(p("endDate"), "properties.endDate"),
+    start_date: requireValue(p("startDate"), "properties.startDate"),
+    end_date: requireValue(p("endDate"), "properties.endDate"),
     notes: p("notes"),
-    owner_id: required(p("ownerId"), "properties.ownerId"),
+    owner_id: requireValue(p("ownerId"), "properties.ownerId"),
     targetable_id: getPath(event, "context.externalId.id"),
-    targetable_type: required(getPath(event, "context.externalId.type"), "context.externalId.type"),
+    targetable_type: requireValue(getPath(event, "context.externalId.type"), "context.externalId.type"),
     creater_id: p("createrId"),
     created_at: genericField(event, "timestamp"),
     updated_at: genericField(event, "timestamp"),

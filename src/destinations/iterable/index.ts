@@ -10,7 +10,7 @@
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
 import { genericField } from "../generic-fields";
-import { compact, EVENT_FILTERING_KEYS, firstPresent, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, eventFilteringSchema } from "../shared";
+import { compact, EVENT_FILTERING_KEYS, firstPresent, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, eventFilteringSchema, requireValue } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 import { batchIterable } from "./batch";
 import { checkIterableResponse } from "./response";
@@ -44,11 +44,6 @@ const int = (v: unknown) => (v ? Number.parseInt(String(v), 10) : undefined);
 const present = (v: unknown) => (isPresent(v) ? v : undefined);
 
 /** A value RudderStack's mapping marks required: a missing one aborts the event naming where it was looked for. */
-function required(value: unknown, source: string): any {
-  if (!isPresent(value)) throw new TransformError(`Missing required value from "${source}"`);
-  return value;
-}
-
 function requireUser(payload: Obj): Obj {
   if (!payload.email && !payload.userId) throw new TransformError("userId or email is mandatory for this request");
   return payload;
@@ -114,13 +109,13 @@ function items(event: SluiceEvent): Obj[] {
     const category = present(i.category);
     // Checked in the order of RudderStack's product mapping, so the first missing one is named.
     return compact({
-      id: required(i.product_id, "product_id"),
+      id: requireValue(i.product_id, "product_id"),
       sku: present(i.sku),
-      name: required(i.name, "name"),
+      name: requireValue(i.name, "name"),
       description: present(i.description),
       categories: typeof category === "string" ? category.split(",") : category,
-      price: Number.parseFloat(required(i.price, "price")),
-      quantity: Number.parseInt(required(i.quantity, "quantity"), 10),
+      price: Number.parseFloat(requireValue(i.price, "price")),
+      quantity: Number.parseInt(requireValue(i.quantity, "quantity"), 10),
       imageUrl: present(i.image_url),
       url: present(i.url),
       dataFields: present(i.properties),
@@ -131,7 +126,7 @@ function items(event: SluiceEvent): Obj[] {
 function purchasePayload(event: SluiceEvent, config: Obj): Obj {
   const p = event.properties;
   const id = firstPresent(event, ["properties.order_id", "properties.orderId", "properties.id", "properties.event_id"]);
-  const total = required(getPath(event, "properties.total"), "properties.total");
+  const total = requireValue(getPath(event, "properties.total"), "properties.total");
   return compact({
     id: id ? String(id) : undefined,
     dataFields: present(p),
@@ -164,7 +159,7 @@ function tokenRegistration(event: SluiceEvent, config: Obj): { path: string; jso
 
 /** A reverse-ETL catalog row, already in the shape of the bulk item upsert so one row alone is a valid call. */
 function catalogPayload(event: SluiceEvent, id: unknown): Obj {
-  return { documents: Object.fromEntries([[String(id), required(event.traits, "traits")]]), replaceUploadedFieldsOnly: true };
+  return { documents: Object.fromEntries([[String(id), requireValue(event.traits, "traits")]]), replaceUploadedFieldsOnly: true };
 }
 
 export const iterable: DestinationDefinition = {
@@ -217,7 +212,7 @@ export const iterable: DestinationDefinition = {
       case "screen":
         return [post("/events/track", pageOrScreenPayload(event, type, c))];
       case "alias":
-        return [post("/users/updateEmail", { currentEmail: required(event.previousId, "previousId"), newEmail: required(event.userId, "userId") })];
+        return [post("/users/updateEmail", { currentEmail: requireValue(event.previousId, "previousId"), newEmail: requireValue(event.userId, "userId") })];
       default:
         throw new TransformError(`Message type ${type} not supported`);
     }

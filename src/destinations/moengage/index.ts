@@ -6,8 +6,8 @@
  */
 import { t } from "elysia";
 import { endpointFor } from "../base-url";
-import { genericField } from "../generic-fields";
-import { basicAuth, compact, EVENT_FILTERING_KEYS, firstPresent, flattenJson, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, traitValue, eventFilteringSchema } from "../shared";
+import { GENERIC_PATHS, genericField } from "../generic-fields";
+import { basicAuth, compact, EVENT_FILTERING_KEYS, firstPresent, flattenJson, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, requireValue, traitValue, eventFilteringSchema } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -111,17 +111,9 @@ function action(event: SluiceEvent, config: Obj): Obj {
   });
 }
 
-function required(value: unknown, source: string): unknown {
-  if (!isPresent(value)) throw new TransformError(`Missing required value from "${source}"`);
-  return value;
-}
-
+/** RudderStack names the whole generic userId chain when none of it is present. */
 function customerId(event: SluiceEvent): unknown {
-  const id = genericField(event, "userId");
-  if (!isPresent(id)) {
-    throw new TransformError('Missing required value from ["userId","traits.userId","traits.id","context.traits.userId","context.traits.id","anonymousId"]');
-  }
-  return id;
+  return requireValue(genericField(event, "userId"), GENERIC_PATHS.userId);
 }
 
 export const moengage: DestinationDefinition = {
@@ -167,8 +159,8 @@ export const moengage: DestinationDefinition = {
         return [post(`/v1/event/${apiId}`, () => compact({ customer_id: id, device_id: deviceId, type: "event", actions: [action(event, ctx.config)] }))];
       }
       default: {
-        const retained = required(event.userId, "userId");
-        const merged = required(event.previousId, "previousId");
+        const retained = requireValue(event.userId, "userId");
+        const merged = requireValue(event.previousId, "previousId");
         // The merge API takes the app id as a query parameter and no MOE-APPKEY header.
         return [post(`/v1/customer/merge?app_id=${apiId}`, () => ({ merge_data: [{ retained_user: retained, merged_user: merged }] }), { "Content-Type": "application/json", Authorization: auth })];
       }

@@ -15,6 +15,7 @@ import {
   isEventAllowed,
   isPresent,
   jsonBytes,
+  requireValue,
 } from "../shared";
 import { type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 import { parseUserAgent } from "../user-agent";
@@ -110,10 +111,9 @@ function contextProperties(event: SluiceEvent): Obj {
 }
 
 /** Throws like RudderStack's required mappings, naming the mapping's source (`source`) when none of `paths` holds a value. */
+/** The first present value of the paths, refused in RudderStack's words when there is none. */
 function required(event: SluiceEvent, paths: string[], source: string): any {
-  const v = firstPresent(event, paths);
-  if (!isPresent(v)) throw new TransformError(`Missing required value from "${source}"`);
-  return v;
+  return requireValue(firstPresent(event, paths), source);
 }
 
 function groupPayload(event: SluiceEvent, useV2Group: boolean): Obj {
