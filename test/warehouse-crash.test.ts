@@ -245,29 +245,55 @@ async function lockTable(sql: SQL, ns: string, table: string) {
   return release;
 }
 
+/**
+ * Both crash windows start alike: a Sluice process, a warmed-up POSTGRES destination, a batch
+ * staged, and a load started that waits inside its PostgreSQL transaction (past every SQLite
+ * write it makes before loading) on a table the test holds locked.
+ */
+async function blockedLoad(tag: string) {
+  const sql = testSql();
+  undo.push(() => sql.close());
+  const ns = newNamespace();
+  const dataDir = tempDir("sluice-crash-");
+  dirs.push(dataDir);
+
+  const sluice = await start(dataDir);
+  const { writeKey, destinationId } = await setUp(sluice.url, ns);
+  const warm = await warmUp(sluice.url, writeKey, destinationId);
+
+  const batch = makeBatch(tag, TRACKS, IDENTIFIES, USERS);
+  await send(sluice.url, writeKey, batch);
+  await waitStaged(sluice.url, destinationId, 2 + TRACKS + IDENTIFIES);
+
+  const release = await lockTable(sql, ns, LOCKED_TABLE);
+  const started = await api(sluice.url, "POST", `/v2/destinations/${destinationId}/sync`);
+  expect(started.status).toBe(202);
+  const loadId = started.json.id as string;
+  const pid = await waitLoadBlocked(sql, loadId);
+  return { sql, ns, dataDir, sluice, destinationId, warm, batch, release, loadId, pid };
+}
+
+/** After the restart: the interrupted load is recorded as failed and run again at once; a later sync finds nothing left. */
+async function expectRetriedAfterRestart(url: string, destinationId: string, loadId: string, rows: Record<string, number>) {
+  const retried = await waitLoad(url, destinationId, (l) => l.trigger === "retry", "the load queued by the restart to finish");
+  expect(retried.error).toBeNull();
+  expect(retried.status).toBe("succeeded");
+  expect(retried.rows).toMatchObject(rows);
+  expect((await syncs(url, destinationId)).find((l) => l.id === loadId)).toMatchObject({
+    status: "failed",
+    error: expect.stringContaining("interrupted by a restart"),
+  });
+  const again = await syncAndWait(url, destinationId);
+  expect(again.rows).toEqual({});
+}
+
 describe.if(havePostgres)("POSTGRES loads across kill -9 of the Sluice process", () => {
   test(
     "killed inside the load's PostgreSQL transaction: nothing is in the warehouse; after the restart the interrupted load runs again and every event is there once",
     async () => {
-      const sql = testSql();
-      undo.push(() => sql.close());
-      const ns = newNamespace();
-      const dataDir = tempDir("sluice-crash-");
-      dirs.push(dataDir);
-
-      let sluice = await start(dataDir);
-      const { writeKey, destinationId } = await setUp(sluice.url, ns);
-      const warm = await warmUp(sluice.url, writeKey, destinationId);
-
-      const batch = makeBatch("tx", TRACKS, IDENTIFIES, USERS);
-      await send(sluice.url, writeKey, batch);
-      await waitStaged(sluice.url, destinationId, 2 + TRACKS + IDENTIFIES);
-
-      const release = await lockTable(sql, ns, LOCKED_TABLE);
-      const started = await api(sluice.url, "POST", `/v2/destinations/${destinationId}/sync`);
-      expect(started.status).toBe(202);
-      const loadId = started.json.id as string;
-      const pid = await waitLoadBlocked(sql, loadId);
+      const blocked = await blockedLoad("tx");
+      const { sql, ns, dataDir, destinationId, warm, batch, release, loadId, pid } = blocked;
+      let sluice = blocked.sluice;
       // The load is well inside its transaction: the tables merged before the locked one are
       // written (held with RowExclusiveLock until its end), yet to be committed.
       const written = await sql.unsafe(
@@ -287,18 +313,9 @@ describe.if(havePostgres)("POSTGRES loads across kill -9 of the Sluice process",
       });
       expectExactlyOnce(await tableIds(sql, ns), [warm]);
 
-      // Restarted on the same data dir: the interrupted load is recorded as failed and run again at once.
+      // Restarted on the same data dir: the interrupted load runs again and loads everything once.
       sluice = await start(dataDir);
-      const retried = await waitLoad(sluice.url, destinationId, (l) => l.trigger === "retry", "the load queued by the restart to finish");
-      expect(retried.error).toBeNull();
-      expect(retried.status).toBe("succeeded");
-      expect(retried.rows).toMatchObject({ tracks: TRACKS, product_viewed: TRACKS, identifies: IDENTIFIES, users: USERS });
-      const interrupted = (await syncs(sluice.url, destinationId)).find((l) => l.id === loadId);
-      expect(interrupted).toMatchObject({ status: "failed", error: expect.stringContaining("interrupted by a restart") });
-
-      // A sync asked for afterwards finds nothing left to load.
-      const again = await syncAndWait(sluice.url, destinationId);
-      expect(again.rows).toEqual({});
+      await expectRetriedAfterRestart(sluice.url, destinationId, loadId, { tracks: TRACKS, product_viewed: TRACKS, identifies: IDENTIFIES, users: USERS });
       expectExactlyOnce(await tableIds(sql, ns), [warm, batch]);
     },
     90_000,
@@ -307,26 +324,9 @@ describe.if(havePostgres)("POSTGRES loads across kill -9 of the Sluice process",
   test(
     "killed after the PostgreSQL commit, before SQLite records the load: every event is in the warehouse; the load run again after the restart adds nothing",
     async () => {
-      const sql = testSql();
-      undo.push(() => sql.close());
-      const ns = newNamespace();
-      const dataDir = tempDir("sluice-crash-");
-      dirs.push(dataDir);
-
-      let sluice = await start(dataDir);
-      const { writeKey, destinationId } = await setUp(sluice.url, ns);
-      const warm = await warmUp(sluice.url, writeKey, destinationId);
-
-      const batch = makeBatch("commit", TRACKS, IDENTIFIES, USERS);
-      await send(sluice.url, writeKey, batch);
-      await waitStaged(sluice.url, destinationId, 2 + TRACKS + IDENTIFIES);
-
-      // The load waits inside its transaction, past every SQLite write it makes before loading.
-      const release = await lockTable(sql, ns, LOCKED_TABLE);
-      const started = await api(sluice.url, "POST", `/v2/destinations/${destinationId}/sync`);
-      expect(started.status).toBe(202);
-      const loadId = started.json.id as string;
-      await waitLoadBlocked(sql, loadId);
+      const blocked = await blockedLoad("commit");
+      const { sql, ns, dataDir, destinationId, warm, batch, release, loadId } = blocked;
+      let sluice = blocked.sluice;
 
       // Now the test takes SQLite's write lock: once PostgreSQL commits, the SQLite transaction
       // that marks the rows loaded and the load succeeded cannot happen before the kill.
@@ -356,17 +356,7 @@ describe.if(havePostgres)("POSTGRES loads across kill -9 of the Sluice process",
 
       // Restarted: the load is run again; the loader skips the ids already there.
       sluice = await start(dataDir);
-      const retried = await waitLoad(sluice.url, destinationId, (l) => l.trigger === "retry", "the load queued by the restart to finish");
-      expect(retried.error).toBeNull();
-      expect(retried.status).toBe("succeeded");
-      expect(retried.rows).toMatchObject({ tracks: 0, product_viewed: 0, identifies: 0 });
-      expect((await syncs(sluice.url, destinationId)).find((l) => l.id === loadId)).toMatchObject({
-        status: "failed",
-        error: expect.stringContaining("interrupted by a restart"),
-      });
-
-      const again = await syncAndWait(sluice.url, destinationId);
-      expect(again.rows).toEqual({});
+      await expectRetriedAfterRestart(sluice.url, destinationId, loadId, { tracks: 0, product_viewed: 0, identifies: 0 });
       expectExactlyOnce(await tableIds(sql, ns), [warm, batch]);
     },
     90_000,
