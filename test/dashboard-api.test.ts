@@ -59,7 +59,10 @@ describe("sessions", () => {
     const { cookie } = await signIn(s);
     const me = await withCookie(s, cookie, "GET", "/v2/session");
     expect(me.status).toBe(200);
-    expect(((await me.json()) as any).email).toBe(ADMIN_EMAIL);
+    const who = (await me.json()) as any;
+    expect(who.email).toBe(ADMIN_EMAIL);
+    // The session's own expiry, not the time of the call.
+    expect(Date.parse(who.expiresAt) - Date.now()).toBeGreaterThan(11.9 * 3600_000);
     expect((await withCookie(s, cookie, "GET", "/v2/sources", undefined, null)).status).toBe(200);
 
     const created = await withCookie(s, cookie, "POST", "/v2/sources", { name: "from-dashboard" });

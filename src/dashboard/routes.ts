@@ -5,6 +5,7 @@
  */
 import { Elysia, t } from "elysia";
 import { authenticateRequest } from "../control-plane/auth";
+import type { Principal } from "../control-plane/tokens";
 import type { ServiceContext } from "../lib/context";
 import { DashboardAssets, SECURITY_HEADERS } from "./assets";
 import { sessionCookie, sessionIdFrom, sessionPrincipal, signIn, signOut } from "./sessions";
@@ -68,9 +69,9 @@ export function dashboardRoutes(ctx: ServiceContext, assets: DashboardAssets) {
     .get(
       "/v2/session",
       ({ request }) => {
-        const p = authenticateRequest(ctx, request);
-        const session = sessionPrincipal(ctx, sessionIdFrom(request.headers.get("cookie")));
-        return { email: p.email, workspaceId: p.workspaceId, expiresAt: new Date(session?.expiresAt ?? ctx.now()).toISOString() };
+        // authenticateRequest looks the session up and checks it; its principal carries the expiry.
+        const p: Principal & { expiresAt?: number } = authenticateRequest(ctx, request);
+        return { email: p.email, workspaceId: p.workspaceId, expiresAt: new Date(p.expiresAt ?? ctx.now()).toISOString() };
       },
       { response: { 200: Session }, detail: detail("Who is signed in", "The session's account and when it expires; 401 when there is no session.") },
     )

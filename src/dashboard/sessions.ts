@@ -3,7 +3,7 @@
  * cookie; the server keeps only its SHA-256, so a copy of the database opens no session. The
  * access token typed at sign-in is checked once and never stored in the browser.
  */
-import { and, eq, lt } from "drizzle-orm";
+import { eq, lt } from "drizzle-orm";
 import { timingSafeEqual } from "node:crypto";
 import type { Db } from "../../db";
 import { accounts, sessions } from "../../db/schema";
@@ -58,7 +58,7 @@ export function sessionPrincipal(deps: SessionDeps, id: string): (Principal & { 
 }
 
 export function signOut(deps: SessionDeps, id: string): void {
-  if (id) deps.db.delete(sessions).where(and(eq(sessions.idHash, sha256hex(id)))).run();
+  if (id) deps.db.delete(sessions).where(eq(sessions.idHash, sha256hex(id))).run();
 }
 
 /** The session id from a Cookie header. */
