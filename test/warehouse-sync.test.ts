@@ -3,6 +3,7 @@
  * POST /v2/destinations/{id}/sync into a real PostgreSQL (test/pg.ts), and followed through
  * GET /v2/destinations/{id}/syncs. Each test loads into its own schema and drops it after.
  */
+import { Database } from "bun:sqlite";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { defaultNamespace } from "../src/warehouse/schema";
 import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, basic, cleanup, createSource, sendEvent, startSluice } from "./helpers";
@@ -149,6 +150,33 @@ describe.if(havePostgres)("POSTGRES destination: staging, sync and syncs", () =>
     expect((await sql!.unsafe(`SELECT count(*)::int AS n FROM "${ns}".tracks`))[0].n).toBe(5);
   });
 
+  test("a load whose outcome SQLite cannot record is closed as failed, not left running; its retry loads nothing twice", async () => {
+    const ns = newNamespace();
+    const { source, destination } = await postgresDestination(ns);
+    await sendEvent(s.url, source.writeKey, "track", track("u1", "m-unrec-1", { sku: "A" }));
+    await waitStaged(destination.id, 1);
+    // A real SQLite failure at the moment the load is recorded as succeeded (as a full disk would give).
+    const db = new Database(`${s.dataDir}/sluice.db`);
+    db.exec(`CREATE TRIGGER sluice_test_refuse BEFORE UPDATE OF status ON warehouse_loads WHEN NEW.status = 'succeeded'
+             BEGIN SELECT RAISE(ABORT, 'disk I/O error (test)'); END`);
+    try {
+      const first = await syncAndWait(destination.id, "failed");
+      expect(first.error).toContain("could not be recorded");
+      expect(first.error).toContain("disk I/O error (test)");
+      expect((await sql!.unsafe(`SELECT count(*)::int AS n FROM "${ns}".product_viewed`))[0].n).toBe(1);
+    } finally {
+      db.exec(`DROP TRIGGER sluice_test_refuse`);
+      db.close();
+    }
+    // The retry queued with backoff is made due by the next request, and loads nothing twice.
+    const second = await syncAndWait(destination.id);
+    expect(second.trigger).toBe("retry");
+    expect(second.rows).toEqual({ tracks: 0, product_viewed: 0 });
+    expect((await sql!.unsafe(`SELECT count(*)::int AS n FROM "${ns}".product_viewed`))[0].n).toBe(1);
+    const list = await api(s.url, "GET", `/v2/destinations/${destination.id}/syncs`);
+    expect(list.json.syncs.map((l: any) => l.status)).toEqual(["succeeded", "failed"]);
+  });
+
   test("suppress_with_delete naming a POSTGRES destination removes the user's rows from every table", async () => {
     const ns = newNamespace();
     const { source, destination } = await postgresDestination(ns);
@@ -175,6 +203,71 @@ describe.if(havePostgres)("POSTGRES destination: staging, sync and syncs", () =>
       expect(await sql!.unsafe(`SELECT user_id FROM "${ns}"."${table}" ORDER BY user_id`)).toEqual(table === "identifies" ? [] : [{ user_id: "stays" }]);
     }
     expect(await sql!.unsafe(`SELECT id FROM "${ns}".users`)).toEqual([]);
+  });
+
+  test("identity resolution (enableIDResolution): merge, alias and identify form groups in rudder_identity_mappings; a later merge joins two groups", async () => {
+    const ns = newNamespace();
+    const { source, destination } = await postgresDestination(ns, { enableIDResolution: true });
+    await sendEvent(s.url, source.writeKey, "identify", { anonymousId: "anon-1", userId: "u1", messageId: "m-ir-1", traits: { plan: "pro" } });
+    await sendEvent(s.url, source.writeKey, "alias", { userId: "u2", previousId: "u1", messageId: "m-ir-2" });
+    await sendEvent(s.url, source.writeKey, "merge", {
+      userId: "u2",
+      messageId: "m-ir-3",
+      mergeProperties: [
+        { type: "email", value: "alex@example.com" },
+        { type: "user_id", value: "u2" },
+      ],
+    });
+    await sendEvent(s.url, source.writeKey, "track", track("u9", "m-ir-4", { sku: "Z" }));
+    await sendEvent(s.url, source.writeKey, "track", { ...track("u9", "m-ir-5", { sku: "Z" }), anonymousId: "anon-9" });
+    await waitStaged(destination.id, 5);
+    const first = await syncAndWait(destination.id);
+    expect(first.rows).toMatchObject({ identifies: 1, aliases: 1, tracks: 2, rudder_identity_merge_rules: 5 });
+
+    const groups = async () => {
+      const rows: Array<{ t: string; v: string; r: string }> = await sql!.unsafe(
+        `SELECT merge_property_type AS t, merge_property_value AS v, rudder_id AS r FROM "${ns}".rudder_identity_mappings ORDER BY t, v`,
+      );
+      const byId = new Map<string, string[]>();
+      for (const m of rows) byId.set(m.r, [...(byId.get(m.r) ?? []), `${m.t}:${m.v}`]);
+      return [...byId.values()].map((g) => g.sort()).sort();
+    };
+    expect(await groups()).toEqual([
+      ["anonymous_id:anon-1", "email:alex@example.com", "user_id:u1", "user_id:u2"],
+      ["anonymous_id:anon-9", "user_id:u9"],
+    ]);
+    const rules = await sql!.unsafe(`SELECT merge_property_1_type AS t1, merge_property_1_value AS v1, merge_property_2_type AS t2, merge_property_2_value AS v2 FROM "${ns}".rudder_identity_merge_rules ORDER BY id`);
+    expect(rules).toContainEqual({ t1: "email", v1: "alex@example.com", t2: "user_id", v2: "u2" });
+    expect(rules).toContainEqual({ t1: "user_id", v1: "u2", t2: "user_id", v2: "u1" });
+    expect(rules).toContainEqual({ t1: "anonymous_id", v1: "anon-1", t2: "user_id", v2: "u1" });
+    const before = await sql!.unsafe(`SELECT DISTINCT rudder_id AS r FROM "${ns}".rudder_identity_mappings ORDER BY r`);
+
+    // A merge naming one identifier of each group joins them under the smaller rudder_id.
+    await sendEvent(s.url, source.writeKey, "merge", {
+      userId: "u9",
+      messageId: "m-ir-6",
+      mergeProperties: [
+        { type: "user_id", value: "u9" },
+        { type: "email", value: "alex@example.com" },
+      ],
+    });
+    await waitStaged(destination.id, 6);
+    const second = await syncAndWait(destination.id);
+    expect(second.rows).toMatchObject({ rudder_identity_merge_rules: 1 });
+    expect(await groups()).toEqual([["anonymous_id:anon-1", "anonymous_id:anon-9", "email:alex@example.com", "user_id:u1", "user_id:u2", "user_id:u9"]]);
+    expect(await sql!.unsafe(`SELECT DISTINCT rudder_id AS r FROM "${ns}".rudder_identity_mappings`)).toEqual([before[0]]);
+  });
+
+  test("without enableIDResolution no identity tables are made, and a merge call loads nothing", async () => {
+    const ns = newNamespace();
+    const { source, destination } = await postgresDestination(ns);
+    await sendEvent(s.url, source.writeKey, "identify", { anonymousId: "anon-1", userId: "u1", messageId: "m-noir-1" });
+    await sendEvent(s.url, source.writeKey, "merge", { userId: "u1", messageId: "m-noir-2", mergeProperties: [{ type: "email", value: "a@x" }, { type: "user_id", value: "u1" }] });
+    await waitStaged(destination.id, 2);
+    const load = await syncAndWait(destination.id);
+    expect(load.rows).toEqual({ identifies: 1, users: 1 });
+    const tables = await sql!.unsafe(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, [ns]);
+    expect(tables.map((t: any) => t.table_name)).toEqual(["identifies", "users"]);
   });
 
   test("the Test API refuses a POSTGRES destination: the server loads it itself", async () => {

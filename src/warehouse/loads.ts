@@ -146,6 +146,8 @@ export class WarehouseLoads {
   private busy = new Map<string, Promise<unknown>>();
   private clients = new Map<string, { key: string; client: WarehouseClient }>();
   private scheduledAt = new Map<string, number>();
+  /** Loads that ran but whose outcome SQLite could not record; closed as failed on a later tick. */
+  private unrecorded = new Map<string, { workspaceId: string; destinationId: string; attempt: number; error: string }>();
   private s: Record<
     "insert" | "queuedFor" | "makeDue" | "due" | "nextDue" | "markRunning" | "finish" | "interrupted" | "staged" | "markLoaded" | "purgeLoaded" | "list" | "namespaces" | "deleteStaged" | "cancelQueued",
     Statement
@@ -296,6 +298,15 @@ export class WarehouseLoads {
     let wakeAt = now + MAX_IDLE_MS;
     try {
       const snap = this.config.snapshot();
+      for (const [id, l] of this.unrecorded) {
+        const error = `its outcome could not be recorded (${l.error}); its rows stay staged for the next load`;
+        const dest = snap.destinations.get(l.destinationId);
+        this.db.$client.transaction(() => {
+          this.s.finish.run("failed", now, "{}", 0, error, id);
+          if (dest) this.enqueue(l.workspaceId, l.destinationId, "retry", now + this.retryDelay(dest, l.attempt), l.attempt + 1);
+        })();
+        this.unrecorded.delete(id);
+      }
       for (const dest of snap.destinations.values()) {
         if (!isWarehouseKind(dest.type) || !dest.enabled) continue;
         let at = this.scheduledAt.get(dest.id);
@@ -339,6 +350,12 @@ export class WarehouseLoads {
       if (this.busy.get(destinationId) === p) this.busy.delete(destinationId);
       this.wake();
     }
+  }
+
+  /** Backoff before attempt `attempt + 1`: doubling from retryBackoffMs, at most the sync frequency. */
+  private retryDelay(dest: Pick<DestinationRuntime, "config">, attempt: number): number {
+    const cap = syncFrequencyMinutes(dest.config) * 60_000;
+    return Math.min(cap, this.settings.retryBackoffMs * 2 ** Math.min(attempt - 1, 20));
   }
 
   private clientFor(dest: DestinationRuntime): WarehouseClient {
@@ -389,16 +406,23 @@ export class WarehouseLoads {
     const finished = this.now();
     const error = failure === undefined ? null : (failure as Error)?.message ?? String(failure);
     const lastId = staged.length ? staged[staged.length - 1]!.id : 0;
-    this.db.$client.transaction(() => {
-      if (loaded.length) this.s.markLoaded.run(load.id, dest.id, lastId, JSON.stringify(loaded));
-      this.s.finish.run(error === null ? "succeeded" : "failed", finished, JSON.stringify(rows), discards, error, load.id);
-    })();
+    try {
+      this.db.$client.transaction(() => {
+        if (loaded.length) this.s.markLoaded.run(load.id, dest.id, lastId, JSON.stringify(loaded));
+        this.s.finish.run(error === null ? "succeeded" : "failed", finished, JSON.stringify(rows), discards, error, load.id);
+      })();
+    } catch (err) {
+      // SQLite could not record the outcome (a full disk, say). The rows stay staged and the
+      // next load takes them again, which the loader dedupes; until the record can be written
+      // the load would show `running`, so each tick tries again to close it as failed.
+      this.log.error("could not record a warehouse load's outcome; it will be loaded again", { err, destinationId: dest.id, loadId: load.id });
+      this.unrecorded.set(load.id, { workspaceId: dest.workspaceId, destinationId: dest.id, attempt: load.attempt, error: (err as Error)?.message ?? String(err) });
+      return;
+    }
 
     if (failure !== undefined) {
       if (isRetryableLoadError(failure)) {
-        const cap = syncFrequencyMinutes(dest.config) * 60_000;
-        const delay = Math.min(cap, this.settings.retryBackoffMs * 2 ** Math.min(load.attempt - 1, 20));
-        this.enqueue(dest.workspaceId, dest.id, "retry", finished + delay, load.attempt + 1);
+        this.enqueue(dest.workspaceId, dest.id, "retry", finished + this.retryDelay(dest, load.attempt), load.attempt + 1);
       }
     } else if (staged.length >= this.settings.rowsPerLoad) {
       this.enqueue(dest.workspaceId, dest.id, "more", finished);

@@ -14,6 +14,7 @@
  */
 import { SQL } from "bun";
 import { AppError } from "../lib/errors.ts";
+import { MAPPINGS_TABLE, MERGE_RULES_TABLE, applyMergeRules, type MergeRule } from "./identity.ts";
 import type { TableBatch, WarehouseType } from "./types.ts";
 import { COPY_NULL, POSTGRES_TYPES, columnKind, copyEncoder, discardText, fitValue, type ColumnKind } from "./postgres-values.ts";
 
@@ -119,7 +120,9 @@ export class PostgresWarehouse {
   /**
    * Loads the batches into the namespace in one transaction. Rows whose `id` is already in
    * their table are skipped, except in `users`, which takes the newer values. A value that
-   * does not fit its column goes to rudder_discards and the rest of its row loads.
+   * does not fit its column goes to rudder_discards and the rest of its row loads. A batch of
+   * `rudder_identity_merge_rules` rows (staged when identity resolution is on) is applied as merge
+   * rules in the same transaction, so the identity tables never disagree with the events loaded.
    */
   async load(namespace: string, batches: TableBatch[], loadId: string): Promise<LoadResult> {
     for (const b of batches) {
@@ -179,9 +182,11 @@ export class PostgresWarehouse {
     const uuidTs = new Date().toISOString();
     const result: LoadResult = { rows: {}, discards: 0 };
     const discardRows: Array<Record<string, unknown>> = [];
+    const mergeRules: MergeRule[] = [];
     const incoming: TableBatch[] = [];
     for (const b of batches) {
       if (b.table === DISCARDS_TABLE) discardRows.push(...b.rows);
+      else if (b.table === MERGE_RULES_TABLE) mergeRules.push(...(b.rows as unknown as MergeRule[]));
       else if (b.rows.length > 0) incoming.push(b);
     }
 
@@ -234,6 +239,12 @@ export class PostgresWarehouse {
              WHERE d.table_name = s.table_name AND d.row_id IS NOT DISTINCT FROM s.row_id AND d.column_name = s.column_name)`,
         );
         result.discards = r.count ?? 0;
+      }
+
+      if (mergeRules.length > 0) {
+        const merged = await applyMergeRules(tx, namespace, mergeRules, new Date(uuidTs));
+        result.rows[MERGE_RULES_TABLE] = merged.rules;
+        result.rows[MAPPINGS_TABLE] = merged.mappings;
       }
     });
     this.schemas.set(namespace, schema);

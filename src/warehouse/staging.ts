@@ -8,6 +8,7 @@ import type { Statement } from "bun:sqlite";
 import type { Db } from "../../db";
 import type { ConfigStore, DestinationRuntime } from "../control-plane/config-store";
 import { AppError } from "../lib/errors";
+import { MERGE_RULES_TABLE, MERGE_RULE_COLUMNS, isIdentityResolutionEnabled, mergeRulesOf } from "./identity";
 import { defaultNamespace, eventRows } from "./schema";
 
 /** Destination kinds loaded by the warehouse loader rather than sent per event. */
@@ -60,11 +61,16 @@ export class WarehouseStager {
     const now = this.now();
     const stagedAt = new Date(now).toISOString();
     const sources = this.config.snapshot().sources;
+    const identity = isIdentityResolutionEnabled(dest.config);
+    const ruleColumns = JSON.stringify(MERGE_RULE_COLUMNS);
+    // Most events of a user repeat the same rule: stage each once per pass and namespace.
+    const rulesSeen = new Set<string>();
     const rows: unknown[][] = [];
     const results: StageResult[] = inputs.map((input) => {
       const source = sources.get(input.sourceId);
       const namespace = namespaceFor(dest, source?.name ?? input.sourceId);
       const mine: unknown[][] = [];
+      const mineRules: string[] = [];
       try {
         for (const event of input.events) {
           const tableRows = eventRows(event, {
@@ -79,12 +85,21 @@ export class WarehouseStager {
           for (const r of tableRows) {
             mine.push([dest.id, dest.workspaceId, namespace, r.table, JSON.stringify(r.columns), JSON.stringify(r.row), eventId, input.userKey, now]);
           }
+          if (!identity) continue;
+          for (const rule of mergeRulesOf(event)) {
+            const row = JSON.stringify(rule);
+            const key = `${namespace}\u0000${row}`;
+            if (rulesSeen.has(key) || mineRules.includes(key)) continue;
+            mineRules.push(key);
+            mine.push([dest.id, dest.workspaceId, namespace, MERGE_RULES_TABLE, ruleColumns, row, eventId, input.userKey, now]);
+          }
         }
       } catch (err) {
         const message = err instanceof AppError ? err.message : `could not make warehouse rows: ${(err as Error)?.message ?? String(err)}`;
         return { kind: "abort", error: message };
       }
       rows.push(...mine);
+      for (const key of mineRules) rulesSeen.add(key);
       return { kind: "staged" };
     });
     if (rows.length) this.commit(rows);

@@ -40,6 +40,8 @@ export const PostgresDestinationConfig = t.Object(
     ),
     skipTracksTable: t.Optional(t.Boolean()),
     skipUsersTable: t.Optional(t.Boolean()),
+    /** Builds rudder_identity_merge_rules and rudder_identity_mappings (src/warehouse/identity.ts). */
+    enableIDResolution: t.Optional(t.Union([t.Boolean(), t.Literal("true"), t.Literal("false")])),
   },
   { additionalProperties: true },
 );
@@ -112,12 +114,14 @@ export const postgres: DestinationDefinition = {
       "sslMode",
       "skipTracksTable",
       "skipUsersTable",
+      "enableIDResolution",
       "syncFrequency",
       "syncStartAt",
       "excludeWindow",
       ...IGNORED_KEYS,
     ],
-    supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
+    // merge gives no event rows, only identity merge rules (when enableIDResolution is on).
+    supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias", "merge"],
     requiredKeys: ["host", "database", "user"],
   },
   configSchema: PostgresDestinationConfig,
