@@ -3,8 +3,8 @@
  * (postgres.ts), every `syncFrequency` minutes and on demand (POST /v2/destinations/{id}/sync).
  *
  * Every load is a `warehouse_loads` row: queued → running → succeeded | failed. A load takes
- * the destination's staged rows not yet loaded (up to `rowsPerLoad`), groups them into one
- * TableBatch per namespace and table, and calls PostgresWarehouse.load per namespace. On
+ * the destination's staged rows not yet loaded (up to `rowsPerLoad`) and loads them per
+ * namespace, on the load thread (load-thread.ts) so that intake's thread never waits for it. On
  * success the rows are marked loaded in the same SQLite transaction that records the load.
  *
  * Nothing is lost and nothing is loaded twice: a failed load leaves its rows staged for the
@@ -19,9 +19,9 @@ import type { ConfigStore, DestinationRuntime } from "../control-plane/config-st
 import { postgresConnection, syncFrequencyMinutes } from "../destinations/postgres";
 import { badRequest, notFound } from "../lib/errors";
 import type { Logger } from "../lib/logger";
-import { PostgresWarehouse, isRetryableLoadError } from "./postgres";
+import { type LoadOutcome, LoadThread } from "./load-thread";
+import type { PostgresConfig } from "./postgres";
 import { isWarehouseKind, namespaceFor } from "./staging";
-import type { TableBatch, WarehouseType } from "./types";
 
 export type LoadStatus = "queued" | "running" | "succeeded" | "failed";
 
@@ -56,21 +56,6 @@ export const DEFAULT_LOAD_SETTINGS: WarehouseLoadSettings = {
   connectTimeoutSeconds: 10,
   keepLoadedMs: 24 * 3600_000,
 };
-
-/** The part of a warehouse client a load needs; PostgresWarehouse in production. */
-export interface WarehouseClient {
-  load(namespace: string, batches: TableBatch[], loadId: string): Promise<{ rows: Record<string, number>; discards: number }>;
-  deleteUsers(namespace: string, userIds: string[]): Promise<number>;
-  close(): Promise<void>;
-}
-
-interface StagedRow {
-  id: number;
-  namespace: string;
-  tableName: string;
-  columns: string;
-  row: string;
-}
 
 interface LoadRow {
   id: string;
@@ -129,27 +114,18 @@ export function inExcludeWindow(config: Record<string, unknown>, now: number): b
   return from < to ? m >= from && m < to : m >= from || m < to;
 }
 
-/** The union of the rows' columns; a column seen as int and as float becomes float. */
-function mergeColumns(into: Record<string, WarehouseType>, columns: Record<string, WarehouseType>) {
-  for (const [name, type] of Object.entries(columns)) {
-    const seen = into[name];
-    if (seen === undefined) into[name] = type;
-    else if (seen === "int" && type === "float") into[name] = "float";
-  }
-}
-
 export class WarehouseLoads {
   private stopped = true;
   private timer?: Timer;
   private wakeScheduled = false;
   /** Per destination: the load or deletion running now; one at a time keeps loads and deletions apart. */
   private busy = new Map<string, Promise<unknown>>();
-  private clients = new Map<string, { key: string; client: WarehouseClient }>();
+  private thread: LoadThread;
   private scheduledAt = new Map<string, number>();
   /** Loads that ran but whose outcome SQLite could not record; closed as failed on a later tick. */
   private unrecorded = new Map<string, { workspaceId: string; destinationId: string; attempt: number; error: string }>();
   private s: Record<
-    "insert" | "queuedFor" | "makeDue" | "due" | "nextDue" | "markRunning" | "finish" | "interrupted" | "staged" | "markLoaded" | "purgeLoaded" | "list" | "namespaces" | "deleteStaged" | "cancelQueued",
+    "insert" | "queuedFor" | "makeDue" | "due" | "nextDue" | "markRunning" | "finish" | "interrupted" | "markLoaded" | "purgeLoaded" | "list" | "namespaces" | "deleteStaged" | "cancelQueued",
     Statement
   >;
 
@@ -159,10 +135,9 @@ export class WarehouseLoads {
     private log: Logger,
     private settings: WarehouseLoadSettings = DEFAULT_LOAD_SETTINGS,
     private now: () => number = Date.now,
-    private connect: (dest: DestinationRuntime) => WarehouseClient = (dest) =>
-      new PostgresWarehouse({ ...postgresConnection(dest.config), connectTimeoutSeconds: settings.connectTimeoutSeconds }),
   ) {
     const c = db.$client;
+    this.thread = new LoadThread(c.filename);
     this.s = {
       insert: c.prepare(
         `INSERT INTO warehouse_loads (id, workspace_id, destination_id, status, trigger, attempt, due_at, created_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
@@ -176,10 +151,6 @@ export class WarehouseLoads {
       interrupted: c.prepare(
         `UPDATE warehouse_loads SET status = 'failed', finished_at = ?, error = 'interrupted by a restart; its rows stay staged for the next load'
           WHERE status = 'running' RETURNING destination_id AS destinationId, workspace_id AS workspaceId`,
-      ),
-      staged: c.prepare(
-        `SELECT id, namespace, table_name AS tableName, columns, row FROM warehouse_staged
-          WHERE destination_id = ? AND load_id IS NULL ORDER BY id LIMIT ?`,
       ),
       // By id range: staged rows only get higher ids, so the rows at or below the load's last id
       // still waiting are exactly the ones it read (minus any a regulation deleted meanwhile).
@@ -213,8 +184,7 @@ export class WarehouseLoads {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await Promise.race([Promise.allSettled([...this.busy.values()]), new Promise((r) => setTimeout(r, deadlineMs))]);
-    for (const { client } of this.clients.values()) await client.close().catch(() => {});
-    this.clients.clear();
+    await this.thread.close().catch(() => {});
   }
 
   wake() {
@@ -251,9 +221,8 @@ export class WarehouseLoads {
   async deleteUsers(dest: DestinationRuntime, userIds: string[]): Promise<number> {
     return this.exclusive(dest.id, async () => {
       this.s.deleteStaged.run(dest.id, JSON.stringify(userIds));
-      const client = this.clientFor(dest);
       let deleted = 0;
-      for (const namespace of this.namespacesOf(dest)) deleted += await client.deleteUsers(namespace, userIds);
+      for (const namespace of this.namespacesOf(dest)) deleted += await this.thread.deleteUsers(this.connectionOf(dest), namespace, userIds);
       return deleted;
     });
   }
@@ -358,54 +327,35 @@ export class WarehouseLoads {
     return Math.min(cap, this.settings.retryBackoffMs * 2 ** Math.min(attempt - 1, 20));
   }
 
-  private clientFor(dest: DestinationRuntime): WarehouseClient {
-    const key = JSON.stringify(postgresConnection(dest.config));
-    const held = this.clients.get(dest.id);
-    if (held?.key === key) return held.client;
-    // The config changed (a PATCH fixed the port, say): connect anew.
-    if (held) void held.client.close().catch(() => {});
-    const client = this.connect(dest);
-    this.clients.set(dest.id, { key, client });
-    return client;
+  private connectionOf(dest: DestinationRuntime): PostgresConfig {
+    return { ...postgresConnection(dest.config), connectTimeoutSeconds: this.settings.connectTimeoutSeconds };
   }
 
   private async run(dest: DestinationRuntime, load: LoadRow): Promise<void> {
     const started = this.now();
     this.s.purgeLoaded.run(dest.id, started - this.settings.keepLoadedMs);
-    const staged = this.s.staged.all(dest.id, this.settings.rowsPerLoad) as StagedRow[];
-    const uuidTs = new Date(started).toISOString();
-    const byNamespace = new Map<string, Map<string, TableBatch>>();
-    for (const r of staged) {
-      let tables = byNamespace.get(r.namespace);
-      if (!tables) byNamespace.set(r.namespace, (tables = new Map()));
-      let batch = tables.get(r.tableName);
-      if (!batch) tables.set(r.tableName, (batch = { table: r.tableName, columns: {}, rows: [] }));
-      mergeColumns(batch.columns, JSON.parse(r.columns));
-      const row = JSON.parse(r.row);
-      // uuid_ts is the load time (RudderStack's meaning), not the time the row was staged.
-      if ("uuid_ts" in row) row.uuid_ts = uuidTs;
-      batch.rows.push(row);
+    let outcome: LoadOutcome;
+    try {
+      outcome = await this.thread.load({
+        destinationId: dest.id,
+        connection: this.connectionOf(dest),
+        loadId: load.id,
+        uuidTs: new Date(started).toISOString(),
+        rowsPerLoad: this.settings.rowsPerLoad,
+      });
+    } catch (err) {
+      // The load thread died or could not read the staged rows: nothing was marked loaded, so
+      // the rows wait for the retry.
+      const message = (err as Error)?.message ?? String(err);
+      outcome = { rows: {}, discards: 0, loaded: [], count: 0, lastId: 0, failures: [{ namespace: "", code: "UNAVAILABLE", message }] };
     }
-
-    const rows: Record<string, number> = {};
-    let discards = 0;
-    const loaded: string[] = [];
-    let failure: unknown;
-    for (const [namespace, tables] of byNamespace) {
-      try {
-        const result = await this.clientFor(dest).load(namespace, [...tables.values()], load.id);
-        for (const [t, n] of Object.entries(result.rows)) rows[t] = (rows[t] ?? 0) + n;
-        discards += result.discards;
-        loaded.push(namespace);
-      } catch (err) {
-        failure ??= err;
-        this.log.warn("warehouse load failed", { err, destinationId: dest.id, loadId: load.id, namespace });
-      }
+    const { rows, discards, loaded, lastId } = outcome;
+    for (const f of outcome.failures) {
+      this.log.warn("warehouse load failed", { error: f.message, destinationId: dest.id, loadId: load.id, namespace: f.namespace });
     }
-
+    const failure = outcome.failures[0];
     const finished = this.now();
-    const error = failure === undefined ? null : (failure as Error)?.message ?? String(failure);
-    const lastId = staged.length ? staged[staged.length - 1]!.id : 0;
+    const error = failure?.message ?? null;
     try {
       this.db.$client.transaction(() => {
         if (loaded.length) this.s.markLoaded.run(load.id, dest.id, lastId, JSON.stringify(loaded));
@@ -421,10 +371,11 @@ export class WarehouseLoads {
     }
 
     if (failure !== undefined) {
-      if (isRetryableLoadError(failure)) {
+      // Retryable (isRetryableLoadError): the database was unreachable or busy.
+      if (failure.code === "UNAVAILABLE") {
         this.enqueue(dest.workspaceId, dest.id, "retry", finished + this.retryDelay(dest, load.attempt), load.attempt + 1);
       }
-    } else if (staged.length >= this.settings.rowsPerLoad) {
+    } else if (outcome.count >= this.settings.rowsPerLoad) {
       this.enqueue(dest.workspaceId, dest.id, "more", finished);
     }
   }

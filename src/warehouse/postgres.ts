@@ -3,10 +3,14 @@
  * schema ("namespace") of the user's database, the way RudderStack's PostgreSQL warehouse
  * lays them out.
  *
- * A load is one transaction for all its tables: schema changes, COPY into temporary tables,
- * merge, discards. A crash or kill anywhere before COMMIT leaves nothing behind (PostgreSQL's
- * DDL is transactional too), and a retry of the same batches inserts nothing twice because the
- * merge skips ids that are already there.
+ * A load is one transaction for all its tables, under an advisory lock per namespace: schema
+ * changes, then per event table the ids already there are looked up and only new rows are
+ * COPied in; `users` goes through a temporary table and a merge; then discards and identity
+ * merge rules. A crash or kill anywhere before COMMIT leaves nothing behind (PostgreSQL's DDL
+ * is transactional too), and a retry of the same batches inserts nothing twice because ids
+ * already there are skipped.
+ *
+ * It runs on the load thread (load-thread.ts), not on intake's thread.
  *
  * Client: Bun's built-in `Bun.sql` (COPY FROM STDIN through `.writable()` since Bun 1.4): no
  * dependency, runs inside `bun build --compile`, and its COPY was as fast as `postgres` and
@@ -198,12 +202,19 @@ export class PostgresWarehouse {
 
       let stage = 0;
       for (const batch of incoming) {
+        const existed = schema.has(batch.table);
         const columns = await this.applyTableSchema(tx, namespace, schema, batch.table, batch.columns, "id" in batch.columns);
         const names = Object.keys(batch.columns);
         const kinds = names.map((n) => columnKind(columns.get(n)!));
         const keyed = columns.has("id");
-        const rows = batch.table === USERS_TABLE && keyed ? foldUsers(batch.rows) : keyed ? await latestPerId(batch.rows) : batch.rows;
-        const chunks = encodeRows(rows, names, kinds, (row, column, value, reason) => {
+        const target = qualified(namespace, batch.table);
+        const users = batch.table === USERS_TABLE && keyed;
+        let rows = users ? foldUsers(batch.rows) : keyed ? latestPerId(batch.rows) : batch.rows;
+        // Event tables take new ids only: with the namespace locked, the ids already there are
+        // looked up once and the rest go straight into the table by COPY. That is about half of
+        // PostgreSQL's work of COPY into a temporary table and INSERT … SELECT … WHERE NOT EXISTS.
+        if (keyed && !users && existed) rows = await withoutLoadedIds(tx, target, rows);
+        const onMisfit: OnMisfit = (row, column, value, reason) => {
           discardRows.push({
             table_name: batch.table,
             row_id: row.id ?? null,
@@ -213,13 +224,18 @@ export class PostgresWarehouse {
             uuid_ts: uuidTs,
             reason,
           });
-        });
+        };
+        if (!users) {
+          await copyInto(tx, target, names, encodeRows(rows, names, kinds, onMisfit));
+          result.rows[batch.table] = rows.length;
+          continue;
+        }
         const staging = `sluice_stage_${stage++}`;
         await tx.unsafe(
           `CREATE TEMPORARY TABLE ${staging} (${names.map((n) => `${ident(n)} ${columns.get(n)}`).join(", ")}) ON COMMIT DROP`,
         );
-        await copyInto(tx, staging, names, chunks);
-        result.rows[batch.table] = await mergeInto(tx, namespace, batch.table, staging, names, columns, keyed);
+        await copyInto(tx, ident(staging), names, encodeRows(rows, names, kinds, onMisfit));
+        result.rows[batch.table] = await mergeUsers(tx, target, staging, names, columns);
       }
 
       if (discardRows.length > 0) {
@@ -301,15 +317,12 @@ export class PostgresWarehouse {
 }
 
 /**
- * Keeps, for each id, the row with the latest received_at (RudderStack's dedup order). Gives
- * the event loop a turn every few thousand rows: 50,000 rows took 60–100 ms in one go.
+ * Keeps, for each id, the row with the latest received_at (RudderStack's dedup order).
  */
-async function latestPerId(rows: Array<Record<string, unknown>>): Promise<Array<Record<string, unknown>>> {
+function latestPerId(rows: Array<Record<string, unknown>>): Array<Record<string, unknown>> {
   const byId = new Map<unknown, Record<string, unknown>>();
   let duplicates = false;
-  let n = 0;
   for (const row of rows) {
-    if (++n % YIELD_EVERY_ROWS === 0) await yieldToEventLoop();
     if (row.id === null || row.id === undefined) continue;
     const seen = byId.get(row.id);
     if (seen === undefined) byId.set(row.id, row);
@@ -342,12 +355,6 @@ function foldUsers(rows: Array<Record<string, unknown>>): Array<Record<string, u
   return [...byId.values()];
 }
 
-const YIELD_EVERY_ROWS = 8192;
-
-/** A macrotask turn: promise callbacks alone would not let HTTP requests in. */
-function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
 
 type OnMisfit = (row: Record<string, unknown>, column: string, value: unknown, reason: string) => void;
 
@@ -378,15 +385,14 @@ function* encodeRows(rows: Array<Record<string, unknown>>, names: string[], kind
   if (chunk) yield chunk;
 }
 
-async function copyInto(tx: SQL, table: string, names: string[], chunks: Iterable<string>): Promise<void> {
-  const stream = tx.unsafe(`COPY ${ident(table)} (${names.map(ident).join(", ")}) FROM STDIN`).writable();
+/** COPY into `target` (quoted, maybe schema-qualified) of the given columns. */
+async function copyInto(tx: SQL, target: string, names: string[], chunks: Iterable<string>): Promise<void> {
+  const stream = tx.unsafe(`COPY ${target} (${names.map(ident).join(", ")}) FROM STDIN`).writable();
   const writer = stream.getWriter();
   try {
     for (const c of chunks) {
+      // PostgreSQL parses this chunk while the next one is encoded.
       await writer.write(c);
-      // A write resolves as soon as it is buffered, so without this the whole table would be
-      // encoded in one go while intake, on the same thread, waits (gaps of 100–190 ms measured).
-      await yieldToEventLoop();
     }
     await writer.close();
   } catch (err) {
@@ -395,44 +401,42 @@ async function copyInto(tx: SQL, table: string, names: string[], chunks: Iterabl
   }
 }
 
-/** Moves the staged rows into the target; returns how many rows were inserted or updated. */
-async function mergeInto(
-  tx: SQL,
-  namespace: string,
-  table: string,
-  staging: string,
-  names: string[],
-  columns: Map<string, string>,
-  keyed: boolean,
-): Promise<number> {
-  const target = qualified(namespace, table);
+/**
+ * The rows whose id is not in the target yet. The caller holds the namespace's lock, so no
+ * other load adds ids in between. With the primary key on id this is one index probe per id.
+ */
+async function withoutLoadedIds(tx: SQL, target: string, rows: Array<Record<string, unknown>>): Promise<Array<Record<string, unknown>>> {
+  const ids = rows.map((r) => String(r.id));
+  const found: Array<{ id: string }> = await tx.unsafe(`SELECT id FROM ${target} WHERE id = ANY($1::text[])`, [ids]);
+  if (found.length === 0) return rows;
+  const loaded = new Set(found.map((r) => r.id));
+  return rows.filter((r) => !loaded.has(String(r.id)));
+}
+
+/**
+ * Moves staged users rows into `users`: existing ids are updated, new ones inserted. Returns how
+ * many rows were inserted or updated.
+ */
+async function mergeUsers(tx: SQL, target: string, staging: string, names: string[], columns: Map<string, string>): Promise<number> {
   const list = names.map(ident).join(", ");
   const fromStaging = names.map((n) => `s.${ident(n)}`).join(", ");
-  if (!keyed) {
-    const r = await tx.unsafe(`INSERT INTO ${target} (${list}) SELECT ${fromStaging} FROM ${staging} s`);
-    return r.count ?? 0;
-  }
   let updated = 0;
-  if (table === USERS_TABLE) {
-    const hasReceivedAt = names.includes("received_at") && columns.has("received_at");
-    // Per column: the newer row's value unless it is null, so a load of older events (a
-    // replay) does not overwrite newer traits.
-    const sets = names
-      .filter((n) => n !== "id")
-      .map((n) => {
-        const c = ident(n);
-        return hasReceivedAt
-          ? `${c} = CASE WHEN t.received_at IS NULL OR s.received_at >= t.received_at THEN COALESCE(s.${c}, t.${c}) ELSE COALESCE(t.${c}, s.${c}) END`
-          : `${c} = COALESCE(s.${c}, t.${c})`;
-      });
-    if (sets.length > 0) {
-      const r = await tx.unsafe(`UPDATE ${target} t SET ${sets.join(", ")} FROM ${staging} s WHERE t.id = s.id`);
-      updated = r.count ?? 0;
-    }
+  const hasReceivedAt = names.includes("received_at") && columns.has("received_at");
+  // Per column: the newer row's value unless it is null, so a load of older events (a
+  // replay) does not overwrite newer traits.
+  const sets = names
+    .filter((n) => n !== "id")
+    .map((n) => {
+      const c = ident(n);
+      return hasReceivedAt
+        ? `${c} = CASE WHEN t.received_at IS NULL OR s.received_at >= t.received_at THEN COALESCE(s.${c}, t.${c}) ELSE COALESCE(t.${c}, s.${c}) END`
+        : `${c} = COALESCE(s.${c}, t.${c})`;
+    });
+  if (sets.length > 0) {
+    const r = await tx.unsafe(`UPDATE ${target} t SET ${sets.join(", ")} FROM ${staging} s WHERE t.id = s.id`);
+    updated = r.count ?? 0;
   }
-  // With the primary key on id, PostgreSQL runs this as an index probe per staged row once the
-  // target is large (a hash anti join while it is small). ON CONFLICT (id) DO NOTHING measured
-  // slower (speculative insertion), and would fail on a table RudderStack made without a key.
+  // ON CONFLICT (id) DO NOTHING would fail on a users table RudderStack made without a key.
   const r = await tx.unsafe(
     `INSERT INTO ${target} (${list}) SELECT ${fromStaging} FROM ${staging} s
      WHERE s.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${target} t WHERE t.id = s.id)`,
