@@ -21,7 +21,9 @@ import { AppError } from "./lib/errors";
 import { type Logger, createLogger } from "./lib/logger";
 import { Metrics } from "./lib/metrics";
 import { describeError } from "./lib/schema";
-import { opsRoutes } from "./ops";
+import { type StorageHealth, isStorageFailure, storageHealth, storageUnavailable } from "./lib/storage-health";
+import { opsRoutes, readyRoutes } from "./ops";
+import { Readiness } from "./readiness";
 import { LiveEvents } from "./pipeline/live-events";
 import { OutcomeWriter } from "./pipeline/outcomes";
 import { Processor, eventIdFloor } from "./pipeline/processor";
@@ -44,11 +46,19 @@ import { VERSION } from "./version";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
-/** Maps every error to a status and a JSON `{message}` naming what is wrong. */
-export function errorMapping(log: Logger) {
+/**
+ * Maps every error to a status and a JSON `{message}` naming what is wrong. A write the disk
+ * refused (full, I/O error) is a 503 with Retry-After, never a 500, and shows in /health.
+ */
+export function errorMapping(log: Logger, storage?: StorageHealth) {
   return new Elysia({ name: "errors" }).onError({ as: "global" }, ({ code, error, set, request }) => {
+    if (isStorageFailure(error) && !(error instanceof AppError)) {
+      if (storage?.failed("api", error)) log.error("an API write failed: the database refuses writes", { err: error, path: new URL(request.url).pathname });
+      error = storageUnavailable(error, "could not write to the database");
+    }
     if (error instanceof AppError) {
       set.status = error.status;
+      if (error.retryAfterSeconds !== undefined) set.headers["retry-after"] = String(error.retryAfterSeconds);
       return { message: error.message, ...error.body };
     }
     if (code === "VALIDATION" || error instanceof ValidationError) {
@@ -112,6 +122,8 @@ export interface Sluice {
   /** Both on one app, for a single port. */
   combined: Elysia<any, any, any, any, any, any, any>;
   workspaceId: string;
+  /** Ready once this returns; main.ts and close() begin its shutdown. */
+  readiness: Readiness;
   /** Set only on the first start when no SLUICE_ADMIN_TOKEN was given. */
   generatedToken?: string;
   close(): Promise<void>;
@@ -184,8 +196,12 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   const stopMaintenance = startMaintenance(db, log, { retentionMs: settings.retentionHours * 3600_000, now });
 
 
+  // Marked ready below, as this function returns: after the migrations (openDatabase), the
+  // workspace file and everything that must run before the first event is accepted.
+  const readiness = new Readiness();
   const api = observed(new Elysia({ name: "api" }), ctx)
     .use(opsRoutes(ctx))
+    .use(readyRoutes(readiness))
     .use(controlPlaneRoutes(ctx))
     .use(pipelineRoutes(ctx, router, live))
     .use(overviewRoutes(ctx))
@@ -201,7 +217,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   // A server serving event calls routes them to their handlers directly (gateway/routes.ts).
   const root = (eventCalls: boolean) =>
     new Elysia({ normalize: false, ...(eventCalls ? { serve: { routes: serverRoutes(handlers) as any } } : {}) })
-      .use(errorMapping(log));
+      .use(errorMapping(log, storageHealth(join(settings.dataDir, "sluice.db"))));
   // A fresh plugin per app: the OpenAPI plugin describes the routes of the app that uses it.
   const docs = () => openapi({
     path: "/openapi",
@@ -215,9 +231,10 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     },
   });
   const combined = root(true).use(docs()).use(dataPlane).use(api);
-  const dataPlaneOnly = root(true).use(docs()).use(observed(new Elysia({ name: "ops" }), ctx).use(opsRoutes(ctx))).use(dataPlane);
+  const dataPlaneOnly = root(true).use(docs()).use(observed(new Elysia({ name: "ops" }), ctx).use(opsRoutes(ctx)).use(readyRoutes(readiness))).use(dataPlane);
   const apiOnly = root(false).use(docs()).use(api);
 
+  readiness.markReady();
   return {
     ctx,
     db,
@@ -230,8 +247,10 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     api: apiOnly,
     combined,
     workspaceId: owner.workspaceId,
+    readiness,
     generatedToken: owner.generatedToken,
     async close() {
+      readiness.beginShutdown();
       deletions.stop();
       stopMaintenance();
       await warehouseLoads.stop();

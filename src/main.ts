@@ -1,11 +1,15 @@
 /**
- * The `sluice` command: serve, token create, --version, --help.
+ * The `sluice` command: serve, token create, backup, restore, --version, --help.
  * Settings → database + migrations → listen; signals for a graceful stop.
  */
 import { join } from "node:path";
 import { mkdirSync, readFileSync } from "node:fs";
+import { AppError } from "./lib/errors";
 import { type Logger, createLogger } from "./lib/logger";
-import { type Settings, SettingsError, parseSettings, settingsHelp } from "./settings";
+import { backupDatabase, restoreDatabase } from "./ops/backup";
+import { startBackupSchedule } from "./ops/backup-schedule";
+import { type DataDirHold, holdDataDir } from "./ops/data-dir-hold";
+import { type Settings, SettingsError, envWithoutSettings, parseSettings, settingsHelp } from "./settings";
 import { VERSION } from "./version";
 
 const HELP = `Sluice ${VERSION}: a self-hosted customer-event data plane (RudderStack-compatible HTTP API).
@@ -13,8 +17,15 @@ const HELP = `Sluice ${VERSION}: a self-hosted customer-event data plane (Rudder
 Usage:
   sluice [serve] [options]            serve event calls and the APIs
   sluice token create --email E       issue another personal access token for an account
+  sluice backup --out FILE [--force]  write a checked copy of the database, also while a server runs
+                                      (--force: replace FILE if it exists)
+  sluice restore --from FILE          put a backup in place of the database; refused while a server
+                                      holds the data dir (the previous database is kept beside it)
   sluice --version                    print the version
   sluice --help                       print this help
+
+backup and restore take --data-dir (or SLUICE_DATA_DIR) like serve. Exit codes: 0 done,
+1 failed (nothing was replaced), 2 bad usage.
 
 Options (flags win over environment variables):
 ${settingsHelp()}
@@ -38,9 +49,62 @@ function paceGarbageCollector(settings: Settings, env: NodeJS.ProcessEnv, log: L
   }
 }
 
+/** Longest time shutdown keeps the address open for requests in flight before it stops accepting. */
+const DRAIN_MS = 5000;
+
 function fail(message: string): never {
   process.stderr.write(`sluice: ${message}\n`);
   process.exit(2);
+}
+
+/** A command that was used correctly but could not do its work: exit code 1. */
+function failed(e: unknown): never {
+  process.stderr.write(`sluice: ${(e as Error)?.message ?? String(e)}\n`);
+  process.exit(1);
+}
+
+/**
+ * Takes the data dir for this process until it exits, so that restore refuses to swap the
+ * database under it; a kill -9 leaves a file naming a dead pid, which holds nothing.
+ */
+function holdUntilExit(dataDir: string, command: string): DataDirHold {
+  const hold = holdDataDir(dataDir, command);
+  process.on("exit", () => hold.release());
+  return hold;
+}
+
+/** How this program runs itself again: the compiled binary alone, or bun with this entry file. */
+function selfCommand(): string[] {
+  const compiled = Bun.main.startsWith("/$bunfs/") || /^[A-Z]:[\\/]~BUN[\\/]/i.test(Bun.main);
+  return compiled ? [process.execPath] : [process.execPath, Bun.main];
+}
+
+/** Splits a command's own options (--out FILE, --force) from the settings flags in args. */
+function takeOptions(args: string[], valued: string[], flags: string[] = []) {
+  const values: Record<string, string> = {};
+  const set = new Set<string>();
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    const eq = a.indexOf("=");
+    const name = a.startsWith("--") ? a.slice(2, eq > 0 ? eq : undefined) : "";
+    if (valued.includes(name)) {
+      const v = eq > 0 ? a.slice(eq + 1) : args[++i];
+      if (!v) fail(`--${name} needs a value`);
+      values[name] = v;
+    } else if (flags.includes(name) && eq < 0) set.add(name);
+    else rest.push(a);
+  }
+  return { values, flags: set, rest };
+}
+
+function settingsOrFail(args: string[]): Settings {
+  try {
+    return parseSettings(args, process.env);
+  } catch (e) {
+    if (e instanceof SettingsError) fail(e.message);
+    throw e;
+  }
 }
 
 async function serve(args: string[]) {
@@ -53,15 +117,28 @@ async function serve(args: string[]) {
   }
   const log = createLogger(settings.logLevel);
   paceGarbageCollector(settings, process.env, log);
+  // After the restart above, which keeps the pid.
+  try {
+    holdUntilExit(settings.dataDir, "serve");
+  } catch (e) {
+    if (e instanceof AppError) fail(e.message);
+    throw e;
+  }
+  // Nothing listens until the app is ready (database checked and migrated, workspace file
+  // applied): a probe meets a refused connection before that, never an answer from a half-built
+  // app. A stand-in answering 503 meanwhile was tried; handing its socket over to the app reset
+  // connections that the kernel had queued on it.
+  log.info("starting", { dataDir: settings.dataDir, version: VERSION });
   // Loaded only now, after the restart above: evaluating the app's modules (Elysia, drizzle,
   // the destinations) takes most of a start, and a restart would do it twice.
   const { createSluice } = await import("./app");
   const { WorkspaceFileError } = await import("./control-plane/workspace-file");
+  const { DataDirRefused } = await import("../db");
   let sluice;
   try {
     sluice = await createSluice(settings, { log });
   } catch (e) {
-    if (e instanceof WorkspaceFileError) fail(e.message);
+    if (e instanceof WorkspaceFileError || e instanceof DataDirRefused) fail(e.message);
     fail(`could not start: ${(e as Error).message}`);
   }
   if (sluice.generatedToken) {
@@ -73,7 +150,7 @@ async function serve(args: string[]) {
   // What the collector actually paces against (absent: JavaScriptCore's own guess), for the log.
   const forced = Number(process.env.BUN_JSC_forceRAMSize);
   const gcMemoryMb = forced > 0 ? Math.round(forced / 1024 / 1024) : undefined;
-  const servers: Array<{ stop(force?: boolean): Promise<void> | void }> = [];
+  const servers: Array<{ stop(force?: boolean): Promise<void> | void; readonly pendingRequests: number }> = [];
   try {
     if (settings.apiPort !== undefined) {
       const dp = sluice.dataPlane.listen({ port: settings.port, hostname: settings.host });
@@ -89,6 +166,24 @@ async function serve(args: string[]) {
     fail(`could not listen on port ${settings.port}: ${(e as Error).message}`);
   }
 
+  if (settings.backupDir) {
+    const backups = startBackupSchedule({
+      dataDir: settings.dataDir,
+      dir: settings.backupDir,
+      everyMs: settings.backupEveryHours * 3600_000,
+      keep: settings.backupKeep,
+      command: selfCommand(),
+      env: envWithoutSettings(process.env),
+      metrics: sluice.ctx.metrics,
+      log,
+    });
+    // Registered before the shutdown below, so they run first: a backup's read transaction
+    // would make the final checkpoint wait.
+    process.on("SIGTERM", () => backups.stop());
+    process.on("SIGINT", () => backups.stop());
+    process.on("exit", () => backups.stop());
+  }
+
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -98,7 +193,13 @@ async function serve(args: string[]) {
       log.error("shutdown took longer than 10 s; exiting");
       process.exit(1);
     }, 10_000);
-    // Stop accepting, let in-flight requests finish (their commits flush), then close storage.
+    // Not ready from this moment: /ready answers 503. The address stays open while requests
+    // are in flight (at most DRAIN_MS), so a load balancer reads that 503 rather than a refused
+    // connection, and calls that still arrive are served as usual. Then stop accepting, let the
+    // last requests finish (their commits flush), and close storage.
+    sluice.readiness.beginShutdown();
+    const drainUntil = Date.now() + DRAIN_MS;
+    while (Date.now() < drainUntil && servers.some((s) => s.pendingRequests > 0)) await Bun.sleep(20);
     await Promise.all(servers.map((s) => s.stop(false)));
     await sluice.close();
     clearTimeout(deadline);
@@ -135,6 +236,32 @@ async function tokenCreate(args: string[]) {
   }
 }
 
+async function backupCommand(args: string[]) {
+  const { values, flags, rest } = takeOptions(args, ["out"], ["force"]);
+  if (!values.out) fail("backup needs --out <file>; see sluice --help");
+  const settings = settingsOrFail(rest);
+  try {
+    const r = backupDatabase({ dataDir: settings.dataDir, out: values.out, force: flags.has("force") });
+    process.stdout.write(`backup written: ${r.file} (${r.bytes} bytes, ${r.events} events, integrity check ok, ${r.ms} ms)\n`);
+  } catch (e) {
+    failed(e);
+  }
+}
+
+async function restoreCommand(args: string[]) {
+  const { values, rest } = takeOptions(args, ["from"]);
+  if (!values.from) fail("restore needs --from <backup file>; see sluice --help");
+  const settings = settingsOrFail(rest);
+  try {
+    holdUntilExit(settings.dataDir, "restore");
+    const r = restoreDatabase({ from: values.from, dataDir: settings.dataDir });
+    process.stdout.write(`restored ${r.file} from ${values.from} (${r.events} events, integrity check ok)\n`);
+    if (r.previous) process.stdout.write(`the database it replaced is kept as ${r.previous}; delete it when no longer needed\n`);
+  } catch (e) {
+    failed(e);
+  }
+}
+
 const argv = process.argv.slice(2);
 const [cmd, ...rest] = argv;
 if (cmd === "--version" || cmd === "-v" || cmd === "version") {
@@ -144,6 +271,10 @@ if (cmd === "--version" || cmd === "-v" || cmd === "version") {
 } else if (cmd === "token") {
   if (rest[0] !== "create") fail("usage: sluice token create --email <account e-mail>");
   await tokenCreate(rest.slice(1));
+} else if (cmd === "backup") {
+  await backupCommand(rest);
+} else if (cmd === "restore") {
+  await restoreCommand(rest);
 } else if (cmd === "serve") {
   await serve(rest);
 } else if (cmd === undefined || cmd.startsWith("--")) {

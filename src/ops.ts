@@ -1,7 +1,9 @@
 /** Operations endpoints: health, version, metrics. */
 import { Elysia } from "elysia";
 import type { ServiceContext } from "./lib/context";
+import { storageHealth } from "./lib/storage-health";
 import { VERSION } from "./version";
+import { type Readiness, readyAnswer } from "./readiness";
 
 export function opsRoutes(ctx: ServiceContext) {
   return new Elysia({ name: "ops" })
@@ -10,16 +12,47 @@ export function opsRoutes(ctx: ServiceContext) {
       ({ set }) => {
         try {
           ctx.db.$client.query("SELECT 1").get();
-          return { status: "ok", database: "ok", version: VERSION };
+          // Writes refused (a full disk) leave the process able to serve reads, deliver, answer
+          // event calls with 503 and recover alone once space is freed: a liveness check must
+          // not fail then, or the container runtime restarts a process a restart cannot help.
+          const problem = storageHealth(ctx.db.$client.filename).problem;
+          if (problem) {
+            const storage = `${problem.cause}; failing: ${problem.writers.join(", ")}; since ${new Date(problem.since).toISOString()}`;
+            return { status: "degraded", database: "ok", storage, version: VERSION };
+          }
+          return { status: "ok", database: "ok", storage: "ok", version: VERSION };
         } catch (err) {
           set.status = 503;
           return { status: "unavailable", database: String((err as Error).message), version: VERSION };
         }
       },
-      { detail: { tags: ["Operations"], summary: "Health: 200 when the database answers, 503 when it does not" } },
+      { detail: { tags: ["Operations"], summary: "Health: 200 when the database answers (status `degraded` and the cause in `storage` while writes fail, e.g. a full disk), 503 when it does not answer" } },
     )
     .get("/version", () => ({ version: VERSION }), { detail: { tags: ["Operations"], summary: "Version" } })
     .get("/metrics", () => new Response(ctx.metrics.render(), { headers: { "content-type": "text/plain; version=0.0.4" } }), {
       detail: { tags: ["Operations"], summary: "Prometheus metrics: requests by route and status, latencies, events accepted, duplicate, suppressed, rejected" },
     });
+}
+
+/**
+ * Readiness (src/readiness.ts): 200 only while serving, 503 from the moment shutdown begins.
+ * Its own plugin, beside the ops routes on both the data-plane and the API address.
+ */
+export function readyRoutes(readiness: Readiness) {
+  return new Elysia().get(
+    "/ready",
+    ({ set }) => {
+      const { status, body } = readyAnswer(readiness.phase);
+      set.status = status;
+      return body;
+    },
+    {
+      detail: {
+        tags: ["Operations"],
+        summary: "Readiness: 200 once migrations and the workspace file are applied, 503 from the moment shutdown begins",
+        description:
+          "For load balancers and container orchestrators: send traffic only on 200. `/health` is the liveness check. Nothing listens until the migrations and the workspace file are applied (a probe is refused). From SIGTERM, `/ready` answers 503 `{status: \"stopping\"}` while requests in flight finish (at most 5 s, and calls that still arrive are served), then the address closes.",
+      },
+    },
+  );
 }

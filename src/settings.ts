@@ -31,6 +31,10 @@ export interface Settings {
   sessionHours: number;
   /** A built dashboard to serve instead of the embedded one (development). */
   dashboardDir?: string;
+  /** Folder of scheduled backups; none are made without it. */
+  backupDir?: string;
+  backupEveryHours: number;
+  backupKeep: number;
 }
 
 type Spec = {
@@ -106,6 +110,9 @@ export const SETTINGS: Spec[] = [
   { key: "gcMemoryMb", flag: "gc-memory-mb", env: "SLUICE_GC_MEMORY_MB", default: "128", help: "Memory the garbage collector paces itself against (BUN_JSC_forceRAMSize, which wins when set); not a limit. 0: JavaScriptCore's own guess from the machine's memory.", parse: int(0, 1_048_576) },
   { key: "sessionHours", flag: "session-hours", env: "SLUICE_SESSION_HOURS", default: "12", help: "How long a dashboard sign-in lasts before the browser must sign in again.", parse: positive },
   { key: "dashboardDir", flag: "dashboard-dir", env: "SLUICE_DASHBOARD_DIR", help: "Serve the dashboard from this folder (the output of npm run build:dashboard) instead of the built-in one: for working on its pages.", parse: nonEmpty },
+  { key: "backupDir", flag: "backup-dir", env: "SLUICE_BACKUP_DIR", help: "Make scheduled backups of the database into this folder, named sluice-YYYYMMDDTHHMMSSZ.db (none without it).", parse: nonEmpty },
+  { key: "backupEveryHours", flag: "backup-every-hours", env: "SLUICE_BACKUP_EVERY_HOURS", default: "24", help: "Hours between scheduled backups (fractions allowed); the first one is made this long after start.", parse: positive },
+  { key: "backupKeep", flag: "backup-keep", env: "SLUICE_BACKUP_KEEP", default: "7", help: "Scheduled backups kept in --backup-dir; older ones are deleted after each new one succeeds.", parse: int(1, 100_000) },
   { key: "destinationBaseUrls", flag: "destination-base-url", env: "SLUICE_DESTINATION_BASE_URLS", help: "KIND=URL[,KIND=URL...]: send a destination kind's requests to another base URL (tests, proxies).", parse: baseUrls },
 ];
 
@@ -132,6 +139,15 @@ export function parseSettings(args: string[], env: Record<string, string | undef
   }
   out.destinationBaseUrls ??= {};
   return out as unknown as Settings;
+}
+
+/**
+ * The environment without Sluice's own variables: for a child process that gets its settings
+ * as flags, so a variable its parent overrode with a flag cannot trip it.
+ */
+export function envWithoutSettings(env: Record<string, string | undefined>): Record<string, string> {
+  const ours = new Set(SETTINGS.map((s) => s.env));
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => !ours.has(e[0]) && e[1] !== undefined));
 }
 
 export function settingsHelp(): string {

@@ -8,6 +8,7 @@ import type { Db } from "../../db";
 import { accessTokens, accounts } from "../../db/schema";
 import { AppError } from "../lib/errors";
 import { newId, randomSecret } from "../lib/ids";
+import { isStorageFailure } from "../lib/storage-health";
 
 export interface Principal {
   accountId: string;
@@ -122,5 +123,10 @@ export function touchToken(db: Db, tokenId: string, now: number): void {
   const last = seen.get(tokenId);
   if (last !== undefined && now - last < TOUCH_EVERY_MS) return;
   seen.set(tokenId, now);
-  db.update(accessTokens).set({ lastUsedAt: now }).where(eq(accessTokens.id, tokenId)).run();
+  try {
+    db.update(accessTokens).set({ lastUsedAt: now }).where(eq(accessTokens.id, tokenId)).run();
+  } catch (err) {
+    // Bookkeeping only: a full disk must not turn every authenticated read into a 503.
+    if (!isStorageFailure(err)) throw err;
+  }
 }

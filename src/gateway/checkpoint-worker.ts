@@ -39,7 +39,7 @@ self.onmessage = (e: MessageEvent<Msg>) => {
       const r = db!.query(`PRAGMA wal_checkpoint(${mode})`).get() as { busy: number; log: number; checkpointed: number };
       self.postMessage({ type: "checkpointed", mode, ...r });
     } catch (err) {
-      self.postMessage({ type: "checkpointed", mode: msg.mode, error: String((err as Error)?.message ?? err) });
+      self.postMessage({ type: "checkpointed", mode: msg.mode, error: String((err as Error)?.message ?? err), code: (err as { code?: string })?.code });
     }
     return;
   }

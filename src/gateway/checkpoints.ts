@@ -17,6 +17,7 @@
  */
 import type { Logger } from "../lib/logger";
 import { Counter, type Metrics } from "../lib/metrics";
+import { type StorageHealth, isStorageFailure, storageHealth } from "../lib/storage-health";
 import { locateWorkerFile } from "../lib/worker-file";
 
 /**
@@ -40,7 +41,7 @@ export interface Holdable {
   release(): void;
 }
 
-type Result = { mode: "PASSIVE" | "RESTART"; busy?: number; log?: number; checkpointed?: number; error?: string };
+type Result = { mode: "PASSIVE" | "RESTART"; busy?: number; log?: number; checkpointed?: number; error?: string; code?: string };
 
 export class Checkpoints {
   private worker: Worker;
@@ -55,6 +56,7 @@ export class Checkpoints {
   /** RESTART_BYTES and HOLD_BYTES in frames (one page each) of this database. */
   private restartFrames = 0;
   private holdFrames = 0;
+  private storage: StorageHealth;
 
   constructor(
     path: string,
@@ -63,6 +65,7 @@ export class Checkpoints {
     metrics: Metrics,
     private intervalMs = 250,
   ) {
+    this.storage = storageHealth(path);
     this.restarts = metrics.register(new Counter("sluice_wal_restarts_total", "Times the WAL was checkpointed whole and started over (it stays near 8 MB plus what is written between two checks)."));
     this.worker = new Worker(locateWorkerFile(import.meta.url, "checkpoint-worker", "src/gateway/checkpoint-worker.ts"));
     this.ready = new Promise((resolve, reject) => {
@@ -95,21 +98,38 @@ export class Checkpoints {
     this.worker.postMessage({ type: "checkpoint", mode: "PASSIVE" });
   }
 
+  /**
+   * A checkpoint that cannot grow the database file (a full disk) fails four times a second:
+   * logged when it starts and when it ends, and shown by /health meanwhile. The WAL keeps
+   * every commit until then, and grows.
+   */
+  private report(r: Result, wrote: boolean): void {
+    if (!r.error) {
+      // A pass that found nothing to copy proves nothing about the disk.
+      if (wrote && this.storage.recovered("checkpoint")) this.log.info("WAL checkpoints write again");
+      return;
+    }
+    const err = { message: r.error, code: r.code };
+    if (!isStorageFailure(err)) this.log.warn(r.mode === "RESTART" ? "WAL restart failed" : "WAL checkpoint failed", { error: r.error });
+    else if (this.storage.failed("checkpoint", err)) this.log.warn("WAL checkpoints fail: the database file cannot be written; the WAL keeps every commit and grows until they succeed", { error: r.error, code: r.code });
+  }
+
   private done(r: Result) {
     if (r.mode === "RESTART") {
+      this.report(r, true);
       this.intake.release();
       this.running = false;
       this.backfilled = 0;
       this.passes = 0;
-      if (r.error) this.log.warn("WAL restart failed", { error: r.error });
-      else if (!r.busy) this.restarts.inc();
+      if (r.error) return;
+      if (!r.busy) this.restarts.inc();
       // A reader elsewhere (another process) kept the WAL: do not hold intake again soon.
       else this.restartAfter = Date.now() + 2000;
       return;
     }
-    if (r.error) this.log.warn("WAL checkpoint failed", { error: r.error });
     const checkpointed = r.checkpointed ?? 0;
     const copied = checkpointed >= this.backfilled ? checkpointed - this.backfilled : checkpointed;
+    this.report(r, copied > 0);
     this.backfilled = checkpointed;
     if (r.error || (r.log ?? 0) < this.restartFrames || Date.now() < this.restartAfter) {
       this.running = false;

@@ -17,6 +17,7 @@
 import { Database, type Statement } from "bun:sqlite";
 import { closeSync, fdatasync, fstatSync, openSync, statSync } from "node:fs";
 import { newestEventId } from "../../db";
+import { type StorageHealth, storageHealth } from "../lib/storage-health";
 
 export interface EventRow {
   workspaceId: string;
@@ -54,6 +55,11 @@ export class GroupCommitWriter {
   private closed = false;
   /** Commits are held back while the checkpoint thread starts the WAL over (checkpoints.ts). */
   private held = false;
+  /** Groups that failed (commit or fsync) so far, and why the last one did (see whenDurable). */
+  private failures = 0;
+  private lastFailure: unknown;
+  /** Whether the data dir takes writes, for /health (lib/storage-health.ts). */
+  readonly storage: StorageHealth;
 
   constructor(
     path: string,
@@ -69,6 +75,7 @@ export class GroupCommitWriter {
     // Checkpoints run elsewhere (checkpoints.ts), through connections that sync the database file.
     this.db.exec("PRAGMA wal_autocheckpoint = 0");
     this.walPath = `${path}-wal`;
+    this.storage = storageHealth(path);
     // Ids only grow, even after the newest events were deleted: an id the processor has
     // passed must never be given again, or its new event would never be routed.
     this.lastEventId = Math.max(newestEventId(this.db), idFloor);
@@ -92,6 +99,22 @@ export class GroupCommitWriter {
         this.scheduled = true;
         setImmediate(() => this.flush());
       }
+    });
+  }
+
+  /**
+   * Resolves once every row handed over before this call is durable; rejects if any group
+   * that held some of them failed. For a request whose events are duplicates of ones still
+   * in flight: it must not be acknowledged before they are on disk, and must fail if they
+   * never get there (their keys are then forgotten, and the client's retry is stored).
+   */
+  whenDurable(): Promise<void> {
+    if (this.pending.length === 0 && this.unsynced.length === 0) return Promise.resolve();
+    const failuresBefore = this.failures;
+    // An empty entry joins the group now forming; groups settle in order, so when it does
+    // every earlier one has too.
+    return this.write([]).then(() => {
+      if (this.failures !== failuresBefore) throw this.lastFailure;
     });
   }
 
@@ -138,6 +161,8 @@ export class GroupCommitWriter {
       }
     } catch (err) {
       // The transaction rolled back whole: every caller of this turn is told, none half-stored.
+      this.failures++;
+      this.lastFailure = err;
       for (const p of pending) p.reject(err);
       this.notifyIdle();
       return;
@@ -185,7 +210,12 @@ export class GroupCommitWriter {
   }
 
   private synced(error: unknown) {
-    const err = error ? new Error(`fsync of the WAL failed: ${(error as Error).message ?? error}`) : undefined;
+    // The cause keeps the errno (ENOSPC, EIO) that tells a storage failure from others.
+    const err = error ? new Error(`fsync of the WAL failed: ${(error as Error).message ?? error}`, { cause: error }) : undefined;
+    if (err) {
+      this.failures++;
+      this.lastFailure = err;
+    }
     const waiting = this.unsynced;
     this.unsynced = [];
     for (const p of waiting) err ? p.reject(err) : p.resolve();

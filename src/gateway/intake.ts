@@ -7,6 +7,7 @@ import { AppError, badRequest } from "../lib/errors";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
 import { compile, describeError } from "../lib/schema";
+import { isStorageFailure, storageUnavailable } from "../lib/storage-health";
 import type { ConfigStore, SourceRuntime } from "../control-plane/config-store";
 import type { LiveEvents } from "../pipeline/live-events";
 import type { Suppressor } from "../regulations/suppression";
@@ -162,16 +163,37 @@ export async function acceptCalls(
   if (suppressed) deps.metrics.eventsSuppressed.inc({ source: source.id }, suppressed);
   if (duplicates) deps.metrics.eventsDuplicate.inc({ source: source.id }, duplicates);
   const stored = rows.length;
-  if (stored === 0) return;
-  try {
-    await deps.writer.write(rows);
-  } catch (err) {
-    for (const k of keys) deps.recent.delete(k);
-    deps.log.error("event storage failed", { err, source: source.id });
-    throw new AppError("UNAVAILABLE", "events could not be stored; retry later");
+  if (duplicates) {
+    // A duplicate is acknowledged only once the event it repeats is on disk: that one may be in
+    // a group still committing, and if the group fails, neither request may have a 200.
+    const [wrote, earlier] = await Promise.allSettled([stored ? deps.writer.write(rows) : undefined, deps.writer.whenDurable()]);
+    if (wrote.status === "rejected") refuse(deps, source.id, wrote.reason, keys);
+    // This request's own events are stored: their keys stay, or a retry would store them twice.
+    if (earlier.status === "rejected") refuse(deps, source.id, earlier.reason, []);
+  } else {
+    if (stored === 0) return;
+    try {
+      await deps.writer.write(rows);
+    } catch (err) {
+      refuse(deps, source.id, err, keys);
+    }
   }
+  if (stored === 0) return;
+  if (deps.writer.storage.recovered("intake")) deps.log.info("events are stored again: the database takes writes");
   if (watched) for (const e of watched) deps.live.publish(topic, e);
   acceptedCounter(deps, source.id).inc(stored);
+}
+
+/** A commit failed: the keys of rows not stored are forgotten, so the client's retry is stored, not taken for a duplicate. */
+function refuse(deps: IntakeDeps, sourceId: string, err: unknown, keys: number[]): never {
+  for (const k of keys) deps.recent.delete(k);
+  if (isStorageFailure(err)) {
+    // Logged when writes start failing, not for every refused call while they do.
+    if (deps.writer.storage.failed("intake", err)) deps.log.error("events cannot be stored: the database refuses writes; event calls answer 503 until it takes them again", { err, source: sourceId });
+    throw storageUnavailable(err, "events could not be stored");
+  }
+  deps.log.error("event storage failed", { err, source: sourceId });
+  throw new AppError("UNAVAILABLE", "events could not be stored; retry later");
 }
 
 const acceptedBySource = new WeakMap<IntakeDeps, Map<string, { inc(by?: number): void }>>();

@@ -13,6 +13,7 @@
  */
 import { Elysia, t } from "elysia";
 import { AppError, badRequest } from "../lib/errors";
+import { Counter, Gauge } from "../lib/metrics";
 import { readJsonBody, writeKeyFromAuthorization } from "./read-body";
 import { type IntakeDeps, acceptCalls, authenticateSource, parseCalls } from "./intake";
 import { BatchCall, CALL_TYPES, CallSchemas, type CallType, MAX_BATCH_BYTES, MAX_CALL_BYTES } from "./schemas";
@@ -36,11 +37,12 @@ function allowOrigin(request: Request, set: Set) {
   if (origin) corsHeaders(origin, set.headers);
 }
 
-function intakeResponse(origin: string | null, status: number, body: string): Response {
+function intakeResponse(origin: string | null, status: number, body: string, retryAfterSeconds?: number): Response {
   // The common answer carries no init: building headers for it cost as much as the rest of the Response.
   if (!origin && status === 200) return new Response(body);
   const headers: Record<string, string> = { "content-type": TEXT };
   if (origin) corsHeaders(origin, headers);
+  if (retryAfterSeconds !== undefined) headers["retry-after"] = String(retryAfterSeconds);
   return new Response(body, { status, headers });
 }
 
@@ -61,6 +63,11 @@ const EVENT_PATHS = [...CALL_TYPES.map((c) => [`/v1/${c}`, c] as const), ["/v1/b
  */
 export function intakeHandlers(deps: IntakeDeps): Record<string, IntakeHandler> {
   const m = deps.metrics;
+  const storageRejected = m.register(
+    new Counter("sluice_events_storage_rejected_total", "Event calls refused with 503 because the database could not be written (disk full, I/O error), by route."),
+  );
+  const storage = deps.writer.storage;
+  m.register(new Gauge("sluice_storage_failing", "1 while writes to the database fail (disk full, I/O error; /health names the cause), else 0.", () => (storage.problem ? 1 : 0)));
   const counters = new Map<string, { inc(by?: number): void }>();
   const count = (route: string, status: number) => {
     const k = `${route} ${status}`;
@@ -78,6 +85,7 @@ export function intakeHandlers(deps: IntakeDeps): Record<string, IntakeHandler> 
       const origin = request.headers.get("origin");
       let status = 200;
       let body = "OK";
+      let retryAfter: number | undefined;
       try {
         const writeKey =
           writeKeyFrom === "header"
@@ -97,19 +105,24 @@ export function intakeHandlers(deps: IntakeDeps): Record<string, IntakeHandler> 
         if (err instanceof AppError) {
           status = err.status;
           body = err.message;
+          retryAfter = err.retryAfterSeconds;
           m.eventsRejected.inc({ status: String(status) });
+          // Only storage refusals carry a Retry-After here (lib/storage-health.ts).
+          if (retryAfter !== undefined) storageRejected.inc({ route });
         } else {
           deps.log.error("intake failed", { err, route });
           status = 500;
           body = "internal error";
         }
-        // Refusals are rare and worth a line; accepted calls are counted, not logged.
-        if (deps.log.enabled("info")) deps.log.info("request", { method: "POST", route, status, message: body });
+        // Refusals are rare and worth a line; accepted calls are counted, not logged. While the
+        // disk is full every call is refused: those are counted, and intake logs when it starts.
+        const level = retryAfter === undefined ? "info" : "debug";
+        if (deps.log.enabled(level)) deps.log[level]("request", { method: "POST", route, status, message: body });
       }
       if (status === 200) ok.inc();
       else count(route, status);
       latency.observe((performance.now() - started) / 1000);
-      return intakeResponse(origin, status, body);
+      return intakeResponse(origin, status, body, retryAfter);
     };
   };
 
@@ -130,7 +143,7 @@ export function gatewayRoutes(deps: IntakeDeps, handlers: Record<string, IntakeH
     description:
       description +
       " Authenticate with HTTP Basic: the source write key as user name, an empty password. Answers 200 `OK` only after the events are committed to disk. " +
-      "Errors are text/plain: 400 for a missing or malformed Authorization header, bad JSON or gzip, a body over the limit, or a field of the wrong type (the message names it); 401 for an unknown write key; 404 for a disabled source. " +
+      "Errors are text/plain: 400 for a missing or malformed Authorization header, bad JSON or gzip, a body over the limit, or a field of the wrong type (the message names it); 401 for an unknown write key; 404 for a disabled source; 503 with `Retry-After` (seconds) when the database cannot be written (a full disk): nothing of the call was stored, send it again. " +
       "`Content-Encoding: gzip` is honoured whatever the Content-Type says. A messageId already accepted from the same source is acknowledged but not stored again.",
     tags: ["Event calls"],
     requestBody: { required: true, content: { "application/json": { schema } } },

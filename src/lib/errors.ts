@@ -29,12 +29,15 @@ export class AppError extends Error {
   readonly code: ErrorCode;
   /** Extra fields merged into a JSON error body (e.g. the Test API's disabled-destination form). */
   readonly body?: Record<string, unknown>;
+  /** Sent as `Retry-After` (seconds): when the caller may expect a retry to succeed (a full disk). */
+  readonly retryAfterSeconds?: number;
 
-  constructor(code: ErrorCode, message: string, body?: Record<string, unknown>) {
+  constructor(code: ErrorCode, message: string, body?: Record<string, unknown>, opts: { retryAfterSeconds?: number } = {}) {
     super(message);
     this.name = "AppError";
     this.code = code;
     this.body = body;
+    this.retryAfterSeconds = opts.retryAfterSeconds;
   }
 
   get status(): number {

@@ -5,6 +5,14 @@
  */
 import type { Database, Statement } from "bun:sqlite";
 import type { Logger } from "../lib/logger";
+import { type StorageHealth, isStorageFailure, storageHealth } from "../lib/storage-health";
+
+/**
+ * Outcomes kept in memory while the database refuses writes (a full disk). Beyond this the
+ * oldest are let go: their rows stay pending and are delivered again after a restart (at
+ * least once), where keeping them all would grow memory with every delivery.
+ */
+const KEEP_WHILE_FAILING = 100_000;
 
 export interface OutcomeRow {
   id: number;
@@ -24,8 +32,12 @@ export class OutcomeWriter {
   private scheduled = false;
   private update: Statement;
   private commit: (rows: OutcomeRow[]) => void;
+  private storage: StorageHealth;
+  /** Set while outcomes that could not be written wait to be tried again. */
+  private retryTimer: Timer | undefined;
 
   constructor(sqlite: Database, private log: Logger) {
+    this.storage = storageHealth(sqlite.filename);
     this.update = sqlite.prepare(
       `UPDATE deliveries SET state = ?, attempts = ?, next_attempt_at = ?, first_attempt_at = ?, last_status = ?,
          last_response = ?, last_error = ?, attempt_log = ?, updated_at = ? WHERE id = ?`,
@@ -40,7 +52,7 @@ export class OutcomeWriter {
 
   write(row: OutcomeRow) {
     this.queue.push(row);
-    if (!this.scheduled) {
+    if (!this.scheduled && !this.retryTimer) {
       this.scheduled = true;
       setImmediate(() => this.flush());
     }
@@ -48,14 +60,28 @@ export class OutcomeWriter {
 
   flush() {
     this.scheduled = false;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
     if (!this.queue.length) return;
     const rows = this.queue;
     this.queue = [];
     try {
       this.commit(rows);
     } catch (err) {
-      // The rows stay pending in the database and are delivered again after a restart.
-      this.log.error("could not record delivery outcomes", { err, count: rows.length });
+      if (!isStorageFailure(err)) {
+        // The rows stay pending in the database and are delivered again after a restart.
+        this.log.error("could not record delivery outcomes", { err, count: rows.length });
+        return;
+      }
+      // Kept, in order (a later outcome of the same delivery must be written after), and tried
+      // again once a second until the database takes writes.
+      this.queue = rows.concat(this.queue);
+      const over = this.queue.length - KEEP_WHILE_FAILING;
+      if (over > 0) this.queue.splice(0, over);
+      if (this.storage.failed("outcomes", err)) this.log.error("could not record delivery outcomes; kept in memory and retried every second until the database takes writes", { err, count: rows.length });
+      this.retryTimer = setTimeout(() => this.flush(), 1000);
+      return;
     }
+    if (this.storage.recovered("outcomes")) this.log.info("delivery outcomes are recorded again");
   }
 }

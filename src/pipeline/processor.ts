@@ -7,6 +7,7 @@ import type { Statement } from "bun:sqlite";
 import type { ConfigStore } from "../control-plane/config-store";
 import type { Logger } from "../lib/logger";
 import { newestEventId } from "../../db";
+import { type StorageHealth, isStorageFailure, storageHealth } from "../lib/storage-health";
 import { routeEvent } from "./route";
 
 const CURSOR = "processor";
@@ -34,6 +35,9 @@ export class Processor {
   private newestCommitted = 0;
   private listeners: Array<(destinationIds: Set<string>) => void> = [];
   private stopped = false;
+  private storage: StorageHealth;
+  /** Set while a run that could not write waits to try again (a full disk). */
+  private retryTimer: Timer | undefined;
 
   constructor(
     private db: import("../../db").Db,
@@ -54,6 +58,7 @@ export class Processor {
     this.saveCursor = c.prepare("INSERT INTO cursors (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value");
     const row = c.query("SELECT value FROM cursors WHERE name = ?").get(CURSOR) as { value: number } | null;
     this.cursor = row?.value ?? 0;
+    this.storage = storageHealth(c.filename);
   }
 
   /** The id of the newest event already routed (in memory; the saved cursor may lag by up to a second). */
@@ -79,6 +84,28 @@ export class Processor {
 
   stop() {
     this.stopped = true;
+    clearTimeout(this.retryTimer);
+  }
+
+  /**
+   * The database refused a write (a full disk): events already committed wait in `events`
+   * and are fanned out once it takes writes again, tried once a second, since intake may take
+   * none meanwhile to wake the processor.
+   */
+  private writeFailed(err: unknown, what: string) {
+    if (!isStorageFailure(err)) {
+      this.log.error(what, { err });
+      return;
+    }
+    if (this.storage.failed("processor", err)) this.log.error(`${what}; retrying every second until the database takes writes`, { err });
+    this.retryTimer ??= setTimeout(() => {
+      this.retryTimer = undefined;
+      this.wake();
+    }, 1000);
+  }
+
+  private wrote() {
+    if (this.storage.recovered("processor")) this.log.info("the processor writes deliveries again");
   }
 
   /**
@@ -91,12 +118,14 @@ export class Processor {
     // only until the first report (at start, for events committed before a restart).
     const max = this.newestCommitted || newestEventId(this.db.$client);
     if (max <= this.cursor) return;
-    this.cursor = max;
     const now = this.now();
     if (now - this.cursorSavedAt >= 1000) {
       this.saveCursor.run(CURSOR, max);
       this.cursorSavedAt = now;
+      this.wrote();
     }
+    // Only after the save: if it failed, the retry saves again.
+    this.cursor = max;
   }
 
   /** Processes everything committed so far, in slices so the loop stays responsive. */
@@ -106,7 +135,7 @@ export class Processor {
       try {
         this.skipAll();
       } catch (err) {
-        this.log.error("processor could not advance its cursor", { err });
+        this.writeFailed(err, "processor could not advance its cursor");
       }
       return;
     }
@@ -139,9 +168,10 @@ export class Processor {
       }).immediate();
       this.cursorSavedAt = now;
     } catch (err) {
-      this.log.error("processor could not write deliveries", { err });
+      this.writeFailed(err, "processor could not write deliveries");
       return;
     }
+    this.wrote();
     this.cursor = last;
     if (touched.size) for (const fn of this.listeners) fn(touched);
     if (rows.length === BATCH) this.wake();

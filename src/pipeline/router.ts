@@ -176,7 +176,13 @@ export class Router {
     const snap = this.config.snapshot();
     for (const [id, q] of this.queues) {
       if (!snap.destinations.has(id)) {
-        this.abortAll.run("destination deleted", this.now(), id);
+        try {
+          this.abortAll.run("destination deleted", this.now(), id);
+        } catch (err) {
+          // A full disk: the queue stays known, and the next change of config tries again.
+          this.log.error("could not abort the deliveries of a deleted destination", { err, destinationId: id });
+          continue;
+        }
         q.clear();
         this.queues.delete(id);
         continue;
