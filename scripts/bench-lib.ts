@@ -205,7 +205,7 @@ export async function record(title: string, command: string, lines: string[]) {
   console.log(section);
 }
 
-function gitHead(): string {
+export function gitHead(): string {
   const r = Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: ROOT });
   return r.stdout.toString().trim() || "unknown";
 }

@@ -7,10 +7,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildDashboard } from "./build-dashboard";
+import { launchChromium } from "./lib/chromium";
 
 const ROOT = join(import.meta.dir, "..");
 const OUT = join(ROOT, "docs/screenshots");
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const EMAIL = "admin@example.com";
 const TOKEN = "screenshot-admin-token-0123456789";
 
@@ -66,12 +66,7 @@ try {
       body: JSON.stringify({ userId: `user-${i % 7}`, event: ["Product Viewed", "Order Completed", "Signed Up"][i % 3], properties: { price: 10 + i } }),
     });
   }
-  const { chromium } = await import("playwright-core");
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  const browser = await launchChromium();
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "light" });
   const page = await context.newPage();
   await page.goto(`${url}/login`);
