@@ -1,10 +1,13 @@
 /**
- * Writes db/migrations/index.ts: static imports of every migration listed in the
- * journal, so `bun build --compile` embeds them and the binary never reads db/ from disk.
- * Run by `npm run db:generate` after drizzle-kit; a test checks it is up to date.
+ * Writes db/migrations/index.ts (SQLite) and db/pg/migrations/index.ts (PostgreSQL, cluster
+ * mode): static imports of every migration listed in each journal, so `bun build --compile`
+ * embeds them and the binary never reads db/ from disk. Run by `npm run db:generate` after
+ * drizzle-kit (both dialects); tests check both are up to date.
  */
 import journal from "../db/migrations/meta/_journal.json";
+import pgJournal from "../db/pg/migrations/meta/_journal.json";
 
+/** The index of one migrations folder; its imports are relative, so it is the same text for either. */
 export function renderMigrationIndex(tags: string[]): string {
   const imports = tags.map((tag, i) => `import m${i} from "./${tag}.sql" with { type: "text" };`).join("\n");
   const entries = tags.map((tag, i) => `  ${JSON.stringify(tag)}: m${i},`).join("\n");
@@ -20,8 +23,16 @@ export { journal };
 `;
 }
 
+/** Each migrations folder (relative to this script) with its journal. */
+export const MIGRATION_FOLDERS = [
+  { folder: "../db/migrations/", journal },
+  { folder: "../db/pg/migrations/", journal: pgJournal },
+] as const;
+
 if (import.meta.main) {
-  const out = new URL("../db/migrations/index.ts", import.meta.url);
-  await Bun.write(out, renderMigrationIndex(journal.entries.map((e) => e.tag)));
-  console.log(`wrote ${out.pathname} (${journal.entries.length} migrations)`);
+  for (const { folder, journal } of MIGRATION_FOLDERS) {
+    const out = new URL(`${folder}index.ts`, import.meta.url);
+    await Bun.write(out, renderMigrationIndex(journal.entries.map((e) => e.tag)));
+    console.log(`wrote ${out.pathname} (${journal.entries.length} migrations)`);
+  }
 }

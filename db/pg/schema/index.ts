@@ -1,0 +1,5 @@
+export * from "./control-plane";
+export * from "./pipeline";
+export * from "./regulations";
+export * from "./warehouse";
+export * from "./cluster";
