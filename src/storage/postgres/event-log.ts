@@ -1,0 +1,199 @@
+/**
+ * Intake's group commit on PostgreSQL (issue 24, cluster mode; design: notes §3.1–3.2).
+ *
+ * The event calls of one turn of the event loop become one group, and a group is one
+ * autocommit statement: `INSERT … SELECT FROM unnest(arrays) ON CONFLICT (dedup_key) DO NOTHING
+ * RETURNING dedup_key`. So a group costs one round trip, whatever its size, and the unique index
+ * on `dedup_key` deduplicates across every instance on the database: the rows not returned were
+ * duplicates, of a committed row or of an earlier row of the same group. A conflicting row in
+ * another instance's group still in flight makes the insert wait for it, so a duplicate of an
+ * event not yet durable is never acknowledged before it is.
+ *
+ * A few groups may be in flight at once; rows of one group are all concurrent requests, and a
+ * client that waits for its answer before the next call always lands in a later group, so each
+ * user's order holds. The processor reads below a transaction horizon (design §3.3), which is
+ * what makes out-of-order commits between groups safe.
+ *
+ * An optional suppression epoch guards the statement: when the database's epoch moved on (a
+ * regulation was made on some instance), the group inserts nothing and every request is told
+ * `epochStale`, so intake can reload the suppression rules and send it again (design §3.4).
+ */
+import type { SQL } from "bun";
+import { AppError } from "../../lib/errors";
+import type { EventRow } from "../../gateway/group-commit";
+
+/** What one append stored: how many rows, and which of the request's rows were duplicates. */
+export interface AppendResult {
+  stored: number;
+  /** Indexes (in the request's rows) of the duplicates. */
+  duplicates: number[];
+  /** The suppression epoch had moved on: nothing of the request was stored. */
+  epochStale?: boolean;
+}
+
+export interface PgEventLogOptions {
+  /** Partitions users are spread over (cluster_settings.partitions). */
+  partitions: number;
+  /** Groups in flight at once. */
+  maxInFlight?: number;
+  /** The suppression epoch this instance's rules are at; when given, every group is guarded by it. */
+  epoch?: () => number;
+}
+
+interface Request {
+  rows: EventRow[];
+  keys: string[];
+  resolve: (r: AppendResult) => void;
+  reject: (e: unknown) => void;
+}
+
+const EMPTY: AppendResult = Object.freeze({ stored: 0, duplicates: [] }) as AppendResult;
+
+/** The 64-bit deduplication key of a messageId from a source (signed, as PostgreSQL's bigint), as decimal text. */
+export function dedupKey(sourceId: string, messageId: string): string {
+  return BigInt.asIntN(64, BigInt(Bun.hash.wyhash(messageId, Bun.hash(sourceId)))).toString();
+}
+
+/** The partition of a user: a hash of the user key, so one user's events always share one. */
+export function partitionOf(userKey: string, partitions: number): number {
+  return Number(BigInt(Bun.hash.wyhash(userKey)) % BigInt(partitions));
+}
+
+export class PgEventLog {
+  private queue: Request[] = [];
+  private scheduled = false;
+  private inFlight = 0;
+  private readonly maxInFlight: number;
+  private idle: Array<() => void> = [];
+
+  constructor(
+    private readonly sql: SQL,
+    private readonly opts: PgEventLogOptions,
+  ) {
+    this.maxInFlight = opts.maxInFlight ?? 2;
+  }
+
+  /** Resolves once the rows' group has committed, telling which rows were duplicates. */
+  append(rows: EventRow[]): Promise<AppendResult> {
+    if (rows.length === 0) return Promise.resolve(EMPTY);
+    return new Promise((resolve, reject) => {
+      this.queue.push({ rows, keys: rows.map((r) => dedupKey(r.sourceId, r.messageId)), resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Resolves when nothing is queued or in flight. */
+  settled(): Promise<void> {
+    if (this.queue.length === 0 && this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  private schedule() {
+    if (this.scheduled || this.inFlight >= this.maxInFlight || this.queue.length === 0) return;
+    this.scheduled = true;
+    // The next turn: every call of this one joins the group.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush() {
+    if (this.queue.length === 0 || this.inFlight >= this.maxInFlight) return;
+    const group = this.queue;
+    this.queue = [];
+    this.inFlight++;
+    void this.commit(group).finally(() => {
+      this.inFlight--;
+      this.schedule();
+      if (this.queue.length === 0 && this.inFlight === 0) for (const f of this.idle.splice(0)) f();
+    });
+  }
+
+  private async commit(group: Request[]): Promise<void> {
+    const epoch = this.opts.epoch?.();
+    let result: { epochOk: boolean; stored: Set<string> };
+    try {
+      result = await this.insert(group, epoch);
+    } catch (err) {
+      // Two instances inserting the same keys in different orders can deadlock; PostgreSQL
+      // aborts one, and its group is sent once more.
+      if (sqlState(err) !== "40P01") return this.fail(group, err);
+      try {
+        result = await this.insert(group, epoch);
+      } catch (again) {
+        return this.fail(group, again);
+      }
+    }
+    if (!result.epochOk) {
+      for (const r of group) r.resolve({ stored: 0, duplicates: [], epochStale: true });
+      return;
+    }
+    // A key returned was stored by its first row in the group; any later row with it, and every
+    // row whose key was not returned, is a duplicate.
+    const claimed = result.stored;
+    for (const r of group) {
+      const duplicates: number[] = [];
+      for (let i = 0; i < r.keys.length; i++) {
+        if (claimed.has(r.keys[i]!)) claimed.delete(r.keys[i]!);
+        else duplicates.push(i);
+      }
+      r.resolve({ stored: r.rows.length - duplicates.length, duplicates });
+    }
+  }
+
+  private async insert(group: Request[], epoch: number | undefined): Promise<{ epochOk: boolean; stored: Set<string> }> {
+    const cols: { ws: string[]; src: string[]; mid: string[]; dk: string[]; p: number[]; uk: string[]; ty: string[]; pl: string[]; at: number[] } = {
+      ws: [], src: [], mid: [], dk: [], p: [], uk: [], ty: [], pl: [], at: [],
+    };
+    for (const r of group) {
+      for (let i = 0; i < r.rows.length; i++) {
+        const row = r.rows[i]!;
+        cols.ws.push(row.workspaceId);
+        cols.src.push(row.sourceId);
+        cols.mid.push(row.messageId);
+        cols.dk.push(r.keys[i]!);
+        cols.p.push(partitionOf(row.userKey, this.opts.partitions));
+        cols.uk.push(row.userKey);
+        cols.ty.push(row.type);
+        cols.pl.push(row.payload);
+        cols.at.push(row.receivedAt);
+      }
+    }
+    const guarded = epoch !== undefined;
+    // ORDER BY ord: identity ids follow the order the calls came in.
+    const [row] = await this.sql.unsafe(
+      `WITH guard AS (SELECT 1 FROM cluster_epochs WHERE name = 'suppression' AND value = $10::bigint OR NOT $11::boolean),
+       ins AS (
+         INSERT INTO events (workspace_id, source_id, message_id, dedup_key, partition, user_key, type, payload, received_at)
+         SELECT ws, src, mid, dk, p, uk, ty, pl, at
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::smallint[], $6::text[], $7::text[], $8::text[], $9::bigint[])
+                WITH ORDINALITY AS x(ws, src, mid, dk, p, uk, ty, pl, at, ord)
+          WHERE EXISTS (SELECT 1 FROM guard)
+          ORDER BY ord
+         ON CONFLICT (dedup_key) DO NOTHING
+         RETURNING dedup_key)
+       SELECT EXISTS (SELECT 1 FROM guard) AS epoch_ok, coalesce(array_agg(dedup_key::text), '{}') AS stored FROM ins`,
+      [cols.ws, cols.src, cols.mid, cols.dk, cols.p, cols.uk, cols.ty, cols.pl, cols.at, epoch ?? 0, guarded],
+    );
+    return { epochOk: row.epoch_ok === true, stored: new Set(row.stored as string[]) };
+  }
+
+  private fail(group: Request[], err: unknown) {
+    const e = isConnectionError(err)
+      ? new AppError("UNAVAILABLE", `events could not be stored: PostgreSQL is unreachable (${(err as Error)?.message ?? err})`)
+      : new AppError("UNAVAILABLE", `events could not be stored: ${(err as Error)?.message ?? err}`);
+    (e as { cause?: unknown }).cause = err;
+    for (const r of group) r.reject(e);
+  }
+}
+
+function sqlState(err: unknown): string {
+  const errno = (err as { errno?: unknown })?.errno;
+  return typeof errno === "string" ? errno : "";
+}
+
+function isConnectionError(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return (typeof code === "string" && /^ERR_POSTGRES_(CONNECTION|IDLE_TIMEOUT|LIFETIME_TIMEOUT|TLS)|^E(CONNREFUSED|CONNRESET|PIPE)$/.test(code)) || /^(08|57P0)/.test(sqlState(err));
+}
