@@ -19,6 +19,7 @@
  * `epochStale`, so intake can reload the suppression rules and send it again (design §3.4).
  */
 import type { SQL } from "bun";
+import { partitionOfKey } from "../../cluster/hash";
 import { AppError } from "../../lib/errors";
 import type { EventRow } from "../../gateway/group-commit";
 
@@ -52,11 +53,6 @@ const EMPTY: AppendResult = Object.freeze({ stored: 0, duplicates: [] }) as Appe
 /** The 64-bit deduplication key of a messageId from a source (signed, as PostgreSQL's bigint), as decimal text. */
 export function dedupKey(sourceId: string, messageId: string): string {
   return BigInt.asIntN(64, BigInt(Bun.hash.wyhash(messageId, Bun.hash(sourceId)))).toString();
-}
-
-/** The partition of a user: a hash of the user key, so one user's events always share one. */
-export function partitionOf(userKey: string, partitions: number): number {
-  return Number(BigInt(Bun.hash.wyhash(userKey)) % BigInt(partitions));
 }
 
 export class PgEventLog {
@@ -153,7 +149,7 @@ export class PgEventLog {
         cols.src.push(row.sourceId);
         cols.mid.push(row.messageId);
         cols.dk.push(r.keys[i]!);
-        cols.p.push(partitionOf(row.userKey, this.opts.partitions));
+        cols.p.push(partitionOfKey(row.userKey, this.opts.partitions));
         cols.uk.push(row.userKey);
         cols.ty.push(row.type);
         cols.pl.push(row.payload);
