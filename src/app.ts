@@ -12,7 +12,7 @@ import { DashboardAssets } from "./dashboard/assets";
 import { dashboardRoutes } from "./dashboard/routes";
 import { applyWorkspaceFile } from "./control-plane/workspace-file";
 import { RecentMessageIds } from "./gateway/dedup";
-import { Checkpoints } from "./gateway/checkpoints";
+import { Checkpoints, WAL_FILE_LIMIT_BYTES } from "./gateway/checkpoints";
 import { GroupCommitWriter } from "./gateway/group-commit";
 import type { IntakeDeps } from "./gateway/intake";
 import { gatewayRoutes, intakeHandlers, serverRoutes } from "./gateway/routes";
@@ -147,6 +147,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
 
   // Checkpoints are run by gateway/checkpoints.ts, never automatically by a connection.
   db.$client.exec("PRAGMA wal_autocheckpoint = 0");
+  db.$client.exec(`PRAGMA journal_size_limit = ${WAL_FILE_LIMIT_BYTES}`);
   const writer = new GroupCommitWriter(join(settings.dataDir, "sluice.db"), settings.synchronous, eventIdFloor(db.$client));
   const checkpoints = new Checkpoints(join(settings.dataDir, "sluice.db"), writer, log, metrics);
   await checkpoints.start();

@@ -112,3 +112,43 @@ test("a reader holding a transaction open in another process never holds intake 
   await s.stop();
   cleanup(s.dataDir);
 }, 30_000);
+
+test("a WAL that grew past its limit while a reader pinned it is cut back after the next restart", async () => {
+  const { startSluice } = await import("./helpers");
+  const { statSync } = await import("node:fs");
+  const { WAL_FILE_LIMIT_BYTES } = await import("../src/gateway/checkpoints");
+  const s = await startSluice();
+  const { writeKey } = await createSource(s.url);
+  const walSize = () => statSync(join(s.dataDir, "sluice.db-wal")).size;
+  const restarts = async () => Number(/sluice_wal_restarts_total (\d+)/.exec(await (await fetch(`${s.url}/metrics`)).text())?.[1] ?? 0);
+  const pad = "x".repeat(4000);
+  let round = 0;
+  const send = async () => {
+    const res = await fetch(`${s.url}/v1/batch`, {
+      method: "POST",
+      headers: { authorization: basic(writeKey), "content-type": "application/json" },
+      body: JSON.stringify({ batch: Array.from({ length: 200 }, (_, i) => ({ type: "track", userId: `u${i}`, event: "E", properties: { pad, round } })) }),
+    });
+    expect(res.status).toBe(200);
+    round++;
+  };
+  // The reader's snapshot keeps every frame in the WAL, as retention's deletes or a backup do.
+  const reader = new Database(join(s.dataDir, "sluice.db"));
+  reader.exec("BEGIN");
+  reader.query("SELECT count(*) FROM events").get();
+  const deadline = Date.now() + 40_000;
+  while (walSize() < WAL_FILE_LIMIT_BYTES * 1.25) {
+    if (Date.now() > deadline) throw new Error(`the WAL did not grow past its limit (${walSize()} bytes)`);
+    await send();
+  }
+  const grown = walSize();
+  reader.exec("COMMIT");
+  reader.close();
+  const before = await restarts();
+  await waitFor(async () => (await send(), (await restarts()) > before && walSize() <= WAL_FILE_LIMIT_BYTES + 4 * 1024 * 1024), {
+    timeoutMs: 20_000,
+    what: `the WAL cut back from ${grown} bytes`,
+  });
+  await s.stop();
+  cleanup(s.dataDir);
+}, 70_000);

@@ -27,6 +27,14 @@ import { locateWorkerFile } from "../lib/worker-file";
  */
 const RESTART_BYTES = 8 * 1024 * 1024;
 /**
+ * A RESTART starts the WAL over but leaves its file at its high-water size (122 MB in a soak:
+ * retention's deletes and backups write more than 8 MB between two restarts). Each writing
+ * connection sets this as its journal_size_limit, so its first commit after a restart cuts the
+ * file back to it. Not to RESTART_BYTES: a file that keeps growing again costs every fdatasync
+ * a journaled size change.
+ */
+export const WAL_FILE_LIMIT_BYTES = 64 * 1024 * 1024;
+/**
  * Intake is held only once a PASSIVE pass found at most this much newly written to copy: the
  * RESTART then copies about as much. Holding right after the first pass, which under batch
  * load left some 10 MB written during it, held commits 25 ms four times a second; now about 5.

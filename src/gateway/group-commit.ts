@@ -18,6 +18,7 @@ import { Database, type Statement } from "bun:sqlite";
 import { closeSync, fdatasync, fstatSync, openSync, statSync } from "node:fs";
 import { newestEventId } from "../../db";
 import { type StorageHealth, storageHealth } from "../lib/storage-health";
+import { WAL_FILE_LIMIT_BYTES } from "./checkpoints";
 
 export interface EventRow {
   workspaceId: string;
@@ -74,6 +75,7 @@ export class GroupCommitWriter {
     this.db.exec("PRAGMA synchronous = OFF");
     // Checkpoints run elsewhere (checkpoints.ts), through connections that sync the database file.
     this.db.exec("PRAGMA wal_autocheckpoint = 0");
+    this.db.exec(`PRAGMA journal_size_limit = ${WAL_FILE_LIMIT_BYTES}`);
     this.walPath = `${path}-wal`;
     this.storage = storageHealth(path);
     // Ids only grow, even after the newest events were deleted: an id the processor has
