@@ -1,6 +1,6 @@
 /**
  * PostgreSQL twin of db/schema/pipeline.ts, plus the cluster columns of the design
- * (/work/notes/cluster-design.md §3.1–3.3):
+ * (src/cluster/README.md §3.1–3.3):
  *
  * - `events.partition`, `deliveries.partition`: hash(userKey) % PARTITIONS (cluster.ts); the
  *   lease owner of a partition runs its processor and router.
