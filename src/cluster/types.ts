@@ -5,7 +5,7 @@
  * `singleton(...)`. SQLite runs the single-node twin (src/cluster/single-node.ts), PostgreSQL
  * the lease implementation (src/cluster/leases.ts), so one code path serves both stores.
  *
- * The message `bus` of §2.5 is a later step and is not part of this interface yet.
+ * The message bus of §2.5 is built in bus.ts and is not part of this interface yet.
  */
 
 /** Jobs only one instance of a cluster runs at a time (design §3.3 "Singletons"). */
