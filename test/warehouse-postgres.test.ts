@@ -247,6 +247,18 @@ describe.if(havePostgres)("PostgresWarehouse", () => {
     expect(await count(ns, "rudder_discards")).toBe(1);
   });
 
+  test("ids already loaded are skipped also by a new loader, and in a table made without a key on id (as RudderStack may have)", async () => {
+    const ns = newNamespace();
+    await newWarehouse().load(ns, [batch("tracks", TRACK_COLUMNS, [trackRow("m1")])], "l1");
+    // A table of the same shape without a primary key: no COPY may go in before the ids are checked.
+    await sql!.unsafe(`CREATE TABLE "${ns}".order_done AS SELECT * FROM "${ns}".tracks`);
+    const fresh = newWarehouse();
+    const r = await fresh.load(ns, [batch("tracks", TRACK_COLUMNS, [trackRow("m1"), trackRow("m2")]), batch("order_done", TRACK_COLUMNS, [trackRow("m1"), trackRow("m3")])], "l2");
+    expect(r.rows).toEqual({ tracks: 1, order_done: 1 });
+    expect((await sql!.unsafe(`SELECT id FROM "${ns}".tracks ORDER BY id`)).map((x: { id: string }) => x.id)).toEqual(["m1", "m2"]);
+    expect((await sql!.unsafe(`SELECT id FROM "${ns}".order_done ORDER BY id`)).map((x: { id: string }) => x.id)).toEqual(["m1", "m3"]);
+  });
+
   test("users keeps one row per id with each trait's latest non-null value; an older replay does not overwrite", async () => {
     const ns = newNamespace();
     const wh = newWarehouse();
