@@ -20,7 +20,7 @@ import { rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { adminApi, BINARY, basicAuth, cpuTimeUs, ensureBinary, fmt, gitHead, mean, numberArg, ROOT, rssMb, startProcess, startSluice } from "./bench-lib";
 import { replaceSection } from "./lib/benchmarks-section";
-import { renderPng } from "./lib/chromium";
+import { CHROMIUM, renderPng } from "./lib/chromium";
 import { chartPageHtml } from "./lib/line-charts";
 import { type LoadRun, type LoadSummary, type LoadTarget, type LoadTool, pacedConnections, startLoad, USERS } from "./lib/soak-load";
 
@@ -41,6 +41,11 @@ if (loadArg !== undefined && loadArg !== "wrk" && loadArg !== "bun") {
 }
 if (loadArg === "wrk" && !Bun.which("wrk")) {
   console.error("--load wrk: wrk is not installed (apt-get install wrk), or leave --load out to use the Bun load process");
+  process.exit(2);
+}
+// The chart is drawn at the end: a missing Chromium must stop the run before its hour, not after.
+if (!noRecord && !(await Bun.file(CHROMIUM).exists())) {
+  console.error(`the chart needs Chromium at ${CHROMIUM} (apt-get install chromium, or CHROMIUM_PATH); or run with --no-record`);
   process.exit(2);
 }
 const tool: LoadTool = (loadArg as LoadTool | undefined) ?? (Bun.which("wrk") ? "wrk" : "bun");
@@ -410,6 +415,6 @@ const html = chartPageHtml({
     { title: "Oldest stored event", unit: "s; retention " + fmt(retentionS) + " s", series: [{ name: "age", color: "#8c564b", values: samples.map((v) => v.oldestS) }] },
   ],
 });
-await renderPng(html, join(ROOT, "docs", "soak.png"), { width: 3 * 400 + 32, height: 640 });
 await replaceSection("Soak", lines.join("\n"));
+await renderPng(html, join(ROOT, "docs", "soak.png"), { width: 3 * 400 + 32, height: 640 });
 console.log("wrote docs/soak.png and the Soak section of BENCHMARKS.md");
