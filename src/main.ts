@@ -1,5 +1,5 @@
 /**
- * The `sluice` command: serve, token create, backup, restore, --version, --help.
+ * The `sluice` command: serve, token create, backup, restore, migrate-to-postgres, --version, --help.
  * Settings → database + migrations → listen; signals for a graceful stop.
  */
 import { join } from "node:path";
@@ -21,11 +21,17 @@ Usage:
                                       (--force: replace FILE if it exists)
   sluice restore --from FILE          put a backup in place of the database; refused while a server
                                       holds the data dir (the previous database is kept beside it)
+  sluice migrate-to-postgres --database URL [--database-schema NAME]
+                                      copy the data dir, queued events included, into an empty
+                                      PostgreSQL schema in one transaction (all or nothing); refused
+                                      while a server holds the data dir. The data dir is left as it
+                                      was. Also SLUICE_DATABASE_URL and SLUICE_DATABASE_SCHEMA
+                                      (default schema: the server's search_path)
   sluice --version                    print the version
   sluice --help                       print this help
 
-backup and restore take --data-dir (or SLUICE_DATA_DIR) like serve. Exit codes: 0 done,
-1 failed (nothing was replaced), 2 bad usage.
+backup, restore and migrate-to-postgres take --data-dir (or SLUICE_DATA_DIR) like serve.
+Exit codes: 0 done, 1 failed (nothing was replaced or copied), 2 bad usage.
 
 Options (flags win over environment variables):
 ${settingsHelp()}
@@ -262,6 +268,30 @@ async function restoreCommand(args: string[]) {
   }
 }
 
+async function migrateToPostgresCommand(args: string[]) {
+  const { values, rest } = takeOptions(args, ["database", "database-schema"]);
+  // Read here until --database becomes a setting of serve (cluster mode, step 2).
+  const url = values.database ?? (process.env.SLUICE_DATABASE_URL || undefined);
+  if (!url) fail("migrate-to-postgres needs --database postgres://USER:PASSWORD@HOST:PORT/DB (or SLUICE_DATABASE_URL); see sluice --help");
+  const schema = values["database-schema"] ?? (process.env.SLUICE_DATABASE_SCHEMA || undefined);
+  const settings = settingsOrFail(rest);
+  const { databaseUrlProblem, formatMigrationSummary, migrateToPostgres } = await import("./ops/migrate-to-postgres");
+  const problem = databaseUrlProblem(url);
+  if (problem) fail(problem);
+  try {
+    const r = await migrateToPostgres({
+      dataDir: settings.dataDir,
+      url,
+      schema,
+      // Progress to stderr: the summary on stdout is printed only once the copy is committed.
+      onProgress: (table, rows) => process.stderr.write(`copied ${table}: ${rows} rows (not committed yet)\n`),
+    });
+    process.stdout.write(formatMigrationSummary(r, settings.dataDir));
+  } catch (e) {
+    failed(e);
+  }
+}
+
 const argv = process.argv.slice(2);
 const [cmd, ...rest] = argv;
 if (cmd === "--version" || cmd === "-v" || cmd === "version") {
@@ -275,6 +305,8 @@ if (cmd === "--version" || cmd === "-v" || cmd === "version") {
   await backupCommand(rest);
 } else if (cmd === "restore") {
   await restoreCommand(rest);
+} else if (cmd === "migrate-to-postgres") {
+  await migrateToPostgresCommand(rest);
 } else if (cmd === "serve") {
   await serve(rest);
 } else if (cmd === undefined || cmd.startsWith("--")) {
