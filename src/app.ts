@@ -32,6 +32,7 @@ import type { RetryPolicy } from "./pipeline/retry-policy";
 import { Router } from "./pipeline/router";
 import { overviewRoutes } from "./pipeline/overview";
 import { pipelineRoutes } from "./pipeline/routes";
+import { SqliteControlPlaneStore } from "./storage/sqlite/control-plane";
 import { SandboxPool } from "./transformations/sandbox";
 import { transformationRoutes } from "./transformations/routes";
 import { testApiRoutes } from "./test-api/routes";
@@ -136,7 +137,8 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   const db = openDatabase(join(settings.dataDir, "sluice.db"), { synchronous: settings.synchronous });
   const config = new ConfigStore(db);
   const metrics = new Metrics();
-  const ctx: ServiceContext = { db, log, config, metrics, now, sessionHours: settings.sessionHours };
+  const controlPlane = new SqliteControlPlaneStore(db);
+  const ctx: ServiceContext = { db, log, config, controlPlane, metrics, now, sessionHours: settings.sessionHours };
 
   const owner = ensureOwner(db, { email: settings.adminEmail, token: settings.adminToken, now: now() });
   if (owner.created) log.info("first start: workspace and owner account created", { workspaceId: owner.workspaceId, email: settings.adminEmail });

@@ -1,39 +1,28 @@
 /** Connections: which sources feed which destinations. */
-import { and, eq } from "drizzle-orm";
-import { connections, destinations } from "../../db/schema";
 import { notFound } from "../lib/errors";
 import type { ScopedContext } from "../lib/context";
 import { findDestinationRow } from "./destinations";
 import type { Connection } from "./schemas";
 import { findSourceRow } from "./sources";
 
-export function listConnections(ctx: ScopedContext) {
-  return ctx.db
-    .select({ sourceId: connections.sourceId, destinationId: connections.destinationId, createdAt: connections.createdAt })
-    .from(connections)
-    .innerJoin(destinations, eq(destinations.id, connections.destinationId))
-    .where(eq(destinations.workspaceId, ctx.workspaceId))
-    .all()
-    .map((r) => ({ ...r, createdAt: new Date(r.createdAt).toISOString() }));
+export async function listConnections(ctx: ScopedContext) {
+  return (await ctx.controlPlane.connections(ctx.workspaceId)).map((r) => ({ sourceId: r.sourceId, destinationId: r.destinationId, createdAt: new Date(r.createdAt).toISOString() }));
 }
 
 /** Idempotent: connecting twice keeps one connection. */
-export function createConnection(ctx: ScopedContext, input: Connection) {
-  findSourceRow(ctx, input.sourceId);
-  findDestinationRow(ctx, input.destinationId);
-  ctx.db.insert(connections).values({ ...input, createdAt: ctx.now() }).onConflictDoNothing().run();
+export async function createConnection(ctx: ScopedContext, input: Connection) {
+  await findSourceRow(ctx, input.sourceId);
+  await findDestinationRow(ctx, input.destinationId);
+  await ctx.controlPlane.write([{ op: "connect", sourceId: input.sourceId, destinationId: input.destinationId, at: ctx.now() }]);
   ctx.config.invalidate();
   return { sourceId: input.sourceId, destinationId: input.destinationId };
 }
 
-export function deleteConnection(ctx: ScopedContext, input: Connection) {
-  findSourceRow(ctx, input.sourceId);
-  findDestinationRow(ctx, input.destinationId);
-  const removed = ctx.db
-    .delete(connections)
-    .where(and(eq(connections.sourceId, input.sourceId), eq(connections.destinationId, input.destinationId)))
-    .returning()
-    .all();
-  if (removed.length === 0) throw notFound(`no connection from '${input.sourceId}' to '${input.destinationId}'`);
+export async function deleteConnection(ctx: ScopedContext, input: Connection) {
+  await findSourceRow(ctx, input.sourceId);
+  await findDestinationRow(ctx, input.destinationId);
+  // The write's own count decides the 404, so a concurrent disconnect is told apart.
+  const { changes } = await ctx.controlPlane.write([{ op: "disconnect", sourceId: input.sourceId, destinationId: input.destinationId }]);
+  if (changes[0] === 0) throw notFound(`no connection from '${input.sourceId}' to '${input.destinationId}'`);
   ctx.config.invalidate();
 }

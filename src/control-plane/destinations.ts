@@ -1,19 +1,13 @@
 /** Destinations: where events go, each of a kind from the destination registry. */
-import { and, eq, inArray } from "drizzle-orm";
-import { transact } from "../../db";
-import { connections, destinationTransformations, destinations, sources } from "../../db/schema";
 import { findDefinition, listDefinitions } from "../destinations/registry";
 import { AppError, badRequest, notFound } from "../lib/errors";
 import type { ScopedContext } from "../lib/context";
 import { newId } from "../lib/ids";
 import { firstError } from "../lib/schema";
 import type { DestinationCreate, DestinationUpdate } from "./schemas";
+import type { ControlPlaneWrite, DestinationRow } from "./store";
 
-type Row = typeof destinations.$inferSelect;
-
-function present(ctx: ScopedContext, row: Row) {
-  const sourceIds = ctx.db.select({ id: connections.sourceId }).from(connections).where(eq(connections.destinationId, row.id)).all().map((r) => r.id);
-  const t = ctx.db.select().from(destinationTransformations).where(eq(destinationTransformations.destinationId, row.id)).get();
+function present(row: DestinationRow, sourceIds: string[], transformationId: string | undefined) {
   return {
     id: row.id,
     name: row.name,
@@ -21,13 +15,18 @@ function present(ctx: ScopedContext, row: Row) {
     enabled: row.enabled,
     config: row.config,
     sourceIds,
-    transformationId: t?.transformationId ?? null,
+    transformationId: transformationId ?? null,
     createdAt: new Date(row.createdAt).toISOString(),
   };
 }
 
-export function findDestinationRow(ctx: ScopedContext, id: string): Row {
-  const row = ctx.db.select().from(destinations).where(and(eq(destinations.id, id), eq(destinations.workspaceId, ctx.workspaceId))).get();
+async function presentOne(ctx: ScopedContext, row: DestinationRow) {
+  const [links, transformationId] = await Promise.all([ctx.controlPlane.connectionsOfDestination(row.id), ctx.controlPlane.transformationIdOfDestination(row.id)]);
+  return present(row, links.map((c) => c.sourceId), transformationId);
+}
+
+export async function findDestinationRow(ctx: ScopedContext, id: string): Promise<DestinationRow> {
+  const row = await ctx.controlPlane.destination(ctx.workspaceId, id);
   if (!row) throw notFound(`destination '${id}' not found`);
   return row;
 }
@@ -42,75 +41,83 @@ export function validateDestinationConfig(type: string, config: Record<string, u
   if (err) throw badRequest(err);
 }
 
-function assertNameFree(ctx: ScopedContext, name: string, exceptId?: string) {
-  const other = ctx.db.select({ id: destinations.id }).from(destinations).where(and(eq(destinations.workspaceId, ctx.workspaceId), eq(destinations.name, name))).get();
+async function assertNameFree(ctx: ScopedContext, name: string, exceptId?: string) {
+  const other = await ctx.controlPlane.destinationByName(ctx.workspaceId, name);
   if (other && other.id !== exceptId) throw new AppError("CONFLICT", `name: a destination named '${name}' already exists`);
 }
 
-function assertSourcesInWorkspace(ctx: ScopedContext, sourceIds: string[]) {
+async function assertSourcesInWorkspace(ctx: ScopedContext, sourceIds: string[]) {
   if (sourceIds.length === 0) return;
-  const found = new Set(
-    ctx.db.select({ id: sources.id }).from(sources).where(and(inArray(sources.id, sourceIds), eq(sources.workspaceId, ctx.workspaceId))).all().map((r) => r.id),
-  );
+  const found = await ctx.controlPlane.existingSourceIds(ctx.workspaceId, sourceIds);
   const missing = sourceIds.find((id) => !found.has(id));
   if (missing) throw badRequest(`sourceIds: source '${missing}' not found in this workspace`);
 }
 
-function setConnections(ctx: ScopedContext, destinationId: string, sourceIds: string[]) {
-  ctx.db.delete(connections).where(eq(connections.destinationId, destinationId)).run();
-  const now = ctx.now();
-  for (const sourceId of new Set(sourceIds)) ctx.db.insert(connections).values({ sourceId, destinationId, createdAt: now }).run();
+export async function listDestinations(ctx: ScopedContext) {
+  const [rows, links, attached] = await Promise.all([
+    ctx.controlPlane.destinations(ctx.workspaceId),
+    ctx.controlPlane.connections(ctx.workspaceId),
+    ctx.controlPlane.attachments(ctx.workspaceId),
+  ]);
+  const byDestination = new Map<string, string[]>();
+  for (const c of links) {
+    const ids = byDestination.get(c.destinationId);
+    if (ids) ids.push(c.sourceId);
+    else byDestination.set(c.destinationId, [c.sourceId]);
+  }
+  const transformationOf = new Map(attached.map((a) => [a.destinationId, a.transformationId]));
+  return rows.map((r) => present(r, byDestination.get(r.id) ?? [], transformationOf.get(r.id)));
 }
 
-export function listDestinations(ctx: ScopedContext) {
-  return ctx.db.select().from(destinations).where(eq(destinations.workspaceId, ctx.workspaceId)).orderBy(destinations.createdAt, destinations.id).all().map((r) => present(ctx, r));
+export async function getDestination(ctx: ScopedContext, id: string) {
+  return presentOne(ctx, await findDestinationRow(ctx, id));
 }
 
-export function getDestination(ctx: ScopedContext, id: string) {
-  return present(ctx, findDestinationRow(ctx, id));
-}
-
-export function createDestination(ctx: ScopedContext, input: DestinationCreate) {
+/**
+ * The operations of a create, after its checks (sourceIds are ids of this workspace's sources).
+ * `sourcesChecked`: the workspace file names sources it creates in the same write.
+ */
+export async function planDestinationCreate(ctx: ScopedContext, input: DestinationCreate, sourcesChecked = false): Promise<{ row: DestinationRow; ops: ControlPlaneWrite[] }> {
   validateDestinationConfig(input.type, input.config);
-  assertNameFree(ctx, input.name);
-  assertSourcesInWorkspace(ctx, input.sourceIds ?? []);
+  await assertNameFree(ctx, input.name);
+  if (!sourcesChecked) await assertSourcesInWorkspace(ctx, input.sourceIds ?? []);
   const now = ctx.now();
-  const row = transact(ctx.db, () => {
-    const row = ctx.db
-      .insert(destinations)
-      .values({ id: newId("dst"), workspaceId: ctx.workspaceId, name: input.name, type: input.type, config: input.config, enabled: input.enabled ?? true, createdAt: now, updatedAt: now })
-      .returning()
-      .get();
-    setConnections(ctx, row.id, input.sourceIds ?? []);
-    return row;
-  });
-  ctx.config.invalidate();
-  return present(ctx, row);
+  const row: DestinationRow = { id: newId("dst"), workspaceId: ctx.workspaceId, name: input.name, type: input.type, config: input.config, enabled: input.enabled ?? true, createdAt: now, updatedAt: now };
+  return { row, ops: [{ op: "insertDestination", row }, { op: "setDestinationSources", destinationId: row.id, sourceIds: input.sourceIds ?? [], at: now }] };
 }
 
-export function updateDestination(ctx: ScopedContext, id: string, input: DestinationUpdate) {
-  const current = findDestinationRow(ctx, id);
+/** The operations of an update, after its checks; the first is the row's own update. */
+export async function planDestinationUpdate(ctx: ScopedContext, current: DestinationRow, input: DestinationUpdate, sourcesChecked = false): Promise<{ row: DestinationRow; ops: ControlPlaneWrite[] }> {
   const type = input.type ?? current.type;
   const config = input.config ?? current.config;
   if (input.type !== undefined || input.config !== undefined) validateDestinationConfig(type, config);
-  if (input.name !== undefined) assertNameFree(ctx, input.name, id);
-  if (input.sourceIds) assertSourcesInWorkspace(ctx, input.sourceIds);
-  const row = transact(ctx.db, () => {
-    const row = ctx.db
-      .update(destinations)
-      .set({ name: input.name ?? current.name, type, config, enabled: input.enabled ?? current.enabled, updatedAt: ctx.now() })
-      .where(eq(destinations.id, id))
-      .returning()
-      .get();
-    if (input.sourceIds) setConnections(ctx, id, input.sourceIds);
-    return row;
-  });
-  ctx.config.invalidate();
-  return present(ctx, row);
+  if (input.name !== undefined) await assertNameFree(ctx, input.name, current.id);
+  if (input.sourceIds && !sourcesChecked) await assertSourcesInWorkspace(ctx, input.sourceIds);
+  const now = ctx.now();
+  const row: DestinationRow = { ...current, name: input.name ?? current.name, type, config, enabled: input.enabled ?? current.enabled, updatedAt: now };
+  const ops: ControlPlaneWrite[] = [{ op: "updateDestination", id: row.id, set: { name: row.name, type, config, enabled: row.enabled, updatedAt: now } }];
+  if (input.sourceIds) ops.push({ op: "setDestinationSources", destinationId: row.id, sourceIds: input.sourceIds, at: now });
+  return { row, ops };
 }
 
-export function deleteDestination(ctx: ScopedContext, id: string) {
-  findDestinationRow(ctx, id);
-  ctx.db.delete(destinations).where(eq(destinations.id, id)).run();
+export async function createDestination(ctx: ScopedContext, input: DestinationCreate) {
+  const { row, ops } = await planDestinationCreate(ctx, input);
+  await ctx.controlPlane.write(ops);
+  ctx.config.invalidate();
+  return presentOne(ctx, row);
+}
+
+export async function updateDestination(ctx: ScopedContext, id: string, input: DestinationUpdate) {
+  const { row, ops } = await planDestinationUpdate(ctx, await findDestinationRow(ctx, id), input);
+  const { changes } = await ctx.controlPlane.write(ops);
+  // Deleted between the read and the write.
+  if (changes[0] === 0) throw notFound(`destination '${id}' not found`);
+  ctx.config.invalidate();
+  return presentOne(ctx, row);
+}
+
+export async function deleteDestination(ctx: ScopedContext, id: string) {
+  await findDestinationRow(ctx, id);
+  await ctx.controlPlane.write([{ op: "deleteDestination", id }]);
   ctx.config.invalidate();
 }

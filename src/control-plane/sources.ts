@@ -1,20 +1,11 @@
 /** Sources: where events come from, each with its write key. */
-import { and, eq } from "drizzle-orm";
-import { connections, sources } from "../../db/schema";
 import { AppError, notFound } from "../lib/errors";
 import type { ScopedContext } from "../lib/context";
 import { newId, newWriteKey } from "../lib/ids";
 import type { SourceCreate, SourceUpdate } from "./schemas";
+import type { ControlPlaneWrite, SourceRow } from "./store";
 
-type Row = typeof sources.$inferSelect;
-
-function present(ctx: ScopedContext, row: Row) {
-  const destinationIds = ctx.db
-    .select({ id: connections.destinationId })
-    .from(connections)
-    .where(eq(connections.sourceId, row.id))
-    .all()
-    .map((r) => r.id);
+function present(row: SourceRow, destinationIds: string[]) {
   return {
     id: row.id,
     name: row.name,
@@ -26,66 +17,99 @@ function present(ctx: ScopedContext, row: Row) {
   };
 }
 
-export function findSourceRow(ctx: ScopedContext, id: string): Row {
-  const row = ctx.db.select().from(sources).where(and(eq(sources.id, id), eq(sources.workspaceId, ctx.workspaceId))).get();
+async function presentOne(ctx: ScopedContext, row: SourceRow) {
+  return present(row, (await ctx.controlPlane.connectionsOfSource(row.id)).map((c) => c.destinationId));
+}
+
+export async function findSourceRow(ctx: ScopedContext, id: string): Promise<SourceRow> {
+  const row = await ctx.controlPlane.source(ctx.workspaceId, id);
   if (!row) throw notFound(`source '${id}' not found`);
   return row;
 }
 
-export function listSources(ctx: ScopedContext) {
-  return ctx.db.select().from(sources).where(eq(sources.workspaceId, ctx.workspaceId)).orderBy(sources.createdAt, sources.id).all().map((r) => present(ctx, r));
+export async function listSources(ctx: ScopedContext) {
+  const [rows, links] = await Promise.all([ctx.controlPlane.sources(ctx.workspaceId), ctx.controlPlane.connections(ctx.workspaceId)]);
+  const bySource = new Map<string, string[]>();
+  for (const c of links) {
+    const ids = bySource.get(c.sourceId);
+    if (ids) ids.push(c.destinationId);
+    else bySource.set(c.sourceId, [c.destinationId]);
+  }
+  return rows.map((r) => present(r, bySource.get(r.id) ?? []));
 }
 
-export function getSource(ctx: ScopedContext, id: string) {
-  return present(ctx, findSourceRow(ctx, id));
+export async function getSource(ctx: ScopedContext, id: string) {
+  return presentOne(ctx, await findSourceRow(ctx, id));
 }
 
-function assertWriteKeyFree(ctx: ScopedContext, writeKey: string, exceptId?: string) {
-  const other = ctx.db.select({ id: sources.id }).from(sources).where(eq(sources.writeKey, writeKey)).get();
+/**
+ * Where the checks look for a clashing name or write key: the store, or (the workspace file)
+ * the store as the file's earlier entries will have left it.
+ */
+export interface SourceLookup {
+  byName(name: string): Promise<SourceRow | undefined>;
+  byWriteKey(writeKey: string): Promise<SourceRow | undefined>;
+}
+
+function storeLookup(ctx: ScopedContext): SourceLookup {
+  return { byName: (name) => ctx.controlPlane.sourceByName(ctx.workspaceId, name), byWriteKey: (key) => ctx.controlPlane.sourceByWriteKey(key) };
+}
+
+async function assertWriteKeyFree(lookup: SourceLookup, writeKey: string, exceptId?: string) {
+  const other = await lookup.byWriteKey(writeKey);
   if (other && other.id !== exceptId) throw new AppError("CONFLICT", "writeKey: already used by another source");
 }
 
-function assertNameFree(ctx: ScopedContext, name: string, exceptId?: string) {
-  const other = ctx.db.select({ id: sources.id }).from(sources).where(and(eq(sources.workspaceId, ctx.workspaceId), eq(sources.name, name))).get();
+async function assertNameFree(lookup: SourceLookup, name: string, exceptId?: string) {
+  const other = await lookup.byName(name);
   if (other && other.id !== exceptId) throw new AppError("CONFLICT", `name: a source named '${name}' already exists`);
 }
 
-export function createSource(ctx: ScopedContext, input: SourceCreate) {
-  assertNameFree(ctx, input.name);
+/** The row a create writes, after the checks a create makes. */
+export async function planSourceCreate(ctx: ScopedContext, input: SourceCreate, lookup = storeLookup(ctx)): Promise<SourceRow> {
+  await assertNameFree(lookup, input.name);
   const writeKey = input.writeKey ?? newWriteKey();
-  assertWriteKeyFree(ctx, writeKey);
+  await assertWriteKeyFree(lookup, writeKey);
   const now = ctx.now();
-  const row = ctx.db
-    .insert(sources)
-    .values({ id: newId("src"), workspaceId: ctx.workspaceId, name: input.name, writeKey, enabled: input.enabled ?? true, settings: input.settings ?? {}, createdAt: now, updatedAt: now })
-    .returning()
-    .get();
-  ctx.config.invalidate();
-  return present(ctx, row);
+  return { id: newId("src"), workspaceId: ctx.workspaceId, name: input.name, writeKey, enabled: input.enabled ?? true, settings: input.settings ?? {}, createdAt: now, updatedAt: now };
 }
 
-export function updateSource(ctx: ScopedContext, id: string, input: SourceUpdate) {
-  const current = findSourceRow(ctx, id);
-  if (input.name !== undefined) assertNameFree(ctx, input.name, id);
-  if (input.writeKey !== undefined) assertWriteKeyFree(ctx, input.writeKey, id);
-  const row = ctx.db
-    .update(sources)
-    .set({
-      name: input.name ?? current.name,
-      writeKey: input.writeKey ?? current.writeKey,
-      enabled: input.enabled ?? current.enabled,
-      settings: input.settings ? { ...current.settings, ...input.settings } : current.settings,
-      updatedAt: ctx.now(),
-    })
-    .where(eq(sources.id, id))
-    .returning()
-    .get();
-  ctx.config.invalidate();
-  return present(ctx, row);
+/** The row an update leaves, after the checks an update makes. */
+export async function planSourceUpdate(ctx: ScopedContext, current: SourceRow, input: SourceUpdate, lookup = storeLookup(ctx)): Promise<SourceRow> {
+  if (input.name !== undefined) await assertNameFree(lookup, input.name, current.id);
+  if (input.writeKey !== undefined) await assertWriteKeyFree(lookup, input.writeKey, current.id);
+  return {
+    ...current,
+    name: input.name ?? current.name,
+    writeKey: input.writeKey ?? current.writeKey,
+    enabled: input.enabled ?? current.enabled,
+    settings: input.settings ? { ...current.settings, ...input.settings } : current.settings,
+    updatedAt: ctx.now(),
+  };
 }
 
-export function deleteSource(ctx: ScopedContext, id: string) {
-  findSourceRow(ctx, id);
-  ctx.db.delete(sources).where(eq(sources.id, id)).run();
+export function sourceUpdateOp(row: SourceRow): ControlPlaneWrite {
+  return { op: "updateSource", id: row.id, set: { name: row.name, writeKey: row.writeKey, enabled: row.enabled, settings: row.settings, updatedAt: row.updatedAt } };
+}
+
+export async function createSource(ctx: ScopedContext, input: SourceCreate) {
+  const row = await planSourceCreate(ctx, input);
+  await ctx.controlPlane.write([{ op: "insertSource", row }]);
+  ctx.config.invalidate();
+  return present(row, []);
+}
+
+export async function updateSource(ctx: ScopedContext, id: string, input: SourceUpdate) {
+  const row = await planSourceUpdate(ctx, await findSourceRow(ctx, id), input);
+  const { changes } = await ctx.controlPlane.write([sourceUpdateOp(row)]);
+  // Deleted between the read and the write.
+  if (changes[0] === 0) throw notFound(`source '${id}' not found`);
+  ctx.config.invalidate();
+  return presentOne(ctx, row);
+}
+
+export async function deleteSource(ctx: ScopedContext, id: string) {
+  await findSourceRow(ctx, id);
+  await ctx.controlPlane.write([{ op: "deleteSource", id }]);
   ctx.config.invalidate();
 }

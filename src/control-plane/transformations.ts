@@ -2,16 +2,12 @@
  * Transformations and their versions. Every save of code makes a new versionId;
  * a destination runs at most one transformation.
  */
-import { and, desc, eq, inArray } from "drizzle-orm";
-import { transact } from "../../db";
-import { destinationTransformations, destinations, transformationVersions, transformations } from "../../db/schema";
 import type { ScopedContext } from "../lib/context";
 import { AppError, badRequest, notFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { validateTransformationCode } from "../transformations/sandbox";
 import type { TransformationCreate, TransformationUpdate } from "../transformations/schemas";
-
-type Row = typeof transformations.$inferSelect;
+import type { ControlPlaneWrite, TransformationRow } from "./store";
 
 /** Runs the code's top level in the sandbox (off this thread) and checks the contract. */
 export async function checkCode(code: string, where = "code") {
@@ -22,152 +18,126 @@ export async function checkCode(code: string, where = "code") {
   }
 }
 
-function present(ctx: ScopedContext, row: Row) {
-  const version = ctx.db.select().from(transformationVersions).where(eq(transformationVersions.id, row.versionId)).get();
-  const destinationIds = ctx.db
-    .select({ id: destinationTransformations.destinationId })
-    .from(destinationTransformations)
-    .where(eq(destinationTransformations.transformationId, row.id))
-    .all()
-    .map((r) => r.id);
+function present(row: TransformationRow, code: string | undefined, destinationIds: string[]) {
   return {
     id: row.id,
     name: row.name,
     versionId: row.versionId,
-    code: version?.code ?? "",
+    code: code ?? "",
     destinationIds,
     createdAt: new Date(row.createdAt).toISOString(),
     updatedAt: new Date(row.updatedAt).toISOString(),
   };
 }
 
-export function findTransformationRow(ctx: ScopedContext, id: string): Row {
-  const row = ctx.db.select().from(transformations).where(and(eq(transformations.id, id), eq(transformations.workspaceId, ctx.workspaceId))).get();
+async function presentOne(ctx: ScopedContext, row: TransformationRow) {
+  const [code, destinationIds] = await Promise.all([ctx.controlPlane.versionCode(row.versionId), ctx.controlPlane.destinationIdsOfTransformation(row.id)]);
+  return present(row, code, destinationIds);
+}
+
+export async function findTransformationRow(ctx: ScopedContext, id: string): Promise<TransformationRow> {
+  const row = await ctx.controlPlane.transformation(ctx.workspaceId, id);
   if (!row) throw notFound(`transformation '${id}' not found`);
   return row;
 }
 
-function assertDestinations(ctx: ScopedContext, ids: string[]) {
+async function assertDestinations(ctx: ScopedContext, ids: string[]) {
   if (!ids.length) return;
-  const found = new Set(
-    ctx.db.select({ id: destinations.id }).from(destinations).where(and(inArray(destinations.id, ids), eq(destinations.workspaceId, ctx.workspaceId))).all().map((r) => r.id),
-  );
+  const found = await ctx.controlPlane.existingDestinationIds(ctx.workspaceId, ids);
   const missing = ids.find((id) => !found.has(id));
   if (missing) throw badRequest(`destinationIds: destination '${missing}' not found in this workspace`);
 }
 
-function newVersion(ctx: ScopedContext, transformationId: string, code: string): string {
-  const id = newId("trv");
-  ctx.db.insert(transformationVersions).values({ id, transformationId, code, createdAt: ctx.now() }).run();
-  return id;
+async function assertNameFree(ctx: ScopedContext, name: string) {
+  if (await ctx.controlPlane.transformationByName(ctx.workspaceId, name)) throw new AppError("CONFLICT", `name: a transformation named '${name}' already exists`);
 }
 
-/** Makes `transformationId` the one transformation of the destination (replacing any other). */
-export function attachTransformation(ctx: ScopedContext, destinationId: string, transformationId: string) {
-  ctx.db
-    .insert(destinationTransformations)
-    .values({ destinationId, transformationId })
-    .onConflictDoUpdate({ target: destinationTransformations.destinationId, set: { transformationId } })
-    .run();
-  ctx.config.invalidate();
+export async function listTransformations(ctx: ScopedContext) {
+  const [rows, attached] = await Promise.all([ctx.controlPlane.transformations(ctx.workspaceId), ctx.controlPlane.attachments(ctx.workspaceId)]);
+  const codes = await Promise.all(rows.map((r) => ctx.controlPlane.versionCode(r.versionId)));
+  const byTransformation = new Map<string, string[]>();
+  for (const a of attached.sort((x, y) => (x.destinationId < y.destinationId ? -1 : x.destinationId > y.destinationId ? 1 : 0))) {
+    const ids = byTransformation.get(a.transformationId);
+    if (ids) ids.push(a.destinationId);
+    else byTransformation.set(a.transformationId, [a.destinationId]);
+  }
+  return rows.map((r, i) => present(r, codes[i], byTransformation.get(r.id) ?? []));
 }
 
-function setDestinations(ctx: ScopedContext, transformationId: string, destinationIds: string[]) {
-  ctx.db.delete(destinationTransformations).where(eq(destinationTransformations.transformationId, transformationId)).run();
-  for (const d of new Set(destinationIds)) attachTransformation(ctx, d, transformationId);
+export async function getTransformation(ctx: ScopedContext, id: string) {
+  return presentOne(ctx, await findTransformationRow(ctx, id));
 }
 
-export function listTransformations(ctx: ScopedContext) {
-  return ctx.db.select().from(transformations).where(eq(transformations.workspaceId, ctx.workspaceId)).orderBy(transformations.createdAt, transformations.id).all().map((r) => present(ctx, r));
+/**
+ * The operations of a create whose code was already checked (the workspace file checks all
+ * first). `destinationsChecked`: the workspace file names destinations it creates in the same write.
+ */
+export async function planTransformationCreate(ctx: ScopedContext, input: TransformationCreate, destinationsChecked = false): Promise<{ row: TransformationRow; ops: ControlPlaneWrite[] }> {
+  if (!destinationsChecked) await assertDestinations(ctx, input.destinationIds ?? []);
+  await assertNameFree(ctx, input.name);
+  const now = ctx.now();
+  const row: TransformationRow = { id: newId("trf"), workspaceId: ctx.workspaceId, name: input.name, versionId: newId("trv"), createdAt: now, updatedAt: now };
+  const ops: ControlPlaneWrite[] = [{ op: "insertTransformation", row, code: input.code }];
+  if (input.destinationIds) ops.push({ op: "setTransformationDestinations", transformationId: row.id, destinationIds: input.destinationIds });
+  return { row, ops };
 }
 
-export function getTransformation(ctx: ScopedContext, id: string) {
-  return present(ctx, findTransformationRow(ctx, id));
+/** The operations of an update whose code was already checked; the first is the row's own update. */
+export async function planTransformationUpdate(ctx: ScopedContext, current: TransformationRow, input: TransformationUpdate, destinationsChecked = false): Promise<{ row: TransformationRow; ops: ControlPlaneWrite[] }> {
+  if (input.destinationIds && !destinationsChecked) await assertDestinations(ctx, input.destinationIds);
+  if (input.name !== undefined && input.name !== current.name) await assertNameFree(ctx, input.name);
+  const now = ctx.now();
+  const versionId = input.code !== undefined ? newId("trv") : current.versionId;
+  const row: TransformationRow = { ...current, name: input.name ?? current.name, versionId, updatedAt: now };
+  const ops: ControlPlaneWrite[] = [{ op: "updateTransformation", id: row.id, set: { name: row.name, versionId, updatedAt: now } }];
+  // The update comes first so its count says whether the row is still there; no foreign key
+  // points at versionId, so the row may name its version before the version's insert.
+  if (input.code !== undefined) ops.push({ op: "insertTransformationVersion", row: { id: versionId, transformationId: row.id, code: input.code, createdAt: now } });
+  if (input.destinationIds) ops.push({ op: "setTransformationDestinations", transformationId: row.id, destinationIds: input.destinationIds });
+  return { row, ops };
 }
 
 export async function createTransformation(ctx: ScopedContext, input: TransformationCreate) {
   await checkCode(input.code);
-  return createChecked(ctx, input);
-}
-
-/** Creates a transformation whose code was already checked (the workspace file checks all first). */
-function createChecked(ctx: ScopedContext, input: TransformationCreate) {
-  assertDestinations(ctx, input.destinationIds ?? []);
-  const exists = ctx.db.select({ id: transformations.id }).from(transformations).where(and(eq(transformations.workspaceId, ctx.workspaceId), eq(transformations.name, input.name))).get();
-  if (exists) throw new AppError("CONFLICT", `name: a transformation named '${input.name}' already exists`);
-  const row = transact(ctx.db, () => {
-    const id = newId("trf");
-    const now = ctx.now();
-    // The version row references the transformation, so the transformation goes in first with a placeholder.
-    ctx.db.insert(transformations).values({ id, workspaceId: ctx.workspaceId, name: input.name, versionId: "", createdAt: now, updatedAt: now }).run();
-    const versionId = newVersion(ctx, id, input.code);
-    const row = ctx.db.update(transformations).set({ versionId }).where(eq(transformations.id, id)).returning().get();
-    if (input.destinationIds) setDestinations(ctx, id, input.destinationIds);
-    return row;
-  });
+  const { row, ops } = await planTransformationCreate(ctx, input);
+  await ctx.controlPlane.write(ops);
   ctx.config.invalidate();
-  return present(ctx, row);
+  return presentOne(ctx, row);
 }
 
 export async function updateTransformation(ctx: ScopedContext, id: string, input: TransformationUpdate) {
-  findTransformationRow(ctx, id);
+  await findTransformationRow(ctx, id);
   if (input.code !== undefined) await checkCode(input.code);
-  return updateChecked(ctx, id, input);
-}
-
-function updateChecked(ctx: ScopedContext, id: string, input: TransformationUpdate) {
-  const current = findTransformationRow(ctx, id);
-  if (input.destinationIds) assertDestinations(ctx, input.destinationIds);
-  if (input.name !== undefined && input.name !== current.name) {
-    const exists = ctx.db.select({ id: transformations.id }).from(transformations).where(and(eq(transformations.workspaceId, ctx.workspaceId), eq(transformations.name, input.name))).get();
-    if (exists) throw new AppError("CONFLICT", `name: a transformation named '${input.name}' already exists`);
-  }
-  const row = transact(ctx.db, () => {
-    const versionId = input.code !== undefined ? newVersion(ctx, id, input.code) : current.versionId;
-    const row = ctx.db.update(transformations).set({ name: input.name ?? current.name, versionId, updatedAt: ctx.now() }).where(eq(transformations.id, id)).returning().get();
-    if (input.destinationIds) setDestinations(ctx, id, input.destinationIds);
-    return row;
-  });
+  // Read again after the sandbox's await: the row may have changed meanwhile.
+  const { row, ops } = await planTransformationUpdate(ctx, await findTransformationRow(ctx, id), input);
+  const { changes } = await ctx.controlPlane.write(ops);
+  if (changes[0] === 0) throw notFound(`transformation '${id}' not found`);
   ctx.config.invalidate();
-  return present(ctx, row);
+  return presentOne(ctx, row);
 }
 
 /** Every saved version of a transformation, newest first; `current` marks the one that runs. */
-export function listTransformationVersions(ctx: ScopedContext, id: string) {
-  const row = findTransformationRow(ctx, id);
-  return ctx.db
-    .select({ id: transformationVersions.id, createdAt: transformationVersions.createdAt, code: transformationVersions.code })
-    .from(transformationVersions)
-    .where(eq(transformationVersions.transformationId, id))
-    // Version ids are time-ordered, so they break ties between saves within one millisecond.
-    .orderBy(desc(transformationVersions.createdAt), desc(transformationVersions.id))
-    .all()
-    .map((v) => ({ id: v.id, createdAt: new Date(v.createdAt).toISOString(), current: v.id === row.versionId, lines: v.code.split("\n").length, bytes: Buffer.byteLength(v.code) }));
+export async function listTransformationVersions(ctx: ScopedContext, id: string) {
+  const row = await findTransformationRow(ctx, id);
+  return (await ctx.controlPlane.transformationVersions(id)).map((v) => ({
+    id: v.id,
+    createdAt: new Date(v.createdAt).toISOString(),
+    current: v.id === row.versionId,
+    lines: v.code.split("\n").length,
+    bytes: Buffer.byteLength(v.code),
+  }));
 }
 
 /** One saved version with its code. */
-export function getTransformationVersion(ctx: ScopedContext, id: string, versionId: string) {
-  const row = findTransformationRow(ctx, id);
-  const v = ctx.db
-    .select()
-    .from(transformationVersions)
-    .where(and(eq(transformationVersions.id, versionId), eq(transformationVersions.transformationId, id)))
-    .get();
+export async function getTransformationVersion(ctx: ScopedContext, id: string, versionId: string) {
+  const row = await findTransformationRow(ctx, id);
+  const v = await ctx.controlPlane.transformationVersion(id, versionId);
   if (!v) throw notFound(`version '${versionId}' of transformation '${id}' not found`);
   return { id: v.id, transformationId: id, code: v.code, createdAt: new Date(v.createdAt).toISOString(), current: v.id === row.versionId };
 }
 
-export function deleteTransformation(ctx: ScopedContext, id: string) {
-  findTransformationRow(ctx, id);
-  ctx.db.delete(transformations).where(eq(transformations.id, id)).run();
+export async function deleteTransformation(ctx: ScopedContext, id: string) {
+  await findTransformationRow(ctx, id);
+  await ctx.controlPlane.write([{ op: "deleteTransformation", id }]);
   ctx.config.invalidate();
-}
-
-/** For the workspace file, whose code was checked before its transaction: a new version only when the code changed. */
-export function upsertTransformationByName(ctx: ScopedContext, name: string, code: string) {
-  const existing = ctx.db.select().from(transformations).where(and(eq(transformations.workspaceId, ctx.workspaceId), eq(transformations.name, name))).get();
-  if (!existing) return createChecked(ctx, { name, code });
-  const current = ctx.db.select().from(transformationVersions).where(eq(transformationVersions.id, existing.versionId)).get();
-  if (current?.code === code) return present(ctx, existing);
-  return updateChecked(ctx, existing.id, { code });
 }

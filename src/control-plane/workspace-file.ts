@@ -5,17 +5,15 @@
  * What the file names it owns (fields, connections, attached transformation);
  * what it does not name is left as the API made it.
  */
-import { and, eq } from "drizzle-orm";
 import { t } from "elysia";
 import { extname } from "node:path";
-import { transact } from "../../db";
-import { destinations, sources } from "../../db/schema";
 import type { ScopedContext } from "../lib/context";
 import { AppError } from "../lib/errors";
 import { firstError } from "../lib/schema";
-import { createDestination, updateDestination, validateDestinationConfig } from "./destinations";
-import { createSource, updateSource } from "./sources";
-import { attachTransformation, checkCode, upsertTransformationByName } from "./transformations";
+import { planDestinationCreate, planDestinationUpdate, validateDestinationConfig } from "./destinations";
+import { type SourceLookup, planSourceCreate, planSourceUpdate, sourceUpdateOp } from "./sources";
+import type { ControlPlaneWrite, DestinationRow, SourceRow, TransformationRow } from "./store";
+import { checkCode, planTransformationCreate, planTransformationUpdate } from "./transformations";
 
 export const WorkspaceFile = t.Object(
   {
@@ -138,10 +136,15 @@ export interface ApplySummary {
   transformations: number;
 }
 
-/** Applies the file inside one transaction: either all of it takes effect or none. */
+/**
+ * Applies the file as one write: either all of it takes effect or none. Everything that reads
+ * (is there a source of this name? is this write key taken?) runs first and sees the store as
+ * the file's earlier entries will have left it; the store then applies the planned operations in
+ * one transaction (a transaction cannot span the reads' awaits: src/control-plane/store.ts).
+ */
 export async function applyWorkspaceFile(ctx: ScopedContext, file: string): Promise<ApplySummary> {
   const doc = await readWorkspaceFile(file);
-  // Code is checked in the sandbox (asynchronously) before the one transaction begins.
+  // Code is checked in the sandbox before anything is planned.
   for (const [i, tr] of (doc.transformations ?? []).entries()) {
     try {
       await checkCode(tr.code, `transformations[${i}].code`);
@@ -149,32 +152,65 @@ export async function applyWorkspaceFile(ctx: ScopedContext, file: string): Prom
       throw new WorkspaceFileError(`${file}: ${(e as Error).message}`);
     }
   }
-  const apply = () => {
-    const sourceIds = new Map<string, string>();
-    for (const s of doc.sources ?? []) {
-      const existing = ctx.db.select().from(sources).where(and(eq(sources.workspaceId, ctx.workspaceId), eq(sources.name, s.name))).get();
-      const saved = existing
-        ? updateSource(ctx, existing.id, { writeKey: s.writeKey, enabled: s.enabled ?? true, settings: s.settings })
-        : createSource(ctx, { name: s.name, writeKey: s.writeKey, enabled: s.enabled, settings: s.settings });
-      sourceIds.set(s.name, saved.id);
-    }
-    const destIds = new Map<string, string>();
-    for (const d of doc.destinations ?? []) {
-      const existing = ctx.db.select().from(destinations).where(and(eq(destinations.workspaceId, ctx.workspaceId), eq(destinations.name, d.name))).get();
-      const input = { type: d.type, config: d.config, enabled: d.enabled ?? true, sourceIds: (d.sources ?? []).map((n) => sourceIds.get(n)!) };
-      const saved = existing ? updateDestination(ctx, existing.id, input) : createDestination(ctx, { name: d.name, ...input });
-      destIds.set(d.name, saved.id);
-    }
-    for (const tr of doc.transformations ?? []) {
-      const saved = upsertTransformationByName(ctx, tr.name, tr.code);
-      for (const d of tr.destinations ?? []) attachTransformation(ctx, destIds.get(d)!, saved.id);
-    }
-  };
   try {
-    transact(ctx.db, apply);
+    await ctx.controlPlane.write(await planWorkspaceFile(ctx, doc));
   } catch (e) {
     if (e instanceof AppError) throw new WorkspaceFileError(`${file}: ${e.message}`);
     throw e;
   }
+  ctx.config.invalidate();
   return { sources: doc.sources?.length ?? 0, destinations: doc.destinations?.length ?? 0, transformations: doc.transformations?.length ?? 0 };
+}
+
+/** The file's operations, keyed by name; a name the file repeats updates what its first entry planned. */
+async function planWorkspaceFile(ctx: ScopedContext, doc: WorkspaceFile): Promise<ControlPlaneWrite[]> {
+  const store = ctx.controlPlane;
+  const ops: ControlPlaneWrite[] = [];
+
+  const plannedSources = new Map<string, SourceRow>();
+  const lookup: SourceLookup = {
+    byName: async (name) => plannedSources.get(name) ?? store.sourceByName(ctx.workspaceId, name),
+    byWriteKey: async (key) => {
+      for (const r of plannedSources.values()) if (r.writeKey === key) return r;
+      const row = await store.sourceByWriteKey(key);
+      // A source the file already planned holds the key only if its plan kept it (the loop above).
+      return row && ![...plannedSources.values()].some((r) => r.id === row.id) ? row : undefined;
+    },
+  };
+  for (const s of doc.sources ?? []) {
+    const existing = await lookup.byName(s.name);
+    const row = existing
+      ? await planSourceUpdate(ctx, existing, { writeKey: s.writeKey, enabled: s.enabled ?? true, settings: s.settings }, lookup)
+      : await planSourceCreate(ctx, { name: s.name, writeKey: s.writeKey, enabled: s.enabled, settings: s.settings }, lookup);
+    ops.push(existing ? sourceUpdateOp(row) : { op: "insertSource", row });
+    plannedSources.set(s.name, row);
+  }
+
+  const plannedDestinations = new Map<string, DestinationRow>();
+  for (const d of doc.destinations ?? []) {
+    const existing = plannedDestinations.get(d.name) ?? (await store.destinationByName(ctx.workspaceId, d.name));
+    const input = { type: d.type, config: d.config, enabled: d.enabled ?? true, sourceIds: (d.sources ?? []).map((n) => plannedSources.get(n)!.id) };
+    // The file's source names were resolved above: no need to look the ids up.
+    const planned = existing ? await planDestinationUpdate(ctx, existing, input, true) : await planDestinationCreate(ctx, { name: d.name, ...input }, true);
+    ops.push(...planned.ops);
+    plannedDestinations.set(d.name, planned.row);
+  }
+
+  const plannedTransformations = new Map<string, { row: TransformationRow; code: string | undefined }>();
+  for (const tr of doc.transformations ?? []) {
+    let current = plannedTransformations.get(tr.name);
+    if (!current) {
+      const row = await store.transformationByName(ctx.workspaceId, tr.name);
+      if (row) current = { row, code: await store.versionCode(row.versionId) };
+    }
+    // A new version only when the code changed.
+    if (!current || current.code !== tr.code) {
+      const planned = current ? await planTransformationUpdate(ctx, current.row, { code: tr.code }, true) : await planTransformationCreate(ctx, { name: tr.name, code: tr.code }, true);
+      ops.push(...planned.ops);
+      current = { row: planned.row, code: tr.code };
+    }
+    plannedTransformations.set(tr.name, current);
+    for (const d of tr.destinations ?? []) ops.push({ op: "attachTransformation", destinationId: plannedDestinations.get(d)!.id, transformationId: current.row.id });
+  }
+  return ops;
 }

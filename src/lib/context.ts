@@ -1,5 +1,6 @@
 import type { Db } from "../../db";
 import type { ConfigStore } from "../control-plane/config-store";
+import type { ControlPlaneStore } from "../control-plane/store";
 import type { Logger } from "./logger";
 import type { Metrics } from "./metrics";
 
@@ -8,6 +9,8 @@ export interface ServiceContext {
   db: Db;
   log: Logger;
   config: ConfigStore;
+  /** Sources, destinations, connections and transformations: SQLite or PostgreSQL behind one interface. */
+  controlPlane: ControlPlaneStore;
   metrics: Metrics;
   now: () => number;
   /** How long a dashboard sign-in lasts (settings). */

@@ -4,8 +4,8 @@ import { findDestinationRow } from "../control-plane/destinations";
 import type { Router } from "./router";
 
 /** Puts the destination's aborted deliveries back in the queue, as new. */
-export function replayAborted(ctx: ScopedContext, router: Router, destinationId: string) {
-  findDestinationRow(ctx, destinationId);
+export async function replayAborted(ctx: ScopedContext, router: Router, destinationId: string) {
+  await findDestinationRow(ctx, destinationId);
   const now = ctx.now();
   const res = ctx.db.$client
     .prepare(
@@ -17,8 +17,8 @@ export function replayAborted(ctx: ScopedContext, router: Router, destinationId:
   return { replayed: res.changes };
 }
 
-export function destinationStats(ctx: ScopedContext, destinationId: string) {
-  findDestinationRow(ctx, destinationId);
+export async function destinationStats(ctx: ScopedContext, destinationId: string) {
+  await findDestinationRow(ctx, destinationId);
   const c = ctx.db.$client;
   const counts: Record<string, number> = { pending: 0, retrying: 0, succeeded: 0, aborted: 0, filtered: 0 };
   for (const r of c.query("SELECT state, count(*) AS n FROM deliveries WHERE destination_id = ? GROUP BY state").all(destinationId) as any[]) {
@@ -64,8 +64,8 @@ export interface DeliveryListInput {
  * query per state (deliveries_queue is (destination, state, id)), merged, so the cost does not
  * grow with the destination's history.
  */
-export function listDeliveries(ctx: ScopedContext, destinationId: string, input: DeliveryListInput) {
-  findDestinationRow(ctx, destinationId);
+export async function listDeliveries(ctx: ScopedContext, destinationId: string, input: DeliveryListInput) {
+  await findDestinationRow(ctx, destinationId);
   const limit = input.limit ?? 20;
   const before = input.before ?? Number.MAX_SAFE_INTEGER;
   const query = ctx.db.$client.query(

@@ -102,16 +102,16 @@ export function pipelineRoutes(ctx: ServiceContext, router: Router, live: LiveEv
     })
     .get(
       "/v2/sources/:id/live-events",
-      ({ scope, params, request }) => {
-        findSourceRow(scope, params.id);
+      async ({ scope, params, request }) => {
+        await findSourceRow(scope, params.id);
         return subscribe(live, `source:${params.id}`, request.signal, "event");
       },
       { params: IdParams, detail: detail("Live events", "Server-Sent Events: each event accepted from this source (suppressed events never appear)") },
     )
     .get(
       "/v2/destinations/:id/live-events",
-      ({ scope, params, request }) => {
-        findDestinationRow(scope, params.id);
+      async ({ scope, params, request }) => {
+        await findDestinationRow(scope, params.id);
         return subscribe(live, `destination:${params.id}`, request.signal, "attempt");
       },
       { params: IdParams, detail: detail("Live events", "Server-Sent Events: each delivery attempt to this destination, with its status and response") },

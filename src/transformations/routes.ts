@@ -31,7 +31,7 @@ export function transformationRoutes(ctx: ServiceContext, sandbox: SandboxPool) 
   const detail = (summary: string, description = "") => ({ tags: ["Transformations"], summary, description });
   return new Elysia({ name: "transformations" })
     .use(withWorkspace(ctx))
-    .get("/v2/transformations", ({ scope }) => ({ transformations: listTransformations(scope) }), { detail: detail("List transformations") })
+    .get("/v2/transformations", async ({ scope }) => ({ transformations: await listTransformations(scope) }), { detail: detail("List transformations") })
     .post(
       "/v2/transformations",
       ({ scope, body, set }) => {
@@ -51,7 +51,7 @@ export function transformationRoutes(ctx: ServiceContext, sandbox: SandboxPool) 
       detail: detail("Run code over events without saving it", "Answers `{output, logs, errors}`."),
     })
     .get("/v2/transformations/:id", ({ scope, params }) => getTransformation(scope, params.id), { params: IdParams, detail: detail("Get a transformation") })
-    .get("/v2/transformations/:id/versions", ({ scope, params }) => ({ versions: listTransformationVersions(scope, params.id) }), {
+    .get("/v2/transformations/:id/versions", async ({ scope, params }) => ({ versions: await listTransformationVersions(scope, params.id) }), {
       params: IdParams,
       response: { 200: t.Object({ versions: t.Array(VersionSummary) }) },
       detail: detail("List a transformation's versions", "Every saved version, newest first, without its code; `current` marks the one that runs."),
@@ -68,8 +68,8 @@ export function transformationRoutes(ctx: ServiceContext, sandbox: SandboxPool) 
     })
     .delete(
       "/v2/transformations/:id",
-      ({ scope, params, set }) => {
-        deleteTransformation(scope, params.id);
+      async ({ scope, params, set }) => {
+        await deleteTransformation(scope, params.id);
         set.status = 204;
       },
       { params: IdParams, detail: detail("Delete a transformation (its destinations then run none)") },

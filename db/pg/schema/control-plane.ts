@@ -3,7 +3,10 @@
  * constraint names (the stores map unique violations to CONFLICT by constraint name).
  * Times stay epoch milliseconds in `bigint` (mode number), as SQLite stores them, so both
  * stores hand the code the same JS values. JSON columns that SQLite keeps as text with
- * mode "json" are `jsonb` here: drizzle gives the same parsed object in both.
+ * mode "json" are `jsonb` here: reads through drizzle give the same parsed object in both, but
+ * drizzle's inserts over Bun.sql store a JSON *string* in jsonb (drizzle-orm#4942), which SQL
+ * such as `config->>'key'` cannot see: stores write these columns as `$1::text::jsonb`
+ * (src/storage/postgres/control-plane.ts; test: jsonb_typeof = 'object').
  */
 import { sql } from "drizzle-orm";
 import { boolean, index, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";

@@ -1,0 +1,141 @@
+/**
+ * The control plane's storage seam (cluster mode, design §2.1–2.4 of src/cluster/README.md):
+ * sources, destinations, connections, transformations with their versions, and which
+ * transformation each destination runs. SQLite (src/storage/sqlite/control-plane.ts) and
+ * PostgreSQL (src/storage/postgres/control-plane.ts) implement it; the services in this folder
+ * see only this interface.
+ *
+ * A unit of work is one call. On SQLite a transaction cannot span an `await`: the process has
+ * one main connection, so whatever ran during the await (the router, other requests) would write
+ * inside the open transaction. So a service reads and validates first (plan), then hands
+ * `write()` the whole list of row operations (execute), which applies them in one transaction,
+ * all or none. The operations are plain data, never callbacks, so both stores can apply them:
+ * synchronously inside one SQLite transaction, in one `BEGIN … COMMIT` on PostgreSQL.
+ *
+ * Operations name rows by id; the service has checked that they belong to the caller's
+ * workspace. A unique index a concurrent writer got to first (two instances creating the same
+ * name) surfaces as the same 409 the service's own check gives (`uniqueViolation` below).
+ */
+import type { connections, destinationTransformations, destinations, sources, transformationVersions, transformations } from "../../db/schema";
+import { AppError } from "../lib/errors";
+
+// The SQLite schema's row types; the pg schema has the same shapes (test/pg-schema.test.ts).
+export type SourceRow = typeof sources.$inferSelect;
+export type DestinationRow = typeof destinations.$inferSelect;
+export type ConnectionRow = typeof connections.$inferSelect;
+export type TransformationRow = typeof transformations.$inferSelect;
+export type TransformationVersionRow = typeof transformationVersions.$inferSelect;
+export type DestinationTransformationRow = typeof destinationTransformations.$inferSelect;
+
+export type SourceChanges = Partial<Pick<SourceRow, "name" | "writeKey" | "enabled" | "settings" | "updatedAt">>;
+export type DestinationChanges = Partial<Pick<DestinationRow, "name" | "type" | "config" | "enabled" | "updatedAt">>;
+export type TransformationChanges = Partial<Pick<TransformationRow, "name" | "versionId" | "updatedAt">>;
+
+/**
+ * One row operation of a write. What each counts in `WriteResult.changes`: inserts, updates and
+ * deletes the rows they changed (0 when the id is gone); `connect` 0 when the connection existed;
+ * `disconnect` 0 when there was none; the `set…`/`attach…` operations the rows they inserted.
+ */
+export type ControlPlaneWrite =
+  | { op: "insertSource"; row: SourceRow }
+  | { op: "updateSource"; id: string; set: SourceChanges }
+  /** Its connections go with it (ON DELETE CASCADE). */
+  | { op: "deleteSource"; id: string }
+  | { op: "insertDestination"; row: DestinationRow }
+  | { op: "updateDestination"; id: string; set: DestinationChanges }
+  /** Its connections and its transformation's attachment go with it. */
+  | { op: "deleteDestination"; id: string }
+  /** Replaces the destination's connections with these sources (duplicates kept once). */
+  | { op: "setDestinationSources"; destinationId: string; sourceIds: string[]; at: number }
+  /** Idempotent: connecting twice keeps one connection. */
+  | { op: "connect"; sourceId: string; destinationId: string; at: number }
+  | { op: "disconnect"; sourceId: string; destinationId: string }
+  /** The transformation with its first version: `row.versionId` names it, made at `row.createdAt`. */
+  | { op: "insertTransformation"; row: TransformationRow; code: string }
+  /** A saved version; `updateTransformation` with its id as `versionId` makes it the one that runs. */
+  | { op: "insertTransformationVersion"; row: TransformationVersionRow }
+  | { op: "updateTransformation"; id: string; set: TransformationChanges }
+  /** Its versions and attachments go with it (its destinations then run none). */
+  | { op: "deleteTransformation"; id: string }
+  /** Exactly these destinations run the transformation: it leaves the others and moves these from any other. */
+  | { op: "setTransformationDestinations"; transformationId: string; destinationIds: string[] }
+  /** The destination runs this transformation (a destination runs at most one: it replaces any other). */
+  | { op: "attachTransformation"; destinationId: string; transformationId: string };
+
+export interface WriteResult {
+  /** Per operation, in order: the rows it changed (see ControlPlaneWrite). */
+  changes: number[];
+  /**
+   * PostgreSQL: the 'config' epoch after this write (bumped by one in the same transaction,
+   * design §3.4); undefined for an empty list, which changes nothing. SQLite: undefined (one
+   * process; ConfigStore.invalidate() is enough).
+   */
+  epoch?: number;
+}
+
+export interface ControlPlaneStore {
+  source(workspaceId: string, id: string): Promise<SourceRow | undefined>;
+  sourceByName(workspaceId: string, name: string): Promise<SourceRow | undefined>;
+  /** Write keys are unique across workspaces (they alone pick the source of an event call). */
+  sourceByWriteKey(writeKey: string): Promise<SourceRow | undefined>;
+  /** Ordered by createdAt, id. */
+  sources(workspaceId: string): Promise<SourceRow[]>;
+  /** Which of `ids` are sources of the workspace. */
+  existingSourceIds(workspaceId: string, ids: string[]): Promise<Set<string>>;
+
+  destination(workspaceId: string, id: string): Promise<DestinationRow | undefined>;
+  destinationByName(workspaceId: string, name: string): Promise<DestinationRow | undefined>;
+  /** Ordered by createdAt, id. */
+  destinations(workspaceId: string): Promise<DestinationRow[]>;
+  /** Which of `ids` are destinations of the workspace. */
+  existingDestinationIds(workspaceId: string, ids: string[]): Promise<Set<string>>;
+
+  /** The connections of the workspace's destinations, ordered by createdAt, sourceId, destinationId. */
+  connections(workspaceId: string): Promise<ConnectionRow[]>;
+  /** Ordered by createdAt, destinationId. */
+  connectionsOfSource(sourceId: string): Promise<ConnectionRow[]>;
+  /** Ordered by createdAt, sourceId. */
+  connectionsOfDestination(destinationId: string): Promise<ConnectionRow[]>;
+
+  transformation(workspaceId: string, id: string): Promise<TransformationRow | undefined>;
+  transformationByName(workspaceId: string, name: string): Promise<TransformationRow | undefined>;
+  /** Ordered by createdAt, id. */
+  transformations(workspaceId: string): Promise<TransformationRow[]>;
+  /** Newest first (version ids are time-ordered, so they break ties within one millisecond). */
+  transformationVersions(transformationId: string): Promise<TransformationVersionRow[]>;
+  transformationVersion(transformationId: string, versionId: string): Promise<TransformationVersionRow | undefined>;
+  /** The code of one version (a transformation's current one: its versionId). */
+  versionCode(versionId: string): Promise<string | undefined>;
+  /** Ordered by destinationId. */
+  destinationIdsOfTransformation(transformationId: string): Promise<string[]>;
+  transformationIdOfDestination(destinationId: string): Promise<string | undefined>;
+  /** Which transformation each of the workspace's destinations runs (those that run one). */
+  attachments(workspaceId: string): Promise<DestinationTransformationRow[]>;
+
+  /** Applies every operation in one transaction, in order: all of them or, if one fails, none. */
+  write(ops: ControlPlaneWrite[]): Promise<WriteResult>;
+}
+
+/** Unique indexes that a user's input can collide with, by the constraint name both schemas give them. */
+export type UniqueConstraint = "sources_workspace_name" | "sources_write_key_unique" | "destinations_workspace_name" | "transformations_workspace_name";
+
+/**
+ * The 409 for an operation that hit a unique index: the message the service's own check gives,
+ * so a concurrent writer that got there first (another request, another instance) is told apart
+ * from a bug. Undefined for a constraint that no input can break (a primary key).
+ */
+export function uniqueViolation(op: ControlPlaneWrite, constraint: string): AppError | undefined {
+  const name = "row" in op ? (op.row as { name?: string }).name : "set" in op ? op.set.name : undefined;
+  switch (constraint as UniqueConstraint) {
+    case "sources_workspace_name":
+      return new AppError("CONFLICT", `name: a source named '${name}' already exists`);
+    case "sources_write_key_unique":
+      return new AppError("CONFLICT", "writeKey: already used by another source");
+    case "destinations_workspace_name":
+      return new AppError("CONFLICT", `name: a destination named '${name}' already exists`);
+    case "transformations_workspace_name":
+      return new AppError("CONFLICT", `name: a transformation named '${name}' already exists`);
+    default:
+      return undefined;
+  }
+}

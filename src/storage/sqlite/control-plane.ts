@@ -1,0 +1,245 @@
+/**
+ * The control plane's store on SQLite (design §2.1): drizzle over the one main connection.
+ * Not the hot path (ConfigStore caches what intake and delivery read), so no prepared statements.
+ *
+ * `write` applies its operations inside one bun:sqlite transaction and runs synchronously from
+ * start to commit: nothing else on this connection can run in between, which is why the store,
+ * not the caller, owns the transaction (see src/control-plane/store.ts).
+ */
+import type { Changes } from "bun:sqlite";
+import { and, asc, desc, eq, inArray } from "drizzle-orm";
+import type { Db } from "../../../db";
+import { connections, destinationTransformations, destinations, sources, transformationVersions, transformations } from "../../../db/schema";
+import {
+  type ConnectionRow,
+  type ControlPlaneStore,
+  type ControlPlaneWrite,
+  type DestinationRow,
+  type DestinationTransformationRow,
+  type SourceRow,
+  type TransformationRow,
+  type TransformationVersionRow,
+  type UniqueConstraint,
+  type WriteResult,
+  uniqueViolation,
+} from "../../control-plane/store";
+
+/** SQLite names the columns of a violated unique index, not the index: "UNIQUE constraint failed: sources.write_key". */
+const UNIQUE_COLUMNS: Record<string, UniqueConstraint> = {
+  "sources.workspace_id, sources.name": "sources_workspace_name",
+  "sources.write_key": "sources_write_key_unique",
+  "destinations.workspace_id, destinations.name": "destinations_workspace_name",
+  "transformations.workspace_id, transformations.name": "transformations_workspace_name",
+};
+
+/** Rows a statement changed: bun:sqlite reports them, drizzle's types call the result void. */
+function changed(result: unknown): number {
+  return (result as Changes).changes;
+}
+
+function violatedUnique(err: unknown): string | undefined {
+  // drizzle wraps the driver's error (DrizzleQueryError, the SQLiteError as its cause).
+  for (let e = err as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+    if (e.code !== "SQLITE_CONSTRAINT_UNIQUE") continue;
+    const columns = /UNIQUE constraint failed: (.*)$/.exec(String(e.message))?.[1];
+    return columns ? UNIQUE_COLUMNS[columns] : undefined;
+  }
+  return undefined;
+}
+
+export class SqliteControlPlaneStore implements ControlPlaneStore {
+  constructor(private readonly db: Db) {}
+
+  async source(workspaceId: string, id: string): Promise<SourceRow | undefined> {
+    return this.db.select().from(sources).where(and(eq(sources.id, id), eq(sources.workspaceId, workspaceId))).get();
+  }
+
+  async sourceByName(workspaceId: string, name: string): Promise<SourceRow | undefined> {
+    return this.db.select().from(sources).where(and(eq(sources.workspaceId, workspaceId), eq(sources.name, name))).get();
+  }
+
+  async sourceByWriteKey(writeKey: string): Promise<SourceRow | undefined> {
+    return this.db.select().from(sources).where(eq(sources.writeKey, writeKey)).get();
+  }
+
+  async sources(workspaceId: string): Promise<SourceRow[]> {
+    return this.db.select().from(sources).where(eq(sources.workspaceId, workspaceId)).orderBy(sources.createdAt, sources.id).all();
+  }
+
+  async existingSourceIds(workspaceId: string, ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = this.db.select({ id: sources.id }).from(sources).where(and(inArray(sources.id, ids), eq(sources.workspaceId, workspaceId))).all();
+    return new Set(rows.map((r) => r.id));
+  }
+
+  async destination(workspaceId: string, id: string): Promise<DestinationRow | undefined> {
+    return this.db.select().from(destinations).where(and(eq(destinations.id, id), eq(destinations.workspaceId, workspaceId))).get();
+  }
+
+  async destinationByName(workspaceId: string, name: string): Promise<DestinationRow | undefined> {
+    return this.db.select().from(destinations).where(and(eq(destinations.workspaceId, workspaceId), eq(destinations.name, name))).get();
+  }
+
+  async destinations(workspaceId: string): Promise<DestinationRow[]> {
+    return this.db.select().from(destinations).where(eq(destinations.workspaceId, workspaceId)).orderBy(destinations.createdAt, destinations.id).all();
+  }
+
+  async existingDestinationIds(workspaceId: string, ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = this.db
+      .select({ id: destinations.id })
+      .from(destinations)
+      .where(and(inArray(destinations.id, ids), eq(destinations.workspaceId, workspaceId)))
+      .all();
+    return new Set(rows.map((r) => r.id));
+  }
+
+  async connections(workspaceId: string): Promise<ConnectionRow[]> {
+    return this.db
+      .select({ sourceId: connections.sourceId, destinationId: connections.destinationId, createdAt: connections.createdAt })
+      .from(connections)
+      .innerJoin(destinations, eq(destinations.id, connections.destinationId))
+      .where(eq(destinations.workspaceId, workspaceId))
+      .orderBy(connections.createdAt, connections.sourceId, connections.destinationId)
+      .all();
+  }
+
+  async connectionsOfSource(sourceId: string): Promise<ConnectionRow[]> {
+    return this.db.select().from(connections).where(eq(connections.sourceId, sourceId)).orderBy(connections.createdAt, connections.destinationId).all();
+  }
+
+  async connectionsOfDestination(destinationId: string): Promise<ConnectionRow[]> {
+    return this.db.select().from(connections).where(eq(connections.destinationId, destinationId)).orderBy(connections.createdAt, connections.sourceId).all();
+  }
+
+  async transformation(workspaceId: string, id: string): Promise<TransformationRow | undefined> {
+    return this.db.select().from(transformations).where(and(eq(transformations.id, id), eq(transformations.workspaceId, workspaceId))).get();
+  }
+
+  async transformationByName(workspaceId: string, name: string): Promise<TransformationRow | undefined> {
+    return this.db.select().from(transformations).where(and(eq(transformations.workspaceId, workspaceId), eq(transformations.name, name))).get();
+  }
+
+  async transformations(workspaceId: string): Promise<TransformationRow[]> {
+    return this.db.select().from(transformations).where(eq(transformations.workspaceId, workspaceId)).orderBy(transformations.createdAt, transformations.id).all();
+  }
+
+  async transformationVersions(transformationId: string): Promise<TransformationVersionRow[]> {
+    return this.db
+      .select()
+      .from(transformationVersions)
+      .where(eq(transformationVersions.transformationId, transformationId))
+      .orderBy(desc(transformationVersions.createdAt), desc(transformationVersions.id))
+      .all();
+  }
+
+  async transformationVersion(transformationId: string, versionId: string): Promise<TransformationVersionRow | undefined> {
+    return this.db
+      .select()
+      .from(transformationVersions)
+      .where(and(eq(transformationVersions.id, versionId), eq(transformationVersions.transformationId, transformationId)))
+      .get();
+  }
+
+  async versionCode(versionId: string): Promise<string | undefined> {
+    return this.db.select({ code: transformationVersions.code }).from(transformationVersions).where(eq(transformationVersions.id, versionId)).get()?.code;
+  }
+
+  async destinationIdsOfTransformation(transformationId: string): Promise<string[]> {
+    return this.db
+      .select({ id: destinationTransformations.destinationId })
+      .from(destinationTransformations)
+      .where(eq(destinationTransformations.transformationId, transformationId))
+      .orderBy(asc(destinationTransformations.destinationId))
+      .all()
+      .map((r) => r.id);
+  }
+
+  async transformationIdOfDestination(destinationId: string): Promise<string | undefined> {
+    return this.db
+      .select({ id: destinationTransformations.transformationId })
+      .from(destinationTransformations)
+      .where(eq(destinationTransformations.destinationId, destinationId))
+      .get()?.id;
+  }
+
+  async attachments(workspaceId: string): Promise<DestinationTransformationRow[]> {
+    return this.db
+      .select({ destinationId: destinationTransformations.destinationId, transformationId: destinationTransformations.transformationId })
+      .from(destinationTransformations)
+      .innerJoin(destinations, eq(destinations.id, destinationTransformations.destinationId))
+      .where(eq(destinations.workspaceId, workspaceId))
+      .all();
+  }
+
+  async write(ops: ControlPlaneWrite[]): Promise<WriteResult> {
+    const changes = this.db.$client.transaction(() =>
+      ops.map((op) => {
+        try {
+          return this.apply(op);
+        } catch (err) {
+          const constraint = violatedUnique(err);
+          throw (constraint && uniqueViolation(op, constraint)) || err;
+        }
+      }),
+    )();
+    return { changes };
+  }
+
+  private apply(op: ControlPlaneWrite): number {
+    const db = this.db;
+    switch (op.op) {
+      case "insertSource":
+        return changed(db.insert(sources).values(op.row).run());
+      case "updateSource":
+        return changed(db.update(sources).set(op.set).where(eq(sources.id, op.id)).run());
+      case "deleteSource":
+        return changed(db.delete(sources).where(eq(sources.id, op.id)).run());
+      case "insertDestination":
+        return changed(db.insert(destinations).values(op.row).run());
+      case "updateDestination":
+        return changed(db.update(destinations).set(op.set).where(eq(destinations.id, op.id)).run());
+      case "deleteDestination":
+        return changed(db.delete(destinations).where(eq(destinations.id, op.id)).run());
+      case "setDestinationSources": {
+        db.delete(connections).where(eq(connections.destinationId, op.destinationId)).run();
+        let n = 0;
+        for (const sourceId of new Set(op.sourceIds)) {
+          n += changed(db.insert(connections).values({ sourceId, destinationId: op.destinationId, createdAt: op.at }).run());
+        }
+        return n;
+      }
+      case "connect":
+        return changed(db.insert(connections).values({ sourceId: op.sourceId, destinationId: op.destinationId, createdAt: op.at }).onConflictDoNothing().run());
+      case "disconnect":
+        return changed(db.delete(connections).where(and(eq(connections.sourceId, op.sourceId), eq(connections.destinationId, op.destinationId))).run());
+      case "insertTransformation": {
+        const n = changed(db.insert(transformations).values(op.row).run());
+        db.insert(transformationVersions).values({ id: op.row.versionId, transformationId: op.row.id, code: op.code, createdAt: op.row.createdAt }).run();
+        return n;
+      }
+      case "insertTransformationVersion":
+        return changed(db.insert(transformationVersions).values(op.row).run());
+      case "updateTransformation":
+        return changed(db.update(transformations).set(op.set).where(eq(transformations.id, op.id)).run());
+      case "deleteTransformation":
+        return changed(db.delete(transformations).where(eq(transformations.id, op.id)).run());
+      case "setTransformationDestinations": {
+        db.delete(destinationTransformations).where(eq(destinationTransformations.transformationId, op.transformationId)).run();
+        let n = 0;
+        for (const destinationId of new Set(op.destinationIds)) n += this.attach(destinationId, op.transformationId);
+        return n;
+      }
+      case "attachTransformation":
+        return this.attach(op.destinationId, op.transformationId);
+    }
+  }
+
+  private attach(destinationId: string, transformationId: string): number {
+    const upsert = this.db
+      .insert(destinationTransformations)
+      .values({ destinationId, transformationId })
+      .onConflictDoUpdate({ target: destinationTransformations.destinationId, set: { transformationId } });
+    return changed(upsert.run());
+  }
+}

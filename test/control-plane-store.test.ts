@@ -1,0 +1,459 @@
+/**
+ * The control plane's storage seam (cluster mode, issue 24): one contract, run against the SQLite
+ * store (a data dir opened as the server opens it) and the PostgreSQL store (its own schema,
+ * dropped after). Reads, every write operation, a write's all-or-nothing, the 409 a unique index
+ * gives, the services and the workspace file running on the store alone, and on PostgreSQL the
+ * 'config' epoch bumped in the write's own transaction.
+ */
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import type { SQL } from "bun";
+import { eq } from "drizzle-orm";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { openDatabase } from "../db";
+import { closePostgres, openPostgres, schema as pgSchema, type PgDb } from "../db/pg";
+import { workspaces } from "../db/schema";
+import { createConnection, deleteConnection, listConnections } from "../src/control-plane/connections";
+import { createDestination, getDestination, listDestinations, updateDestination } from "../src/control-plane/destinations";
+import { createSource, getSource, listSources, updateSource } from "../src/control-plane/sources";
+import type { ControlPlaneStore, ControlPlaneWrite, DestinationRow, SourceRow, TransformationRow } from "../src/control-plane/store";
+import { createTransformation, getTransformation, listTransformationVersions, listTransformations } from "../src/control-plane/transformations";
+import { WorkspaceFileError, applyWorkspaceFile } from "../src/control-plane/workspace-file";
+import type { ScopedContext } from "../src/lib/context";
+import { AppError } from "../src/lib/errors";
+import { newId } from "../src/lib/ids";
+import { PgControlPlaneStore, type PgControlPlaneStoreOptions, type PgControlPlaneTx } from "../src/storage/postgres/control-plane";
+import { SqliteControlPlaneStore } from "../src/storage/sqlite/control-plane";
+import { cleanup, tempDir } from "./helpers";
+import { PG, havePostgres, requirePostgres, testSql } from "./pg";
+
+requirePostgres("control-plane-store.test.ts");
+
+const url = `postgres://${encodeURIComponent(PG.user)}${PG.password ? ":" + encodeURIComponent(PG.password) : ""}@${PG.host}:${PG.port}/${PG.database}`;
+const admin = havePostgres ? testSql() : null;
+
+interface Opened {
+  store: ControlPlaneStore;
+  /** Two workspaces: reads of one never see the other's rows. */
+  ws: string;
+  other: string;
+  dir: string;
+  /** PostgreSQL: a connection on the test's schema. */
+  sql?: SQL;
+  /** PostgreSQL: the 'config' epoch as the database has it. */
+  epoch?: () => Promise<number>;
+  /** PostgreSQL: the same schema with another store's options (another instance). */
+  reopen?: (opts: PgControlPlaneStoreOptions) => Promise<ControlPlaneStore>;
+}
+
+const closers: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+afterAll(async () => {
+  await admin?.close();
+});
+
+async function openSqlite(): Promise<Opened> {
+  const dir = tempDir();
+  const db = openDatabase(join(dir, "sluice.db"), { synchronous: "FULL" });
+  closers.push(() => {
+    db.$client.close();
+    cleanup(dir);
+  });
+  const ws = newId("ws");
+  const other = newId("ws");
+  db.insert(workspaces).values([{ id: ws, name: "main", createdAt: 1 }, { id: other, name: "other", createdAt: 1 }]).run();
+  return { store: new SqliteControlPlaneStore(db), ws, other, dir };
+}
+
+async function openPg(): Promise<Opened> {
+  const schema = `t_cpstore_${crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`;
+  const dir = tempDir();
+  const dbs: PgDb[] = [];
+  closers.push(async () => {
+    for (const db of dbs) await closePostgres(db);
+    await admin!.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    cleanup(dir);
+  });
+  const open = async () => {
+    const db = await openPostgres(url, { searchPath: schema, max: 4 });
+    dbs.push(db);
+    return db;
+  };
+  const db = await open();
+  const ws = newId("ws");
+  const other = newId("ws");
+  await db.insert(pgSchema.workspaces).values([{ id: ws, name: "main", createdAt: 1 }, { id: other, name: "other", createdAt: 1 }]);
+  const epoch = async () => Number((await db.$client`SELECT value FROM cluster_epochs WHERE name = 'config'`)[0].value);
+  return { store: new PgControlPlaneStore(db), ws, other, dir, sql: db.$client, epoch, reopen: async (opts) => new PgControlPlaneStore(await open(), opts) };
+}
+
+let clock = 1_760_000_000_000;
+const tick = () => ++clock;
+
+function sourceRow(workspaceId: string, name: string, over: Partial<SourceRow> = {}): SourceRow {
+  const at = tick();
+  return { id: newId("src"), workspaceId, name, writeKey: `wk-${crypto.randomUUID()}`, enabled: true, settings: {}, createdAt: at, updatedAt: at, ...over };
+}
+
+function destinationRow(workspaceId: string, name: string, over: Partial<DestinationRow> = {}): DestinationRow {
+  const at = tick();
+  return { id: newId("dst"), workspaceId, name, type: "WEBHOOK", config: { webhookUrl: "http://127.0.0.1:9/x" }, enabled: true, createdAt: at, updatedAt: at, ...over };
+}
+
+function transformationRow(workspaceId: string, name: string): TransformationRow {
+  const at = tick();
+  return { id: newId("trf"), workspaceId, name, versionId: newId("trv"), createdAt: at, updatedAt: at };
+}
+
+/** What a failed write must have left: nothing of its operations. */
+async function nothingOf(store: ControlPlaneStore, ws: string, names: { sources?: string[]; destinations?: string[]; transformations?: string[] }) {
+  for (const n of names.sources ?? []) expect(await store.sourceByName(ws, n)).toBeUndefined();
+  for (const n of names.destinations ?? []) expect(await store.destinationByName(ws, n)).toBeUndefined();
+  for (const n of names.transformations ?? []) expect(await store.transformationByName(ws, n)).toBeUndefined();
+}
+
+/** The services need only the store, the config cache's invalidate, a clock and the workspace. */
+function serviceContext(o: Opened): ScopedContext & { invalidations: number } {
+  const ctx = { controlPlane: o.store, workspaceId: o.ws, now: () => Date.now(), invalidations: 0 } as unknown as ScopedContext & { invalidations: number };
+  (ctx as any).config = { invalidate: () => ctx.invalidations++ };
+  return ctx;
+}
+
+const CODE = "export function transformEvent(event) { return event; }";
+
+const stores: Array<{ name: string; enabled: boolean; open: () => Promise<Opened> }> = [
+  { name: "SQLite", enabled: true, open: openSqlite },
+  { name: "PostgreSQL", enabled: havePostgres, open: openPg },
+];
+
+for (const kind of stores) {
+  describe.if(kind.enabled)(`control-plane store on ${kind.name}`, () => {
+    test("sources: insert, read by id, name and write key, list in creation order, update, delete; scoped to their workspace", async () => {
+      const { store, ws, other } = await kind.open();
+      const a = sourceRow(ws, "web", { settings: { lenientValidation: true } });
+      const b = sourceRow(ws, "backend", { enabled: false });
+      const elsewhere = sourceRow(other, "web");
+      expect((await store.write([{ op: "insertSource", row: b }, { op: "insertSource", row: a }, { op: "insertSource", row: elsewhere }])).changes).toEqual([1, 1, 1]);
+
+      expect(await store.source(ws, a.id)).toEqual(a);
+      expect(await store.source(other, a.id)).toBeUndefined();
+      expect(await store.sourceByName(ws, "web")).toEqual(a);
+      expect(await store.sourceByName(other, "web")).toEqual(elsewhere);
+      expect(await store.sourceByWriteKey(b.writeKey)).toEqual(b);
+      // By createdAt, not by the order of insertion.
+      expect((await store.sources(ws)).map((s) => s.name)).toEqual(["web", "backend"]);
+      expect(await store.existingSourceIds(ws, [a.id, elsewhere.id, "src_nope"])).toEqual(new Set([a.id]));
+      expect(await store.existingSourceIds(ws, [])).toEqual(new Set());
+
+      const set = { name: "site", writeKey: "another-key-123", enabled: false, settings: {}, updatedAt: tick() };
+      expect((await store.write([{ op: "updateSource", id: a.id, set }])).changes).toEqual([1]);
+      expect(await store.source(ws, a.id)).toEqual({ ...a, ...set });
+      expect(await store.sourceByName(ws, "web")).toBeUndefined();
+
+      expect((await store.write([{ op: "deleteSource", id: a.id }, { op: "deleteSource", id: a.id }, { op: "updateSource", id: a.id, set }])).changes).toEqual([1, 0, 0]);
+      expect(await store.source(ws, a.id)).toBeUndefined();
+      expect((await store.sources(ws)).map((s) => s.id)).toEqual([b.id]);
+    });
+
+    test("destinations: insert, read, list, update, delete; the config comes back as the object it was", async () => {
+      const { store, ws, other } = await kind.open();
+      const config = { webhookUrl: "http://h/x", headers: [{ from: "X-Env", to: "prod" }], nested: { n: 1, ok: true, none: null } };
+      const d = destinationRow(ws, "hook", { config });
+      const e = destinationRow(ws, "amp", { type: "AMPLITUDE", config: { apiKey: "k" } });
+      await store.write([{ op: "insertDestination", row: d }, { op: "insertDestination", row: e }, { op: "insertDestination", row: destinationRow(other, "hook") }]);
+      expect(await store.destination(ws, d.id)).toEqual(d);
+      expect(await store.destination(other, d.id)).toBeUndefined();
+      expect(await store.destinationByName(ws, "amp")).toEqual(e);
+      expect((await store.destinations(ws)).map((x) => x.id)).toEqual([d.id, e.id]);
+      expect(await store.existingDestinationIds(ws, [e.id, "dst_nope"])).toEqual(new Set([e.id]));
+
+      const set = { name: "hook2", config: { webhookUrl: "http://h/y" }, enabled: false, updatedAt: tick() };
+      expect((await store.write([{ op: "updateDestination", id: d.id, set }])).changes).toEqual([1]);
+      expect(await store.destination(ws, d.id)).toEqual({ ...d, ...set });
+      expect((await store.write([{ op: "deleteDestination", id: d.id }])).changes).toEqual([1]);
+      expect((await store.destinations(ws)).map((x) => x.id)).toEqual([e.id]);
+    });
+
+    test("connections: a destination's sources replaced, connect idempotent, disconnect counted; deletes cascade", async () => {
+      const { store, ws, other } = await kind.open();
+      const [s1, s2, s3] = [sourceRow(ws, "s1"), sourceRow(ws, "s2"), sourceRow(ws, "s3")];
+      const [d1, d2] = [destinationRow(ws, "d1"), destinationRow(ws, "d2")];
+      const elsewhere = destinationRow(other, "d1");
+      const at = tick();
+      const { changes } = await store.write([
+        ...[s1, s2, s3].map((row): ControlPlaneWrite => ({ op: "insertSource", row })),
+        ...[d1, d2, elsewhere].map((row): ControlPlaneWrite => ({ op: "insertDestination", row })),
+        // Duplicates are kept once.
+        { op: "setDestinationSources", destinationId: d1.id, sourceIds: [s2.id, s1.id, s2.id], at },
+      ]);
+      expect(changes.at(-1)).toBe(2);
+      expect((await store.connectionsOfDestination(d1.id)).map((c) => c.sourceId)).toEqual([s1.id, s2.id]);
+      expect(await store.connectionsOfSource(s1.id)).toEqual([{ sourceId: s1.id, destinationId: d1.id, createdAt: at }]);
+
+      // Replaces: s1 leaves, s3 joins.
+      const later = tick();
+      expect((await store.write([{ op: "setDestinationSources", destinationId: d1.id, sourceIds: [s3.id, s2.id], at: later }])).changes).toEqual([2]);
+      expect((await store.connectionsOfDestination(d1.id)).map((c) => c.sourceId)).toEqual([s2.id, s3.id]);
+      expect(await store.connectionsOfSource(s1.id)).toEqual([]);
+
+      const connect: ControlPlaneWrite = { op: "connect", sourceId: s1.id, destinationId: d2.id, at: tick() };
+      expect((await store.write([connect])).changes).toEqual([1]);
+      expect((await store.write([connect])).changes).toEqual([0]);
+      expect((await store.connectionsOfSource(s1.id)).map((c) => c.destinationId)).toEqual([d2.id]);
+      // The workspace's connections, oldest first; none of the other workspace's.
+      expect((await store.connections(ws)).map((c) => [c.sourceId, c.destinationId])).toEqual([
+        [s2.id, d1.id],
+        [s3.id, d1.id],
+        [s1.id, d2.id],
+      ]);
+      expect(await store.connections(other)).toEqual([]);
+
+      const disconnect: ControlPlaneWrite = { op: "disconnect", sourceId: s1.id, destinationId: d2.id };
+      expect((await store.write([disconnect])).changes).toEqual([1]);
+      expect((await store.write([disconnect])).changes).toEqual([0]);
+
+      await store.write([{ op: "deleteSource", id: s2.id }]);
+      expect((await store.connectionsOfDestination(d1.id)).map((c) => c.sourceId)).toEqual([s3.id]);
+      await store.write([{ op: "deleteDestination", id: d1.id }]);
+      expect(await store.connectionsOfSource(s3.id)).toEqual([]);
+      expect(await store.connections(ws)).toEqual([]);
+    });
+
+    test("transformations: the first version with the row, new versions newest first, destinations set and moved, deletes cascade", async () => {
+      const { store, ws } = await kind.open();
+      const [d1, d2, d3] = [destinationRow(ws, "d1"), destinationRow(ws, "d2"), destinationRow(ws, "d3")];
+      const t = transformationRow(ws, "tag");
+      const u = transformationRow(ws, "other");
+      const { changes } = await store.write([
+        ...[d1, d2, d3].map((row): ControlPlaneWrite => ({ op: "insertDestination", row })),
+        { op: "insertTransformation", row: t, code: "v1" },
+        { op: "insertTransformation", row: u, code: "u1" },
+        { op: "setTransformationDestinations", transformationId: t.id, destinationIds: [d2.id, d1.id, d2.id] },
+        { op: "attachTransformation", destinationId: d3.id, transformationId: u.id },
+      ]);
+      expect(changes.slice(3)).toEqual([1, 1, 2, 1]);
+      expect(await store.transformation(ws, t.id)).toEqual(t);
+      expect(await store.transformationByName(ws, "other")).toEqual(u);
+      expect((await store.transformations(ws)).map((x) => x.id)).toEqual([t.id, u.id]);
+      expect(await store.versionCode(t.versionId)).toBe("v1");
+      expect(await store.transformationVersions(t.id)).toEqual([{ id: t.versionId, transformationId: t.id, code: "v1", createdAt: t.createdAt }]);
+      expect(await store.destinationIdsOfTransformation(t.id)).toEqual([d1.id, d2.id].sort());
+      expect(await store.transformationIdOfDestination(d3.id)).toBe(u.id);
+
+      // A new version in the same millisecond as the first: the id breaks the tie.
+      const v2 = { id: newId("trv"), transformationId: t.id, code: "v2", createdAt: t.createdAt };
+      const up = await store.write([
+        { op: "updateTransformation", id: t.id, set: { versionId: v2.id, updatedAt: tick() } },
+        { op: "insertTransformationVersion", row: v2 },
+      ]);
+      expect(up.changes).toEqual([1, 1]);
+      expect((await store.transformationVersions(t.id)).map((v) => v.code)).toEqual(["v2", "v1"]);
+      expect(await store.transformationVersion(t.id, v2.id)).toEqual(v2);
+      expect(await store.transformationVersion(u.id, v2.id)).toBeUndefined();
+      expect(await store.versionCode((await store.transformation(ws, t.id))!.versionId)).toBe("v2");
+
+      // Exactly d3 now: d1 and d2 leave, d3 moves over from u.
+      await store.write([{ op: "setTransformationDestinations", transformationId: t.id, destinationIds: [d3.id] }]);
+      expect(await store.destinationIdsOfTransformation(t.id)).toEqual([d3.id]);
+      expect(await store.destinationIdsOfTransformation(u.id)).toEqual([]);
+      expect(await store.transformationIdOfDestination(d1.id)).toBeUndefined();
+      // Attaching replaces the destination's one transformation.
+      await store.write([{ op: "attachTransformation", destinationId: d3.id, transformationId: u.id }, { op: "attachTransformation", destinationId: d1.id, transformationId: t.id }]);
+      expect((await store.attachments(ws)).sort((a, b) => a.destinationId.localeCompare(b.destinationId))).toEqual(
+        [
+          { destinationId: d1.id, transformationId: t.id },
+          { destinationId: d3.id, transformationId: u.id },
+        ].sort((a, b) => a.destinationId.localeCompare(b.destinationId)),
+      );
+
+      expect((await store.write([{ op: "deleteTransformation", id: t.id }])).changes).toEqual([1]);
+      expect(await store.transformation(ws, t.id)).toBeUndefined();
+      expect(await store.transformationVersions(t.id)).toEqual([]);
+      expect(await store.transformationIdOfDestination(d1.id)).toBeUndefined();
+      expect(await store.transformationIdOfDestination(d3.id)).toBe(u.id);
+    });
+
+    test("a write whose last operation fails leaves nothing of the earlier ones (foreign key to a missing destination)", async () => {
+      const { store, ws } = await kind.open();
+      const s = sourceRow(ws, "s");
+      const d = destinationRow(ws, "d");
+      const t = transformationRow(ws, "t");
+      const write = store.write([
+        { op: "insertSource", row: s },
+        { op: "insertDestination", row: d },
+        { op: "setDestinationSources", destinationId: d.id, sourceIds: [s.id], at: tick() },
+        { op: "insertTransformation", row: t, code: CODE },
+        { op: "attachTransformation", destinationId: d.id, transformationId: t.id },
+        { op: "connect", sourceId: s.id, destinationId: "dst_missing", at: tick() },
+      ]);
+      await expect(write).rejects.toThrow();
+      await nothingOf(store, ws, { sources: ["s"], destinations: ["d"], transformations: ["t"] });
+      expect(await store.connections(ws)).toEqual([]);
+      expect(await store.versionCode(t.versionId)).toBeUndefined();
+      // The store still works after the rollback.
+      expect((await store.write([{ op: "insertSource", row: s }])).changes).toEqual([1]);
+    });
+
+    test("a unique index hit is the service's 409, and the write is undone: names per workspace, write keys everywhere", async () => {
+      const { store, ws, other } = await kind.open();
+      const web = sourceRow(ws, "web");
+      const hook = destinationRow(ws, "hook");
+      const tag = transformationRow(ws, "tag");
+      await store.write([{ op: "insertSource", row: web }, { op: "insertDestination", row: hook }, { op: "insertTransformation", row: tag, code: CODE }]);
+
+      const cases: Array<[ControlPlaneWrite, string]> = [
+        [{ op: "insertSource", row: sourceRow(ws, "web") }, "name: a source named 'web' already exists"],
+        [{ op: "insertSource", row: sourceRow(other, "elsewhere", { writeKey: web.writeKey }) }, "writeKey: already used by another source"],
+        [{ op: "insertDestination", row: destinationRow(ws, "hook") }, "name: a destination named 'hook' already exists"],
+        [{ op: "insertTransformation", row: transformationRow(ws, "tag"), code: CODE }, "name: a transformation named 'tag' already exists"],
+      ];
+      for (const [op, message] of cases) {
+        const fresh = sourceRow(ws, `fresh-${crypto.randomUUID()}`);
+        const err = await store.write([{ op: "insertSource", row: fresh }, op]).catch((e) => e);
+        expect(err).toBeInstanceOf(AppError);
+        expect(err).toMatchObject({ code: "CONFLICT", message });
+        await nothingOf(store, ws, { sources: [fresh.name] });
+      }
+      // Renaming onto a taken name (an update's own name is in the message).
+      const mobile = sourceRow(ws, "mobile");
+      await store.write([{ op: "insertSource", row: mobile }]);
+      const err = await store.write([{ op: "updateSource", id: mobile.id, set: { name: "web", updatedAt: tick() } }]).catch((e) => e);
+      expect(err).toMatchObject({ code: "CONFLICT", message: "name: a source named 'web' already exists" });
+      // The same name in another workspace is fine.
+      expect((await store.write([{ op: "insertSource", row: sourceRow(other, "web") }])).changes).toEqual([1]);
+    });
+
+    test("the services run on the store alone: create, read, connect, disconnect (a second disconnect is a 404), conflicts", async () => {
+      const o = await kind.open();
+      const ctx = serviceContext(o);
+      const src = await createSource(ctx, { name: "web" });
+      const dst = await createDestination(ctx, { name: "hook", type: "WEBHOOK", config: { webhookUrl: "http://127.0.0.1:9/x" }, sourceIds: [src.id] });
+      expect(dst).toMatchObject({ name: "hook", sourceIds: [src.id], transformationId: null });
+      expect((await getSource(ctx, src.id)).destinationIds).toEqual([dst.id]);
+      await expect(createSource(ctx, { name: "web" })).rejects.toMatchObject({ code: "CONFLICT" });
+      await expect(createSource(ctx, { name: "web2", writeKey: src.writeKey })).rejects.toMatchObject({ code: "CONFLICT", message: "writeKey: already used by another source" });
+      await expect(createDestination(ctx, { name: "d2", type: "WEBHOOK", config: { webhookUrl: "http://h/" }, sourceIds: ["src_nope"] })).rejects.toMatchObject({
+        code: "BAD_REQUEST",
+        message: "sourceIds: source 'src_nope' not found in this workspace",
+      });
+
+      await deleteConnection(ctx, { sourceId: src.id, destinationId: dst.id });
+      await expect(deleteConnection(ctx, { sourceId: src.id, destinationId: dst.id })).rejects.toMatchObject({ code: "NOT_FOUND" });
+      expect(await listConnections(ctx)).toEqual([]);
+      await createConnection(ctx, { sourceId: src.id, destinationId: dst.id });
+      await createConnection(ctx, { sourceId: src.id, destinationId: dst.id });
+      expect((await listConnections(ctx)).map((c) => c.sourceId)).toEqual([src.id]);
+
+      const t = await createTransformation(ctx, { name: "tag", code: CODE, destinationIds: [dst.id] });
+      expect((await getDestination(ctx, dst.id)).transformationId).toBe(t.id);
+      expect((await listTransformations(ctx)).map((x) => [x.name, x.code, x.destinationIds])).toEqual([["tag", CODE, [dst.id]]]);
+      expect((await updateSource(ctx, src.id, { settings: { lenientValidation: true } })).settings).toEqual({ lenientValidation: true });
+      expect((await updateDestination(ctx, dst.id, { sourceIds: [] })).sourceIds).toEqual([]);
+      expect((await listSources(ctx)).map((s) => s.destinationIds)).toEqual([[]]);
+      expect((await listDestinations(ctx)).map((d) => d.transformationId)).toEqual([t.id]);
+      // One invalidation per successful write, none for a refused one.
+      expect(ctx.invalidations).toBe(8);
+    });
+
+    test("the workspace file on the store: applied as one write, again idempotently, and not at all when one entry clashes", async () => {
+      const o = await kind.open();
+      const ctx = serviceContext(o);
+      const file = join(o.dir, "workspace.yaml");
+      const yaml = (url: string, code: string) => `
+sources:
+  - { name: web, writeKey: fixed-write-key-123 }
+  - { name: mobile }
+destinations:
+  - { name: hook, type: WEBHOOK, config: { webhookUrl: "${url}" }, sources: [web, mobile] }
+transformations:
+  - { name: tag, code: "${code}", destinations: [hook] }
+`;
+      writeFileSync(file, yaml("http://127.0.0.1:9/a", CODE));
+      expect(await applyWorkspaceFile(ctx, file)).toEqual({ sources: 2, destinations: 1, transformations: 1 });
+      const mobileKey = (await o.store.sourceByName(o.ws, "mobile"))!.writeKey;
+      const hook = (await listDestinations(ctx))[0];
+      expect(hook.sourceIds).toHaveLength(2);
+      const tag = (await listTransformations(ctx))[0];
+      expect(tag.destinationIds).toEqual([hook.id]);
+
+      // Again with the same code: no new version; a new URL updates the destination in place.
+      writeFileSync(file, yaml("http://127.0.0.1:9/b", CODE));
+      await applyWorkspaceFile(ctx, file);
+      expect((await o.store.sourceByName(o.ws, "mobile"))!.writeKey).toBe(mobileKey);
+      expect((await listDestinations(ctx)).map((d) => [d.id, d.config.webhookUrl])).toEqual([[hook.id, "http://127.0.0.1:9/b"]]);
+      expect(await listTransformationVersions(ctx, tag.id)).toHaveLength(1);
+      // New code: a new version, the same transformation.
+      writeFileSync(file, yaml("http://127.0.0.1:9/b", CODE.replace("return event", "return { ...event }")));
+      await applyWorkspaceFile(ctx, file);
+      expect(await listTransformationVersions(ctx, tag.id)).toHaveLength(2);
+      expect((await getTransformation(ctx, tag.id)).code).toContain("{ ...event }");
+
+      // A source the API made holds a key the file gives a new source: nothing of the file applies.
+      await createSource(ctx, { name: "api-made", writeKey: "taken-key-456" });
+      writeFileSync(file, `sources:\n  - { name: fresh }\n  - { name: clash, writeKey: taken-key-456 }\ndestinations:\n  - { name: hook2, type: WEBHOOK, config: { webhookUrl: "http://h/" }, sources: [fresh] }\n`);
+      const err = await applyWorkspaceFile(ctx, file).catch((e) => e);
+      expect(err).toBeInstanceOf(WorkspaceFileError);
+      expect(err.message).toBe(`${file}: writeKey: already used by another source`);
+      await nothingOf(o.store, o.ws, { sources: ["fresh", "clash"], destinations: ["hook2"] });
+
+      // Within one file, a key handed from one source to another is free once the first gives it up.
+      writeFileSync(file, `sources:\n  - { name: web, writeKey: moved-key-789 }\n  - { name: newcomer, writeKey: fixed-write-key-123 }\n`);
+      await applyWorkspaceFile(ctx, file);
+      expect((await o.store.sourceByWriteKey("fixed-write-key-123"))!.name).toBe("newcomer");
+    });
+
+    if (kind.name === "PostgreSQL") {
+      test("every write bumps the 'config' epoch by one in its own transaction; a failed write does not", async () => {
+        const o = await kind.open();
+        const seen: number[] = [];
+        const afterWrite = async (tx: PgControlPlaneTx, epoch: number) => {
+          // Inside the transaction: the bump is visible here, not yet to other connections.
+          const [row] = await tx.select().from(pgSchema.clusterEpochs).where(eq(pgSchema.clusterEpochs.name, "config"));
+          expect(row.value).toBe(epoch);
+          expect(await o.epoch!()).toBe(epoch - 1);
+          seen.push(epoch);
+        };
+        const store = await o.reopen!({ afterWrite });
+        const start = await o.epoch!();
+        const a = await store.write([{ op: "insertSource", row: sourceRow(o.ws, "a") }]);
+        expect(a.epoch).toBe(start + 1);
+        const b = await store.write([{ op: "insertSource", row: sourceRow(o.ws, "b") }, { op: "insertSource", row: sourceRow(o.ws, "c") }]);
+        expect(b.epoch).toBe(start + 2);
+        await expect(store.write([{ op: "insertSource", row: sourceRow(o.ws, "d") }, { op: "insertSource", row: sourceRow(o.ws, "a") }])).rejects.toMatchObject({ code: "CONFLICT" });
+        expect(await o.epoch!()).toBe(start + 2);
+        expect(seen).toEqual([start + 1, start + 2]);
+        // An empty write changes nothing and moves nothing.
+        expect(await store.write([])).toEqual({ changes: [] });
+        expect(await o.epoch!()).toBe(start + 2);
+        // Two instances writing at once: each write its own epoch.
+        const results = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? store : o.store).write([{ op: "insertSource", row: sourceRow(o.ws, `p${i}`) }])));
+        expect(results.map((r) => r.epoch!).sort((x, y) => x - y)).toEqual([3, 4, 5, 6, 7, 8].map((n) => start + n));
+        expect(await o.epoch!()).toBe(start + 8);
+      });
+
+      test("a throw in afterWrite rolls the write back, epoch included", async () => {
+        const o = await kind.open();
+        const store = await o.reopen!({
+          afterWrite: () => {
+            throw new Error("bus down");
+          },
+        });
+        const start = await o.epoch!();
+        await expect(store.write([{ op: "insertSource", row: sourceRow(o.ws, "a") }])).rejects.toThrow("bus down");
+        await nothingOf(o.store, o.ws, { sources: ["a"] });
+        expect(await o.epoch!()).toBe(start);
+      });
+
+      test("JSON columns are stored as JSON objects, not as JSON strings", async () => {
+        const o = await kind.open();
+        const d = destinationRow(o.ws, "hook", { config: { webhookUrl: "http://h/", n: 1 } });
+        const s = sourceRow(o.ws, "web", { settings: { lenientValidation: true } });
+        await o.store.write([{ op: "insertDestination", row: d }, { op: "insertSource", row: s }]);
+        const [row] = await o.sql!`SELECT jsonb_typeof(d.config) AS c, d.config->>'webhookUrl' AS url, jsonb_typeof(s.settings) AS s FROM destinations d, sources s`;
+        expect(row).toEqual({ c: "object", url: "http://h/", s: "object" });
+      });
+    }
+  });
+}
