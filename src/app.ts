@@ -140,7 +140,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   const controlPlane = new SqliteControlPlaneStore(db);
   const ctx: ServiceContext = { db, log, config, controlPlane, metrics, now, sessionHours: settings.sessionHours };
 
-  const owner = ensureOwner(db, { email: settings.adminEmail, token: settings.adminToken, now: now() });
+  const owner = await ensureOwner(controlPlane, { email: settings.adminEmail, token: settings.adminToken, now: now() });
   if (owner.created) log.info("first start: workspace and owner account created", { workspaceId: owner.workspaceId, email: settings.adminEmail });
   if (settings.config) {
     const summary = await applyWorkspaceFile({ ...ctx, workspaceId: owner.workspaceId }, settings.config);

@@ -230,10 +230,11 @@ async function tokenCreate(args: string[]) {
   }
   const { openDatabase } = await import("../db");
   const { createTokenForEmail } = await import("./control-plane/tokens");
+  const { SqliteControlPlaneStore } = await import("./storage/sqlite/control-plane");
   mkdirSync(settings.dataDir, { recursive: true });
   const db = openDatabase(join(settings.dataDir, "sluice.db"), { synchronous: settings.synchronous });
   try {
-    const { token } = createTokenForEmail(db, email, Date.now());
+    const { token } = await createTokenForEmail(new SqliteControlPlaneStore(db), email, Date.now());
     process.stdout.write(`${token}\n`);
   } catch (e) {
     fail((e as Error).message);

@@ -17,6 +17,10 @@ import { createConnection, deleteConnection, listConnections } from "../src/cont
 import { createDestination, getDestination, listDestinations, updateDestination } from "../src/control-plane/destinations";
 import { createSource, getSource, listSources, updateSource } from "../src/control-plane/sources";
 import type { ControlPlaneStore, ControlPlaneWrite, DestinationRow, SourceRow, TransformationRow } from "../src/control-plane/store";
+import { authenticateRequest } from "../src/control-plane/auth";
+import { ensureOwner } from "../src/control-plane/bootstrap";
+import { createToken, createTokenForEmail, listTokens, revokeToken, touchToken, verifyToken } from "../src/control-plane/tokens";
+import { sessionPrincipal, signIn, signOut } from "../src/dashboard/sessions";
 import { createTransformation, getTransformation, listTransformationVersions, listTransformations } from "../src/control-plane/transformations";
 import { WorkspaceFileError, applyWorkspaceFile } from "../src/control-plane/workspace-file";
 import type { ScopedContext } from "../src/lib/context";
@@ -54,7 +58,8 @@ afterAll(async () => {
   await admin?.close();
 });
 
-async function openSqlite(): Promise<Opened> {
+/** `empty`: no workspace yet, as on a first start. */
+async function openSqlite(empty = false): Promise<Opened> {
   const dir = tempDir();
   const db = openDatabase(join(dir, "sluice.db"), { synchronous: "FULL" });
   closers.push(() => {
@@ -63,11 +68,11 @@ async function openSqlite(): Promise<Opened> {
   });
   const ws = newId("ws");
   const other = newId("ws");
-  db.insert(workspaces).values([{ id: ws, name: "main", createdAt: 1 }, { id: other, name: "other", createdAt: 1 }]).run();
+  if (!empty) db.insert(workspaces).values([{ id: ws, name: "main", createdAt: 1 }, { id: other, name: "other", createdAt: 1 }]).run();
   return { store: new SqliteControlPlaneStore(db), ws, other, dir };
 }
 
-async function openPg(): Promise<Opened> {
+async function openPg(empty = false): Promise<Opened> {
   const schema = `t_cpstore_${crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`;
   const dir = tempDir();
   const dbs: PgDb[] = [];
@@ -84,7 +89,7 @@ async function openPg(): Promise<Opened> {
   const db = await open();
   const ws = newId("ws");
   const other = newId("ws");
-  await db.insert(pgSchema.workspaces).values([{ id: ws, name: "main", createdAt: 1 }, { id: other, name: "other", createdAt: 1 }]);
+  if (!empty) await db.insert(pgSchema.workspaces).values([{ id: ws, name: "main", createdAt: 1 }, { id: other, name: "other", createdAt: 1 }]);
   const epoch = async () => Number((await db.$client`SELECT value FROM cluster_epochs WHERE name = 'config'`)[0].value);
   return { store: new PgControlPlaneStore(db), ws, other, dir, sql: db.$client, epoch, reopen: async (opts) => new PgControlPlaneStore(await open(), opts) };
 }
@@ -123,7 +128,16 @@ function serviceContext(o: Opened): ScopedContext & { invalidations: number } {
 
 const CODE = "export function transformEvent(event) { return event; }";
 
-const stores: Array<{ name: string; enabled: boolean; open: () => Promise<Opened> }> = [
+/** An account of the workspace, and the principal its tokens would carry. */
+async function account(store: ControlPlaneStore, workspaceId: string, email: string) {
+  const id = newId("acc");
+  await store.writeAuth([{ op: "insertAccount", row: { id, workspaceId, email, role: "owner", createdAt: tick() } }]);
+  return { accountId: id, workspaceId, email, tokenId: "" };
+}
+
+const basic = (email: string, token: string) => `Basic ${Buffer.from(`${email}:${token}`).toString("base64")}`;
+
+const stores: Array<{ name: string; enabled: boolean; open: (empty?: boolean) => Promise<Opened> }> = [
   { name: "SQLite", enabled: true, open: openSqlite },
   { name: "PostgreSQL", enabled: havePostgres, open: openPg },
 ];
@@ -404,7 +418,163 @@ transformations:
       expect((await o.store.sourceByWriteKey("fixed-write-key-123"))!.name).toBe("newcomer");
     });
 
+    test("tokens: stored as a hash, verified, listed without secrets, touched, revoked; scoped to their account", async () => {
+      const o = await kind.open();
+      const ctx = serviceContext(o);
+      const alice = await account(o.store, o.ws, "alice@example.com");
+      const bob = await account(o.store, o.ws, "bob@example.com");
+      const mallory = await account(o.store, o.other, "mallory@example.com");
+
+      const first = await createToken(ctx, alice, { name: "ci" });
+      const second = await createToken(ctx, alice, { name: "laptop" });
+      await createToken(ctx, bob, { name: "bob's" });
+      const stored = (await o.store.token(first.id))!;
+      expect(stored.secretHash).toBe(new Bun.CryptoHasher("sha256").update(first.token).digest("hex"));
+      expect(JSON.stringify(stored)).not.toContain(first.token);
+
+      expect(await verifyToken(o.store, first.token)).toEqual({ accountId: alice.accountId, workspaceId: o.ws, email: "alice@example.com", tokenId: first.id });
+      expect((await verifyToken(o.store, second.token, "ALICE@example.com"))?.tokenId).toBe(second.id);
+      expect(await verifyToken(o.store, second.token, "bob@example.com")).toBeUndefined();
+      expect(await verifyToken(o.store, `${first.token}x`)).toBeUndefined();
+      expect(await verifyToken(o.store, "")).toBeUndefined();
+
+      expect((await listTokens(ctx, alice)).map((t) => [t.id, t.name, t.lastUsedAt])).toEqual([
+        [first.id, "ci", null],
+        [second.id, "laptop", null],
+      ]);
+      expect(JSON.stringify(await listTokens(ctx, alice))).not.toContain(first.token);
+
+      // Last use: written once, then not again within the minute.
+      const at = tick();
+      await touchToken(o.store, first.id, at);
+      await touchToken(o.store, first.id, at + 1_000);
+      expect((await o.store.token(first.id))!.lastUsedAt).toBe(at);
+      await touchToken(o.store, first.id, at + 61_000);
+      expect((await o.store.token(first.id))!.lastUsedAt).toBe(at + 61_000);
+
+      // Another account's token, even of the same workspace, is not the caller's to revoke.
+      await expect(revokeToken(ctx, bob, first.id)).rejects.toMatchObject({ code: "NOT_FOUND" });
+      await expect(revokeToken({ controlPlane: o.store }, mallory, first.id)).rejects.toMatchObject({ code: "NOT_FOUND" });
+      await revokeToken(ctx, alice, first.id);
+      expect(await verifyToken(o.store, first.token)).toBeUndefined();
+      expect((await listTokens(ctx, alice)).map((t) => t.id)).toEqual([second.id]);
+      await expect(revokeToken(ctx, alice, first.id)).rejects.toMatchObject({ code: "NOT_FOUND" });
+    });
+
+    test("authenticateRequest: Bearer, Basic with the account's e-mail, the session cookie; each refusal a 401", async () => {
+      const o = await kind.open();
+      let now = tick();
+      const deps = { controlPlane: o.store, now: () => now, sessionHours: 1 };
+      const alice = await account(o.store, o.ws, "alice@example.com");
+      const { token, id } = await createToken({ controlPlane: o.store, now: () => now }, alice, { name: "t" });
+      const req = (headers: Record<string, string>, method = "GET") => new Request("http://sluice.test/v2/sources", { method, headers: { host: "sluice.test", ...headers } });
+
+      expect((await authenticateRequest(deps, req({ authorization: `Bearer ${token}` }))).tokenId).toBe(id);
+      expect((await o.store.token(id))!.lastUsedAt).toBe(now);
+      expect((await authenticateRequest(deps, req({ authorization: basic("alice@example.com", token) }), "basic")).accountId).toBe(alice.accountId);
+      await expect(authenticateRequest(deps, req({ authorization: `Bearer ${token}` }), "basic")).rejects.toMatchObject({ code: "UNAUTHORIZED" });
+      await expect(authenticateRequest(deps, req({ authorization: basic("bob@example.com", token) }))).rejects.toMatchObject({ code: "UNAUTHORIZED" });
+      await expect(authenticateRequest(deps, req({ authorization: "Bearer nope" }))).rejects.toMatchObject({ code: "UNAUTHORIZED" });
+      await expect(authenticateRequest(deps, req({}))).rejects.toMatchObject({ code: "UNAUTHORIZED" });
+
+      const session = await signIn(deps, { email: "alice@example.com", token });
+      const cookie = `sluice_session=${session.id}`;
+      expect(await authenticateRequest(deps, req({ cookie }))).toMatchObject({ tokenId: id, expiresAt: session.expiresAt });
+      await expect(authenticateRequest(deps, req({ cookie }, "POST"))).rejects.toMatchObject({ code: "FORBIDDEN" });
+      expect((await authenticateRequest(deps, req({ cookie, origin: "http://sluice.test" }, "POST"))).tokenId).toBe(id);
+      now = session.expiresAt;
+      await expect(authenticateRequest(deps, req({ cookie }))).rejects.toMatchObject({ code: "UNAUTHORIZED" });
+    });
+
+    test("sessions: sign-in keeps only the id's hash; they expire, end at sign-out and with their token", async () => {
+      const o = await kind.open();
+      let now = tick();
+      const deps = { controlPlane: o.store, now: () => now, sessionHours: 2 };
+      const alice = await account(o.store, o.ws, "alice@example.com");
+      const { token, id: tokenId } = await createToken({ controlPlane: o.store, now: () => now }, alice, { name: "t" });
+
+      await expect(signIn(deps, { email: "bob@example.com", token })).rejects.toMatchObject({ code: "UNAUTHORIZED" });
+      await expect(signIn(deps, { email: "alice@example.com", token: "wrong" })).rejects.toMatchObject({ code: "UNAUTHORIZED" });
+
+      const a = await signIn(deps, { email: " alice@example.com ", token: ` ${token} ` });
+      expect(a.expiresAt).toBe(now + 2 * 3_600_000);
+      expect(await o.store.session(a.id)).toBeUndefined();
+      const row = (await o.store.session(new Bun.CryptoHasher("sha256").update(a.id).digest("hex")))!;
+      expect(row).toMatchObject({ tokenId, accountId: alice.accountId, workspaceId: o.ws, email: "alice@example.com", expiresAt: a.expiresAt });
+      expect(await sessionPrincipal(deps, a.id)).toEqual({ accountId: alice.accountId, workspaceId: o.ws, email: "alice@example.com", tokenId, expiresAt: a.expiresAt });
+      expect(await sessionPrincipal(deps, `${a.id}x`)).toBeUndefined();
+      expect(await sessionPrincipal(deps, "")).toBeUndefined();
+
+      // Expired: refused and its row gone; the next sign-in clears every expired row.
+      now = a.expiresAt;
+      expect(await sessionPrincipal(deps, a.id)).toBeUndefined();
+      expect(await o.store.session(row.idHash)).toBeUndefined();
+      const b = await signIn(deps, { email: "alice@example.com", token });
+      now = b.expiresAt + 1;
+      const c = await signIn(deps, { email: "alice@example.com", token });
+      expect(await o.store.session(new Bun.CryptoHasher("sha256").update(b.id).digest("hex"))).toBeUndefined();
+
+      await signOut(deps, c.id);
+      expect(await sessionPrincipal(deps, c.id)).toBeUndefined();
+
+      // Revoking the token ends the sessions opened with it.
+      const d = await signIn(deps, { email: "alice@example.com", token });
+      expect(await sessionPrincipal(deps, d.id)).toBeDefined();
+      await revokeToken({ controlPlane: o.store }, alice, tokenId);
+      expect(await sessionPrincipal(deps, d.id)).toBeUndefined();
+    });
+
+    test("first start: ensureOwner makes the workspace, its owner and a token once, also when two start at once", async () => {
+      const o = await kind.open(true);
+      const now = tick();
+      // On PostgreSQL, two instances; on SQLite, two calls whose reads both come before either write.
+      const second = o.reopen ? await o.reopen({}) : o.store;
+      const [one, two] = await Promise.all([ensureOwner(o.store, { email: "owner@example.com", now }), ensureOwner(second, { email: "owner@example.com", now })]);
+      const made = one.created ? one : two;
+      expect([one.created, two.created].sort()).toEqual([false, true]);
+      expect(one.workspaceId).toBe(two.workspaceId);
+      expect(one.accountId).toBe(two.accountId);
+      expect((await o.store.firstWorkspace())!.id).toBe(made.workspaceId);
+      expect((await o.store.ownerOf(made.workspaceId))!).toMatchObject({ id: made.accountId, email: "owner@example.com", role: "owner" });
+      expect(made.generatedToken).toStartWith("sluice_");
+      expect(await verifyToken(o.store, made.generatedToken!, "owner@example.com")).toMatchObject({ workspaceId: made.workspaceId, accountId: made.accountId });
+
+      // A later start keeps it all and prints no token.
+      expect(await ensureOwner(o.store, { email: "someone-else@example.com", token: "given-token-123", now: tick() })).toEqual({
+        workspaceId: made.workspaceId,
+        accountId: made.accountId,
+        created: false,
+      });
+      expect(await verifyToken(o.store, "given-token-123")).toBeUndefined();
+
+      // `sluice token create`.
+      const cli = await createTokenForEmail(o.store, "owner@example.com", tick());
+      expect((await verifyToken(o.store, cli.token))?.tokenId).toBe(cli.tokenId);
+      expect((await o.store.token(cli.tokenId))!.name).toBe("cli");
+      await expect(createTokenForEmail(o.store, "nobody@example.com", tick())).rejects.toMatchObject({ code: "NOT_FOUND" });
+    });
+
+    test("first start with a given token: it is stored, not generated", async () => {
+      const o = await kind.open(true);
+      const r = await ensureOwner(o.store, { email: "owner@example.com", token: "given-token-123", now: tick() });
+      expect(r.created).toBe(true);
+      expect(r.generatedToken).toBeUndefined();
+      expect((await verifyToken(o.store, "given-token-123"))?.accountId).toBe(r.accountId);
+    });
+
     if (kind.name === "PostgreSQL") {
+      test("token and session writes leave the 'config' epoch alone", async () => {
+        const o = await kind.open();
+        const start = await o.epoch!();
+        const alice = await account(o.store, o.ws, "alice@example.com");
+        const deps = { controlPlane: o.store, now: () => Date.now(), sessionHours: 1 };
+        const { token, id } = await createToken(deps, alice, { name: "t" });
+        const s = await signIn(deps, { email: alice.email, token });
+        await signOut(deps, s.id);
+        await revokeToken(deps, alice, id);
+        expect(await o.epoch!()).toBe(start);
+      });
+
       test("every write bumps the 'config' epoch by one in its own transaction; a failed write does not", async () => {
         const o = await kind.open();
         const seen: number[] = [];

@@ -3,18 +3,18 @@
  * dashboard's session cookie. The principal's workspace scopes everything the request can see
  * or change.
  */
-import type { Db } from "../../db";
 import { AppError } from "../lib/errors";
 import { type SessionDeps, sessionIdFrom, sessionPrincipal } from "../dashboard/sessions";
+import type { ControlPlaneStore } from "./store";
 import { type Principal, touchToken, verifyToken } from "./tokens";
 
 export type Scheme = "bearer-or-basic" | "basic";
 
-export function authenticate(db: Db, header: string | null, scheme: Scheme = "bearer-or-basic"): Principal {
+export async function authenticate(store: ControlPlaneStore, header: string | null, scheme: Scheme = "bearer-or-basic"): Promise<Principal> {
   if (!header) throw new AppError("UNAUTHORIZED", "Authorization header is missing");
   const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (bearer && scheme === "bearer-or-basic") {
-    const p = verifyToken(db, bearer[1]);
+    const p = await verifyToken(store, bearer[1]);
     if (!p) throw new AppError("UNAUTHORIZED", "invalid access token");
     return p;
   }
@@ -23,7 +23,7 @@ export function authenticate(db: Db, header: string | null, scheme: Scheme = "be
     const decoded = Buffer.from(basic[1], "base64").toString("utf8");
     const colon = decoded.indexOf(":");
     if (colon > 0) {
-      const p = verifyToken(db, decoded.slice(colon + 1), decoded.slice(0, colon));
+      const p = await verifyToken(store, decoded.slice(colon + 1), decoded.slice(0, colon));
       if (p) return p;
     }
     throw new AppError("UNAUTHORIZED", "invalid e-mail or access token");
@@ -53,16 +53,16 @@ function assertSameOrigin(request: Request): void {
 }
 
 /** The caller of an API request: its Authorization header, else the dashboard's session cookie. */
-export function authenticateRequest(deps: SessionDeps, request: Request, scheme: Scheme = "bearer-or-basic"): Principal {
+export async function authenticateRequest(deps: SessionDeps, request: Request, scheme: Scheme = "bearer-or-basic"): Promise<Principal & { expiresAt?: number }> {
   const header = request.headers.get("authorization");
   const sessionId = header ? "" : sessionIdFrom(request.headers.get("cookie"));
   if (sessionId) {
-    const p = sessionPrincipal(deps, sessionId);
+    const p = await sessionPrincipal(deps, sessionId);
     if (!p) throw new AppError("UNAUTHORIZED", "the dashboard session has expired or was ended: sign in again");
     assertSameOrigin(request);
     return p;
   }
-  const p = authenticate(deps.db, header, scheme);
-  touchToken(deps.db, p.tokenId, deps.now());
+  const p = await authenticate(deps.controlPlane, header, scheme);
+  await touchToken(deps.controlPlane, p.tokenId, deps.now());
   return p;
 }

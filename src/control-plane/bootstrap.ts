@@ -2,11 +2,9 @@
  * First start on an empty data dir: one workspace, its owner account, and a token.
  * Later starts keep what exists (and never print a token again).
  */
-import { eq } from "drizzle-orm";
-import type { Db } from "../../db";
-import { accounts, workspaces } from "../../db/schema";
 import { newId } from "../lib/ids";
-import { generateToken, storeToken } from "./tokens";
+import type { ControlPlaneStore } from "./store";
+import { generateToken, tokenRow } from "./tokens";
 
 export interface BootstrapResult {
   workspaceId: string;
@@ -16,19 +14,31 @@ export interface BootstrapResult {
   created: boolean;
 }
 
-export function ensureOwner(db: Db, input: { email: string; token?: string; now: number }): BootstrapResult {
-  return db.transaction((tx) => {
-    const existing = tx.select().from(workspaces).limit(1).get();
-    if (existing) {
-      const owner = tx.select().from(accounts).where(eq(accounts.workspaceId, existing.id)).limit(1).get();
-      return { workspaceId: existing.id, accountId: owner?.id ?? "", created: false };
-    }
-    const workspaceId = newId("ws");
-    const accountId = newId("acc");
-    tx.insert(workspaces).values({ id: workspaceId, name: "default", createdAt: input.now }).run();
-    tx.insert(accounts).values({ id: accountId, workspaceId, email: input.email, role: "owner", createdAt: input.now }).run();
-    const token = input.token ?? generateToken();
-    storeToken(tx as unknown as Db, { accountId, workspaceId, token, now: input.now, name: "owner" });
-    return { workspaceId, accountId, generatedToken: input.token ? undefined : token, created: true };
-  });
+async function existing(store: ControlPlaneStore): Promise<BootstrapResult | undefined> {
+  const workspace = await store.firstWorkspace();
+  if (!workspace) return undefined;
+  const owner = await store.ownerOf(workspace.id);
+  return { workspaceId: workspace.id, accountId: owner?.id ?? "", created: false };
+}
+
+export async function ensureOwner(store: ControlPlaneStore, input: { email: string; token?: string; now: number }): Promise<BootstrapResult> {
+  const found = await existing(store);
+  if (found) return found;
+  const workspaceId = newId("ws");
+  const accountId = newId("acc");
+  const token = input.token ?? generateToken();
+  try {
+    await store.writeAuth([
+      { op: "insertWorkspace", row: { id: workspaceId, name: "default", createdAt: input.now } },
+      { op: "insertAccount", row: { id: accountId, workspaceId, email: input.email, role: "owner", createdAt: input.now } },
+      { op: "insertToken", row: tokenRow({ accountId, workspaceId, token, now: input.now, name: "owner" }) },
+    ]);
+  } catch (err) {
+    // Two instances starting at once on one PostgreSQL both found no workspace; the owner's
+    // unique e-mail let only one of them commit. The other keeps what that one made.
+    const winner = await existing(store);
+    if (winner) return winner;
+    throw err;
+  }
+  return { workspaceId, accountId, generatedToken: input.token ? undefined : token, created: true };
 }

@@ -7,15 +7,15 @@ import { createConnection, deleteConnection, listConnections } from "./connectio
 import { createDestination, deleteDestination, getDestination, listDestinations, updateDestination } from "./destinations";
 import { Connection, Destination, DestinationCreate, DestinationUpdate, IdParams, Source, SourceCreate, SourceUpdate, Token, TokenCreate, TokenCreated } from "./schemas";
 import { createSource, deleteSource, getSource, listSources, updateSource } from "./sources";
-import { createToken, listTokens, revokeToken } from "./tokens";
+import { type Principal, createToken, listTokens, revokeToken } from "./tokens";
 
 const AUTH_NOTE =
   "Authenticate with `Authorization: Bearer <access token>` or HTTP Basic `<email>:<access token>` (the dashboard's pages use their session cookie, and must send `Origin` on changes); the token's workspace is the scope.";
 
 /** Adds `scope`: the service context of the caller's workspace (401 before anything else). */
 export function withWorkspace(ctx: ServiceContext) {
-  return new Elysia({ name: "workspace-auth" }).derive({ as: "scoped" }, ({ request }) => {
-    const principal = authenticateRequest(ctx, request);
+  return new Elysia({ name: "workspace-auth" }).derive({ as: "scoped" }, async ({ request }) => {
+    const principal: Principal = await authenticateRequest(ctx, request);
     const scope: ScopedContext = { ...ctx, workspaceId: principal.workspaceId };
     return { principal, scope };
   });
@@ -45,13 +45,13 @@ export function controlPlaneRoutes(ctx: ServiceContext) {
     .get("/v2/connections", async ({ scope }) => ({ connections: await listConnections(scope) }), { detail: tag("Connections", "List connections") })
     .post("/v2/connections", ({ scope, body, set }) => { set.status = 201; return createConnection(scope, body); }, { body: Connection, detail: tag("Connections", "Connect a source to a destination (idempotent)") })
     .delete("/v2/connections", async ({ scope, body, set }) => { await deleteConnection(scope, body); set.status = 204; }, { body: Connection, detail: tag("Connections", "Disconnect a source from a destination") })
-    .get("/v2/tokens", ({ scope, principal }) => ({ tokens: listTokens(scope, principal) }), { detail: tag("Tokens", "List the caller's personal access tokens (never their secrets)"), response: t.Object({ tokens: t.Array(Token) }) })
+    .get("/v2/tokens", async ({ scope, principal }) => ({ tokens: await listTokens(scope, principal) }), { detail: tag("Tokens", "List the caller's personal access tokens (never their secrets)"), response: t.Object({ tokens: t.Array(Token) }) })
     .post("/v2/tokens", ({ scope, principal, body, set }) => { set.status = 201; return createToken(scope, principal, body); }, {
       body: TokenCreate,
       detail: tag("Tokens", "Generate a personal access token for the caller's account; `token` appears in this answer only"),
       response: { 201: TokenCreated },
     })
-    .delete("/v2/tokens/:id", ({ scope, principal, params, set }) => { revokeToken(scope, principal, params.id); set.status = 204; }, {
+    .delete("/v2/tokens/:id", async ({ scope, principal, params, set }) => { await revokeToken(scope, principal, params.id); set.status = 204; }, {
       params: IdParams,
       detail: tag("Tokens", "Revoke a token: it stops working at once, and dashboard sessions opened with it end"),
     });

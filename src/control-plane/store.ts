@@ -1,9 +1,10 @@
 /**
  * The control plane's storage seam (cluster mode, design §2.1–2.4 of src/cluster/README.md):
  * sources, destinations, connections, transformations with their versions, and which
- * transformation each destination runs. SQLite (src/storage/sqlite/control-plane.ts) and
- * PostgreSQL (src/storage/postgres/control-plane.ts) implement it; the services in this folder
- * see only this interface.
+ * transformation each destination runs; and who may call: workspaces, accounts, access tokens
+ * and dashboard sessions (`writeAuth`, which moves no config epoch). SQLite
+ * (src/storage/sqlite/control-plane.ts) and PostgreSQL (src/storage/postgres/control-plane.ts)
+ * implement it; the services in this folder see only this interface.
  *
  * A unit of work is one call. On SQLite a transaction cannot span an `await`: the process has
  * one main connection, so whatever ran during the await (the router, other requests) would write
@@ -16,7 +17,18 @@
  * workspace. A unique index a concurrent writer got to first (two instances creating the same
  * name) surfaces as the same 409 the service's own check gives (`uniqueViolation` below).
  */
-import type { connections, destinationTransformations, destinations, sources, transformationVersions, transformations } from "../../db/schema";
+import type {
+  accessTokens,
+  accounts,
+  connections,
+  destinationTransformations,
+  destinations,
+  sessions,
+  sources,
+  transformationVersions,
+  transformations,
+  workspaces,
+} from "../../db/schema";
 import { AppError } from "../lib/errors";
 
 // The SQLite schema's row types; the pg schema has the same shapes (test/pg-schema.test.ts).
@@ -26,6 +38,22 @@ export type ConnectionRow = typeof connections.$inferSelect;
 export type TransformationRow = typeof transformations.$inferSelect;
 export type TransformationVersionRow = typeof transformationVersions.$inferSelect;
 export type DestinationTransformationRow = typeof destinationTransformations.$inferSelect;
+export type WorkspaceRow = typeof workspaces.$inferSelect;
+export type AccountRow = typeof accounts.$inferSelect;
+export type AccessTokenRow = typeof accessTokens.$inferSelect;
+export type SessionRow = typeof sessions.$inferSelect;
+
+/** A token whose hash starts like the one presented, with its account's e-mail: the caller compares hashes in constant time. */
+export interface TokenCandidate {
+  id: string;
+  secretHash: string;
+  accountId: string;
+  workspaceId: string;
+  email: string;
+}
+
+/** A session row with its account's e-mail. */
+export type SessionWithEmail = SessionRow & { email: string };
 
 export type SourceChanges = Partial<Pick<SourceRow, "name" | "writeKey" | "enabled" | "settings" | "updatedAt">>;
 export type DestinationChanges = Partial<Pick<DestinationRow, "name" | "type" | "config" | "enabled" | "updatedAt">>;
@@ -61,6 +89,22 @@ export type ControlPlaneWrite =
   | { op: "setTransformationDestinations"; transformationId: string; destinationIds: string[] }
   /** The destination runs this transformation (a destination runs at most one: it replaces any other). */
   | { op: "attachTransformation"; destinationId: string; transformationId: string };
+
+/**
+ * Row operations of `writeAuth`: workspaces, accounts, access tokens and dashboard sessions.
+ * Each counts the rows it changed in the answer.
+ */
+export type AuthWrite =
+  | { op: "insertWorkspace"; row: WorkspaceRow }
+  | { op: "insertAccount"; row: AccountRow }
+  | { op: "insertToken"; row: AccessTokenRow }
+  /** Only when the token is the account's in that workspace; its sessions go with it (ON DELETE CASCADE). */
+  | { op: "revokeToken"; id: string; accountId: string; workspaceId: string }
+  | { op: "touchToken"; id: string; at: number }
+  | { op: "insertSession"; row: SessionRow }
+  | { op: "deleteSession"; idHash: string }
+  /** Every session that expired before `before`. */
+  | { op: "deleteExpiredSessions"; before: number };
 
 export interface WriteResult {
   /** Per operation, in order: the rows it changed (see ControlPlaneWrite). */
@@ -114,6 +158,30 @@ export interface ControlPlaneStore {
 
   /** Applies every operation in one transaction, in order: all of them or, if one fails, none. */
   write(ops: ControlPlaneWrite[]): Promise<WriteResult>;
+
+  // ---------- who may call: workspaces, accounts, access tokens, dashboard sessions ----------
+
+  /** The oldest workspace (the one a first start created). */
+  firstWorkspace(): Promise<WorkspaceRow | undefined>;
+  /** The workspace's oldest account (its owner). */
+  ownerOf(workspaceId: string): Promise<AccountRow | undefined>;
+  accountByEmail(email: string): Promise<AccountRow | undefined>;
+  /** Tokens whose hash begins with `lookup`, joined with their account (a token of no account matches nothing). */
+  tokenCandidates(lookup: string): Promise<TokenCandidate[]>;
+  token(id: string): Promise<AccessTokenRow | undefined>;
+  /** The account's tokens in the workspace, ordered by createdAt, id. */
+  tokensOfAccount(workspaceId: string, accountId: string): Promise<AccessTokenRow[]>;
+  /** The session with this id hash, joined with its account. */
+  session(idHash: string): Promise<SessionWithEmail | undefined>;
+  /**
+   * Applies the operations in one transaction, all or none, and answers the rows each changed.
+   * Apart from `write` because none of them changes what the router delivers: on PostgreSQL
+   * they do not bump the 'config' epoch, so signing in or a token's last use never makes every
+   * instance reload its config. Revocation needs no epoch either: no instance caches tokens or
+   * sessions, each request reads them from the database, so a revoked token (and the sessions
+   * that cascade with it) fails on every instance from the commit on.
+   */
+  writeAuth(ops: AuthWrite[]): Promise<number[]>;
 }
 
 /** Unique indexes that a user's input can collide with, by the constraint name both schemas give them. */

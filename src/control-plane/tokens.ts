@@ -1,14 +1,15 @@
 /**
  * Personal access tokens. A token is shown once at creation; only its SHA-256 is
- * stored, and verification compares hashes with timingSafeEqual.
+ * stored, and verification compares hashes with timingSafeEqual. Rows go through the
+ * control plane's store (`writeAuth`), so the same code runs on SQLite and PostgreSQL.
  */
-import { and, eq } from "drizzle-orm";
 import { timingSafeEqual } from "node:crypto";
 import type { Db } from "../../db";
-import { accessTokens, accounts } from "../../db/schema";
+import { accessTokens } from "../../db/schema";
 import { AppError } from "../lib/errors";
 import { newId, randomSecret } from "../lib/ids";
 import { isStorageFailure } from "../lib/storage-health";
+import type { AccessTokenRow, ControlPlaneStore } from "./store";
 
 export interface Principal {
   accountId: string;
@@ -24,44 +25,48 @@ export function generateToken(): string {
   return `sluice_${randomSecret(32)}`;
 }
 
-export function storeToken(db: Db, input: { accountId: string; workspaceId: string; token: string; name?: string; now: number }) {
+/** The row that stores a token: its hash, never the token. */
+export function tokenRow(input: { accountId: string; workspaceId: string; token: string; name?: string; now: number }): AccessTokenRow {
   const hash = sha256(input.token).toString("hex");
-  const id = newId("tok");
-  db.insert(accessTokens)
-    .values({
-      id,
-      accountId: input.accountId,
-      workspaceId: input.workspaceId,
-      lookup: hash.slice(0, LOOKUP_CHARS),
-      secretHash: hash,
-      name: input.name ?? "",
-      createdAt: input.now,
-    })
-    .run();
-  return id;
+  return {
+    id: newId("tok"),
+    accountId: input.accountId,
+    workspaceId: input.workspaceId,
+    lookup: hash.slice(0, LOOKUP_CHARS),
+    secretHash: hash,
+    name: input.name ?? "",
+    createdAt: input.now,
+    lastUsedAt: null,
+  };
+}
+
+/**
+ * Stores a token straight into a SQLite database, synchronously: for tests that give a second
+ * workspace a token without a store at hand. The server goes through `ControlPlaneStore.writeAuth`.
+ */
+export function storeToken(db: Db, input: { accountId: string; workspaceId: string; token: string; name?: string; now: number }): string {
+  const row = tokenRow(input);
+  db.insert(accessTokens).values(row).run();
+  return row.id;
 }
 
 /** Issues a new token for the account with this e-mail (the `sluice token create` command). */
-export function createTokenForEmail(db: Db, email: string, now: number): { token: string; tokenId: string } {
-  const account = db.select().from(accounts).where(eq(accounts.email, email)).get();
+export async function createTokenForEmail(store: ControlPlaneStore, email: string, now: number): Promise<{ token: string; tokenId: string }> {
+  const account = await store.accountByEmail(email);
   if (!account) throw new AppError("NOT_FOUND", `no account with e-mail '${email}'`);
   const token = generateToken();
-  const tokenId = storeToken(db, { accountId: account.id, workspaceId: account.workspaceId, token, now, name: "cli" });
-  return { token, tokenId };
+  const row = tokenRow({ accountId: account.id, workspaceId: account.workspaceId, token, now, name: "cli" });
+  await store.writeAuth([{ op: "insertToken", row }]);
+  return { token, tokenId: row.id };
 }
 
 /** Returns who the token belongs to, or undefined. Optionally the account e-mail must match too (Test API's Basic auth). */
-export function verifyToken(db: Db, token: string, email?: string): Principal | undefined {
+export async function verifyToken(store: ControlPlaneStore, token: string, email?: string): Promise<Principal | undefined> {
   if (!token) return undefined;
   const hash = sha256(token);
-  const hex = hash.toString("hex");
-  const rows = db
-    .select({ id: accessTokens.id, secretHash: accessTokens.secretHash, accountId: accessTokens.accountId, workspaceId: accessTokens.workspaceId, email: accounts.email })
-    .from(accessTokens)
-    .innerJoin(accounts, eq(accounts.id, accessTokens.accountId))
-    .where(and(eq(accessTokens.lookup, hex.slice(0, LOOKUP_CHARS))))
-    .all();
+  const rows = await store.tokenCandidates(hash.toString("hex").slice(0, LOOKUP_CHARS));
   let found: Principal | undefined;
+  // Every candidate is compared, in constant time, whichever matches.
   for (const row of rows) {
     const stored = Buffer.from(row.secretHash, "hex");
     if (stored.length === hash.length && timingSafeEqual(stored, hash)) {
@@ -75,7 +80,7 @@ export function verifyToken(db: Db, token: string, email?: string): Principal | 
 // ---------- the tokens API (/v2/tokens) and the dashboard's Tokens page ----------
 
 /** A token as listed: never its secret, which only its creation answer carries. */
-function presentToken(row: typeof accessTokens.$inferSelect) {
+function presentToken(row: AccessTokenRow) {
   return {
     id: row.id,
     name: row.name,
@@ -85,46 +90,40 @@ function presentToken(row: typeof accessTokens.$inferSelect) {
 }
 
 /** The account's tokens, oldest first. */
-export function listTokens(ctx: { db: Db }, principal: Principal) {
-  return ctx.db
-    .select()
-    .from(accessTokens)
-    .where(and(eq(accessTokens.accountId, principal.accountId), eq(accessTokens.workspaceId, principal.workspaceId)))
-    .orderBy(accessTokens.createdAt, accessTokens.id)
-    .all()
-    .map(presentToken);
+export async function listTokens(ctx: { controlPlane: ControlPlaneStore }, principal: Principal) {
+  return (await ctx.controlPlane.tokensOfAccount(principal.workspaceId, principal.accountId)).map(presentToken);
 }
 
 /** A new token for the caller's account; the answer is the only place its secret appears. */
-export function createToken(ctx: { db: Db; now: () => number }, principal: Principal, input: { name: string }) {
+export async function createToken(ctx: { controlPlane: ControlPlaneStore; now: () => number }, principal: Principal, input: { name: string }) {
   const token = generateToken();
-  const id = storeToken(ctx.db, { accountId: principal.accountId, workspaceId: principal.workspaceId, token, name: input.name, now: ctx.now() });
-  const row = ctx.db.select().from(accessTokens).where(eq(accessTokens.id, id)).get()!;
+  const row = tokenRow({ accountId: principal.accountId, workspaceId: principal.workspaceId, token, name: input.name, now: ctx.now() });
+  await ctx.controlPlane.writeAuth([{ op: "insertToken", row }]);
   return { ...presentToken(row), token };
 }
 
 /** Revokes one of the account's tokens; its dashboard sessions end with it (ON DELETE CASCADE). */
-export function revokeToken(ctx: { db: Db }, principal: Principal, id: string) {
-  const deleted = ctx.db
-    .delete(accessTokens)
-    .where(and(eq(accessTokens.id, id), eq(accessTokens.accountId, principal.accountId), eq(accessTokens.workspaceId, principal.workspaceId)))
-    .returning({ id: accessTokens.id })
-    .all();
-  if (deleted.length === 0) throw new AppError("NOT_FOUND", `token '${id}' not found`);
+export async function revokeToken(ctx: { controlPlane: ControlPlaneStore }, principal: Principal, id: string) {
+  const [deleted] = await ctx.controlPlane.writeAuth([{ op: "revokeToken", id, accountId: principal.accountId, workspaceId: principal.workspaceId }]);
+  if (deleted === 0) throw new AppError("NOT_FOUND", `token '${id}' not found`);
 }
 
 const TOUCH_EVERY_MS = 60_000;
-const touched = new WeakMap<Db, Map<string, number>>();
+const touched = new WeakMap<ControlPlaneStore, Map<string, number>>();
 
-/** Records a token's use, at most once a minute per token, so busy clients cost no write per call. */
-export function touchToken(db: Db, tokenId: string, now: number): void {
-  let seen = touched.get(db);
-  if (!seen) touched.set(db, (seen = new Map()));
+/**
+ * Records a token's use, at most once a minute per token per instance, so busy clients cost no
+ * write per call. Only this throttle is kept in memory; whether a token is valid is read from
+ * the store on every request.
+ */
+export async function touchToken(store: ControlPlaneStore, tokenId: string, now: number): Promise<void> {
+  let seen = touched.get(store);
+  if (!seen) touched.set(store, (seen = new Map()));
   const last = seen.get(tokenId);
   if (last !== undefined && now - last < TOUCH_EVERY_MS) return;
   seen.set(tokenId, now);
   try {
-    db.update(accessTokens).set({ lastUsedAt: now }).where(eq(accessTokens.id, tokenId)).run();
+    await store.writeAuth([{ op: "touchToken", id: tokenId, at: now }]);
   } catch (err) {
     // Bookkeeping only: a full disk must not turn every authenticated read into a 503.
     if (!isStorageFailure(err)) throw err;

@@ -41,7 +41,7 @@ export function dashboardRoutes(ctx: ServiceContext, assets: DashboardAssets) {
 
   const page = async ({ request }: { request: Request }) => {
     const url = new URL(request.url);
-    if (url.pathname !== "/login" && !sessionPrincipal(ctx, sessionIdFrom(request.headers.get("cookie")))) {
+    if (url.pathname !== "/login" && !(await sessionPrincipal(ctx, sessionIdFrom(request.headers.get("cookie"))))) {
       const next = url.pathname + url.search;
       return new Response(null, { status: 302, headers: { ...SECURITY_HEADERS, Location: `/login?next=${encodeURIComponent(next)}`, "Cache-Control": "no-store" } });
     }
@@ -52,8 +52,8 @@ export function dashboardRoutes(ctx: ServiceContext, assets: DashboardAssets) {
   const app = new Elysia({ name: "dashboard" })
     .post(
       "/v2/session",
-      ({ request, body, set }) => {
-        const { id, principal, expiresAt } = signIn(ctx, body);
+      async ({ request, body, set }) => {
+        const { id, principal, expiresAt } = await signIn(ctx, body);
         set.headers["set-cookie"] = sessionCookie(request, id, ctx.sessionHours * 3600);
         return { email: principal.email, workspaceId: principal.workspaceId, expiresAt: new Date(expiresAt).toISOString() };
       },
@@ -68,19 +68,19 @@ export function dashboardRoutes(ctx: ServiceContext, assets: DashboardAssets) {
     )
     .get(
       "/v2/session",
-      ({ request }) => {
+      async ({ request }) => {
         // authenticateRequest looks the session up and checks it; its principal carries the expiry.
-        const p: Principal & { expiresAt?: number } = authenticateRequest(ctx, request);
+        const p: Principal & { expiresAt?: number } = await authenticateRequest(ctx, request);
         return { email: p.email, workspaceId: p.workspaceId, expiresAt: new Date(p.expiresAt ?? ctx.now()).toISOString() };
       },
       { response: { 200: Session }, detail: detail("Who is signed in", "The session's account and when it expires; 401 when there is no session.") },
     )
     .delete(
       "/v2/session",
-      ({ request, set }) => {
+      async ({ request, set }) => {
         const id = sessionIdFrom(request.headers.get("cookie"));
-        if (id) authenticateRequest(ctx, request);
-        signOut(ctx, id);
+        if (id) await authenticateRequest(ctx, request);
+        await signOut(ctx, id);
         set.headers["set-cookie"] = sessionCookie(request, "", 0);
         set.status = 204;
       },

@@ -3,62 +3,57 @@
  * cookie; the server keeps only its SHA-256, so a copy of the database opens no session. The
  * access token typed at sign-in is checked once and never stored in the browser.
  */
-import { eq, lt } from "drizzle-orm";
 import { timingSafeEqual } from "node:crypto";
-import type { Db } from "../../db";
-import { accounts, sessions } from "../../db/schema";
+import { type Principal, touchToken, verifyToken } from "../control-plane/tokens";
+import type { ControlPlaneStore } from "../control-plane/store";
 import { AppError } from "../lib/errors";
 import { randomSecret } from "../lib/ids";
-import { type Principal, touchToken, verifyToken } from "../control-plane/tokens";
 
 export const SESSION_COOKIE = "sluice_session";
 
 const sha256hex = (s: string) => new Bun.CryptoHasher("sha256").update(s).digest("hex");
 
 export interface SessionDeps {
-  db: Db;
+  controlPlane: ControlPlaneStore;
   now: () => number;
   sessionHours: number;
 }
 
 /** Opens a session for a matching e-mail and token; the same message for either being wrong. */
-export function signIn(deps: SessionDeps, input: { email: string; token: string }): { id: string; principal: Principal; expiresAt: number } {
-  const principal = verifyToken(deps.db, input.token.trim(), input.email.trim());
+export async function signIn(deps: SessionDeps, input: { email: string; token: string }): Promise<{ id: string; principal: Principal; expiresAt: number }> {
+  const principal = await verifyToken(deps.controlPlane, input.token.trim(), input.email.trim());
   if (!principal) throw new AppError("UNAUTHORIZED", "wrong e-mail or access token");
   const now = deps.now();
   const id = randomSecret(32);
   const expiresAt = now + deps.sessionHours * 3_600_000;
-  deps.db
-    .insert(sessions)
-    .values({ idHash: sha256hex(id), tokenId: principal.tokenId, accountId: principal.accountId, workspaceId: principal.workspaceId, createdAt: now, expiresAt })
-    .run();
-  // Expired rows of anyone are cleared on sign-in: no timer needed for a table this small.
-  deps.db.delete(sessions).where(lt(sessions.expiresAt, now)).run();
-  touchToken(deps.db, principal.tokenId, now);
+  await deps.controlPlane.writeAuth([
+    {
+      op: "insertSession",
+      row: { idHash: sha256hex(id), tokenId: principal.tokenId, accountId: principal.accountId, workspaceId: principal.workspaceId, createdAt: now, expiresAt },
+    },
+    // Expired rows of anyone are cleared on sign-in: no timer needed for a table this small.
+    { op: "deleteExpiredSessions", before: now },
+  ]);
+  await touchToken(deps.controlPlane, principal.tokenId, now);
   return { id, principal, expiresAt };
 }
 
 /** Who the session belongs to, or undefined when it is unknown, expired or its token was revoked. */
-export function sessionPrincipal(deps: SessionDeps, id: string): (Principal & { expiresAt: number }) | undefined {
+export async function sessionPrincipal(deps: SessionDeps, id: string): Promise<(Principal & { expiresAt: number }) | undefined> {
   if (!id) return undefined;
   const hash = sha256hex(id);
-  const row = deps.db
-    .select({ idHash: sessions.idHash, tokenId: sessions.tokenId, accountId: sessions.accountId, workspaceId: sessions.workspaceId, expiresAt: sessions.expiresAt, email: accounts.email })
-    .from(sessions)
-    .innerJoin(accounts, eq(accounts.id, sessions.accountId))
-    .where(eq(sessions.idHash, hash))
-    .get();
+  const row = await deps.controlPlane.session(hash);
   // The lookup is by the hash's own value; compare again in constant time so timing says nothing.
   if (!row || !timingSafeEqual(Buffer.from(row.idHash), Buffer.from(hash))) return undefined;
   if (row.expiresAt <= deps.now()) {
-    deps.db.delete(sessions).where(eq(sessions.idHash, hash)).run();
+    await deps.controlPlane.writeAuth([{ op: "deleteSession", idHash: hash }]);
     return undefined;
   }
   return { accountId: row.accountId, workspaceId: row.workspaceId, email: row.email, tokenId: row.tokenId, expiresAt: row.expiresAt };
 }
 
-export function signOut(deps: SessionDeps, id: string): void {
-  if (id) deps.db.delete(sessions).where(eq(sessions.idHash, sha256hex(id))).run();
+export async function signOut(deps: SessionDeps, id: string): Promise<void> {
+  if (id) await deps.controlPlane.writeAuth([{ op: "deleteSession", idHash: sha256hex(id) }]);
 }
 
 /** The session id from a Cookie header. */

@@ -9,7 +9,7 @@ export interface ServiceContext {
   db: Db;
   log: Logger;
   config: ConfigStore;
-  /** Sources, destinations, connections and transformations: SQLite or PostgreSQL behind one interface. */
+  /** Sources, destinations, connections, transformations, and accounts, tokens and sessions: SQLite or PostgreSQL behind one interface. */
   controlPlane: ControlPlaneStore;
   metrics: Metrics;
   now: () => number;

@@ -27,8 +27,8 @@ export function testApiRoutes(ctx: ServiceContext, deps: TestApiDeps) {
   const detail = (summary: string, description: string, body: TSchema): DocumentDecoration => ({ tags: ["Test API"], summary, description, requestBody: jsonBody(body) });
   // Basic only (spec §5). Local, not scoped: a scoped derive would also run for routes mounted after this plugin.
   return new Elysia({ name: "test-api" })
-    .derive(({ request }) => {
-      const principal = authenticateRequest(ctx, request, "basic");
+    .derive(async ({ request }) => {
+      const principal = await authenticateRequest(ctx, request, "basic");
       const scope: ScopedContext = { ...ctx, workspaceId: principal.workspaceId };
       return { scope };
     })

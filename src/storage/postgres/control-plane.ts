@@ -9,18 +9,25 @@
  * transaction after the operations, which is where a NOTIFY must be sent to be delivered at
  * commit and only then.
  */
-import { and, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import type { PgDb } from "../../../db/pg";
 import {
+  accessTokens,
+  accounts,
   clusterEpochs,
   connections,
   destinationTransformations,
   destinations,
+  sessions,
   sources,
   transformationVersions,
   transformations,
+  workspaces,
 } from "../../../db/pg/schema";
 import {
+  type AccessTokenRow,
+  type AccountRow,
+  type AuthWrite,
   type ConnectionRow,
   type ControlPlaneStore,
   type ControlPlaneWrite,
@@ -28,7 +35,10 @@ import {
   type DestinationTransformationRow,
   type SourceRow,
   type TransformationRow,
+  type SessionWithEmail,
+  type TokenCandidate,
   type TransformationVersionRow,
+  type WorkspaceRow,
   type WriteResult,
   uniqueViolation,
 } from "../../control-plane/store";
@@ -230,6 +240,92 @@ export class PgControlPlaneStore implements ControlPlaneStore {
       await this.opts.afterWrite?.(tx, bumped.value);
       return { changes, epoch: bumped.value };
     });
+  }
+
+  async firstWorkspace(): Promise<WorkspaceRow | undefined> {
+    const [row] = await this.db.select().from(workspaces).orderBy(workspaces.createdAt, workspaces.id).limit(1);
+    return row;
+  }
+
+  async ownerOf(workspaceId: string): Promise<AccountRow | undefined> {
+    const [row] = await this.db.select().from(accounts).where(eq(accounts.workspaceId, workspaceId)).orderBy(accounts.createdAt, accounts.id).limit(1);
+    return row;
+  }
+
+  async accountByEmail(email: string): Promise<AccountRow | undefined> {
+    const [row] = await this.db.select().from(accounts).where(eq(accounts.email, email));
+    return row;
+  }
+
+  async tokenCandidates(lookup: string): Promise<TokenCandidate[]> {
+    return this.db
+      .select({ id: accessTokens.id, secretHash: accessTokens.secretHash, accountId: accessTokens.accountId, workspaceId: accessTokens.workspaceId, email: accounts.email })
+      .from(accessTokens)
+      .innerJoin(accounts, eq(accounts.id, accessTokens.accountId))
+      .where(eq(accessTokens.lookup, lookup));
+  }
+
+  async token(id: string): Promise<AccessTokenRow | undefined> {
+    const [row] = await this.db.select().from(accessTokens).where(eq(accessTokens.id, id));
+    return row;
+  }
+
+  async tokensOfAccount(workspaceId: string, accountId: string): Promise<AccessTokenRow[]> {
+    return this.db
+      .select()
+      .from(accessTokens)
+      .where(and(eq(accessTokens.accountId, accountId), eq(accessTokens.workspaceId, workspaceId)))
+      .orderBy(accessTokens.createdAt, accessTokens.id);
+  }
+
+  async session(idHash: string): Promise<SessionWithEmail | undefined> {
+    const [row] = await this.db
+      .select({
+        idHash: sessions.idHash,
+        tokenId: sessions.tokenId,
+        accountId: sessions.accountId,
+        workspaceId: sessions.workspaceId,
+        createdAt: sessions.createdAt,
+        expiresAt: sessions.expiresAt,
+        email: accounts.email,
+      })
+      .from(sessions)
+      .innerJoin(accounts, eq(accounts.id, sessions.accountId))
+      .where(eq(sessions.idHash, idHash));
+    return row;
+  }
+
+  /** No epoch bump and no afterWrite: see ControlPlaneStore.writeAuth for why revocation needs neither. */
+  async writeAuth(ops: AuthWrite[]): Promise<number[]> {
+    if (ops.length === 0) return [];
+    return this.db.transaction(async (tx) => {
+      const changes: number[] = [];
+      for (const op of ops) changes.push(await applyAuth(tx, op));
+      return changes;
+    });
+  }
+}
+
+async function applyAuth(tx: PgControlPlaneTx, op: AuthWrite): Promise<number> {
+  switch (op.op) {
+    case "insertWorkspace":
+      return (await tx.insert(workspaces).values(op.row).returning({ id: workspaces.id })).length;
+    case "insertAccount":
+      return (await tx.insert(accounts).values(op.row).returning({ id: accounts.id })).length;
+    case "insertToken":
+      return (await tx.insert(accessTokens).values(op.row).returning({ id: accessTokens.id })).length;
+    case "revokeToken": {
+      const where = and(eq(accessTokens.id, op.id), eq(accessTokens.accountId, op.accountId), eq(accessTokens.workspaceId, op.workspaceId));
+      return (await tx.delete(accessTokens).where(where).returning({ id: accessTokens.id })).length;
+    }
+    case "touchToken":
+      return (await tx.update(accessTokens).set({ lastUsedAt: op.at }).where(eq(accessTokens.id, op.id)).returning({ id: accessTokens.id })).length;
+    case "insertSession":
+      return (await tx.insert(sessions).values(op.row).returning({ id: sessions.idHash })).length;
+    case "deleteSession":
+      return (await tx.delete(sessions).where(eq(sessions.idHash, op.idHash)).returning({ id: sessions.idHash })).length;
+    case "deleteExpiredSessions":
+      return (await tx.delete(sessions).where(lt(sessions.expiresAt, op.before)).returning({ id: sessions.idHash })).length;
   }
 }
 

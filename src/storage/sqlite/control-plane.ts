@@ -7,10 +7,24 @@
  * not the caller, owns the transaction (see src/control-plane/store.ts).
  */
 import type { Changes } from "bun:sqlite";
-import { and, asc, desc, eq, inArray } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, lt } from "drizzle-orm";
 import type { Db } from "../../../db";
-import { connections, destinationTransformations, destinations, sources, transformationVersions, transformations } from "../../../db/schema";
 import {
+  accessTokens,
+  accounts,
+  connections,
+  destinationTransformations,
+  destinations,
+  sessions,
+  sources,
+  transformationVersions,
+  transformations,
+  workspaces,
+} from "../../../db/schema";
+import {
+  type AccessTokenRow,
+  type AccountRow,
+  type AuthWrite,
   type ConnectionRow,
   type ControlPlaneStore,
   type ControlPlaneWrite,
@@ -19,7 +33,10 @@ import {
   type SourceRow,
   type TransformationRow,
   type TransformationVersionRow,
+  type SessionWithEmail,
+  type TokenCandidate,
   type UniqueConstraint,
+  type WorkspaceRow,
   type WriteResult,
   uniqueViolation,
 } from "../../control-plane/store";
@@ -232,6 +249,85 @@ export class SqliteControlPlaneStore implements ControlPlaneStore {
       }
       case "attachTransformation":
         return this.attach(op.destinationId, op.transformationId);
+    }
+  }
+
+  async firstWorkspace(): Promise<WorkspaceRow | undefined> {
+    return this.db.select().from(workspaces).orderBy(workspaces.createdAt, workspaces.id).limit(1).get();
+  }
+
+  async ownerOf(workspaceId: string): Promise<AccountRow | undefined> {
+    return this.db.select().from(accounts).where(eq(accounts.workspaceId, workspaceId)).orderBy(accounts.createdAt, accounts.id).limit(1).get();
+  }
+
+  async accountByEmail(email: string): Promise<AccountRow | undefined> {
+    return this.db.select().from(accounts).where(eq(accounts.email, email)).get();
+  }
+
+  async tokenCandidates(lookup: string): Promise<TokenCandidate[]> {
+    return this.db
+      .select({ id: accessTokens.id, secretHash: accessTokens.secretHash, accountId: accessTokens.accountId, workspaceId: accessTokens.workspaceId, email: accounts.email })
+      .from(accessTokens)
+      .innerJoin(accounts, eq(accounts.id, accessTokens.accountId))
+      .where(eq(accessTokens.lookup, lookup))
+      .all();
+  }
+
+  async token(id: string): Promise<AccessTokenRow | undefined> {
+    return this.db.select().from(accessTokens).where(eq(accessTokens.id, id)).get();
+  }
+
+  async tokensOfAccount(workspaceId: string, accountId: string): Promise<AccessTokenRow[]> {
+    return this.db
+      .select()
+      .from(accessTokens)
+      .where(and(eq(accessTokens.accountId, accountId), eq(accessTokens.workspaceId, workspaceId)))
+      .orderBy(accessTokens.createdAt, accessTokens.id)
+      .all();
+  }
+
+  async session(idHash: string): Promise<SessionWithEmail | undefined> {
+    return this.db
+      .select({
+        idHash: sessions.idHash,
+        tokenId: sessions.tokenId,
+        accountId: sessions.accountId,
+        workspaceId: sessions.workspaceId,
+        createdAt: sessions.createdAt,
+        expiresAt: sessions.expiresAt,
+        email: accounts.email,
+      })
+      .from(sessions)
+      .innerJoin(accounts, eq(accounts.id, sessions.accountId))
+      .where(eq(sessions.idHash, idHash))
+      .get();
+  }
+
+  async writeAuth(ops: AuthWrite[]): Promise<number[]> {
+    return this.db.$client.transaction(() => ops.map((op) => this.applyAuth(op)))();
+  }
+
+  private applyAuth(op: AuthWrite): number {
+    const db = this.db;
+    switch (op.op) {
+      case "insertWorkspace":
+        return changed(db.insert(workspaces).values(op.row).run());
+      case "insertAccount":
+        return changed(db.insert(accounts).values(op.row).run());
+      case "insertToken":
+        return changed(db.insert(accessTokens).values(op.row).run());
+      case "revokeToken": {
+        const where = and(eq(accessTokens.id, op.id), eq(accessTokens.accountId, op.accountId), eq(accessTokens.workspaceId, op.workspaceId));
+        return changed(db.delete(accessTokens).where(where).run());
+      }
+      case "touchToken":
+        return changed(db.update(accessTokens).set({ lastUsedAt: op.at }).where(eq(accessTokens.id, op.id)).run());
+      case "insertSession":
+        return changed(db.insert(sessions).values(op.row).run());
+      case "deleteSession":
+        return changed(db.delete(sessions).where(eq(sessions.idHash, op.idHash)).run());
+      case "deleteExpiredSessions":
+        return changed(db.delete(sessions).where(lt(sessions.expiresAt, op.before)).run());
     }
   }
 
