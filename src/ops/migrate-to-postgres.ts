@@ -35,6 +35,7 @@ import { DatabaseRefused, closePostgres, openPostgres, schema as pgSchema, type 
 import * as sqliteSchema from "../../db/schema";
 import { partitionOfKey } from "../cluster/hash";
 import { AppError } from "../lib/errors";
+import { isConnectionFailure } from "../lib/postgres-errors";
 import { eventIdFloor } from "../pipeline/processor";
 import { dedupKey } from "../storage/postgres/event-log";
 import { VERSION, versionName, versionNumber } from "../version";
@@ -250,11 +251,6 @@ async function unreachableText(url: string, err: unknown): Promise<string> {
   return errorText(err);
 }
 
-function isConnectionError(err: unknown): boolean {
-  const code = String((err as { code?: unknown })?.code ?? "");
-  const state = String((err as { errno?: unknown })?.errno ?? "");
-  return /^ERR_POSTGRES_(CONNECTION|IDLE_TIMEOUT|LIFETIME_TIMEOUT|TLS)|^E(CONNREFUSED|CONNRESET|PIPE|NOTFOUND|AI_AGAIN)$/.test(code) || /^(08|57P0)/.test(state);
-}
 
 /**
  * The data dir's database for reading. A current one is opened as `serve` opens it (the same
@@ -351,7 +347,7 @@ async function openTarget(url: string, schema: string | undefined): Promise<PgDb
     return await openPostgres(url, { searchPath: schema, max: 2, applicationName: "sluice migrate-to-postgres" });
   } catch (e) {
     if (e instanceof DatabaseRefused) throw new AppError("CONFLICT", e.message);
-    if (isConnectionError(e)) throw new AppError("UNAVAILABLE", `lost ${where} while preparing its schema: ${errorText(e)}`);
+    if (isConnectionFailure(e)) throw new AppError("UNAVAILABLE", `lost ${where} while preparing its schema: ${errorText(e)}`);
     throw new AppError("INTERNAL", `could not prepare the schema in ${where}: ${errorText(e)}`);
   }
 }
@@ -511,7 +507,7 @@ async function copyAll(lite: Db, db: PgDb, plan: TablePlan[], input: MigrateInpu
   } catch (e) {
     if (e instanceof AppError) throw e;
     const at = current ? ` while copying ${current}` : "";
-    if (isConnectionError(e)) throw new AppError("UNAVAILABLE", `lost ${where}${at}: ${errorText(e)}; nothing was copied (the transaction was rolled back)`);
+    if (isConnectionFailure(e)) throw new AppError("UNAVAILABLE", `lost ${where}${at}: ${errorText(e)}; nothing was copied (the transaction was rolled back)`);
     throw new AppError("INTERNAL", `the copy into ${where} failed${at}: ${errorText(e)}; nothing was copied (the transaction was rolled back)`);
   } finally {
     c.exec("ROLLBACK");

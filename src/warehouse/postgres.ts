@@ -18,6 +18,7 @@
  */
 import { SQL } from "bun";
 import { AppError } from "../lib/errors.ts";
+import { UNIQUE_VIOLATION, isConnectionFailure, sqlState } from "../lib/postgres-errors.ts";
 import { MAPPINGS_TABLE, MERGE_RULES_TABLE, applyMergeRules, type MergeRule } from "./identity.ts";
 import type { TableBatch, WarehouseType } from "./types.ts";
 import { COPY_NULL, POSTGRES_TYPES, columnKind, copyEncoder, discardText, fitValue, type ColumnKind } from "./postgres-values.ts";
@@ -252,7 +253,7 @@ export class PostgresWarehouse {
             await copyInto(tx, target, names, encodeRows(rows, names, kinds, onMisfit));
             if (optimistic) await tx.unsafe("RELEASE SAVEPOINT sluice_copy");
           } catch (err) {
-            if (!optimistic || errorState(err) !== UNIQUE_VIOLATION) throw err;
+            if (!optimistic || sqlState(err) !== UNIQUE_VIOLATION) throw err;
             await tx.unsafe("ROLLBACK TO SAVEPOINT sluice_copy");
             discardRows.length = mark;
             rows = await withoutLoadedIds(tx, target, rows);
@@ -340,13 +341,12 @@ export class PostgresWarehouse {
 
   private toAppError(err: unknown): unknown {
     if (err instanceof AppError) return err;
-    const e = err as { code?: string; errno?: string; message?: string };
-    const message = e?.message ?? String(err);
-    const sqlState = typeof e?.errno === "string" ? e.errno : "";
-    if (isConnectionError(e?.code, sqlState)) {
+    const message = (err as Error)?.message ?? String(err);
+    if (isRetryable(err)) {
       return withCause(new AppError("UNAVAILABLE", `${this.where} is unreachable: ${message}`), err);
     }
-    return withCause(new AppError("INTERNAL", `${this.where}: ${message}${sqlState ? ` (SQLSTATE ${sqlState})` : ""}`), err);
+    const state = sqlState(err);
+    return withCause(new AppError("INTERNAL", `${this.where}: ${message}${state ? ` (SQLSTATE ${state})` : ""}`), err);
   }
 }
 
@@ -478,29 +478,18 @@ async function mergeUsers(tx: SQL, target: string, staging: string, names: strin
   return (r.count ?? 0) + updated;
 }
 
-function isConnectionError(code: string | undefined, sqlState: string): boolean {
-  if (code && /^ERR_POSTGRES_(CONNECTION|IDLE_TIMEOUT|LIFETIME_TIMEOUT|TLS)|^E(CONNREFUSED|CONNRESET|TIMEDOUT|PIPE|HOSTUNREACH|NETUNREACH)$|^ENOTFOUND$/.test(code)) {
-    return true;
-  }
-  // 08: connection exception; 57P01-03: admin shutdown, crash, cannot connect now;
-  // 53: out of resources; 40001/40P01: serialization failure and deadlock.
-  return /^(08|53|57P0[123]|40001|40P01)/.test(sqlState);
+/**
+ * A load worth trying again: the connection failed, or PostgreSQL ran out of resources (53), or
+ * the transaction lost a serialization or deadlock conflict (40001, 40P01).
+ */
+function isRetryable(err: unknown): boolean {
+  return isConnectionFailure(err) || /^(53|40001|40P01)/.test(sqlState(err));
 }
 
-const UNIQUE_VIOLATION = "23505";
-
-/** The SQLSTATE of a failed statement (Bun.sql puts it in `errno`), also when wrapped. */
-function errorState(err: unknown): string {
-  const e = err as { errno?: unknown; cause?: { errno?: unknown } };
-  const errno = e?.errno ?? e?.cause?.errno;
-  return typeof errno === "string" ? errno : "";
-}
 
 // Errors that mean the database's schema is not what the cache says.
 function isStaleSchemaError(err: unknown): boolean {
-  const cause = (err as { cause?: { errno?: unknown } })?.cause;
-  const sqlState = typeof cause?.errno === "string" ? cause.errno : "";
-  return ["3F000", "42P01", "42703", "42P07", "42701", "42804", "22P02", "22003", "22007", "22008"].includes(sqlState);
+  return ["3F000", "42P01", "42703", "42P07", "42701", "42804", "22P02", "22003", "22007", "22008"].includes(sqlState(err));
 }
 
 function withCause(err: AppError, cause: unknown): AppError {

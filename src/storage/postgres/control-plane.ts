@@ -42,6 +42,7 @@ import {
   type WriteResult,
   uniqueViolation,
 } from "../../control-plane/store";
+import { UNIQUE_VIOLATION } from "../../lib/postgres-errors";
 
 /** The transaction a write runs in (drizzle over Bun.sql). */
 export type PgControlPlaneTx = Parameters<Parameters<PgDb["transaction"]>[0]>[0];
@@ -55,7 +56,6 @@ export interface PgControlPlaneStoreOptions {
   afterWrite?: (tx: PgControlPlaneTx, epoch: number) => Promise<void> | void;
 }
 
-const UNIQUE_VIOLATION = "23505";
 
 /**
  * A value for a jsonb column. drizzle's jsonb column stringifies the value and Bun.sql, told the

@@ -21,6 +21,7 @@
 import type { SQL } from "bun";
 import { partitionOfKey } from "../../cluster/hash";
 import { AppError } from "../../lib/errors";
+import { DEADLOCK, isConnectionFailure, sqlState } from "../../lib/postgres-errors";
 import type { EventRow } from "../../gateway/group-commit";
 
 /** What one append stored: how many rows, and which of the request's rows were duplicates. */
@@ -114,7 +115,7 @@ export class PgEventLog {
     } catch (err) {
       // Two instances inserting the same keys in different orders can deadlock; PostgreSQL
       // aborts one, and its group is sent once more.
-      if (sqlState(err) !== "40P01") return this.fail(group, err);
+      if (sqlState(err) !== DEADLOCK) return this.fail(group, err);
       try {
         result = await this.insert(group, epoch);
       } catch (again) {
@@ -176,20 +177,10 @@ export class PgEventLog {
   }
 
   private fail(group: Request[], err: unknown) {
-    const e = isConnectionError(err)
+    const e = isConnectionFailure(err)
       ? new AppError("UNAVAILABLE", `events could not be stored: PostgreSQL is unreachable (${(err as Error)?.message ?? err})`)
       : new AppError("UNAVAILABLE", `events could not be stored: ${(err as Error)?.message ?? err}`);
     (e as { cause?: unknown }).cause = err;
     for (const r of group) r.reject(e);
   }
-}
-
-function sqlState(err: unknown): string {
-  const errno = (err as { errno?: unknown })?.errno;
-  return typeof errno === "string" ? errno : "";
-}
-
-function isConnectionError(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  return (typeof code === "string" && /^ERR_POSTGRES_(CONNECTION|IDLE_TIMEOUT|LIFETIME_TIMEOUT|TLS)|^E(CONNREFUSED|CONNRESET|PIPE)$/.test(code)) || /^(08|57P0)/.test(sqlState(err));
 }
