@@ -6,7 +6,7 @@ import { openapi } from "@elysiajs/openapi";
 import { Elysia, ValidationError } from "elysia";
 import { type Db, openDatabase } from "../db";
 import { ensureOwner } from "./control-plane/bootstrap";
-import { ConfigStore } from "./control-plane/config-store";
+import { SqliteConfigStore } from "./control-plane/config-store";
 import { controlPlaneRoutes } from "./control-plane/routes";
 import { DashboardAssets } from "./dashboard/assets";
 import { dashboardRoutes } from "./dashboard/routes";
@@ -135,7 +135,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   const now = opts.now ?? Date.now;
   mkdirSync(settings.dataDir, { recursive: true });
   const db = openDatabase(join(settings.dataDir, "sluice.db"), { synchronous: settings.synchronous });
-  const config = new ConfigStore(db);
+  const config = new SqliteConfigStore(db);
   const metrics = new Metrics();
   const controlPlane = new SqliteControlPlaneStore(db);
   const ctx: ServiceContext = { db, log, config, controlPlane, metrics, now, sessionHours: settings.sessionHours };

@@ -16,6 +16,8 @@ import { workspaces } from "../db/schema";
 import { createConnection, deleteConnection, listConnections } from "../src/control-plane/connections";
 import { createDestination, getDestination, listDestinations, updateDestination } from "../src/control-plane/destinations";
 import { createSource, getSource, listSources, updateSource } from "../src/control-plane/sources";
+import { ClusterConfigStore } from "../src/control-plane/config-store";
+import { Bus, EpochWatch } from "../src/cluster/bus";
 import type { ControlPlaneStore, ControlPlaneWrite, DestinationRow, SourceRow, TransformationRow } from "../src/control-plane/store";
 import { authenticateRequest } from "../src/control-plane/auth";
 import { ensureOwner } from "../src/control-plane/bootstrap";
@@ -28,7 +30,7 @@ import { AppError } from "../src/lib/errors";
 import { newId } from "../src/lib/ids";
 import { PgControlPlaneStore, type PgControlPlaneStoreOptions, type PgControlPlaneTx } from "../src/storage/postgres/control-plane";
 import { SqliteControlPlaneStore } from "../src/storage/sqlite/control-plane";
-import { cleanup, tempDir } from "./helpers";
+import { cleanup, tempDir, waitFor } from "./helpers";
 import { PG, havePostgres, requirePostgres, testSql } from "./pg";
 
 requirePostgres("control-plane-store.test.ts");
@@ -48,6 +50,8 @@ interface Opened {
   epoch?: () => Promise<number>;
   /** PostgreSQL: the same schema with another store's options (another instance). */
   reopen?: (opts: PgControlPlaneStoreOptions) => Promise<ControlPlaneStore>;
+  /** PostgreSQL: another client on the same schema (another instance's). */
+  connect?: () => Promise<PgDb>;
 }
 
 const closers: Array<() => Promise<void> | void> = [];
@@ -91,7 +95,7 @@ async function openPg(empty = false): Promise<Opened> {
   const other = newId("ws");
   if (!empty) await db.insert(pgSchema.workspaces).values([{ id: ws, name: "main", createdAt: 1 }, { id: other, name: "other", createdAt: 1 }]);
   const epoch = async () => Number((await db.$client`SELECT value FROM cluster_epochs WHERE name = 'config'`)[0].value);
-  return { store: new PgControlPlaneStore(db), ws, other, dir, sql: db.$client, epoch, reopen: async (opts) => new PgControlPlaneStore(await open(), opts) };
+  return { store: new PgControlPlaneStore(db), ws, other, dir, sql: db.$client, epoch, reopen: async (opts) => new PgControlPlaneStore(await open(), opts), connect: open };
 }
 
 let clock = 1_760_000_000_000;
@@ -119,14 +123,30 @@ async function nothingOf(store: ControlPlaneStore, ws: string, names: { sources?
   for (const n of names.transformations ?? []) expect(await store.transformationByName(ws, n)).toBeUndefined();
 }
 
-/** The services need only the store, the config cache's invalidate, a clock and the workspace. */
+/** The services need only the store, the config cache's `written`, a clock and the workspace. */
 function serviceContext(o: Opened): ScopedContext & { invalidations: number } {
   const ctx = { controlPlane: o.store, workspaceId: o.ws, now: () => Date.now(), invalidations: 0 } as unknown as ScopedContext & { invalidations: number };
-  (ctx as any).config = { invalidate: () => ctx.invalidations++ };
+  (ctx as any).config = { written: () => ctx.invalidations++ };
   return ctx;
 }
 
 const CODE = "export function transformEvent(event) { return event; }";
+
+/** Cluster mode on the test's schema: a store that notifies, its bus and epoch watch, and ClusterConfigStore loaded. */
+async function clusterInstance(o: Opened, id: string, pollMs = 1000) {
+  const db = await o.connect!();
+  const bus = new Bus({ sql: db.$client, instanceId: id });
+  await bus.start();
+  const watch = new EpochWatch({ bus, pollMs });
+  const store = new PgControlPlaneStore(db, { afterWrite: (tx, epoch) => bus.publish("config", { epoch }, tx) });
+  const config = new ClusterConfigStore(store, watch);
+  closers.push(async () => {
+    await watch.stop();
+    await bus.stop();
+  });
+  await watch.start();
+  return { store, config, bus, watch };
+}
 
 /** An account of the workspace, and the principal its tokens would carry. */
 async function account(store: ControlPlaneStore, workspaceId: string, email: string) {
@@ -367,8 +387,9 @@ for (const kind of stores) {
       expect((await updateDestination(ctx, dst.id, { sourceIds: [] })).sourceIds).toEqual([]);
       expect((await listSources(ctx)).map((s) => s.destinationIds)).toEqual([[]]);
       expect((await listDestinations(ctx)).map((d) => d.transformationId)).toEqual([t.id]);
-      // One invalidation per successful write, none for a refused one.
-      expect(ctx.invalidations).toBe(8);
+      // The config cache told of each write that reached the store (the second disconnect too:
+      // it moved the epoch on PostgreSQL), of none the service refused before writing.
+      expect(ctx.invalidations).toBe(9);
     });
 
     test("the workspace file on the store: applied as one write, again idempotently, and not at all when one entry clashes", async () => {
@@ -554,6 +575,53 @@ transformations:
       await expect(createTokenForEmail(o.store, "nobody@example.com", tick())).rejects.toMatchObject({ code: "NOT_FOUND" });
     });
 
+    test("first start: two starting at once with different e-mails make one workspace", async () => {
+      const o = await kind.open(true);
+      const second = o.reopen ? await o.reopen({}) : o.store;
+      const now = tick();
+      const results = await Promise.all([
+        ensureOwner(o.store, { email: "first@example.com", now }),
+        ensureOwner(second, { email: "second@example.com", now }),
+      ]);
+      expect(results.filter((r) => r.created)).toHaveLength(1);
+      expect(results[0]!.workspaceId).toBe(results[1]!.workspaceId);
+      const made = results.find((r) => r.created)!;
+      expect((await o.store.ownerOf(made.workspaceId))!.id).toBe(made.accountId);
+      // The loser's e-mail has no account: it made nothing.
+      const loser = results[0]!.created ? "second@example.com" : "first@example.com";
+      expect(await o.store.accountByEmail(loser)).toBeUndefined();
+    });
+
+    test("routing(): every workspace's sources, destinations, connections in order, and running transformations with their code", async () => {
+      const o = await kind.open();
+      const a = sourceRow(o.ws, "a");
+      const b = sourceRow(o.other, "b", { enabled: false, settings: { lenientValidation: true } });
+      const d1 = destinationRow(o.ws, "d1");
+      const d2 = destinationRow(o.other, "d2", { enabled: false, config: { webhookUrl: "http://h/", n: 2 } });
+      const t = transformationRow(o.ws, "t");
+      await o.store.write([
+        { op: "insertSource", row: a },
+        { op: "insertSource", row: b },
+        { op: "insertDestination", row: d1 },
+        { op: "insertDestination", row: d2 },
+        { op: "connect", sourceId: a.id, destinationId: d2.id, at: 10 },
+        { op: "connect", sourceId: a.id, destinationId: d1.id, at: 20 },
+        { op: "connect", sourceId: b.id, destinationId: d2.id, at: 30 },
+        { op: "insertTransformation", row: t, code: CODE },
+        { op: "attachTransformation", destinationId: d2.id, transformationId: t.id },
+      ]);
+      const r = await o.store.routing();
+      const byId = <T extends { id: string }>(rows: T[]) => [...rows].sort((x, y) => x.id.localeCompare(y.id));
+      expect(byId(r.sources)).toEqual(byId([a, b]));
+      expect(byId(r.destinations)).toEqual(byId([d1, d2]));
+      expect(r.connections.map((c) => [c.sourceId, c.destinationId])).toEqual([
+        [a.id, d2.id],
+        [a.id, d1.id],
+        [b.id, d2.id],
+      ]);
+      expect(r.attachments).toEqual([{ destinationId: d2.id, transformationId: t.id, versionId: t.versionId, code: CODE }]);
+    });
+
     test("first start with a given token: it is stored, not generated", async () => {
       const o = await kind.open(true);
       const r = await ensureOwner(o.store, { email: "owner@example.com", token: "given-token-123", now: tick() });
@@ -563,6 +631,39 @@ transformations:
     });
 
     if (kind.name === "PostgreSQL") {
+      test("cluster config: a change made on one instance is in that instance's caches when the call returns, and in another's within a second", async () => {
+        const o = await kind.open();
+        const one = await clusterInstance(o, "one");
+        const two = await clusterInstance(o, "two");
+        const ctx = { ...serviceContext({ ...o, store: one.store }), config: one.config } as ScopedContext;
+        const src = await createSource(ctx, { name: "web" });
+        // Instance one answered only after its own reload.
+        expect(one.config.sourceByWriteKey(src.writeKey)?.id).toBe(src.id);
+        const seenAt = performance.now();
+        await waitFor(() => two.config.sourceByWriteKey(src.writeKey), { timeoutMs: 1000, what: "the new write key on the other instance" });
+        expect(performance.now() - seenAt).toBeLessThan(1000);
+
+        const dst = await createDestination(ctx, { name: "hook", type: "WEBHOOK", config: { webhookUrl: "http://127.0.0.1:9/x" }, sourceIds: [src.id] });
+        await waitFor(() => two.config.snapshot().bySource.get(src.id)?.length === 1 || undefined, { timeoutMs: 1000, what: "the connection on the other instance" });
+        await updateDestination(ctx, dst.id, { enabled: false });
+        expect(one.config.snapshot().destinations.get(dst.id)!.enabled).toBe(false);
+        await waitFor(() => two.config.snapshot().destinations.get(dst.id)!.enabled === false || undefined, { timeoutMs: 1000, what: "the disabled destination on the other instance" });
+        // A key nobody has is a miss on both, without a database read.
+        expect(two.config.sourceByWriteKey("no-such-key")).toBeUndefined();
+        // Routing as the single-node store builds it.
+        expect(two.config.snapshot().bySource.get(src.id)!.map((d) => [d.id, d.type, d.definition?.name])).toEqual([[dst.id, "WEBHOOK", "WEBHOOK"]]);
+      });
+
+      test("cluster config: an instance that heard no notification still reloads at its poll", async () => {
+        const o = await kind.open();
+        const two = await clusterInstance(o, "two", 200);
+        const before = two.config.snapshot().version;
+        // A write by a store with no afterWrite: the epoch moves, nobody is told.
+        await o.store.write([{ op: "insertSource", row: sourceRow(o.ws, "quiet") }]);
+        await waitFor(() => two.config.snapshot().version > before || undefined, { timeoutMs: 2000, what: "the poll's reload" });
+        expect([...two.config.snapshot().sources.values()].map((s) => s.name)).toContain("quiet");
+      });
+
       test("token and session writes leave the 'config' epoch alone", async () => {
         const o = await kind.open();
         const start = await o.epoch!();

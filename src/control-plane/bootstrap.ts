@@ -29,13 +29,14 @@ export async function ensureOwner(store: ControlPlaneStore, input: { email: stri
   const token = input.token ?? generateToken();
   try {
     await store.writeAuth([
+      { op: "requireNoWorkspace" },
       { op: "insertWorkspace", row: { id: workspaceId, name: "default", createdAt: input.now } },
       { op: "insertAccount", row: { id: accountId, workspaceId, email: input.email, role: "owner", createdAt: input.now } },
       { op: "insertToken", row: tokenRow({ accountId, workspaceId, token, now: input.now, name: "owner" }) },
     ]);
   } catch (err) {
-    // Two instances starting at once on one PostgreSQL both found no workspace; the owner's
-    // unique e-mail let only one of them commit. The other keeps what that one made.
+    // Two instances starting at once on one PostgreSQL both found no workspace; the first-start
+    // lock let only one of them make it. The other keeps what that one made.
     const winner = await existing(store);
     if (winner) return winner;
     throw err;

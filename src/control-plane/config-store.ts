@@ -1,15 +1,25 @@
 /**
- * The workspace configuration as the hot paths need it, in memory. Sources by write
- * key sit in an LRU in front of SQLite; routing (which destinations each source feeds)
- * is a snapshot rebuilt after any change. Every change to the control plane goes
- * through this process, so invalidating on write keeps the caches exact.
+ * The workspace configuration as the hot paths need it, in memory: sources by write key for
+ * intake, and a routing snapshot (which destinations each source feeds) for delivery. Both are
+ * synchronous reads, because they sit on intake's and the router's paths.
+ *
+ * Two variants behind one interface:
+ * - `SqliteConfigStore` (one process): write-key lookups through an LRU in front of SQLite, the
+ *   snapshot rebuilt after a change. Every change goes through this process, so invalidating
+ *   on write keeps the caches exact.
+ * - `ClusterConfigStore` (cluster mode, design §3.4 of src/cluster/README.md): other instances
+ *   change the config too, so the whole routing set is held in memory and reloaded whenever the
+ *   'config' epoch moves (this instance's writes and, through the epoch watch, everyone's).
+ *   Misses on write keys never reach the database: a guessed key costs nothing.
  */
 import type { Statement } from "bun:sqlite";
 import { LRUCache } from "lru-cache";
 import type { Db } from "../../db";
+import type { SourceSettings } from "../../db/schema";
+import type { EpochWatch } from "../cluster/bus";
 import { findDefinition } from "../destinations/registry";
 import type { DestinationDefinition } from "../destinations/types";
-import type { SourceSettings } from "../../db/schema";
+import type { ControlPlaneStore, RoutingRows, WriteResult } from "./store";
 
 export interface SourceRuntime {
   id: string;
@@ -38,9 +48,63 @@ export interface RoutingSnapshot {
   bySource: Map<string, DestinationRuntime[]>;
 }
 
+export interface ConfigStore {
+  /** The source of an event call; undefined for a key no source has. */
+  sourceByWriteKey(writeKey: string): SourceRuntime | undefined;
+  snapshot(): RoutingSnapshot;
+  /**
+   * After a control-plane write (the store's answer to it): resolves once this instance's caches
+   * show the write, so the next request here sees it.
+   */
+  written(result: WriteResult): void | Promise<void>;
+  /** Runs after each change of the snapshot. */
+  onChange(listener: () => void): () => void;
+}
+
+/** The columns of the rows routing reads; both variants feed buildSnapshot with them. */
+type RoutingInput = {
+  sources: Array<Pick<RoutingRows["sources"][number], "id" | "workspaceId" | "name" | "enabled" | "settings">>;
+  destinations: Array<Pick<RoutingRows["destinations"][number], "id" | "workspaceId" | "name" | "type" | "enabled" | "config">>;
+  connections: Array<Pick<RoutingRows["connections"][number], "sourceId" | "destinationId">>;
+  attachments: RoutingRows["attachments"];
+};
+
+function sourceRuntime(r: RoutingInput["sources"][number]): SourceRuntime {
+  return { id: r.id, workspaceId: r.workspaceId, name: r.name, enabled: !!r.enabled, settings: r.settings ?? {} };
+}
+
+function buildSnapshot(rows: RoutingInput, version: number): RoutingSnapshot {
+  const sources = new Map<string, SourceRuntime>();
+  for (const r of rows.sources) sources.set(r.id, sourceRuntime(r));
+  const transformationByDest = new Map<string, { id: string; versionId: string; code: string }>();
+  for (const a of rows.attachments) transformationByDest.set(a.destinationId, { id: a.transformationId, versionId: a.versionId, code: a.code });
+  const destinations = new Map<string, DestinationRuntime>();
+  for (const r of rows.destinations) {
+    destinations.set(r.id, {
+      id: r.id,
+      workspaceId: r.workspaceId,
+      name: r.name,
+      type: r.type,
+      enabled: !!r.enabled,
+      config: r.config,
+      definition: findDefinition(r.type),
+      transformation: transformationByDest.get(r.id),
+    });
+  }
+  const bySource = new Map<string, DestinationRuntime[]>();
+  for (const r of rows.connections) {
+    const d = destinations.get(r.destinationId);
+    if (!d) continue;
+    let list = bySource.get(r.sourceId);
+    if (!list) bySource.set(r.sourceId, (list = []));
+    list.push(d);
+  }
+  return { version, sources, destinations, bySource };
+}
+
 const MISSING = Symbol("missing");
 
-export class ConfigStore {
+export class SqliteConfigStore implements ConfigStore {
   private byWriteKey = new LRUCache<string, SourceRuntime | typeof MISSING>({ max: 50_000 });
   private lookupStmt: Statement;
   private snapshotCache?: RoutingSnapshot;
@@ -57,15 +121,13 @@ export class ConfigStore {
     const hit = this.byWriteKey.get(writeKey);
     if (hit !== undefined) return hit === MISSING ? undefined : hit;
     const row = this.lookupStmt.get(writeKey) as any;
-    const value: SourceRuntime | typeof MISSING = row
-      ? { id: row.id, workspaceId: row.workspaceId, name: row.name, enabled: !!row.enabled, settings: JSON.parse(row.settings || "{}") }
-      : MISSING;
+    const value: SourceRuntime | typeof MISSING = row ? sourceRuntime({ ...row, settings: JSON.parse(row.settings || "{}") }) : MISSING;
     this.byWriteKey.set(writeKey, value);
     return value === MISSING ? undefined : value;
   }
 
-  /** Called after every control-plane write. */
-  invalidate() {
+  /** Every change goes through this process: dropping the caches keeps them exact. */
+  written(): void {
     this.byWriteKey.clear();
     this.snapshotCache = undefined;
     this.version++;
@@ -80,43 +142,80 @@ export class ConfigStore {
   snapshot(): RoutingSnapshot {
     if (this.snapshotCache) return this.snapshotCache;
     const c = this.db.$client;
-    const sources = new Map<string, SourceRuntime>();
-    for (const r of c.query("SELECT id, workspace_id AS workspaceId, name, enabled, settings FROM sources").all() as any[]) {
-      sources.set(r.id, { id: r.id, workspaceId: r.workspaceId, name: r.name, enabled: !!r.enabled, settings: JSON.parse(r.settings || "{}") });
-    }
-    const transformationByDest = new Map<string, { id: string; versionId: string; code: string }>();
-    for (const r of c
-      .query(
-        `SELECT dt.destination_id AS destinationId, t.id, t.version_id AS versionId, v.code
-           FROM destination_transformations dt
-           JOIN transformations t ON t.id = dt.transformation_id
-           JOIN transformation_versions v ON v.id = t.version_id`,
-      )
-      .all() as any[]) {
-      transformationByDest.set(r.destinationId, { id: r.id, versionId: r.versionId, code: r.code });
-    }
-    const destinations = new Map<string, DestinationRuntime>();
-    for (const r of c.query("SELECT id, workspace_id AS workspaceId, name, type, enabled, config FROM destinations").all() as any[]) {
-      destinations.set(r.id, {
-        id: r.id,
-        workspaceId: r.workspaceId,
-        name: r.name,
-        type: r.type,
-        enabled: !!r.enabled,
-        config: JSON.parse(r.config),
-        definition: findDefinition(r.type),
-        transformation: transformationByDest.get(r.id),
-      });
-    }
-    const bySource = new Map<string, DestinationRuntime[]>();
-    for (const r of c.query("SELECT source_id AS sourceId, destination_id AS destinationId FROM connections ORDER BY created_at").all() as any[]) {
-      const d = destinations.get(r.destinationId);
-      if (!d) continue;
-      let list = bySource.get(r.sourceId);
-      if (!list) bySource.set(r.sourceId, (list = []));
-      list.push(d);
-    }
-    this.snapshotCache = { version: this.version, sources, destinations, bySource };
+    const json = <T>(text: string | null): T => JSON.parse(text || "{}");
+    this.snapshotCache = buildSnapshot(
+      {
+        sources: (c.query("SELECT id, workspace_id AS workspaceId, name, enabled, settings FROM sources").all() as any[]).map((r) => ({
+          ...r,
+          settings: json<SourceSettings>(r.settings),
+        })),
+        destinations: (c.query("SELECT id, workspace_id AS workspaceId, name, type, enabled, config FROM destinations").all() as any[]).map((r) => ({
+          ...r,
+          config: json<Record<string, unknown>>(r.config),
+        })),
+        connections: c.query("SELECT source_id AS sourceId, destination_id AS destinationId FROM connections ORDER BY created_at").all() as any[],
+        attachments: c
+          .query(
+            `SELECT dt.destination_id AS destinationId, t.id AS transformationId, t.version_id AS versionId, v.code
+               FROM destination_transformations dt
+               JOIN transformations t ON t.id = dt.transformation_id
+               JOIN transformation_versions v ON v.id = t.version_id`,
+          )
+          .all() as any[],
+      },
+      this.version,
+    );
     return this.snapshotCache;
+  }
+}
+
+/**
+ * Cluster mode: the whole routing set in memory, reloaded by the epoch watch whenever the
+ * 'config' epoch moves. Register it before the watch starts: the watch's start runs the first
+ * load, and serving before that would answer 401 to every write key.
+ */
+export class ClusterConfigStore implements ConfigStore {
+  private current?: { snapshot: RoutingSnapshot; byWriteKey: Map<string, SourceRuntime> };
+  private version = 0;
+  private listeners = new Set<() => void>();
+
+  constructor(
+    private readonly store: ControlPlaneStore,
+    private readonly watch: EpochWatch,
+  ) {
+    watch.onChange("config", () => this.reload());
+  }
+
+  sourceByWriteKey(writeKey: string): SourceRuntime | undefined {
+    return this.loaded().byWriteKey.get(writeKey);
+  }
+
+  snapshot(): RoutingSnapshot {
+    return this.loaded().snapshot;
+  }
+
+  /** The write bumped the epoch in its transaction; wait until this instance has reloaded at it. */
+  async written(result: WriteResult): Promise<void> {
+    if (result.epoch !== undefined) await this.watch.reach("config", result.epoch);
+  }
+
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Run by the epoch watch (never two at once), after the epoch it reloads for was committed. */
+  private async reload(): Promise<void> {
+    const rows = await this.store.routing();
+    const snapshot = buildSnapshot(rows, ++this.version);
+    const byWriteKey = new Map<string, SourceRuntime>();
+    for (const r of rows.sources) byWriteKey.set(r.writeKey, snapshot.sources.get(r.id)!);
+    this.current = { snapshot, byWriteKey };
+    for (const l of this.listeners) l();
+  }
+
+  private loaded() {
+    if (!this.current) throw new Error("the cluster config is read before its first load (start the epoch watch first)");
+    return this.current;
   }
 }

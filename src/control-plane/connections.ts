@@ -2,6 +2,7 @@
 import { notFound } from "../lib/errors";
 import type { ScopedContext } from "../lib/context";
 import { findDestinationRow } from "./destinations";
+import { commit } from "./store";
 import type { Connection } from "./schemas";
 import { findSourceRow } from "./sources";
 
@@ -13,8 +14,7 @@ export async function listConnections(ctx: ScopedContext) {
 export async function createConnection(ctx: ScopedContext, input: Connection) {
   await findSourceRow(ctx, input.sourceId);
   await findDestinationRow(ctx, input.destinationId);
-  await ctx.controlPlane.write([{ op: "connect", sourceId: input.sourceId, destinationId: input.destinationId, at: ctx.now() }]);
-  ctx.config.invalidate();
+  await commit(ctx, [{ op: "connect", sourceId: input.sourceId, destinationId: input.destinationId, at: ctx.now() }]);
   return { sourceId: input.sourceId, destinationId: input.destinationId };
 }
 
@@ -22,7 +22,6 @@ export async function deleteConnection(ctx: ScopedContext, input: Connection) {
   await findSourceRow(ctx, input.sourceId);
   await findDestinationRow(ctx, input.destinationId);
   // The write's own count decides the 404, so a concurrent disconnect is told apart.
-  const { changes } = await ctx.controlPlane.write([{ op: "disconnect", sourceId: input.sourceId, destinationId: input.destinationId }]);
+  const { changes } = await commit(ctx, [{ op: "disconnect", sourceId: input.sourceId, destinationId: input.destinationId }]);
   if (changes[0] === 0) throw notFound(`no connection from '${input.sourceId}' to '${input.destinationId}'`);
-  ctx.config.invalidate();
 }

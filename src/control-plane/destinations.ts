@@ -6,6 +6,7 @@ import { newId } from "../lib/ids";
 import { firstError } from "../lib/schema";
 import type { DestinationCreate, DestinationUpdate } from "./schemas";
 import type { ControlPlaneWrite, DestinationRow } from "./store";
+import { commit } from "./store";
 
 function present(row: DestinationRow, sourceIds: string[], transformationId: string | undefined) {
   return {
@@ -102,22 +103,19 @@ export async function planDestinationUpdate(ctx: ScopedContext, current: Destina
 
 export async function createDestination(ctx: ScopedContext, input: DestinationCreate) {
   const { row, ops } = await planDestinationCreate(ctx, input);
-  await ctx.controlPlane.write(ops);
-  ctx.config.invalidate();
+  await commit(ctx, ops);
   return presentOne(ctx, row);
 }
 
 export async function updateDestination(ctx: ScopedContext, id: string, input: DestinationUpdate) {
   const { row, ops } = await planDestinationUpdate(ctx, await findDestinationRow(ctx, id), input);
-  const { changes } = await ctx.controlPlane.write(ops);
+  const { changes } = await commit(ctx, ops);
   // Deleted between the read and the write.
   if (changes[0] === 0) throw notFound(`destination '${id}' not found`);
-  ctx.config.invalidate();
   return presentOne(ctx, row);
 }
 
 export async function deleteDestination(ctx: ScopedContext, id: string) {
   await findDestinationRow(ctx, id);
-  await ctx.controlPlane.write([{ op: "deleteDestination", id }]);
-  ctx.config.invalidate();
+  await commit(ctx, [{ op: "deleteDestination", id }]);
 }

@@ -4,6 +4,7 @@ import type { ScopedContext } from "../lib/context";
 import { newId, newWriteKey } from "../lib/ids";
 import type { SourceCreate, SourceUpdate } from "./schemas";
 import type { ControlPlaneWrite, SourceRow } from "./store";
+import { commit } from "./store";
 
 function present(row: SourceRow, destinationIds: string[]) {
   return {
@@ -94,22 +95,19 @@ export function sourceUpdateOp(row: SourceRow): ControlPlaneWrite {
 
 export async function createSource(ctx: ScopedContext, input: SourceCreate) {
   const row = await planSourceCreate(ctx, input);
-  await ctx.controlPlane.write([{ op: "insertSource", row }]);
-  ctx.config.invalidate();
+  await commit(ctx, [{ op: "insertSource", row }]);
   return present(row, []);
 }
 
 export async function updateSource(ctx: ScopedContext, id: string, input: SourceUpdate) {
   const row = await planSourceUpdate(ctx, await findSourceRow(ctx, id), input);
-  const { changes } = await ctx.controlPlane.write([sourceUpdateOp(row)]);
+  const { changes } = await commit(ctx, [sourceUpdateOp(row)]);
   // Deleted between the read and the write.
   if (changes[0] === 0) throw notFound(`source '${id}' not found`);
-  ctx.config.invalidate();
   return presentOne(ctx, row);
 }
 
 export async function deleteSource(ctx: ScopedContext, id: string) {
   await findSourceRow(ctx, id);
-  await ctx.controlPlane.write([{ op: "deleteSource", id }]);
-  ctx.config.invalidate();
+  await commit(ctx, [{ op: "deleteSource", id }]);
 }

@@ -30,6 +30,7 @@ import type {
   workspaces,
 } from "../../db/schema";
 import { AppError } from "../lib/errors";
+import type { ConfigStore } from "./config-store";
 
 // The SQLite schema's row types; the pg schema has the same shapes (test/pg-schema.test.ts).
 export type SourceRow = typeof sources.$inferSelect;
@@ -104,7 +105,13 @@ export type AuthWrite =
   | { op: "insertSession"; row: SessionRow }
   | { op: "deleteSession"; idHash: string }
   /** Every session that expired before `before`. */
-  | { op: "deleteExpiredSessions"; before: number };
+  | { op: "deleteExpiredSessions"; before: number }
+  /**
+   * Fails the write (CONFLICT) when a workspace exists. First start puts it before its inserts:
+   * on PostgreSQL it also takes a transaction-scoped advisory lock, so of two instances starting
+   * at once on an empty database only one makes a workspace, whatever e-mails they were given.
+   */
+  | { op: "requireNoWorkspace" };
 
 export interface WriteResult {
   /** Per operation, in order: the rows it changed (see ControlPlaneWrite). */
@@ -112,12 +119,28 @@ export interface WriteResult {
   /**
    * PostgreSQL: the 'config' epoch after this write (bumped by one in the same transaction,
    * design §3.4); undefined for an empty list, which changes nothing. SQLite: undefined (one
-   * process; ConfigStore.invalidate() is enough).
+   * process; SqliteConfigStore drops its caches).
    */
   epoch?: number;
 }
 
+/**
+ * Everything routing needs, across workspaces: what ConfigStore's cluster variant holds in
+ * memory (src/control-plane/config-store.ts).
+ */
+export interface RoutingRows {
+  sources: SourceRow[];
+  destinations: DestinationRow[];
+  /** Ordered by createdAt (a source's destinations are routed in the order they were connected). */
+  connections: ConnectionRow[];
+  /** Each destination that runs a transformation, with the code of its current version. */
+  attachments: Array<{ destinationId: string; transformationId: string; versionId: string; code: string }>;
+}
+
 export interface ControlPlaneStore {
+  /** Every workspace's sources, destinations, connections and running transformations. */
+  routing(): Promise<RoutingRows>;
+
   source(workspaceId: string, id: string): Promise<SourceRow | undefined>;
   sourceByName(workspaceId: string, name: string): Promise<SourceRow | undefined>;
   /** Write keys are unique across workspaces (they alone pick the source of an event call). */
@@ -206,4 +229,14 @@ export function uniqueViolation(op: ControlPlaneWrite, constraint: string): AppE
     default:
       return undefined;
   }
+}
+
+/**
+ * A service's write: applied in one transaction, then awaited until this instance's config
+ * caches show it, so the answer and the next request here see the change.
+ */
+export async function commit(ctx: { controlPlane: ControlPlaneStore; config: Pick<ConfigStore, "written"> }, ops: ControlPlaneWrite[]): Promise<WriteResult> {
+  const result = await ctx.controlPlane.write(ops);
+  await ctx.config.written(result);
+  return result;
 }

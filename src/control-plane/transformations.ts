@@ -8,6 +8,7 @@ import { newId } from "../lib/ids";
 import { validateTransformationCode } from "../transformations/sandbox";
 import type { TransformationCreate, TransformationUpdate } from "../transformations/schemas";
 import type { ControlPlaneWrite, TransformationRow } from "./store";
+import { commit } from "./store";
 
 /** Runs the code's top level in the sandbox (off this thread) and checks the contract. */
 export async function checkCode(code: string, where = "code") {
@@ -100,8 +101,7 @@ export async function planTransformationUpdate(ctx: ScopedContext, current: Tran
 export async function createTransformation(ctx: ScopedContext, input: TransformationCreate) {
   await checkCode(input.code);
   const { row, ops } = await planTransformationCreate(ctx, input);
-  await ctx.controlPlane.write(ops);
-  ctx.config.invalidate();
+  await commit(ctx, ops);
   return presentOne(ctx, row);
 }
 
@@ -110,9 +110,8 @@ export async function updateTransformation(ctx: ScopedContext, id: string, input
   if (input.code !== undefined) await checkCode(input.code);
   // Read again after the sandbox's await: the row may have changed meanwhile.
   const { row, ops } = await planTransformationUpdate(ctx, await findTransformationRow(ctx, id), input);
-  const { changes } = await ctx.controlPlane.write(ops);
+  const { changes } = await commit(ctx, ops);
   if (changes[0] === 0) throw notFound(`transformation '${id}' not found`);
-  ctx.config.invalidate();
   return presentOne(ctx, row);
 }
 
@@ -138,6 +137,5 @@ export async function getTransformationVersion(ctx: ScopedContext, id: string, v
 
 export async function deleteTransformation(ctx: ScopedContext, id: string) {
   await findTransformationRow(ctx, id);
-  await ctx.controlPlane.write([{ op: "deleteTransformation", id }]);
-  ctx.config.invalidate();
+  await commit(ctx, [{ op: "deleteTransformation", id }]);
 }

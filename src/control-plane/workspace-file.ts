@@ -13,6 +13,7 @@ import { firstError } from "../lib/schema";
 import { planDestinationCreate, planDestinationUpdate, validateDestinationConfig } from "./destinations";
 import { type SourceLookup, planSourceCreate, planSourceUpdate, sourceUpdateOp } from "./sources";
 import type { ControlPlaneWrite, DestinationRow, SourceRow, TransformationRow } from "./store";
+import { commit } from "./store";
 import { checkCode, planTransformationCreate, planTransformationUpdate } from "./transformations";
 
 export const WorkspaceFile = t.Object(
@@ -153,12 +154,11 @@ export async function applyWorkspaceFile(ctx: ScopedContext, file: string): Prom
     }
   }
   try {
-    await ctx.controlPlane.write(await planWorkspaceFile(ctx, doc));
+    await commit(ctx, await planWorkspaceFile(ctx, doc));
   } catch (e) {
     if (e instanceof AppError) throw new WorkspaceFileError(`${file}: ${e.message}`);
     throw e;
   }
-  ctx.config.invalidate();
   return { sources: doc.sources?.length ?? 0, destinations: doc.destinations?.length ?? 0, transformations: doc.transformations?.length ?? 0 };
 }
 

@@ -31,6 +31,7 @@ import {
   type ConnectionRow,
   type ControlPlaneStore,
   type ControlPlaneWrite,
+  type RoutingRows,
   type DestinationRow,
   type DestinationTransformationRow,
   type SourceRow,
@@ -43,6 +44,7 @@ import {
   uniqueViolation,
 } from "../../control-plane/store";
 import { UNIQUE_VIOLATION } from "../../lib/postgres-errors";
+import { AppError } from "../../lib/errors";
 
 /** The transaction a write runs in (drizzle over Bun.sql). */
 export type PgControlPlaneTx = Parameters<Parameters<PgDb["transaction"]>[0]>[0];
@@ -94,6 +96,28 @@ export class PgControlPlaneStore implements ControlPlaneStore {
   async source(workspaceId: string, id: string): Promise<SourceRow | undefined> {
     const [row] = await this.db.select().from(sources).where(and(eq(sources.id, id), eq(sources.workspaceId, workspaceId)));
     return row;
+  }
+
+  async routing(): Promise<RoutingRows> {
+    // One snapshot for all four reads, so a change committed meanwhile is seen whole or not at all.
+    return this.db.transaction(
+      async (tx) => ({
+        sources: await tx.select().from(sources),
+        destinations: await tx.select().from(destinations),
+        connections: await tx.select().from(connections).orderBy(connections.createdAt),
+        attachments: await tx
+          .select({
+            destinationId: destinationTransformations.destinationId,
+            transformationId: transformations.id,
+            versionId: transformationVersions.id,
+            code: transformationVersions.code,
+          })
+          .from(destinationTransformations)
+          .innerJoin(transformations, eq(transformations.id, destinationTransformations.transformationId))
+          .innerJoin(transformationVersions, eq(transformationVersions.id, transformations.versionId)),
+      }),
+      { isolationLevel: "repeatable read", accessMode: "read only" },
+    );
   }
 
   async sourceByName(workspaceId: string, name: string): Promise<SourceRow | undefined> {
@@ -326,6 +350,13 @@ async function applyAuth(tx: PgControlPlaneTx, op: AuthWrite): Promise<number> {
       return (await tx.delete(sessions).where(eq(sessions.idHash, op.idHash)).returning({ id: sessions.idHash })).length;
     case "deleteExpiredSessions":
       return (await tx.delete(sessions).where(lt(sessions.expiresAt, op.before)).returning({ id: sessions.idHash })).length;
+    case "requireNoWorkspace": {
+      // Held to the commit: a second instance starting now waits here, then finds the workspace.
+      await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext('sluice-first-start'))`);
+      const [found] = await tx.select({ id: workspaces.id }).from(workspaces).limit(1);
+      if (found) throw new AppError("CONFLICT", "a workspace exists already");
+      return 0;
+    }
   }
 }
 

@@ -29,6 +29,7 @@ import {
   type ControlPlaneStore,
   type ControlPlaneWrite,
   type DestinationRow,
+  type RoutingRows,
   type DestinationTransformationRow,
   type SourceRow,
   type TransformationRow,
@@ -40,6 +41,7 @@ import {
   type WriteResult,
   uniqueViolation,
 } from "../../control-plane/store";
+import { AppError } from "../../lib/errors";
 
 /** SQLite names the columns of a violated unique index, not the index: "UNIQUE constraint failed: sources.write_key". */
 const UNIQUE_COLUMNS: Record<string, UniqueConstraint> = {
@@ -66,6 +68,25 @@ function violatedUnique(err: unknown): string | undefined {
 
 export class SqliteControlPlaneStore implements ControlPlaneStore {
   constructor(private readonly db: Db) {}
+
+  async routing(): Promise<RoutingRows> {
+    return {
+      sources: this.db.select().from(sources).all(),
+      destinations: this.db.select().from(destinations).all(),
+      connections: this.db.select().from(connections).orderBy(asc(connections.createdAt)).all(),
+      attachments: this.db
+        .select({
+          destinationId: destinationTransformations.destinationId,
+          transformationId: transformations.id,
+          versionId: transformationVersions.id,
+          code: transformationVersions.code,
+        })
+        .from(destinationTransformations)
+        .innerJoin(transformations, eq(transformations.id, destinationTransformations.transformationId))
+        .innerJoin(transformationVersions, eq(transformationVersions.id, transformations.versionId))
+        .all(),
+    };
+  }
 
   async source(workspaceId: string, id: string): Promise<SourceRow | undefined> {
     return this.db.select().from(sources).where(and(eq(sources.id, id), eq(sources.workspaceId, workspaceId))).get();
@@ -328,6 +349,10 @@ export class SqliteControlPlaneStore implements ControlPlaneStore {
         return changed(db.delete(sessions).where(eq(sessions.idHash, op.idHash)).run());
       case "deleteExpiredSessions":
         return changed(db.delete(sessions).where(lt(sessions.expiresAt, op.before)).run());
+      case "requireNoWorkspace":
+        // One process writes this file, and the transaction runs without a break.
+        if (db.select({ id: workspaces.id }).from(workspaces).limit(1).get()) throw new AppError("CONFLICT", "a workspace exists already");
+        return 0;
     }
   }
 
