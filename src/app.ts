@@ -14,6 +14,7 @@ import { applyWorkspaceFile } from "./control-plane/workspace-file";
 import { RecentMessageIds } from "./gateway/dedup";
 import { Checkpoints, WAL_FILE_LIMIT_BYTES } from "./gateway/checkpoints";
 import { GroupCommitWriter } from "./gateway/group-commit";
+import { SqliteEventLog } from "./gateway/event-log";
 import type { IntakeDeps } from "./gateway/intake";
 import { gatewayRoutes, intakeHandlers, serverRoutes } from "./gateway/routes";
 import type { ServiceContext } from "./lib/context";
@@ -158,7 +159,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   const live = new LiveEvents();
   // Loaded whole before the first event is accepted: every active regulation applies from the start.
   const suppression = new SuppressionIndex(db);
-  const intake: IntakeDeps = { config, recent, writer, suppressor: suppression, live, metrics, log };
+  const intake: IntakeDeps = { config, events: new SqliteEventLog(writer, recent), suppressor: suppression, live, metrics, log };
 
   const sandbox = new SandboxPool({
     memoryBytes: settings.transformMemoryMb * 1024 * 1024,

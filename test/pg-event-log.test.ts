@@ -1,7 +1,8 @@
 /**
  * Intake's group commit on PostgreSQL (cluster mode, issue 24): one statement per group,
  * duplicates told apart by the unique dedup key, across two logs on one database as across two
- * instances, and the suppression epoch guard. Each test runs in its own schema, dropped after.
+ * instances, and the suppression epoch guard; then intake itself (acceptCalls) on it, as two
+ * instances would run it. Each test runs in its own schema, dropped after.
  */
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
@@ -9,7 +10,13 @@ import { closePostgres, openPostgres, type PgDb } from "../db/pg";
 import type { EventRow } from "../src/gateway/group-commit";
 import { AppError } from "../src/lib/errors";
 import { partitionOfKey } from "../src/cluster/hash";
-import { PgEventLog, dedupKey } from "../src/storage/postgres/event-log";
+import { PgEventLog, PgIntakeLog, dedupKey } from "../src/storage/postgres/event-log";
+import { Bus, EpochWatch } from "../src/cluster/bus";
+import type { SourceRuntime } from "../src/control-plane/config-store";
+import { type IntakeDeps, acceptCalls } from "../src/gateway/intake";
+import { silentLogger } from "../src/lib/logger";
+import { Metrics } from "../src/lib/metrics";
+import { LiveEvents } from "../src/pipeline/live-events";
 import { PG, havePostgres, requirePostgres, testSql } from "./pg";
 
 requirePostgres("pg-event-log.test.ts");
@@ -133,6 +140,80 @@ describe.if(havePostgres)("PgEventLog", () => {
     expect(await stored(db.$client)).toEqual([]);
     await log.settled();
     expect(await log.append([row("ok1")])).toEqual({ stored: 1, duplicates: [] });
+  });
+
+  test("intake on PostgreSQL: a messageId sent to two instances is stored once; a regulation committed elsewhere holds at once", async () => {
+    const { db, schema } = await freshSchema();
+    const source: SourceRuntime = { id: "src_1", workspaceId: "ws_1", name: "web", enabled: true, settings: {} };
+    const stops: Array<() => Promise<void>> = [];
+    // One instance: its own client, bus and epoch watch; its suppression rules are the
+    // regulations table's active rows, reloaded when the 'suppression' epoch moves.
+    const instance = async () => {
+      const sql = await another(schema);
+      const bus = new Bus({ sql });
+      await bus.start();
+      // No poll during the test: only the insert's guard can tell this instance of a new rule.
+      const watch = new EpochWatch({ bus, pollMs: 3_600_000 });
+      const blocked = new Set<string>();
+      watch.onChange("suppression", async () => {
+        blocked.clear();
+        for (const r of await sql.unsafe(`SELECT user_id FROM regulations WHERE NOT canceled`)) blocked.add(r.user_id);
+      });
+      await watch.start();
+      stops.push(async () => {
+        await watch.stop();
+        await bus.stop();
+      });
+      const pg = new PgEventLog(sql, { partitions: 256, epoch: () => watch.current("suppression") });
+      const deps: IntakeDeps = {
+        config: undefined as never,
+        events: new PgIntakeLog(pg, () => watch.refresh()),
+        suppressor: { isSuppressed: (_ws: string, _src: string, userId: string) => blocked.has(userId) },
+        live: new LiveEvents(),
+        metrics: new Metrics(),
+        log: silentLogger,
+      };
+      return { deps, watch };
+    };
+    try {
+      const a = await instance();
+      const b = await instance();
+      const meta = () => ({ receivedAt: Date.now(), ip: "127.0.0.1" });
+      const track = (messageId: string, userId: string) => ({ type: "track" as const, call: { messageId, userId, event: "Viewed", properties: {} } });
+
+      // The same messageId to both at once: one row; the other is told it was a duplicate.
+      const seen: unknown[] = [];
+      b.deps.live.subscribe(`source:${source.id}`, (e) => void seen.push(e));
+      await Promise.all([acceptCalls(a.deps, source, [track("m1", "u1")], meta()), acceptCalls(b.deps, source, [track("m1", "u1")], meta())]);
+      expect((await stored(db.$client)).map((r) => r.message_id)).toEqual(["m1"]);
+      const dup = (d: IntakeDeps) => d.metrics.eventsDuplicate.get({ source: source.id });
+      const ok = (d: IntakeDeps) => d.metrics.eventsAccepted.get({ source: source.id });
+      expect([dup(a.deps) + dup(b.deps), ok(a.deps) + ok(b.deps)]).toEqual([1, 1]);
+      // Live events show what was stored, not the duplicate.
+      expect(seen).toHaveLength(ok(b.deps));
+
+      // A regulation committed by another instance (its epoch bump, no notification heard).
+      const before = b.watch.current("suppression");
+      await db.$client.begin(async (tx) => {
+        const [{ value }] = await tx.unsafe(`UPDATE cluster_epochs SET value = value + 1 WHERE name = 'suppression' RETURNING value::bigint AS value`);
+        await tx.unsafe(
+          `INSERT INTO regulations (id, workspace_id, regulation_type, user_id, attributes, canceled, created_at, updated_at, seq)
+           VALUES ('reg_1', 'ws_1', 'suppress', 'u-bad', '{}'::jsonb, false, 1, 1, $1)`,
+          [value],
+        );
+      });
+      // B's next request: its group is refused by the guard, B reloads, and asks again.
+      await acceptCalls(b.deps, source, [track("m2", "u-bad"), track("m3", "u2"), track("m4", "u-bad")], meta());
+      expect(b.watch.current("suppression")).toBe(before + 1);
+      expect((await stored(db.$client)).map((r) => r.message_id)).toEqual(["m1", "m3"]);
+      expect(b.deps.metrics.eventsSuppressed.get({ source: source.id })).toBe(2);
+      // A finds out the same way, with nothing suppressed stored meanwhile.
+      await acceptCalls(a.deps, source, [track("m5", "u-bad")], meta());
+      expect((await stored(db.$client)).map((r) => r.message_id)).toEqual(["m1", "m3"]);
+      expect(a.deps.metrics.eventsSuppressed.get({ source: source.id })).toBe(1);
+    } finally {
+      for (const stop of stops) await stop();
+    }
   });
 
   test("dedup keys: 64-bit, signed, per source", () => {

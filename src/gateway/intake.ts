@@ -13,13 +13,13 @@ import type { LiveEvents } from "../pipeline/live-events";
 import type { Suppressor } from "../regulations/suppression";
 import { RecentMessageIds } from "./dedup";
 import { type RequestMeta, enrichEvent, stringifyNumericIds } from "./enrich";
-import type { EventRow, GroupCommitWriter } from "./group-commit";
+import type { AppendOutcome, EventLog } from "./event-log";
+import type { EventRow } from "./group-commit";
 import { BATCH_TYPES, BatchCall, CallSchemas, type CallType, LenientCallSchemas, MAX_CALL_BYTES } from "./schemas";
 
 export interface IntakeDeps {
   config: ConfigStore;
-  recent: RecentMessageIds;
-  writer: GroupCommitWriter;
+  events: EventLog;
   suppressor: Suppressor;
   live: LiveEvents;
   metrics: Metrics;
@@ -131,7 +131,9 @@ export async function acceptCalls(
   // Only a client's own messageIds can come again (SDK retries); one made here is new.
   // 0 for the others (no key is 0).
   const keyOf = calls.map(({ call }) => (typeof call.messageId === "string" && call.messageId !== "" ? RecentMessageIds.key(source.id, call.messageId) : 0));
-  if (calls.length > 1) deps.recent.prefetch(keyOf);
+  if (calls.length > 1) deps.events.prefetch(keyOf);
+  // Per row, the user a regulation would name (asked again if the rules change meanwhile).
+  const userIds: unknown[] = [];
   for (let i = 0; i < calls.length; i++) {
     const { type, call } = calls[i]!;
     if (typeof call.userId === "string" && call.userId !== "" && deps.suppressor.isSuppressed(source.workspaceId, source.id, call.userId)) {
@@ -141,14 +143,13 @@ export async function acceptCalls(
     const key = keyOf[i]!;
     const event = enrichEvent(call, type, meta);
     if (key !== 0) {
-      if (deps.recent.has(key)) {
+      if (!deps.events.claim(key)) {
         duplicates++;
         continue;
       }
-      // Marked at once, so a retry racing this request in the same commit is a duplicate too.
-      deps.recent.add(key);
       keys.push(key);
     }
+    userIds.push(call.userId);
     watched?.push(event);
     rows.push({
       workspaceId: source.workspaceId,
@@ -160,39 +161,43 @@ export async function acceptCalls(
       receivedAt: meta.receivedAt,
     });
   }
+  if (rows.length === 0 && duplicates === 0) {
+    if (suppressed) deps.metrics.eventsSuppressed.inc({ source: source.id }, suppressed);
+    return;
+  }
+  let outcome: AppendOutcome;
+  try {
+    outcome = await deps.events.append(rows, keys, duplicates > 0, (i) => {
+      const userId = userIds[i];
+      return !(typeof userId === "string" && userId !== "" && deps.suppressor.isSuppressed(source.workspaceId, source.id, userId));
+    });
+  } catch (err) {
+    refuse(deps, source.id, err);
+  }
+  suppressed += outcome.suppressed.length;
+  duplicates += outcome.duplicates.length;
   if (suppressed) deps.metrics.eventsSuppressed.inc({ source: source.id }, suppressed);
   if (duplicates) deps.metrics.eventsDuplicate.inc({ source: source.id }, duplicates);
-  const stored = rows.length;
-  if (duplicates) {
-    // A duplicate is acknowledged only once the event it repeats is on disk: that one may be in
-    // a group still committing, and if the group fails, neither request may have a 200.
-    const [wrote, earlier] = await Promise.allSettled([stored ? deps.writer.write(rows) : undefined, deps.writer.whenDurable()]);
-    if (wrote.status === "rejected") refuse(deps, source.id, wrote.reason, keys);
-    // This request's own events are stored: their keys stay, or a retry would store them twice.
-    if (earlier.status === "rejected") refuse(deps, source.id, earlier.reason, []);
-  } else {
-    if (stored === 0) return;
-    try {
-      await deps.writer.write(rows);
-    } catch (err) {
-      refuse(deps, source.id, err, keys);
-    }
-  }
+  const stored = rows.length - outcome.suppressed.length - outcome.duplicates.length;
   if (stored === 0) return;
-  if (deps.writer.storage.recovered("intake")) deps.log.info("events are stored again: the database takes writes");
-  if (watched) for (const e of watched) deps.live.publish(topic, e);
+  if (deps.events.storage.recovered("intake")) deps.log.info("events are stored again: the database takes writes");
+  if (watched) {
+    const dropped = outcome.suppressed.length + outcome.duplicates.length ? new Set([...outcome.suppressed, ...outcome.duplicates]) : undefined;
+    for (let i = 0; i < watched.length; i++) if (!dropped?.has(i)) deps.live.publish(topic, watched[i]!);
+  }
   acceptedCounter(deps, source.id).inc(stored);
 }
 
-/** A commit failed: the keys of rows not stored are forgotten, so the client's retry is stored, not taken for a duplicate. */
-function refuse(deps: IntakeDeps, sourceId: string, err: unknown, keys: number[]): never {
-  for (const k of keys) deps.recent.delete(k);
+/** A commit failed (the log has forgotten the keys of rows not stored, so the client's retry is stored). */
+function refuse(deps: IntakeDeps, sourceId: string, err: unknown): never {
   if (isStorageFailure(err)) {
     // Logged when writes start failing, not for every refused call while they do.
-    if (deps.writer.storage.failed("intake", err)) deps.log.error("events cannot be stored: the database refuses writes; event calls answer 503 until it takes them again", { err, source: sourceId });
+    if (deps.events.storage.failed("intake", err)) deps.log.error("events cannot be stored: the database refuses writes; event calls answer 503 until it takes them again", { err, source: sourceId });
     throw storageUnavailable(err, "events could not be stored");
   }
   deps.log.error("event storage failed", { err, source: sourceId });
+  // The PostgreSQL log says what failed (unreachable, …) in an UNAVAILABLE of its own.
+  if (err instanceof AppError && err.code === "UNAVAILABLE") throw err;
   throw new AppError("UNAVAILABLE", "events could not be stored; retry later");
 }
 

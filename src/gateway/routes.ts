@@ -66,7 +66,7 @@ export function intakeHandlers(deps: IntakeDeps): Record<string, IntakeHandler> 
   const storageRejected = m.register(
     new Counter("sluice_events_storage_rejected_total", "Event calls refused with 503 because the database could not be written (disk full, I/O error), by route."),
   );
-  const storage = deps.writer.storage;
+  const storage = deps.events.storage;
   m.register(new Gauge("sluice_storage_failing", "1 while writes to the database fail (disk full, I/O error; /health names the cause), else 0.", () => (storage.problem ? 1 : 0)));
   const counters = new Map<string, { inc(by?: number): void }>();
   const count = (route: string, status: number) => {

@@ -22,7 +22,9 @@ import type { SQL } from "bun";
 import { partitionOfKey } from "../../cluster/hash";
 import { AppError } from "../../lib/errors";
 import { DEADLOCK, isConnectionFailure, sqlState } from "../../lib/postgres-errors";
+import type { AppendOutcome, EventLog } from "../../gateway/event-log";
 import type { EventRow } from "../../gateway/group-commit";
+import { StorageHealth } from "../../lib/storage-health";
 
 /** What one append stored: how many rows, and which of the request's rows were duplicates. */
 export interface AppendResult {
@@ -182,5 +184,51 @@ export class PgEventLog {
       : new AppError("UNAVAILABLE", `events could not be stored: ${(err as Error)?.message ?? err}`);
     (e as { cause?: unknown }).cause = err;
     for (const r of group) r.reject(e);
+  }
+}
+
+/** How often a request is sent again when regulations keep changing under it, before a 503. */
+const STALE_RETRIES = 5;
+
+/**
+ * Intake's EventLog on PostgreSQL: no dedup in memory (another instance may hold the first copy),
+ * the unique index decides. When the suppression epoch moved on (a regulation made on some
+ * instance), the group stored nothing: this instance reloads its rules up to the database's
+ * epoch, asks intake again which rows may be stored, and sends those. So no event of a user a
+ * committed regulation names is stored after that commit, on any instance.
+ */
+export class PgIntakeLog implements EventLog {
+  readonly storage = new StorageHealth();
+
+  constructor(
+    private readonly log: PgEventLog,
+    /** Reloads the suppression rules up to the database's epoch (EpochWatch.refresh). */
+    private readonly refreshSuppression: () => Promise<void>,
+  ) {}
+
+  prefetch(): void {}
+
+  claim(): boolean {
+    return true;
+  }
+
+  async append(rows: EventRow[], _keys: number[], _claimRefused: boolean, stillAllowed: (i: number) => boolean): Promise<AppendOutcome> {
+    let pending = rows;
+    let index = rows.map((_, i) => i);
+    const suppressed: number[] = [];
+    for (let attempt = 0; ; attempt++) {
+      const r = await this.log.append(pending);
+      if (!r.epochStale) return { duplicates: r.duplicates.map((i) => index[i]!), suppressed };
+      if (attempt === STALE_RETRIES) throw new AppError("UNAVAILABLE", "events could not be stored: regulations kept changing meanwhile; retry");
+      await this.refreshSuppression();
+      const keep: number[] = [];
+      for (let j = 0; j < index.length; j++) {
+        if (stillAllowed(index[j]!)) keep.push(j);
+        else suppressed.push(index[j]!);
+      }
+      pending = keep.map((j) => pending[j]!);
+      index = keep.map((j) => index[j]!);
+      if (pending.length === 0) return { duplicates: [], suppressed };
+    }
   }
 }
