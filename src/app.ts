@@ -34,6 +34,7 @@ import { Router } from "./pipeline/router";
 import { overviewRoutes } from "./pipeline/overview";
 import { pipelineRoutes } from "./pipeline/routes";
 import { SqliteControlPlaneStore } from "./storage/sqlite/control-plane";
+import { SqliteRegulationsStore } from "./storage/sqlite/regulations";
 import { SandboxPool } from "./transformations/sandbox";
 import { transformationRoutes } from "./transformations/routes";
 import { testApiRoutes } from "./test-api/routes";
@@ -158,7 +159,8 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   recent.load(db.$client);
   const live = new LiveEvents();
   // Loaded whole before the first event is accepted: every active regulation applies from the start.
-  const suppression = new SuppressionIndex(db);
+  const regulations = new SqliteRegulationsStore(db);
+  const suppression = await SuppressionIndex.load(regulations);
   const intake: IntakeDeps = { config, events: new SqliteEventLog(writer, recent), suppressor: suppression, live, metrics, log };
 
   const sandbox = new SandboxPool({
@@ -187,7 +189,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   // Events committed before a crash but not yet fanned out are picked up here.
   processor.run();
   router.start();
-  const deletions = new DeletionRunner(db, config, router, log, {
+  const deletions = new DeletionRunner(regulations, config, router, log, {
     ...retry,
     baseUrls: settings.destinationBaseUrls,
     timeoutMs: settings.destinationTimeoutMs,
@@ -195,7 +197,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     await writer.settled();
     processor.run();
   }, warehouseLoads);
-  deletions.start();
+  await deletions.start();
   warehouseLoads.start();
   const stopMaintenance = startMaintenance(db, log, { retentionMs: settings.retentionHours * 3600_000, now });
 
@@ -210,7 +212,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     .use(pipelineRoutes(ctx, router, live))
     .use(overviewRoutes(ctx))
     .use(transformationRoutes(ctx, sandbox))
-    .use(regulationRoutes(ctx, { suppression, deletions }))
+    .use(regulationRoutes(ctx, { store: regulations, suppression, deletions }))
     .use(warehouseRoutes(ctx, warehouseLoads))
     .use(testApiRoutes(ctx, { stages, timeoutMs: settings.destinationTimeoutMs }))
     .use(dashboardRoutes(ctx, DashboardAssets.locate(settings.dashboardDir)));

@@ -5,8 +5,6 @@
  * the destination to delete the users. Failures are retried with backoff under the same
  * limits as deliveries; the job rows are the only state, so a restart resumes them.
  */
-import type { Statement } from "bun:sqlite";
-import type { Db } from "../../db";
 import type { ConfigStore, DestinationRuntime } from "../control-plane/config-store";
 import { TransformError } from "../destinations/types";
 import type { Logger } from "../lib/logger";
@@ -14,6 +12,7 @@ import { type RetryPolicy, retriesExhausted, retryDelay } from "../pipeline/retr
 import { sendRequest } from "../pipeline/send";
 import { destinationContext } from "../pipeline/stages";
 import type { DeletionStatus } from "./schemas";
+import type { DeletionJobOutcome, DueDeletionJob, RegulationsStore } from "./store";
 import { isRetryableLoadError } from "../warehouse/postgres";
 import { isWarehouseKind } from "../warehouse/staging";
 
@@ -35,18 +34,10 @@ export interface DeletionSettings extends RetryPolicy {
 
 export const NOT_SUPPORTED = "destination does not support user deletion";
 
-interface DueJob {
-  id: string;
-  workspaceId: string;
-  destinationId: string;
-  attempts: number;
-  firstAttemptAt: number | null;
-  userId: string;
-  attributes: string;
-}
-
 type RunResult = { kind: "complete" } | { kind: "abort"; reason: string } | { kind: "retry"; reason: string; retryAfterMs?: number };
 
+/** Due jobs read per scheduling pass. */
+const DUE_MAX = 1000;
 /** Users of one run at one destination: one deletion request covers them all. */
 const GROUP_MAX = 100;
 /** Destinations worked on at once; one slow destination never holds up another. */
@@ -59,15 +50,14 @@ const FAN_OUT_WAIT_MS = 5000;
 export class DeletionRunner {
   private stopped = true;
   private wakeScheduled = false;
+  /** A scheduling pass is running (it awaits the store); a wake meanwhile runs another after it. */
+  private ticking = false;
+  private tickAgain = false;
   private timer?: Timer;
   private inFlight = new Map<string, Promise<void>>();
-  private s: Record<
-    "due" | "nextDue" | "markRunning" | "finish" | "resetRunning" | "deleteDeliveries" | "processorCursor" | "unrouted" | "eventIds" | "purgeSlice",
-    Statement
-  >;
 
   constructor(
-    private db: Db,
+    private store: RegulationsStore,
     private config: ConfigStore,
     private queue: QueueForgetter,
     private log: Logger,
@@ -81,46 +71,12 @@ export class DeletionRunner {
     /** Commits events still on their way to storage and fans them out. */
     private catchUp: () => Promise<void> | void = () => {},
     private warehouse?: WarehouseUserDeleter,
-  ) {
-    const c = db.$client;
-    this.s = {
-      due: c.prepare(
-        `SELECT j.id, j.workspace_id AS workspaceId, j.destination_id AS destinationId, j.attempts, j.first_attempt_at AS firstAttemptAt,
-                r.user_id AS userId, r.attributes
-           FROM deletion_jobs j JOIN regulations r ON r.id = j.regulation_id
-          WHERE j.status IN ('pending', 'failed') AND j.next_attempt_at <= ?
-          ORDER BY j.next_attempt_at, j.id LIMIT 1000`,
-      ),
-      nextDue: c.prepare("SELECT MIN(next_attempt_at) AS at FROM deletion_jobs WHERE status IN ('pending', 'failed')"),
-      markRunning: c.prepare("UPDATE deletion_jobs SET status = 'running', updated_at = ? WHERE id = ? AND status IN ('pending', 'failed')"),
-      // Only a running job is finished: a cancel may have aborted it meanwhile.
-      finish: c.prepare(
-        `UPDATE deletion_jobs SET status = ?, reason = ?, attempts = ?, first_attempt_at = ?, next_attempt_at = ?, updated_at = ?
-          WHERE id = ? AND status = 'running'`,
-      ),
-      resetRunning: c.prepare("UPDATE deletion_jobs SET status = 'pending', updated_at = ? WHERE status = 'running'"),
-      // Every delivery of these users to the destination goes, not only queued ones: an
-      // aborted one could otherwise be replayed to the destination after the deletion.
-      deleteDeliveries: c.prepare("DELETE FROM deliveries WHERE destination_id = ? AND user_key IN (SELECT value FROM json_each(?))"),
-      processorCursor: c.prepare("SELECT value FROM cursors WHERE name = 'processor'"),
-      // Only an event of a source with destinations can still become a delivery.
-      unrouted: c.prepare(
-        `SELECT 1 AS x FROM events WHERE id > ? AND workspace_id = ? AND user_key IN (SELECT value FROM json_each(?))
-            AND source_id IN (SELECT value FROM json_each(?)) LIMIT 1`,
-      ),
-      eventIds: c.prepare("SELECT MIN(id) AS min, MAX(id) AS max FROM events"),
-      purgeSlice: c.prepare(
-        `DELETE FROM events WHERE id > ? AND id <= ? AND workspace_id = ? AND user_key IN (SELECT value FROM json_each(?))
-            AND (id <= ? OR source_id NOT IN (SELECT value FROM json_each(?)))
-            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = events.id)`,
-      ),
-    };
-  }
+  ) {}
 
   /** Jobs a crash interrupted run again; then everything due runs. */
-  start() {
+  async start() {
     this.stopped = false;
-    const n = this.s.resetRunning.run(this.now()).changes;
+    const n = await this.store.resetRunningDeletionJobs(this.now());
     if (n) this.log.info("deletion jobs interrupted by a restart run again", { count: n });
     this.wake();
   }
@@ -136,7 +92,7 @@ export class DeletionRunner {
     this.wakeScheduled = true;
     setImmediate(() => {
       this.wakeScheduled = false;
-      this.tick();
+      void this.tick();
     });
   }
 
@@ -146,24 +102,40 @@ export class DeletionRunner {
    * Indexed and bounded: a regulation calls it before answering.
    */
   async removeQueued(workspaceId: string, destinationIds: string[], userIds: string[]) {
-    const users = JSON.stringify(userIds);
     await this.catchUp();
     // Bounded: the processor takes 2000 events a run.
-    for (let i = 0; i < 100 && this.hasUnrouted(workspaceId, users); i++) await this.catchUp();
+    for (let i = 0; i < 100 && (await this.hasUnrouted(workspaceId, userIds)); i++) await this.catchUp();
     for (const d of destinationIds) {
-      this.s.deleteDeliveries.run(d, users);
+      await this.store.deleteDeliveriesOf(d, userIds);
       this.queue.forgetUsers(d, userIds);
     }
   }
 
-  private tick() {
+  private async tick() {
     if (this.stopped) return;
+    if (this.ticking) {
+      this.tickAgain = true;
+      return;
+    }
+    this.ticking = true;
+    try {
+      await this.schedule();
+    } finally {
+      this.ticking = false;
+      if (this.tickAgain) {
+        this.tickAgain = false;
+        this.wake();
+      }
+    }
+  }
+
+  private async schedule() {
     if (this.timer) clearTimeout(this.timer);
     const now = this.now();
     try {
-      const groups = new Map<string, DueJob[]>();
+      const groups = new Map<string, DueDeletionJob[]>();
       if (this.inFlight.size < MAX_GROUPS) {
-        for (const job of this.s.due.all(now) as DueJob[]) {
+        for (const job of await this.store.dueDeletionJobs(now, DUE_MAX)) {
           if (this.inFlight.has(job.destinationId)) continue;
           let group = groups.get(job.destinationId);
           if (!group) {
@@ -174,9 +146,14 @@ export class DeletionRunner {
         }
       }
       if (groups.size) {
-        this.db.$client.transaction(() => {
-          for (const jobs of groups.values()) for (const j of jobs) this.s.markRunning.run(now, j.id);
-        })();
+        // Only the jobs this pass moved to running are run: a cancel (or, in cluster mode,
+        // another holder) may have got to one since it was read.
+        const claimed = new Set(await this.store.claimDeletionJobs([...groups.values()].flat().map((j) => j.id), now));
+        for (const [destinationId, jobs] of groups) {
+          const mine = jobs.filter((j) => claimed.has(j.id));
+          if (mine.length) groups.set(destinationId, mine);
+          else groups.delete(destinationId);
+        }
       }
       for (const [destinationId, jobs] of groups) {
         const run = this.runGroup(destinationId, jobs)
@@ -187,8 +164,9 @@ export class DeletionRunner {
           });
         this.inFlight.set(destinationId, run);
       }
-      const next = (this.s.nextDue.get() as { at: number | null } | null)?.at;
-      if (next !== null && next !== undefined) {
+      const next = await this.store.nextDeletionDueAt();
+      if (this.stopped) return;
+      if (next !== undefined) {
         // Due jobs held back by a run of their destination are picked up when it ends (wake);
         // the timer is then only a safety net.
         const delay = next <= now ? 1000 : Math.min(next - now, 60_000);
@@ -196,14 +174,14 @@ export class DeletionRunner {
       }
     } catch (err) {
       this.log.error("could not schedule deletion jobs", { err });
-      this.timer = setTimeout(() => this.wake(), 5000);
+      if (!this.stopped) this.timer = setTimeout(() => this.wake(), 5000);
     }
   }
 
-  private async runGroup(destinationId: string, jobs: DueJob[]) {
+  private async runGroup(destinationId: string, jobs: DueDeletionJob[]) {
     const workspaceId = jobs[0]!.workspaceId;
     const users = new Map<string, Record<string, string>>();
-    for (const j of jobs) if (!users.has(j.userId)) users.set(j.userId, JSON.parse(j.attributes));
+    for (const j of jobs) if (!users.has(j.userId)) users.set(j.userId, j.attributes);
     const userIds = [...users.keys()];
     let result: RunResult;
     try {
@@ -216,7 +194,7 @@ export class DeletionRunner {
       result = { kind: "retry", reason: `deletion failed: ${(err as Error)?.message ?? String(err)}` };
     }
     if (this.stopped) return;
-    this.record(jobs, result);
+    await this.record(jobs, result);
   }
 
   /**
@@ -224,28 +202,23 @@ export class DeletionRunner {
    * newest events may not be routed yet: waits, bounded, for the processor to pass them.
    */
   private async waitForFanOut(workspaceId: string, userIds: string[]) {
-    const users = JSON.stringify(userIds);
     const deadline = performance.now() + FAN_OUT_WAIT_MS;
-    while (this.hasUnrouted(workspaceId, users) && performance.now() < deadline && !this.stopped) {
+    while ((await this.hasUnrouted(workspaceId, userIds)) && performance.now() < deadline && !this.stopped) {
       await this.catchUp();
       await Bun.sleep(20);
     }
   }
 
-  private processorCursor(): number {
-    return (this.s.processorCursor.get() as { value: number } | null)?.value ?? 0;
-  }
-
-  /** Sources connected to at least one destination, as a JSON array for json_each. */
-  private routedSources(): string {
+  /** Sources connected to at least one destination. */
+  private routedSources(): string[] {
     const ids: string[] = [];
     for (const [id, dests] of this.config.snapshot().bySource) if (dests.length) ids.push(id);
-    return JSON.stringify(ids);
+    return ids;
   }
 
   /** Does any of these users have an event the processor has yet to fan out? */
-  private hasUnrouted(workspaceId: string, users: string): boolean {
-    return !!this.s.unrouted.get(this.processorCursor(), workspaceId, users, this.routedSources());
+  private hasUnrouted(workspaceId: string, userIds: string[]): Promise<boolean> {
+    return this.store.hasUnroutedEvents(workspaceId, userIds, this.routedSources());
   }
 
   /**
@@ -254,14 +227,13 @@ export class DeletionRunner {
    * it is owed to those not named in the regulation.
    */
   private async purgeEvents(workspaceId: string, userIds: string[]) {
-    const users = JSON.stringify(userIds);
-    const { min, max } = this.s.eventIds.get() as { min: number | null; max: number | null };
-    if (min === null || max === null) return;
-    const cursor = this.processorCursor();
+    const range = await this.store.eventIdRange();
+    if (!range) return;
+    const { min, max } = range;
     const routed = this.routedSources();
     let purged = 0;
     for (let lo = min - 1; lo < max && !this.stopped; lo += PURGE_SLICE) {
-      purged += this.s.purgeSlice.run(lo, Math.min(lo + PURGE_SLICE, max), workspaceId, users, cursor, routed).changes;
+      purged += await this.store.purgeEvents({ afterId: lo, throughId: Math.min(lo + PURGE_SLICE, max) }, workspaceId, userIds, routed);
       await new Promise((r) => setImmediate(r));
     }
     if (purged) this.log.info("regulation purged retained events", { workspaceId, events: purged });
@@ -302,28 +274,27 @@ export class DeletionRunner {
     }
   }
 
-  private record(jobs: DueJob[], result: RunResult) {
+  private async record(jobs: DueDeletionJob[], result: RunResult) {
     const now = this.now();
     try {
-      this.db.$client.transaction(() => {
-        for (const j of jobs) {
-          const attempts = j.attempts + 1;
-          const firstAttemptAt = j.firstAttemptAt ?? now;
-          let status: DeletionStatus = "complete";
-          let reason: string | null = null;
-          let nextAttemptAt = now;
-          if (result.kind === "abort") {
-            status = "aborted";
-            reason = result.reason;
-          } else if (result.kind === "retry") {
-            const exhausted = retriesExhausted(this.settings, attempts, firstAttemptAt, now);
-            status = exhausted ? "aborted" : "failed";
-            reason = exhausted ? `retry limit reached after ${attempts} attempts: ${result.reason}` : result.reason;
-            nextAttemptAt = now + retryDelay(this.settings, attempts, result.retryAfterMs);
-          }
-          this.s.finish.run(status, reason, attempts, firstAttemptAt, nextAttemptAt, now, j.id);
+      const outcomes = jobs.map((j): DeletionJobOutcome => {
+        const attempts = j.attempts + 1;
+        const firstAttemptAt = j.firstAttemptAt ?? now;
+        let status: DeletionStatus = "complete";
+        let reason: string | null = null;
+        let nextAttemptAt = now;
+        if (result.kind === "abort") {
+          status = "aborted";
+          reason = result.reason;
+        } else if (result.kind === "retry") {
+          const exhausted = retriesExhausted(this.settings, attempts, firstAttemptAt, now);
+          status = exhausted ? "aborted" : "failed";
+          reason = exhausted ? `retry limit reached after ${attempts} attempts: ${result.reason}` : result.reason;
+          nextAttemptAt = now + retryDelay(this.settings, attempts, result.retryAfterMs);
         }
-      })();
+        return { id: j.id, status, reason, attempts, firstAttemptAt, nextAttemptAt, at: now };
+      });
+      await this.store.finishDeletionJobs(outcomes);
     } catch (err) {
       // The jobs stay running and run again at the next start.
       this.log.error("could not record deletion outcome", { err, jobs: jobs.length });

@@ -3,18 +3,18 @@
  * Suppression and queue removal take effect before the call returns; the deletion at
  * the destination runs as a job.
  */
-import { and, asc, eq, gt, inArray } from "drizzle-orm";
-import { transact } from "../../db";
-import { deletionJobs, regulations } from "../../db/schema";
 import type { RegulationAttributes } from "../../db/schema";
 import { badRequest, notFound } from "../lib/errors";
 import type { ScopedContext } from "../lib/context";
 import { newId } from "../lib/ids";
 import type { DeletionRunner } from "./deletion";
 import { type DeletionState, type Regulation, type RegulationPage, REGULATION_TYPES, type RegulationType } from "./schemas";
+import type { DeletionJobRow, RegulationRow, RegulationsStore } from "./store";
 import type { SuppressionIndex } from "./suppression";
 
 export interface RegulationDeps {
+  /** Rules and deletion jobs: SQLite or PostgreSQL behind one interface. */
+  store: RegulationsStore;
   suppression: SuppressionIndex;
   deletions: DeletionRunner;
 }
@@ -122,7 +122,7 @@ function checkBody(ctx: ScopedContext, body: unknown): Checked {
 export async function createRegulations(ctx: ScopedContext, deps: RegulationDeps, body: unknown): Promise<{ ids: string[] }> {
   const input = checkBody(ctx, body);
   const now = ctx.now();
-  const regRows = input.users.map((attributes) => ({
+  const regRows = input.users.map((attributes): RegulationRow => ({
     id: newId("reg"),
     workspaceId: ctx.workspaceId,
     regulationType: input.regulationType,
@@ -135,7 +135,7 @@ export async function createRegulations(ctx: ScopedContext, deps: RegulationDeps
     updatedAt: now,
   }));
   const jobRows = regRows.flatMap((r) =>
-    (input.destinationIds ?? []).map((destinationId) => ({
+    (input.destinationIds ?? []).map((destinationId): DeletionJobRow => ({
       id: newId("del"),
       regulationId: r.id,
       workspaceId: ctx.workspaceId,
@@ -143,19 +143,18 @@ export async function createRegulations(ctx: ScopedContext, deps: RegulationDeps
       status: "pending",
       attempts: 0,
       nextAttemptAt: now,
+      firstAttemptAt: null,
+      reason: null,
       createdAt: now,
       updatedAt: now,
     })),
   );
   const userIds = input.users.map((u) => u.userId);
-  transact(ctx.db, () => {
-    // Chunks stay under SQLite's limit on bound parameters.
-    for (let i = 0; i < regRows.length; i += 500) ctx.db.insert(regulations).values(regRows.slice(i, i + 500)).run();
-    for (let i = 0; i < jobRows.length; i += 500) ctx.db.insert(deletionJobs).values(jobRows.slice(i, i + 500)).run();
-  });
-  // Synchronous after the commit, so no event call can pass the check in between; events
-  // that passed it earlier are committed and fanned out before their deliveries are removed.
-  deps.suppression.added(ctx.workspaceId, userIds);
+  await deps.store.createRegulations({ regulations: regRows, jobs: jobRows });
+  // As the commit's answer arrives, before anything else runs, so no event call of this
+  // process can pass the check in between; events that passed it earlier are committed and
+  // fanned out before their deliveries are removed.
+  deps.suppression.added(ctx.workspaceId, userIds, input.sourceIds ?? null);
   if (input.destinationIds) {
     try {
       await deps.deletions.removeQueued(ctx.workspaceId, input.destinationIds, userIds);
@@ -178,10 +177,7 @@ function decodeCursor(cursor: string): string {
   return id;
 }
 
-type RegulationRow = typeof regulations.$inferSelect;
-type JobRow = typeof deletionJobs.$inferSelect;
-
-function present(row: RegulationRow, jobs: JobRow[] | undefined): Regulation {
+function present(row: RegulationRow, jobs: DeletionJobRow[] | undefined): Regulation {
   const out: Regulation = {
     id: row.id,
     workspaceId: row.workspaceId,
@@ -206,20 +202,14 @@ function present(row: RegulationRow, jobs: JobRow[] | undefined): Regulation {
 }
 
 /** GET /v2/regulations: the workspace's regulations, oldest first, 100 a page. */
-export function listRegulations(ctx: ScopedContext, afterCursor?: string): RegulationPage {
+export async function listRegulations(ctx: ScopedContext, deps: Pick<RegulationDeps, "store">, afterCursor?: string): Promise<RegulationPage> {
   const after = afterCursor === undefined ? undefined : decodeCursor(afterCursor);
-  const rows = ctx.db
-    .select()
-    .from(regulations)
-    .where(after === undefined ? eq(regulations.workspaceId, ctx.workspaceId) : and(eq(regulations.workspaceId, ctx.workspaceId), gt(regulations.id, after)))
-    .orderBy(asc(regulations.id))
-    .limit(PAGE_SIZE + 1)
-    .all();
+  const rows = await deps.store.regulationsPage(ctx.workspaceId, after, PAGE_SIZE + 1);
   const page = rows.slice(0, PAGE_SIZE);
   const withJobs = page.filter((r) => r.destinationIds).map((r) => r.id);
-  const jobsBy = new Map<string, JobRow[]>();
+  const jobsBy = new Map<string, DeletionJobRow[]>();
   if (withJobs.length) {
-    for (const j of ctx.db.select().from(deletionJobs).where(inArray(deletionJobs.regulationId, withJobs)).all()) {
+    for (const j of await deps.store.deletionJobsOf(withJobs)) {
       let list = jobsBy.get(j.regulationId);
       if (!list) jobsBy.set(j.regulationId, (list = []));
       list.push(j);
@@ -235,22 +225,10 @@ export function listRegulations(ctx: ScopedContext, afterCursor?: string): Regul
  * user lifts unless another active regulation holds it. Deletion jobs not yet run are
  * aborted; one already running finishes.
  */
-export function cancelRegulation(ctx: ScopedContext, deps: RegulationDeps, id: string): void {
-  const row = ctx.db
-    .select({ userId: regulations.userId, canceled: regulations.canceled })
-    .from(regulations)
-    .where(and(eq(regulations.id, id), eq(regulations.workspaceId, ctx.workspaceId)))
-    .get();
-  if (!row) throw notFound(`regulation '${id}' not found`);
-  if (row.canceled) return;
-  const now = ctx.now();
-  transact(ctx.db, () => {
-    ctx.db.update(regulations).set({ canceled: true, updatedAt: now }).where(eq(regulations.id, id)).run();
-    ctx.db
-      .update(deletionJobs)
-      .set({ status: "aborted", reason: "regulation canceled", updatedAt: now })
-      .where(and(eq(deletionJobs.regulationId, id), inArray(deletionJobs.status, ["pending", "failed"])))
-      .run();
-  });
-  deps.suppression.removed(ctx.workspaceId, row.userId);
+export async function cancelRegulation(ctx: ScopedContext, deps: RegulationDeps, id: string): Promise<void> {
+  const result = await deps.store.cancelRegulation(ctx.workspaceId, id, ctx.now());
+  if (!result) throw notFound(`regulation '${id}' not found`);
+  // The user's rules in force were read in the cancel's own transaction: the index is set to
+  // exactly what the database holds, whether or not another regulation still suppresses them.
+  deps.suppression.setUser({ workspaceId: ctx.workspaceId, userId: result.userId, rules: result.remaining });
 }

@@ -30,15 +30,15 @@ export function regulationRoutes(ctx: ServiceContext, deps: RegulationDeps) {
         },
       },
     )
-    .get("/v2/regulations", ({ scope, query }) => listRegulations(scope, query.after_cursor), {
+    .get("/v2/regulations", ({ scope, query }) => listRegulations(scope, deps, query.after_cursor), {
       query: RegulationListQuery,
       response: RegulationPage,
       detail: detail("List regulations", "Oldest first, 100 a page; follow `paging.next` (absent on the last page). `deletion` shows each destination's deletion job."),
     })
     .delete(
       "/v2/regulations/:regulation_id",
-      ({ scope, params, set }) => {
-        cancelRegulation(scope, deps, params.regulation_id);
+      async ({ scope, params, set }) => {
+        await cancelRegulation(scope, deps, params.regulation_id);
         set.status = 204;
       },
       { params: RegulationIdParams, detail: detail("Cancel a regulation", "Answers 204; the record stays listed with `canceled: true` and suppression lifts at once. Cancelling again is a no-op.") },

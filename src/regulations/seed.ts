@@ -4,7 +4,7 @@
  *
  * The suppression index is loaded at start, so a server already running does not see
  * rows written here by another process: seed its data dir before starting it (or
- * restart it). In the same process, pass `index` and it is reloaded.
+ * restart it). In the same process, pass `index` and the users are added to it.
  */
 import { join } from "node:path";
 import { type Db, openDatabase } from "../../db";
@@ -27,13 +27,12 @@ export function seedRegulations(
        VALUES (?, ?, 'suppress', ?, ?, NULL, NULL, 0, ?, ?)`,
     );
     const now = Date.now();
+    const userIds = Array.from({ length: count }, (_, i) => `${prefix}${i}`);
     c.transaction(() => {
-      for (let i = 0; i < count; i++) {
-        const userId = `${prefix}${i}`;
-        insert.run(newId("reg"), workspaceId, userId, JSON.stringify({ userId }), now, now);
-      }
+      for (const userId of userIds) insert.run(newId("reg"), workspaceId, userId, JSON.stringify({ userId }), now, now);
     })();
-    opts.index?.reload();
+    // Every source: what the rows just written say.
+    opts.index?.added(workspaceId, userIds, null);
     return { workspaceId, count };
   } finally {
     if (typeof target === "string") db.$client.close();

@@ -2,9 +2,9 @@
  * The gateway asks this before storing an event: is its user under an active
  * suppression in this workspace (and for this source)? Regulations fill it.
  */
-import type { Statement } from "bun:sqlite";
-import { LRUCache } from "lru-cache";
 import type { Db } from "../../db";
+import { SqliteRegulationsStore } from "../storage/sqlite/regulations";
+import type { ActiveSuppression, RegulationsStore, RuleSources, UserSuppression } from "./store";
 
 export interface Suppressor {
   /** True when the event must be dropped (answered 200, never stored). */
@@ -21,64 +21,86 @@ interface Rule {
   sources: ReadonlySet<string>;
 }
 
-const NONE: Rule = { all: false, sources: new Set() };
+/** Shared by every user suppressed from every source (the common case): one object, not one per user. */
+const ALL: Rule = Object.freeze({ all: true, sources: new Set<string>() });
 
 /**
- * Two layers, so the hot path never reads the disk in the common case:
- * - `users`: workspace → userIds that have at least one active regulation. Loaded
- *   whole at start (100,000 userIds are a few MB); an event of any other user is
- *   answered by one Map and one Set lookup, with no allocation.
- * - `rules`: an LRU of the resolved rule per (workspace, user), read from SQLite
- *   through a prepared statement on a miss; only regulated users ever get here.
- * Every regulation change goes through this process and calls `added`/`removed`
- * before the API answers, so both layers are exact from that moment on.
+ * workspace → userId → the user's resolved rule, for every user with an active regulation,
+ * all in memory: the check is synchronous (it is on intake's path) and the store behind it is
+ * not, so a miss can no longer be read from the database. An event of an unregulated user is
+ * answered by two Map lookups with no allocation; most regulated users share the one `ALL` rule,
+ * so 100,000 of them cost a few MB, as the userId set alone did before.
+ *
+ * Loading is async through the store (`load`). After that the index changes only through the
+ * answers of the store's writes (`added`, `setUser`), applied synchronously as the write's call
+ * returns, before the API answers; and in cluster mode through `catchUp`, which pulls the rules
+ * other instances wrote since the epoch this index is at.
  */
 export class SuppressionIndex implements Suppressor {
-  private users = new Map<string, Set<string>>();
-  private rules = new LRUCache<string, Rule>({ max: 20_000 });
-  private activeRows: Statement;
-  private loadAll: Statement;
+  private users = new Map<string, Map<string, Rule>>();
+  /** The 'suppression' epoch of the rows loaded (PostgreSQL); 0 on SQLite. */
+  private loadedEpoch = 0;
 
-  constructor(db: Db) {
-    const c = db.$client;
-    this.activeRows = c.prepare(
-      "SELECT source_ids AS sourceIds FROM regulations WHERE workspace_id = ? AND user_id = ? AND canceled = 0",
-    );
-    this.loadAll = c.prepare("SELECT DISTINCT workspace_id AS workspaceId, user_id AS userId FROM regulations WHERE canceled = 0");
-    this.reload();
+  /**
+   * `db`: a SQLite database read at once, synchronously (tools and tests working on a data dir).
+   * Otherwise the index starts empty until `load`.
+   */
+  constructor(db?: Db) {
+    if (db) this.replaceAll(new SqliteRegulationsStore(db).activeSuppressionsNow());
+  }
+
+  /** Builds an index from every active regulation in the store. */
+  static async load(store: RegulationsStore): Promise<SuppressionIndex> {
+    const index = new SuppressionIndex();
+    await index.reload(store);
+    return index;
   }
 
   isSuppressed(workspaceId: string, sourceId: string, userId: string): boolean {
-    const regulated = this.users.get(workspaceId);
-    if (regulated === undefined || !regulated.has(userId)) return false;
-    const rule = this.rule(workspaceId, userId);
-    return rule.all || rule.sources.has(sourceId);
+    const rule = this.users.get(workspaceId)?.get(userId);
+    return rule !== undefined && (rule.all || rule.sources.has(sourceId));
   }
 
-  /** Rebuilds both layers from SQLite (start-up, or after rows were written by another tool). */
-  reload() {
-    this.users.clear();
-    this.rules.clear();
-    for (const r of this.loadAll.iterate() as Iterable<{ workspaceId: string; userId: string }>) this.regulatedIn(r.workspaceId).add(r.userId);
+  /** Rebuilds the index from the store (start-up, after rows were written by another tool, or after a lost notification). */
+  async reload(store: RegulationsStore): Promise<void> {
+    const snapshot = await store.activeSuppressions();
+    this.replaceAll(snapshot.rules);
+    this.loadedEpoch = snapshot.epoch;
   }
 
-  /** After regulations for these users were committed. */
-  added(workspaceId: string, userIds: Iterable<string>) {
-    const set = this.regulatedIn(workspaceId);
-    for (const u of userIds) {
-      set.add(u);
-      this.rules.delete(cacheKey(workspaceId, u));
+  /**
+   * Cluster mode: applies the rules written since this index's epoch (by any instance). A user's
+   * answer holds all of their rules in force, so it replaces what the index had.
+   */
+  async catchUp(store: RegulationsStore): Promise<number> {
+    const changes = await store.suppressionChangesSince(this.loadedEpoch);
+    for (const u of changes.users) this.setUser(u);
+    this.loadedEpoch = Math.max(this.loadedEpoch, changes.epoch);
+    return changes.users.length;
+  }
+
+  /** The 'suppression' epoch the index has caught up to (0 on SQLite). */
+  get epoch(): number {
+    return this.loadedEpoch;
+  }
+
+  /** After regulations for these users, with these sources (null: every source), were committed. */
+  added(workspaceId: string, userIds: Iterable<string>, sourceIds: RuleSources) {
+    const users = this.regulatedIn(workspaceId);
+    for (const u of userIds) users.set(u, merge(users.get(u), sourceIds));
+  }
+
+  /** The user's rules in force are exactly these (after a cancel, or pulled from the store); [] lifts the user's suppression. */
+  setUser({ workspaceId, userId, rules }: UserSuppression) {
+    let rule: Rule | undefined;
+    for (const sources of rules) rule = merge(rule, sources);
+    if (rule) {
+      this.regulatedIn(workspaceId).set(userId, rule);
+      return;
     }
-  }
-
-  /** After a regulation of this user was cancelled: other active ones may still hold. */
-  removed(workspaceId: string, userId: string) {
-    this.rules.delete(cacheKey(workspaceId, userId));
-    if (this.rule(workspaceId, userId) !== NONE) return;
-    this.rules.delete(cacheKey(workspaceId, userId));
-    const set = this.users.get(workspaceId);
-    set?.delete(userId);
-    if (set?.size === 0) this.users.delete(workspaceId);
+    const users = this.users.get(workspaceId);
+    users?.delete(userId);
+    if (users?.size === 0) this.users.delete(workspaceId);
   }
 
   /** How many (workspace, user) pairs are under an active regulation. */
@@ -88,32 +110,25 @@ export class SuppressionIndex implements Suppressor {
     return n;
   }
 
-  private regulatedIn(workspaceId: string): Set<string> {
-    let set = this.users.get(workspaceId);
-    if (!set) this.users.set(workspaceId, (set = new Set()));
-    return set;
+  private replaceAll(rules: Iterable<ActiveSuppression>) {
+    this.users.clear();
+    for (const r of rules) {
+      const users = this.regulatedIn(r.workspaceId);
+      users.set(r.userId, merge(users.get(r.userId), r.sourceIds));
+    }
   }
 
-  private rule(workspaceId: string, userId: string): Rule {
-    const key = cacheKey(workspaceId, userId);
-    const hit = this.rules.get(key);
-    if (hit !== undefined) return hit;
-    const rows = this.activeRows.all(workspaceId, userId) as Array<{ sourceIds: string | null }>;
-    let rule = NONE;
-    if (rows.length) {
-      const sources = new Set<string>();
-      let all = false;
-      for (const r of rows) {
-        const ids = r.sourceIds ? (JSON.parse(r.sourceIds) as string[]) : null;
-        if (!ids) all = true;
-        else for (const id of ids) sources.add(id);
-      }
-      rule = { all, sources };
-    }
-    this.rules.set(key, rule);
-    return rule;
+  private regulatedIn(workspaceId: string): Map<string, Rule> {
+    let users = this.users.get(workspaceId);
+    if (!users) this.users.set(workspaceId, (users = new Map()));
+    return users;
   }
 }
 
-// NUL cannot appear in a workspace id, so the pair never collides.
-const cacheKey = (workspaceId: string, userId: string) => `${workspaceId}\0${userId}`;
+/** A rule widened by one more regulation; rules are never changed in place (ALL is shared). */
+function merge(rule: Rule | undefined, sourceIds: RuleSources): Rule {
+  if (sourceIds === null || rule?.all) return ALL;
+  const sources = new Set(rule?.sources);
+  for (const id of sourceIds) sources.add(id);
+  return { all: false, sources };
+}
