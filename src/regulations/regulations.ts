@@ -150,11 +150,12 @@ export async function createRegulations(ctx: ScopedContext, deps: RegulationDeps
     })),
   );
   const userIds = input.users.map((u) => u.userId);
-  await deps.store.createRegulations({ regulations: regRows, jobs: jobRows });
+  const write = await deps.store.createRegulations({ regulations: regRows, jobs: jobRows });
   // As the commit's answer arrives, before anything else runs, so no event call of this
   // process can pass the check in between; events that passed it earlier are committed and
   // fanned out before their deliveries are removed.
   deps.suppression.added(ctx.workspaceId, userIds, input.sourceIds ?? null);
+  await deps.suppression.written(write);
   if (input.destinationIds) {
     try {
       await deps.deletions.removeQueued(ctx.workspaceId, input.destinationIds, userIds);
@@ -231,4 +232,5 @@ export async function cancelRegulation(ctx: ScopedContext, deps: RegulationDeps,
   // The user's rules in force were read in the cancel's own transaction: the index is set to
   // exactly what the database holds, whether or not another regulation still suppresses them.
   deps.suppression.setUser({ workspaceId: ctx.workspaceId, userId: result.userId, rules: result.remaining });
+  await deps.suppression.written(result);
 }

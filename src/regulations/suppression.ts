@@ -4,7 +4,8 @@
  */
 import type { Db } from "../../db";
 import { SqliteRegulationsStore } from "../storage/sqlite/regulations";
-import type { ActiveSuppression, RegulationsStore, RuleSources, UserSuppression } from "./store";
+import type { EpochWatch } from "../cluster/bus";
+import type { ActiveSuppression, RegulationsStore, RuleSources, SuppressionWrite, UserSuppression } from "./store";
 
 export interface Suppressor {
   /** True when the event must be dropped (answered 200, never stored). */
@@ -38,6 +39,7 @@ const ALL: Rule = Object.freeze({ all: true, sources: new Set<string>() });
  */
 export class SuppressionIndex implements Suppressor {
   private users = new Map<string, Map<string, Rule>>();
+  private watch?: EpochWatch;
   /** The 'suppression' epoch of the rows loaded (PostgreSQL); 0 on SQLite. */
   private loadedEpoch = 0;
 
@@ -77,6 +79,28 @@ export class SuppressionIndex implements Suppressor {
     for (const u of changes.users) this.setUser(u);
     this.loadedEpoch = Math.max(this.loadedEpoch, changes.epoch);
     return changes.users.length;
+  }
+
+  /**
+   * Cluster mode: rules written by any instance arrive through the epoch watch, which runs
+   * `catchUp` whenever the 'suppression' epoch moves, never two at once. Register before the
+   * watch starts (its start runs the first catch-up).
+   */
+  follow(watch: EpochWatch, store: RegulationsStore): void {
+    this.watch = watch;
+    watch.onChange("suppression", async () => {
+      await this.catchUp(store);
+    });
+  }
+
+  /**
+   * After this instance's own write, applied with `added`/`setUser`: in cluster mode, resolves
+   * once a catch-up has run after the write's commit. A catch-up that read before the commit
+   * and applied after `setUser` would otherwise leave the user's older rule in force; the API
+   * answers only after this.
+   */
+  async written(write: SuppressionWrite): Promise<void> {
+    if (this.watch && write.epoch !== undefined) await this.watch.reach("suppression", write.epoch);
   }
 
   /** The 'suppression' epoch the index has caught up to (0 on SQLite). */
