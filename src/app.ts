@@ -34,6 +34,7 @@ import { Router } from "./pipeline/router";
 import { overviewRoutes } from "./pipeline/overview";
 import { pipelineRoutes } from "./pipeline/routes";
 import { SqliteControlPlaneStore } from "./storage/sqlite/control-plane";
+import { SqliteWarehouseStore } from "./storage/sqlite/warehouse";
 import { SqliteRegulationsStore } from "./storage/sqlite/regulations";
 import { SandboxPool } from "./transformations/sandbox";
 import { transformationRoutes } from "./transformations/routes";
@@ -41,6 +42,7 @@ import { testApiRoutes } from "./test-api/routes";
 import { DeletionRunner } from "./regulations/deletion";
 import { regulationRoutes } from "./regulations/routes";
 import { SuppressionIndex } from "./regulations/suppression";
+import { LoadThread } from "./warehouse/load-thread";
 import { DEFAULT_LOAD_SETTINGS, WarehouseLoads } from "./warehouse/loads";
 import { warehouseRoutes } from "./warehouse/routes";
 import { WarehouseStager } from "./warehouse/staging";
@@ -182,8 +184,9 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     concurrency: settings.destinationConcurrency,
     timeoutMs: settings.destinationTimeoutMs,
   }, now);
-  router.useWarehouseStager(new WarehouseStager(db, config, now));
-  const warehouseLoads = new WarehouseLoads(db, config, log, DEFAULT_LOAD_SETTINGS, now);
+  const warehouse = new SqliteWarehouseStore(db);
+  router.useWarehouseStager(new WarehouseStager(warehouse, config, now));
+  const warehouseLoads = new WarehouseLoads(warehouse, new LoadThread(db.$client.filename), config, log, DEFAULT_LOAD_SETTINGS, now);
   writer.onCommit((newest) => processor.wake(newest));
   processor.onDeliveries((ids) => router.wake(ids));
   // Events committed before a crash but not yet fanned out are picked up here.
@@ -198,7 +201,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     processor.run();
   }, warehouseLoads);
   await deletions.start();
-  warehouseLoads.start();
+  await warehouseLoads.start();
   const stopMaintenance = startMaintenance(db, log, { retentionMs: settings.retentionHours * 3600_000, now });
 
 

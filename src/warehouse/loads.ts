@@ -5,25 +5,25 @@
  * Every load is a `warehouse_loads` row: queued → running → succeeded | failed. A load takes
  * the destination's staged rows not yet loaded (up to `rowsPerLoad`) and loads them per
  * namespace, on the load thread (load-thread.ts) so that intake's thread never waits for it. On
- * success the rows are marked loaded in the same SQLite transaction that records the load.
+ * success the rows are marked loaded in the same transaction that records the load (one
+ * `finishLoad` of the warehouse store, store.ts).
  *
  * Nothing is lost and nothing is loaded twice: a failed load leaves its rows staged for the
- * next one, and a load whose PostgreSQL commit went through but whose SQLite marking did not
+ * next one, and a load whose PostgreSQL commit went through but whose marking did not
  * (a crash in between) is simply loaded again, which inserts nothing new because the loader
  * skips ids already in their table. A retryable failure (database unreachable) queues a retry
  * with backoff; other failures wait for the next scheduled or requested load.
  */
-import type { Statement } from "bun:sqlite";
-import type { Db } from "../../db";
 import type { ConfigStore, DestinationRuntime } from "../control-plane/config-store";
 import { postgresConnection, syncFrequencyMinutes } from "../destinations/postgres";
 import { badRequest, notFound } from "../lib/errors";
 import type { Logger } from "../lib/logger";
-import { type LoadOutcome, LoadThread } from "./load-thread";
+import type { LoadOutcome, LoadThread } from "./load-thread";
 import type { PostgresConfig } from "./postgres";
 import { isWarehouseKind, namespaceFor } from "./staging";
+import type { LoadRow, LoadStatus, NewLoad, WarehouseStore } from "./store";
 
-export type LoadStatus = "queued" | "running" | "succeeded" | "failed";
+export type { LoadStatus } from "./store";
 
 export interface LoadView {
   id: string;
@@ -57,30 +57,8 @@ export const DEFAULT_LOAD_SETTINGS: WarehouseLoadSettings = {
   keepLoadedMs: 24 * 3600_000,
 };
 
-interface LoadRow {
-  id: string;
-  workspaceId: string;
-  destinationId: string;
-  status: LoadStatus;
-  trigger: string;
-  attempt: number;
-  dueAt: number;
-  createdAt: number;
-  startedAt: number | null;
-  finishedAt: number | null;
-  rows: string | null;
-  discards: number | null;
-  error: string | null;
-}
-
-const LOAD_COLUMNS = `id, workspace_id AS workspaceId, destination_id AS destinationId, status, trigger, attempt, due_at AS dueAt,
-  created_at AS createdAt, started_at AS startedAt, finished_at AS finishedAt, rows, discards, error`;
 /** The scheduler looks again at least this often (config changes, new destinations). */
 const MAX_IDLE_MS = 60_000;
-
-function newLoadId(): string {
-  return `whl_${Bun.randomUUIDv7("hex").replaceAll("-", "")}`;
-}
 
 /** Minutes since midnight UTC of "HH:MM", or undefined. */
 function minutesOfDay(value: unknown): number | undefined {
@@ -114,68 +92,41 @@ export function inExcludeWindow(config: Record<string, unknown>, now: number): b
   return from < to ? m >= from && m < to : m >= from || m < to;
 }
 
+/** Most due loads one scheduling pass looks at. */
+const DUE_PER_PASS = 100;
+const INTERRUPTED = "interrupted by a restart; its rows stay staged for the next load";
+
 export class WarehouseLoads {
   private stopped = true;
   private timer?: Timer;
   private wakeScheduled = false;
+  /** A pass is running; a wake meanwhile runs one more pass after it instead of a second at once. */
+  private ticking = false;
+  private tickAgain = false;
   /** Per destination: the load or deletion running now; one at a time keeps loads and deletions apart. */
   private busy = new Map<string, Promise<unknown>>();
-  private thread: LoadThread;
   private scheduledAt = new Map<string, number>();
-  /** Loads that ran but whose outcome SQLite could not record; closed as failed on a later tick. */
+  /** Loads that ran but whose outcome the store could not record; closed as failed on a later tick. */
   private unrecorded = new Map<string, { workspaceId: string; destinationId: string; attempt: number; error: string }>();
-  private s: Record<
-    "insert" | "queuedFor" | "makeDue" | "due" | "nextDue" | "markRunning" | "finish" | "interrupted" | "markLoaded" | "purgeLoaded" | "list" | "namespaces" | "deleteStaged" | "cancelQueued",
-    Statement
-  >;
 
+  /**
+   * `thread` reads the staged rows itself, from the SQLite file it was made with (load-worker.ts),
+   * and answers how far it read; the store records the rest.
+   */
   constructor(
-    private db: Db,
+    private store: WarehouseStore,
+    private thread: LoadThread,
     private config: ConfigStore,
     private log: Logger,
     private settings: WarehouseLoadSettings = DEFAULT_LOAD_SETTINGS,
     private now: () => number = Date.now,
-  ) {
-    const c = db.$client;
-    this.thread = new LoadThread(c.filename);
-    this.s = {
-      insert: c.prepare(
-        `INSERT INTO warehouse_loads (id, workspace_id, destination_id, status, trigger, attempt, due_at, created_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
-      ),
-      queuedFor: c.prepare(`SELECT id, due_at AS dueAt FROM warehouse_loads WHERE destination_id = ? AND status = 'queued' ORDER BY due_at LIMIT 1`),
-      makeDue: c.prepare(`UPDATE warehouse_loads SET due_at = ? WHERE id = ? AND due_at > ?`),
-      due: c.prepare(`SELECT ${LOAD_COLUMNS} FROM warehouse_loads WHERE status = 'queued' AND due_at <= ? ORDER BY due_at, id LIMIT 100`),
-      nextDue: c.prepare(`SELECT MIN(due_at) AS at FROM warehouse_loads WHERE status = 'queued'`),
-      markRunning: c.prepare(`UPDATE warehouse_loads SET status = 'running', started_at = ? WHERE id = ? AND status = 'queued'`),
-      finish: c.prepare(`UPDATE warehouse_loads SET status = ?, finished_at = ?, rows = ?, discards = ?, error = ? WHERE id = ?`),
-      interrupted: c.prepare(
-        `UPDATE warehouse_loads SET status = 'failed', finished_at = ?, error = 'interrupted by a restart; its rows stay staged for the next load'
-          WHERE status = 'running' RETURNING destination_id AS destinationId, workspace_id AS workspaceId`,
-      ),
-      // By id range: staged rows only get higher ids, so the rows at or below the load's last id
-      // still waiting are exactly the ones it read (minus any a regulation deleted meanwhile).
-      markLoaded: c.prepare(
-        `UPDATE warehouse_staged SET load_id = ? WHERE destination_id = ? AND load_id IS NULL AND id <= ?
-           AND namespace IN (SELECT value FROM json_each(?))`,
-      ),
-      purgeLoaded: c.prepare(
-        `DELETE FROM warehouse_staged WHERE load_id IN
-           (SELECT id FROM warehouse_loads WHERE destination_id = ? AND status = 'succeeded' AND finished_at < ?)`,
-      ),
-      list: c.prepare(`SELECT ${LOAD_COLUMNS} FROM warehouse_loads WHERE destination_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`),
-      namespaces: c.prepare(`SELECT DISTINCT namespace FROM warehouse_staged WHERE destination_id = ?`),
-      deleteStaged: c.prepare(`DELETE FROM warehouse_staged WHERE destination_id = ? AND user_key IN (SELECT value FROM json_each(?))`),
-      cancelQueued: c.prepare(`UPDATE warehouse_loads SET status = 'failed', finished_at = ?, error = ? WHERE destination_id = ? AND status = 'queued'`),
-    };
-  }
+  ) {}
 
   /** Loads a crash interrupted are recorded as failed and queued again; then the scheduler runs. */
-  start() {
+  async start() {
+    const count = await this.store.failInterrupted(this.now(), INTERRUPTED);
+    if (count) this.log.info("warehouse loads interrupted by a restart run again", { count });
     this.stopped = false;
-    const now = this.now();
-    const interrupted = this.s.interrupted.all(now) as Array<{ destinationId: string; workspaceId: string }>;
-    for (const l of interrupted) this.enqueue(l.workspaceId, l.destinationId, "retry", now);
-    if (interrupted.length) this.log.info("warehouse loads interrupted by a restart run again", { count: interrupted.length });
     this.wake();
   }
 
@@ -192,7 +143,7 @@ export class WarehouseLoads {
     this.wakeScheduled = true;
     setImmediate(() => {
       this.wakeScheduled = false;
-      this.tick();
+      void this.tick();
     });
   }
 
@@ -200,17 +151,17 @@ export class WarehouseLoads {
    * Starts a load of the destination now (POST /v2/destinations/{id}/sync). A load already
    * queued is made due now and its id returned: it takes every row staged by the time it starts.
    */
-  requestSync(workspaceId: string, destinationId: string): { id: string } {
+  async requestSync(workspaceId: string, destinationId: string): Promise<{ id: string }> {
     const dest = this.warehouseDestination(workspaceId, destinationId);
-    const id = this.enqueue(dest.workspaceId, dest.id, "api", this.now());
+    const id = await this.enqueue(dest.workspaceId, dest.id, "api", this.now());
     this.wake();
     return { id };
   }
 
   /** The destination's loads, newest first. */
-  listSyncs(workspaceId: string, destinationId: string, limit = 50): LoadView[] {
+  async listSyncs(workspaceId: string, destinationId: string, limit = 50): Promise<LoadView[]> {
     this.warehouseDestination(workspaceId, destinationId);
-    return (this.s.list.all(destinationId, limit) as LoadRow[]).map(loadView);
+    return (await this.store.listLoads(destinationId, limit)).map(loadView);
   }
 
   /**
@@ -220,9 +171,9 @@ export class WarehouseLoads {
    */
   async deleteUsers(dest: DestinationRuntime, userIds: string[]): Promise<number> {
     return this.exclusive(dest.id, async () => {
-      this.s.deleteStaged.run(dest.id, JSON.stringify(userIds));
+      await this.store.deleteStaged(dest.id, userIds);
       let deleted = 0;
-      for (const namespace of this.namespacesOf(dest)) deleted += await this.thread.deleteUsers(this.connectionOf(dest), namespace, userIds);
+      for (const namespace of await this.namespacesOf(dest)) deleted += await this.thread.deleteUsers(this.connectionOf(dest), namespace, userIds);
       return deleted;
     });
   }
@@ -237,8 +188,8 @@ export class WarehouseLoads {
   }
 
   /** Namespaces the destination may hold rows in: those staged for it, its configured one, its sources' defaults. */
-  private namespacesOf(dest: DestinationRuntime): string[] {
-    const out = new Set((this.s.namespaces.all(dest.id) as Array<{ namespace: string }>).map((r) => r.namespace));
+  private async namespacesOf(dest: DestinationRuntime): Promise<string[]> {
+    const out = new Set(await this.store.stagedNamespaces(dest.id));
     const snap = this.config.snapshot();
     for (const [sourceId, dests] of snap.bySource) {
       if (!dests.some((d) => d.id === dest.id)) continue;
@@ -249,19 +200,33 @@ export class WarehouseLoads {
   }
 
   /** Queues a load, or brings the already queued one forward; returns its id. */
-  private enqueue(workspaceId: string, destinationId: string, trigger: string, dueAt: number, attempt = 1): string {
-    const queued = this.s.queuedFor.get(destinationId) as { id: string; dueAt: number } | null;
-    if (queued) {
-      this.s.makeDue.run(dueAt, queued.id, dueAt);
-      return queued.id;
-    }
-    const id = newLoadId();
-    this.s.insert.run(id, workspaceId, destinationId, trigger, attempt, dueAt, this.now());
-    return id;
+  private enqueue(workspaceId: string, destinationId: string, trigger: string, dueAt: number, attempt = 1): Promise<string> {
+    return this.store.queueLoad(this.newLoad(workspaceId, destinationId, trigger, dueAt, attempt));
   }
 
-  private tick() {
+  private newLoad(workspaceId: string, destinationId: string, trigger: string, dueAt: number, attempt = 1): NewLoad {
+    return { workspaceId, destinationId, trigger, attempt, dueAt, createdAt: this.now() };
+  }
+
+  private async tick() {
     if (this.stopped) return;
+    if (this.ticking) {
+      this.tickAgain = true;
+      return;
+    }
+    this.ticking = true;
+    try {
+      await this.schedule();
+    } finally {
+      this.ticking = false;
+      if (this.tickAgain) {
+        this.tickAgain = false;
+        this.wake();
+      }
+    }
+  }
+
+  private async schedule() {
     if (this.timer) clearTimeout(this.timer);
     const now = this.now();
     let wakeAt = now + MAX_IDLE_MS;
@@ -270,10 +235,16 @@ export class WarehouseLoads {
       for (const [id, l] of this.unrecorded) {
         const error = `its outcome could not be recorded (${l.error}); its rows stay staged for the next load`;
         const dest = snap.destinations.get(l.destinationId);
-        this.db.$client.transaction(() => {
-          this.s.finish.run("failed", now, "{}", 0, error, id);
-          if (dest) this.enqueue(l.workspaceId, l.destinationId, "retry", now + this.retryDelay(dest, l.attempt), l.attempt + 1);
-        })();
+        await this.store.finishLoad({
+          loadId: id,
+          destinationId: l.destinationId,
+          status: "failed",
+          finishedAt: now,
+          rows: {},
+          discards: 0,
+          error,
+          next: dest ? this.newLoad(l.workspaceId, l.destinationId, "retry", now + this.retryDelay(dest, l.attempt), l.attempt + 1) : undefined,
+        });
         this.unrecorded.delete(id);
       }
       for (const dest of snap.destinations.values()) {
@@ -281,30 +252,33 @@ export class WarehouseLoads {
         let at = this.scheduledAt.get(dest.id);
         if (at === undefined) this.scheduledAt.set(dest.id, (at = nextSyncAt(dest.config, now)));
         if (at <= now) {
-          if (!inExcludeWindow(dest.config, now)) this.enqueue(dest.workspaceId, dest.id, "schedule", now);
+          if (!inExcludeWindow(dest.config, now)) await this.enqueue(dest.workspaceId, dest.id, "schedule", now);
           this.scheduledAt.set(dest.id, (at = nextSyncAt(dest.config, now)));
         }
         wakeAt = Math.min(wakeAt, at);
       }
-      for (const load of this.s.due.all(now) as LoadRow[]) {
+      for (const load of await this.store.dueLoads(now, DUE_PER_PASS)) {
+        if (this.stopped) break;
         if (this.busy.has(load.destinationId)) continue;
         const dest = snap.destinations.get(load.destinationId);
         if (!dest) {
-          this.s.cancelQueued.run(now, "destination deleted", load.destinationId);
+          await this.store.cancelQueued(load.destinationId, now, "destination deleted");
           continue;
         }
         // A disabled destination keeps its loads queued until it is enabled again.
         if (!dest.enabled) continue;
-        if (this.s.markRunning.run(now, load.id).changes === 0) continue;
+        if (!(await this.store.startLoad(load.id, now))) continue;
         void this.exclusive(dest.id, () => this.run(dest, load)).catch((err) =>
           this.log.error("warehouse load failed unexpectedly", { err, destinationId: dest.id, loadId: load.id }),
         );
       }
-      const next = (this.s.nextDue.get() as { at: number | null } | null)?.at;
-      if (next !== null && next !== undefined) wakeAt = Math.min(wakeAt, Math.max(next, now + 1000));
+      const next = await this.store.nextDueAt();
+      if (next !== null) wakeAt = Math.min(wakeAt, Math.max(next, now + 1000));
     } catch (err) {
       this.log.error("could not schedule warehouse loads", { err });
     }
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => this.wake(), Math.max(10, wakeAt - now));
   }
 
@@ -333,7 +307,7 @@ export class WarehouseLoads {
 
   private async run(dest: DestinationRuntime, load: LoadRow): Promise<void> {
     const started = this.now();
-    this.s.purgeLoaded.run(dest.id, started - this.settings.keepLoadedMs);
+    await this.store.purgeLoaded(dest.id, started - this.settings.keepLoadedMs);
     let outcome: LoadOutcome;
     try {
       outcome = await this.thread.load({
@@ -356,27 +330,32 @@ export class WarehouseLoads {
     const failure = outcome.failures[0];
     const finished = this.now();
     const error = failure?.message ?? null;
+    let next: NewLoad | undefined;
+    if (failure !== undefined) {
+      // Retryable (isRetryableLoadError): the database was unreachable or busy.
+      if (failure.code === "UNAVAILABLE") next = this.newLoad(dest.workspaceId, dest.id, "retry", finished + this.retryDelay(dest, load.attempt), load.attempt + 1);
+    } else if (outcome.count >= this.settings.rowsPerLoad) {
+      next = this.newLoad(dest.workspaceId, dest.id, "more", finished);
+    }
     try {
-      this.db.$client.transaction(() => {
-        if (loaded.length) this.s.markLoaded.run(load.id, dest.id, lastId, JSON.stringify(loaded));
-        this.s.finish.run(error === null ? "succeeded" : "failed", finished, JSON.stringify(rows), discards, error, load.id);
-      })();
+      await this.store.finishLoad({
+        loadId: load.id,
+        destinationId: dest.id,
+        status: error === null ? "succeeded" : "failed",
+        finishedAt: finished,
+        rows,
+        discards,
+        error,
+        // The thread reads SQLite, where the waiting rows up to its last id are exactly those it read.
+        loaded: loaded.length ? { namespaces: loaded, throughId: lastId } : undefined,
+        next,
+      });
     } catch (err) {
-      // SQLite could not record the outcome (a full disk, say). The rows stay staged and the
+      // The store could not record the outcome (a full disk, say). The rows stay staged and the
       // next load takes them again, which the loader dedupes; until the record can be written
       // the load would show `running`, so each tick tries again to close it as failed.
       this.log.error("could not record a warehouse load's outcome; it will be loaded again", { err, destinationId: dest.id, loadId: load.id });
       this.unrecorded.set(load.id, { workspaceId: dest.workspaceId, destinationId: dest.id, attempt: load.attempt, error: (err as Error)?.message ?? String(err) });
-      return;
-    }
-
-    if (failure !== undefined) {
-      // Retryable (isRetryableLoadError): the database was unreachable or busy.
-      if (failure.code === "UNAVAILABLE") {
-        this.enqueue(dest.workspaceId, dest.id, "retry", finished + this.retryDelay(dest, load.attempt), load.attempt + 1);
-      }
-    } else if (outcome.count >= this.settings.rowsPerLoad) {
-      this.enqueue(dest.workspaceId, dest.id, "more", finished);
     }
   }
 }

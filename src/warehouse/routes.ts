@@ -39,8 +39,8 @@ export function warehouseRoutes(ctx: ServiceContext, loads: WarehouseLoads) {
     .use(withWorkspace(ctx))
     .post(
       "/v2/destinations/:id/sync",
-      ({ scope, params, set }) => {
-        const started = loads.requestSync(scope.workspaceId, params.id);
+      async ({ scope, params, set }) => {
+        const started = await loads.requestSync(scope.workspaceId, params.id);
         set.status = 202;
         return started;
       },
@@ -53,7 +53,7 @@ export function warehouseRoutes(ctx: ServiceContext, loads: WarehouseLoads) {
         ),
       },
     )
-    .get("/v2/destinations/:id/syncs", ({ scope, params, query }) => ({ syncs: loads.listSyncs(scope.workspaceId, params.id, query.limit ? Number(query.limit) : undefined) }), {
+    .get("/v2/destinations/:id/syncs", async ({ scope, params, query }) => ({ syncs: await loads.listSyncs(scope.workspaceId, params.id, query.limit ? Number(query.limit) : undefined) }), {
       params: IdParams,
       query: SyncListQuery,
       response: SyncList,

@@ -1,15 +1,15 @@
 /**
  * The stager of warehouse destinations: the router hands it a warehouse kind's events instead
- * of sending them, and it writes their rows (eventRows) per table into SQLite
- * (`warehouse_staged`). A row in SQLite is as durable as a delivery outcome, so the delivery
- * counts as succeeded once its rows are staged; loads.ts moves them into the warehouse later.
+ * of sending them, and it writes their rows (eventRows) per table through the warehouse store
+ * (store.ts: `warehouse_staged`). A staged row is as durable as a
+ * delivery outcome, so the delivery counts as succeeded once its rows are staged; loads.ts moves
+ * them into the warehouse later.
  */
-import type { Statement } from "bun:sqlite";
-import type { Db } from "../../db";
 import type { ConfigStore, DestinationRuntime } from "../control-plane/config-store";
 import { AppError } from "../lib/errors";
 import { MERGE_RULES_TABLE, MERGE_RULE_COLUMNS, isIdentityResolutionEnabled, mergeRulesOf } from "./identity";
 import { defaultNamespace, eventRows } from "./schema";
+import type { ImmediateStaging, NewStagedRow, WarehouseStore } from "./store";
 
 /** Destination kinds loaded by the warehouse loader rather than sent per event. */
 export const WAREHOUSE_KINDS: ReadonlySet<string> = new Set(["POSTGRES"]);
@@ -35,29 +35,34 @@ export interface StageInput {
 export type StageResult = { kind: "staged" } | { kind: "abort"; error: string };
 
 export class WarehouseStager {
-  private insert: Statement;
-  private commit: (rows: unknown[][]) => void;
-
   constructor(
-    db: Db,
+    private store: WarehouseStore & Partial<ImmediateStaging>,
     private config: ConfigStore,
     private now: () => number = Date.now,
-  ) {
-    this.insert = db.$client.prepare(
-      `INSERT INTO warehouse_staged (destination_id, workspace_id, namespace, table_name, columns, row, event_id, user_key, staged_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    const insert = this.insert;
-    this.commit = db.$client.transaction((rows: unknown[][]) => {
-      for (const r of rows) insert.run(...(r as any[]));
-    }).immediate;
-  }
+  ) {}
 
   /**
-   * Stages the rows of every input in one transaction. Throws only when SQLite fails (the
+   * Stages the rows of every input in one transaction. Throws only when the store fails (the
    * caller retries those deliveries); an event that cannot become rows is aborted alone.
+   * Synchronous, as the router calls it today: only over a store that commits without awaiting
+   * (SQLite); stageAsync works over any store.
    */
   stage(dest: DestinationRuntime, inputs: StageInput[]): StageResult[] {
+    if (!this.store.stageNow) throw new AppError("INTERNAL", "this store stages asynchronously: call stageAsync");
+    const { rows, results } = this.rowsOf(dest, inputs);
+    this.store.stageNow(rows);
+    return results;
+  }
+
+  /** stage() through any store (PostgreSQL included): the rows are committed when it resolves. */
+  async stageAsync(dest: DestinationRuntime, inputs: StageInput[]): Promise<StageResult[]> {
+    const { rows, results } = this.rowsOf(dest, inputs);
+    if (rows.length) await this.store.stage(rows);
+    return results;
+  }
+
+  /** The inputs' rows, and per input whether it was staged or aborted; no I/O. */
+  private rowsOf(dest: DestinationRuntime, inputs: StageInput[]): { rows: NewStagedRow[]; results: StageResult[] } {
     const now = this.now();
     const stagedAt = new Date(now).toISOString();
     const sources = this.config.snapshot().sources;
@@ -65,12 +70,23 @@ export class WarehouseStager {
     const ruleColumns = JSON.stringify(MERGE_RULE_COLUMNS);
     // Most events of a user repeat the same rule: stage each once per pass and namespace.
     const rulesSeen = new Set<string>();
-    const rows: unknown[][] = [];
+    const rows: NewStagedRow[] = [];
     const results: StageResult[] = inputs.map((input) => {
       const source = sources.get(input.sourceId);
       const namespace = namespaceFor(dest, source?.name ?? input.sourceId);
-      const mine: unknown[][] = [];
+      const mine: NewStagedRow[] = [];
       const mineRules: string[] = [];
+      const staged = (tableName: string, columns: string, row: string, eventId: string): NewStagedRow => ({
+        destinationId: dest.id,
+        workspaceId: dest.workspaceId,
+        namespace,
+        tableName,
+        columns,
+        row,
+        eventId,
+        userKey: input.userKey,
+        stagedAt: now,
+      });
       try {
         for (const event of input.events) {
           const tableRows = eventRows(event, {
@@ -82,16 +98,14 @@ export class WarehouseStager {
             skipUsersTable: dest.config.skipUsersTable === true,
           });
           const eventId = String(event.messageId ?? "");
-          for (const r of tableRows) {
-            mine.push([dest.id, dest.workspaceId, namespace, r.table, JSON.stringify(r.columns), JSON.stringify(r.row), eventId, input.userKey, now]);
-          }
+          for (const r of tableRows) mine.push(staged(r.table, JSON.stringify(r.columns), JSON.stringify(r.row), eventId));
           if (!identity) continue;
           for (const rule of mergeRulesOf(event)) {
             const row = JSON.stringify(rule);
             const key = `${namespace}\u0000${row}`;
             if (rulesSeen.has(key) || mineRules.includes(key)) continue;
             mineRules.push(key);
-            mine.push([dest.id, dest.workspaceId, namespace, MERGE_RULES_TABLE, ruleColumns, row, eventId, input.userKey, now]);
+            mine.push(staged(MERGE_RULES_TABLE, ruleColumns, row, eventId));
           }
         }
       } catch (err) {
@@ -102,7 +116,6 @@ export class WarehouseStager {
       for (const key of mineRules) rulesSeen.add(key);
       return { kind: "staged" };
     });
-    if (rows.length) this.commit(rows);
-    return results;
+    return { rows, results };
   }
 }

@@ -1,0 +1,231 @@
+/**
+ * The warehouse store on PostgreSQL (cluster mode, design §2.1 and §3.8): the same interface and
+ * answers as the SQLite store, on the pg schema (db/pg/schema/warehouse.ts), through Bun.sql.
+ *
+ * What differs from SQLite, and why:
+ * - Ids of concurrent writers commit out of order (identity values are taken before commit), so
+ *   a load marks the exact staged ids it read, never "waiting rows up to its last id": a row
+ *   committed late below that id was not read and must wait for the next load. The `throughId`
+ *   form of LoadedRows is refused.
+ * - More than one instance may call at once. Queueing takes a per-destination advisory lock and
+ *   the queued row's lock, so two instances never queue two loads for one destination; starting
+ *   a load is a conditional update (only one caller gets it); rows are marked only while still
+ *   waiting, so a second marking of the same ids changes nothing.
+ * - Staging is one `INSERT … SELECT FROM unnest(arrays)`: one round trip for the whole pass.
+ */
+import type { SQL } from "bun";
+import type { PgDb } from "../../../db/pg";
+import { AppError } from "../../lib/errors";
+import type { LoadFinish, LoadRow, LoadStatus, NewLoad, NewStagedRow, StagedRow, WarehouseStore } from "../../warehouse/store";
+import { newLoadId } from "../../warehouse/store";
+
+/** The advisory lock's first key for queueing loads ("SLWh"); the second is a hash of the destination id. */
+const QUEUE_LOCK_CLASS = 0x534c5768;
+
+const LOAD_COLUMNS = `id, workspace_id, destination_id, status, trigger, attempt, due_at, created_at, started_at, finished_at, rows, discards, error`;
+
+interface PgLoadRow {
+  id: string;
+  workspace_id: string;
+  destination_id: string;
+  status: string;
+  trigger: string;
+  attempt: number;
+  due_at: string;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  rows: string | null;
+  discards: number | null;
+  error: string | null;
+}
+
+const msOrNull = (v: string | number | null) => (v === null ? null : Number(v));
+
+// Bun.sql answers bigint columns as strings; the schema keeps times in ms, well inside 2^53.
+function loadRow(r: PgLoadRow): LoadRow {
+  return {
+    id: r.id,
+    workspaceId: r.workspace_id,
+    destinationId: r.destination_id,
+    status: r.status as LoadStatus,
+    trigger: r.trigger,
+    attempt: r.attempt,
+    dueAt: Number(r.due_at),
+    createdAt: Number(r.created_at),
+    startedAt: msOrNull(r.started_at),
+    finishedAt: msOrNull(r.finished_at),
+    rows: r.rows,
+    discards: r.discards,
+    error: r.error,
+  };
+}
+
+export class PgWarehouseStore implements WarehouseStore {
+  private readonly sql: SQL;
+
+  constructor(db: PgDb) {
+    this.sql = db.$client;
+  }
+
+  async stage(rows: NewStagedRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const n = rows.length;
+    const cols = {
+      destinationId: new Array<string>(n),
+      workspaceId: new Array<string>(n),
+      namespace: new Array<string>(n),
+      tableName: new Array<string>(n),
+      columns: new Array<string>(n),
+      row: new Array<string>(n),
+      eventId: new Array<string>(n),
+      userKey: new Array<string>(n),
+      stagedAt: new Array<number>(n),
+    };
+    rows.forEach((r, i) => {
+      cols.destinationId[i] = r.destinationId;
+      cols.workspaceId[i] = r.workspaceId;
+      cols.namespace[i] = r.namespace;
+      cols.tableName[i] = r.tableName;
+      cols.columns[i] = r.columns;
+      cols.row[i] = r.row;
+      cols.eventId[i] = r.eventId;
+      cols.userKey[i] = r.userKey;
+      cols.stagedAt[i] = r.stagedAt;
+    });
+    // One statement is one transaction: all rows or none.
+    await this.sql.unsafe(
+      `INSERT INTO warehouse_staged (destination_id, workspace_id, namespace, table_name, columns, row, event_id, user_key, staged_at)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[])`,
+      [cols.destinationId, cols.workspaceId, cols.namespace, cols.tableName, cols.columns, cols.row, cols.eventId, cols.userKey, cols.stagedAt],
+    );
+  }
+
+  async queueLoad(load: NewLoad): Promise<string> {
+    return this.sql.begin((tx) => queueIn(tx, load));
+  }
+
+  async failInterrupted(now: number, error: string): Promise<number> {
+    return this.sql.begin(async (tx) => {
+      const interrupted = (await tx.unsafe(
+        `UPDATE warehouse_loads SET status = 'failed', finished_at = $1, error = $2 WHERE status = 'running'
+          RETURNING destination_id, workspace_id`,
+        [now, error],
+      )) as Array<{ destination_id: string; workspace_id: string }>;
+      const byDestination = new Map(interrupted.map((l) => [l.destination_id, l.workspace_id]));
+      // In a fixed order: each queueing takes its destination's advisory lock.
+      for (const destinationId of [...byDestination.keys()].sort()) {
+        await queueIn(tx, { workspaceId: byDestination.get(destinationId)!, destinationId, trigger: "retry", attempt: 1, dueAt: now, createdAt: now });
+      }
+      return interrupted.length;
+    });
+  }
+
+  async dueLoads(now: number, limit: number): Promise<LoadRow[]> {
+    const rows = (await this.sql.unsafe(
+      `SELECT ${LOAD_COLUMNS} FROM warehouse_loads WHERE status = 'queued' AND due_at <= $1 ORDER BY due_at, id LIMIT $2`,
+      [now, limit],
+    )) as PgLoadRow[];
+    return rows.map(loadRow);
+  }
+
+  async nextDueAt(): Promise<number | null> {
+    const [r] = (await this.sql.unsafe(`SELECT MIN(due_at) AS at FROM warehouse_loads WHERE status = 'queued'`)) as Array<{ at: string | null }>;
+    return msOrNull(r?.at ?? null);
+  }
+
+  async startLoad(loadId: string, now: number): Promise<boolean> {
+    const rows = await this.sql.unsafe(`UPDATE warehouse_loads SET status = 'running', started_at = $1 WHERE id = $2 AND status = 'queued' RETURNING id`, [now, loadId]);
+    return rows.length > 0;
+  }
+
+  async finishLoad(f: LoadFinish): Promise<void> {
+    const loaded = f.loaded;
+    if (loaded && "throughId" in loaded) {
+      throw new AppError("INTERNAL", "a load on PostgreSQL marks the exact staged ids it read, not the rows up to its last id (design §3.8)");
+    }
+    await this.sql.begin(async (tx) => {
+      if (loaded?.namespaces.length && loaded.ids.length) {
+        await tx.unsafe(
+          `UPDATE warehouse_staged SET load_id = $1
+            WHERE destination_id = $2 AND load_id IS NULL AND id = ANY($3::bigint[]) AND namespace = ANY($4::text[])`,
+          [f.loadId, f.destinationId, loaded.ids, loaded.namespaces],
+        );
+      }
+      await tx.unsafe(`UPDATE warehouse_loads SET status = $1, finished_at = $2, rows = $3, discards = $4, error = $5 WHERE id = $6`, [
+        f.status,
+        f.finishedAt,
+        JSON.stringify(f.rows),
+        f.discards,
+        f.error,
+        f.loadId,
+      ]);
+      if (f.next) await queueIn(tx, f.next);
+    });
+  }
+
+  async cancelQueued(destinationId: string, now: number, error: string): Promise<void> {
+    await this.sql.unsafe(`UPDATE warehouse_loads SET status = 'failed', finished_at = $1, error = $2 WHERE destination_id = $3 AND status = 'queued'`, [
+      now,
+      error,
+      destinationId,
+    ]);
+  }
+
+  async listLoads(destinationId: string, limit: number): Promise<LoadRow[]> {
+    const rows = (await this.sql.unsafe(
+      `SELECT ${LOAD_COLUMNS} FROM warehouse_loads WHERE destination_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`,
+      [destinationId, limit],
+    )) as PgLoadRow[];
+    return rows.map(loadRow);
+  }
+
+  async readStaged(destinationId: string, limit: number): Promise<StagedRow[]> {
+    const rows = (await this.sql.unsafe(
+      `SELECT id, namespace, table_name, columns, row FROM warehouse_staged WHERE destination_id = $1 AND load_id IS NULL ORDER BY id LIMIT $2`,
+      [destinationId, limit],
+    )) as Array<{ id: string; namespace: string; table_name: string; columns: string; row: string }>;
+    return rows.map((r) => ({ id: Number(r.id), namespace: r.namespace, tableName: r.table_name, columns: r.columns, row: r.row }));
+  }
+
+  async purgeLoaded(destinationId: string, finishedBefore: number): Promise<void> {
+    await this.sql.unsafe(
+      `DELETE FROM warehouse_staged WHERE load_id IN
+         (SELECT id FROM warehouse_loads WHERE destination_id = $1 AND status = 'succeeded' AND finished_at < $2)`,
+      [destinationId, finishedBefore],
+    );
+  }
+
+  async stagedNamespaces(destinationId: string): Promise<string[]> {
+    const rows = (await this.sql.unsafe(`SELECT DISTINCT namespace FROM warehouse_staged WHERE destination_id = $1`, [destinationId])) as Array<{ namespace: string }>;
+    return rows.map((r) => r.namespace);
+  }
+
+  async deleteStaged(destinationId: string, userKeys: string[]): Promise<void> {
+    if (userKeys.length === 0) return;
+    await this.sql.unsafe(`DELETE FROM warehouse_staged WHERE destination_id = $1 AND user_key = ANY($2::text[])`, [destinationId, userKeys]);
+  }
+}
+
+/**
+ * Inside a transaction: the destination's queued load brought forward, else a new one. The
+ * advisory lock keeps two instances from both finding none and queueing two; the queued row's
+ * lock keeps a concurrent start from running it between the read and the update.
+ */
+async function queueIn(tx: SQL, load: NewLoad): Promise<string> {
+  await tx.unsafe(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, [QUEUE_LOCK_CLASS, load.destinationId]);
+  const [queued] = (await tx.unsafe(
+    `SELECT id FROM warehouse_loads WHERE destination_id = $1 AND status = 'queued' ORDER BY due_at LIMIT 1 FOR UPDATE`,
+    [load.destinationId],
+  )) as Array<{ id: string }>;
+  if (queued) {
+    await tx.unsafe(`UPDATE warehouse_loads SET due_at = $1 WHERE id = $2 AND due_at > $1`, [load.dueAt, queued.id]);
+    return queued.id;
+  }
+  const id = newLoadId();
+  await tx.unsafe(
+    `INSERT INTO warehouse_loads (id, workspace_id, destination_id, status, trigger, attempt, due_at, created_at) VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7)`,
+    [id, load.workspaceId, load.destinationId, load.trigger, load.attempt, load.dueAt, load.createdAt],
+  );
+  return id;
+}

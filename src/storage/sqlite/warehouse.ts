@@ -1,0 +1,179 @@
+/**
+ * The warehouse store on SQLite (design §2.1): the stager's and the load scheduler's statements
+ * behind the seam (src/warehouse/store.ts), prepared once.
+ *
+ * Each call runs synchronously from start to commit on the main connection, so nothing else can
+ * run in between; the promise it returns is already settled. `stageNow` is the same write
+ * without the promise, for the router's synchronous staging call.
+ *
+ * A load's thread reads the staged rows through its own read-only connection to the same file
+ * (load-worker.ts), with the query `readStaged` runs here.
+ */
+import type { Statement } from "bun:sqlite";
+import type { Db } from "../../../db";
+import type { ImmediateStaging, LoadFinish, LoadRow, NewLoad, NewStagedRow, StagedRow, WarehouseStore } from "../../warehouse/store";
+import { newLoadId } from "../../warehouse/store";
+
+const LOAD_COLUMNS = `id, workspace_id AS workspaceId, destination_id AS destinationId, status, trigger, attempt, due_at AS dueAt,
+  created_at AS createdAt, started_at AS startedAt, finished_at AS finishedAt, rows, discards, error`;
+
+type StatementName =
+  | "stage"
+  | "insert"
+  | "queuedFor"
+  | "makeDue"
+  | "due"
+  | "nextDue"
+  | "markRunning"
+  | "finish"
+  | "interrupted"
+  | "markThrough"
+  | "markIds"
+  | "purgeLoaded"
+  | "list"
+  | "readStaged"
+  | "namespaces"
+  | "deleteStaged"
+  | "cancelQueued";
+
+export class SqliteWarehouseStore implements WarehouseStore, ImmediateStaging {
+  private readonly s: Record<StatementName, Statement>;
+  private readonly stageAll: (rows: NewStagedRow[]) => void;
+  private readonly finishAll: (f: LoadFinish) => void;
+  private readonly failAll: (now: number, error: string) => number;
+
+  constructor(db: Db) {
+    const c = db.$client;
+    this.s = {
+      stage: c.prepare(
+        `INSERT INTO warehouse_staged (destination_id, workspace_id, namespace, table_name, columns, row, event_id, user_key, staged_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      insert: c.prepare(
+        `INSERT INTO warehouse_loads (id, workspace_id, destination_id, status, trigger, attempt, due_at, created_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
+      ),
+      queuedFor: c.prepare(`SELECT id FROM warehouse_loads WHERE destination_id = ? AND status = 'queued' ORDER BY due_at LIMIT 1`),
+      makeDue: c.prepare(`UPDATE warehouse_loads SET due_at = ? WHERE id = ? AND due_at > ?`),
+      due: c.prepare(`SELECT ${LOAD_COLUMNS} FROM warehouse_loads WHERE status = 'queued' AND due_at <= ? ORDER BY due_at, id LIMIT ?`),
+      nextDue: c.prepare(`SELECT MIN(due_at) AS at FROM warehouse_loads WHERE status = 'queued'`),
+      markRunning: c.prepare(`UPDATE warehouse_loads SET status = 'running', started_at = ? WHERE id = ? AND status = 'queued'`),
+      finish: c.prepare(`UPDATE warehouse_loads SET status = ?, finished_at = ?, rows = ?, discards = ?, error = ? WHERE id = ?`),
+      interrupted: c.prepare(
+        `UPDATE warehouse_loads SET status = 'failed', finished_at = ?, error = ?
+          WHERE status = 'running' RETURNING destination_id AS destinationId, workspace_id AS workspaceId`,
+      ),
+      // By id range: staged rows only get higher ids, so the rows at or below the load's last id
+      // still waiting are exactly the ones it read (minus any a regulation deleted meanwhile).
+      markThrough: c.prepare(
+        `UPDATE warehouse_staged SET load_id = ? WHERE destination_id = ? AND load_id IS NULL AND id <= ?
+           AND namespace IN (SELECT value FROM json_each(?))`,
+      ),
+      markIds: c.prepare(
+        `UPDATE warehouse_staged SET load_id = ? WHERE destination_id = ? AND load_id IS NULL AND id IN (SELECT value FROM json_each(?))
+           AND namespace IN (SELECT value FROM json_each(?))`,
+      ),
+      purgeLoaded: c.prepare(
+        `DELETE FROM warehouse_staged WHERE load_id IN
+           (SELECT id FROM warehouse_loads WHERE destination_id = ? AND status = 'succeeded' AND finished_at < ?)`,
+      ),
+      list: c.prepare(`SELECT ${LOAD_COLUMNS} FROM warehouse_loads WHERE destination_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`),
+      readStaged: c.prepare(
+        `SELECT id, namespace, table_name AS tableName, columns, row FROM warehouse_staged
+          WHERE destination_id = ? AND load_id IS NULL ORDER BY id LIMIT ?`,
+      ),
+      namespaces: c.prepare(`SELECT DISTINCT namespace FROM warehouse_staged WHERE destination_id = ?`),
+      deleteStaged: c.prepare(`DELETE FROM warehouse_staged WHERE destination_id = ? AND user_key IN (SELECT value FROM json_each(?))`),
+      cancelQueued: c.prepare(`UPDATE warehouse_loads SET status = 'failed', finished_at = ?, error = ? WHERE destination_id = ? AND status = 'queued'`),
+    };
+    const s = this.s;
+    this.stageAll = c.transaction((rows: NewStagedRow[]) => {
+      for (const r of rows) s.stage.run(r.destinationId, r.workspaceId, r.namespace, r.tableName, r.columns, r.row, r.eventId, r.userKey, r.stagedAt);
+    }).immediate;
+    this.finishAll = c.transaction((f: LoadFinish) => {
+      const loaded = f.loaded;
+      if (loaded?.namespaces.length) {
+        const namespaces = JSON.stringify(loaded.namespaces);
+        if ("ids" in loaded) {
+          if (loaded.ids.length) s.markIds.run(f.loadId, f.destinationId, JSON.stringify(loaded.ids), namespaces);
+        } else {
+          s.markThrough.run(f.loadId, f.destinationId, loaded.throughId, namespaces);
+        }
+      }
+      s.finish.run(f.status, f.finishedAt, JSON.stringify(f.rows), f.discards, f.error, f.loadId);
+      if (f.next) this.queue(f.next);
+    });
+    this.failAll = c.transaction((now: number, error: string) => {
+      const interrupted = s.interrupted.all(now, error) as Array<{ destinationId: string; workspaceId: string }>;
+      for (const l of interrupted) this.queue({ workspaceId: l.workspaceId, destinationId: l.destinationId, trigger: "retry", attempt: 1, dueAt: now, createdAt: now });
+      return interrupted.length;
+    });
+  }
+
+  stageNow(rows: NewStagedRow[]): void {
+    if (rows.length) this.stageAll(rows);
+  }
+
+  async stage(rows: NewStagedRow[]): Promise<void> {
+    this.stageNow(rows);
+  }
+
+  async queueLoad(load: NewLoad): Promise<string> {
+    return this.queue(load);
+  }
+
+  async failInterrupted(now: number, error: string): Promise<number> {
+    return this.failAll(now, error);
+  }
+
+  async dueLoads(now: number, limit: number): Promise<LoadRow[]> {
+    return this.s.due.all(now, limit) as LoadRow[];
+  }
+
+  async nextDueAt(): Promise<number | null> {
+    return (this.s.nextDue.get() as { at: number | null } | null)?.at ?? null;
+  }
+
+  async startLoad(loadId: string, now: number): Promise<boolean> {
+    return this.s.markRunning.run(now, loadId).changes > 0;
+  }
+
+  async finishLoad(finish: LoadFinish): Promise<void> {
+    this.finishAll(finish);
+  }
+
+  async cancelQueued(destinationId: string, now: number, error: string): Promise<void> {
+    this.s.cancelQueued.run(now, error, destinationId);
+  }
+
+  async listLoads(destinationId: string, limit: number): Promise<LoadRow[]> {
+    return this.s.list.all(destinationId, limit) as LoadRow[];
+  }
+
+  async readStaged(destinationId: string, limit: number): Promise<StagedRow[]> {
+    return this.s.readStaged.all(destinationId, limit) as StagedRow[];
+  }
+
+  async purgeLoaded(destinationId: string, finishedBefore: number): Promise<void> {
+    this.s.purgeLoaded.run(destinationId, finishedBefore);
+  }
+
+  async stagedNamespaces(destinationId: string): Promise<string[]> {
+    return (this.s.namespaces.all(destinationId) as Array<{ namespace: string }>).map((r) => r.namespace);
+  }
+
+  async deleteStaged(destinationId: string, userKeys: string[]): Promise<void> {
+    if (userKeys.length) this.s.deleteStaged.run(destinationId, JSON.stringify(userKeys));
+  }
+
+  /** Inside a transaction or alone: a queued load brought forward, else a new one. */
+  private queue(load: NewLoad): string {
+    const queued = this.s.queuedFor.get(load.destinationId) as { id: string } | null;
+    if (queued) {
+      this.s.makeDue.run(load.dueAt, queued.id, load.dueAt);
+      return queued.id;
+    }
+    const id = newLoadId();
+    this.s.insert.run(id, load.workspaceId, load.destinationId, load.trigger, load.attempt, load.dueAt, load.createdAt);
+    return id;
+  }
+}

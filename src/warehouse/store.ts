@@ -1,0 +1,156 @@
+/**
+ * The warehouse destination's storage seam (cluster mode, design §2.1–2.4 and §3.8 of
+ * src/cluster/README.md): Sluice's own bookkeeping of warehouse destinations, not the user's
+ * warehouse. Staged rows (`warehouse_staged`, written by the stager, staging.ts) and the load
+ * history (`warehouse_loads`, kept by the scheduler, loads.ts). SQLite
+ * (src/storage/sqlite/warehouse.ts) and PostgreSQL (src/storage/postgres/warehouse.ts)
+ * implement it; staging.ts and loads.ts see only this interface.
+ *
+ * A unit of work is one call with plain data, per batch: on SQLite a transaction cannot span an
+ * `await` (one main connection), so a caller decides first and hands the store the whole step,
+ * which it applies in one transaction (a load's outcome, the rows it loaded and the load queued
+ * after it are one `finishLoad`).
+ *
+ * Two instances may call the PostgreSQL store at once (loads run under the warehouse singleton
+ * later, but any instance answers POST /sync): queueing a load is serialized per destination,
+ * starting one is a conditional update, and rows are marked loaded only while still waiting.
+ */
+
+export type LoadStatus = "queued" | "running" | "succeeded" | "failed";
+
+/** One table row of one event for one destination, as the stager writes it. */
+export interface NewStagedRow {
+  destinationId: string;
+  workspaceId: string;
+  namespace: string;
+  tableName: string;
+  /** JSON: column → warehouse type. */
+  columns: string;
+  /** JSON: column → value. */
+  row: string;
+  eventId: string;
+  userKey: string;
+  stagedAt: number;
+}
+
+/** A staged row as a load reads it. */
+export interface StagedRow {
+  id: number;
+  namespace: string;
+  tableName: string;
+  columns: string;
+  row: string;
+}
+
+/** A `warehouse_loads` row. */
+export interface LoadRow {
+  id: string;
+  workspaceId: string;
+  destinationId: string;
+  status: LoadStatus;
+  trigger: string;
+  attempt: number;
+  dueAt: number;
+  createdAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+  /** JSON: table → rows written. */
+  rows: string | null;
+  discards: number | null;
+  error: string | null;
+}
+
+/** A load to queue; when one is queued for the destination already, it is brought forward instead. */
+export interface NewLoad {
+  workspaceId: string;
+  destinationId: string;
+  /** api | schedule | retry | more */
+  trigger: string;
+  attempt: number;
+  dueAt: number;
+  createdAt: number;
+}
+
+/**
+ * The staged rows a load committed to the warehouse: marked with its id, of the namespaces that
+ * committed, and only while still waiting (a row another load marked, or a regulation deleted,
+ * stays as it is).
+ */
+export type LoadedRows =
+  /** Exactly the staged ids the load read: what PostgreSQL needs (design §3.8). */
+  | { namespaces: string[]; ids: number[] }
+  /**
+   * The waiting rows up to the highest id the load read. Exact only where ids commit in order
+   * (SQLite: one writer), so the PostgreSQL store refuses it: there, ids of concurrent writers
+   * commit out of order and a row committed late below the load's last id was never read.
+   */
+  | { namespaces: string[]; throughId: number };
+
+/** A load's outcome, applied in one transaction with the rows it loaded and the load queued after it. */
+export interface LoadFinish {
+  loadId: string;
+  destinationId: string;
+  status: "succeeded" | "failed";
+  finishedAt: number;
+  /** Rows written per table. */
+  rows: Record<string, number>;
+  discards: number;
+  error: string | null;
+  loaded?: LoadedRows;
+  /** The retry after a retryable failure, or the next load when this one left rows behind. */
+  next?: NewLoad;
+}
+
+export interface WarehouseStore {
+  /** Writes the rows in one transaction, all or none. */
+  stage(rows: NewStagedRow[]): Promise<void>;
+
+  /**
+   * Queues a load, or brings the destination's queued one forward to `dueAt` (never back):
+   * answers the queued load's id.
+   */
+  queueLoad(load: NewLoad): Promise<string>;
+  /**
+   * At start: every running load is one a crash cut off. Records them as failed with `error`
+   * and queues a retry (trigger 'retry', due `now`) per destination, in one transaction;
+   * answers how many there were. With several instances this belongs to the one that takes the
+   * warehouse singleton (design §3.3), not to every instance's start: a load running on a live
+   * holder is not interrupted.
+   */
+  failInterrupted(now: number, error: string): Promise<number>;
+  /** Queued loads due by `now`, the earliest first. */
+  dueLoads(now: number, limit: number): Promise<LoadRow[]>;
+  /** When the earliest queued load is due, or null when none is queued. */
+  nextDueAt(): Promise<number | null>;
+  /** Marks a queued load running; false when it was not queued any more (another caller started it). */
+  startLoad(loadId: string, now: number): Promise<boolean>;
+  /** Records the outcome (see LoadFinish). */
+  finishLoad(finish: LoadFinish): Promise<void>;
+  /** Records the destination's queued loads as failed (its destination was deleted). */
+  cancelQueued(destinationId: string, now: number, error: string): Promise<void>;
+  /** The destination's loads, newest first. */
+  listLoads(destinationId: string, limit: number): Promise<LoadRow[]>;
+
+  /** The destination's waiting rows in id order, at most `limit`: what a load takes. */
+  readStaged(destinationId: string, limit: number): Promise<StagedRow[]>;
+  /** Deletes staged rows of loads that succeeded before `finishedBefore` (kept until then for inspection). */
+  purgeLoaded(destinationId: string, finishedBefore: number): Promise<void>;
+  /** Namespaces the destination has staged rows in, loaded or not. */
+  stagedNamespaces(destinationId: string): Promise<string[]>;
+  /** Deletes the users' staged rows of the destination, loaded or not (a regulation). */
+  deleteStaged(destinationId: string, userKeys: string[]): Promise<void>;
+}
+
+/**
+ * A store that can stage without awaiting: SQLite, whose transaction commits before the call
+ * returns. The router calls the stager synchronously today (WarehouseStager.stage); staging
+ * through a store without it needs the asynchronous call (WarehouseStager.stageAsync).
+ */
+export interface ImmediateStaging {
+  stageNow(rows: NewStagedRow[]): void;
+}
+
+/** A new load's id: time-ordered, so ids of one millisecond still sort by creation. */
+export function newLoadId(): string {
+  return `whl_${Bun.randomUUIDv7("hex").replaceAll("-", "")}`;
+}

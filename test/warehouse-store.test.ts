@@ -1,0 +1,413 @@
+/**
+ * The warehouse area's storage seam (cluster mode, issue 24): one contract, run against the
+ * SQLite store (a data dir opened as the server opens it) and the PostgreSQL store (its own
+ * schema with the pg migrations, dropped after). Staging and reading staged rows, queueing and
+ * starting loads, a load's outcome with the rows it loaded and the load after it in one call,
+ * recovery after a crash, purge and a regulation's deletion, the stager over the store; and on
+ * PostgreSQL the exact-ids marking of design §3.8 against a writer that commits out of order,
+ * and two instances queueing and starting loads at once.
+ */
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import type { SQL } from "bun";
+import { join } from "node:path";
+import { openDatabase } from "../db";
+import { closePostgres, openPostgres, type PgDb } from "../db/pg";
+import type { ConfigStore, DestinationRuntime } from "../src/control-plane/config-store";
+import { newId } from "../src/lib/ids";
+import { PgWarehouseStore } from "../src/storage/postgres/warehouse";
+import { SqliteWarehouseStore } from "../src/storage/sqlite/warehouse";
+import { WarehouseStager } from "../src/warehouse/staging";
+import type { NewLoad, NewStagedRow, WarehouseStore } from "../src/warehouse/store";
+import { cleanup, tempDir } from "./helpers";
+import { PG, havePostgres, requirePostgres, testSql } from "./pg";
+
+requirePostgres("warehouse-store.test.ts");
+
+const url = `postgres://${encodeURIComponent(PG.user)}${PG.password ? ":" + encodeURIComponent(PG.password) : ""}@${PG.host}:${PG.port}/${PG.database}`;
+const admin = havePostgres ? testSql() : null;
+
+interface Opened {
+  store: WarehouseStore;
+  /** The staged rows as the database holds them: id → load id. */
+  marks(destinationId: string): Promise<Map<number, string | null>>;
+  /** PostgreSQL: the same schema through another pool (another instance). */
+  reopen?: () => Promise<{ store: WarehouseStore; sql: SQL }>;
+}
+
+const closers: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+afterAll(async () => {
+  await admin?.close();
+});
+
+async function openSqlite(): Promise<Opened> {
+  const dir = tempDir();
+  const db = openDatabase(join(dir, "sluice.db"), { synchronous: "FULL" });
+  closers.push(() => {
+    db.$client.close();
+    cleanup(dir);
+  });
+  return {
+    store: new SqliteWarehouseStore(db),
+    async marks(destinationId) {
+      const rows = db.$client.query("SELECT id, load_id AS loadId FROM warehouse_staged WHERE destination_id = ? ORDER BY id").all(destinationId) as Array<{ id: number; loadId: string | null }>;
+      return new Map(rows.map((r) => [r.id, r.loadId]));
+    },
+  };
+}
+
+async function openPg(): Promise<Opened> {
+  const schema = `t_whstore_${crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`;
+  const dbs: PgDb[] = [];
+  closers.push(async () => {
+    for (const db of dbs) await closePostgres(db);
+    await admin!.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  });
+  const open = async () => {
+    const db = await openPostgres(url, { searchPath: schema, max: 4 });
+    dbs.push(db);
+    return db;
+  };
+  const db = await open();
+  return {
+    store: new PgWarehouseStore(db),
+    async marks(destinationId) {
+      const rows = await db.$client.unsafe("SELECT id, load_id FROM warehouse_staged WHERE destination_id = $1 ORDER BY id", [destinationId]);
+      return new Map((rows as Array<{ id: string; load_id: string | null }>).map((r) => [Number(r.id), r.load_id]));
+    },
+    async reopen() {
+      const other = await open();
+      return { store: new PgWarehouseStore(other), sql: other.$client };
+    },
+  };
+}
+
+let clock = 1_760_000_000_000;
+const tick = () => (clock += 1000);
+
+function staged(destinationId: string, over: Partial<NewStagedRow> = {}): NewStagedRow {
+  const eventId = crypto.randomUUID();
+  return {
+    destinationId,
+    workspaceId: "ws_1",
+    namespace: "web",
+    tableName: "tracks",
+    columns: JSON.stringify({ id: "string", event: "string" }),
+    row: JSON.stringify({ id: eventId, event: "Clicked" }),
+    eventId,
+    userKey: "u1",
+    stagedAt: tick(),
+    ...over,
+  };
+}
+
+function load(destinationId: string, over: Partial<NewLoad> = {}): NewLoad {
+  const at = tick();
+  return { workspaceId: "ws_1", destinationId, trigger: "api", attempt: 1, dueAt: at, createdAt: at, ...over };
+}
+
+const ids = async (store: WarehouseStore, destinationId: string) => (await store.readStaged(destinationId, 1000)).map((r) => r.id);
+
+const stores: Array<{ name: string; enabled: boolean; open: () => Promise<Opened> }> = [
+  { name: "SQLite", enabled: true, open: openSqlite },
+  { name: "PostgreSQL", enabled: havePostgres, open: openPg },
+];
+
+for (const kind of stores) {
+  describe.if(kind.enabled)(`warehouse store on ${kind.name}`, () => {
+    test("staged rows read back waiting, in id order, per destination, up to the limit; namespaces listed once", async () => {
+      const { store } = await kind.open();
+      const dst = newId("dst");
+      const other = newId("dst");
+      const rows = [staged(dst), staged(dst, { namespace: "app", tableName: "identifies" }), staged(other), staged(dst)];
+      await store.stage(rows);
+      await store.stage([]);
+
+      const read = await store.readStaged(dst, 10);
+      expect(read.map(({ namespace, tableName, columns, row }) => ({ namespace, tableName, columns, row }))).toEqual(
+        [rows[0]!, rows[1]!, rows[3]!].map(({ namespace, tableName, columns, row }) => ({ namespace, tableName, columns, row })),
+      );
+      expect(read.every((r) => typeof r.id === "number")).toBe(true);
+      expect([...read.map((r) => r.id)].sort((a, b) => a - b)).toEqual(read.map((r) => r.id));
+      expect((await store.readStaged(dst, 2)).map((r) => r.id)).toEqual(read.slice(0, 2).map((r) => r.id));
+      expect((await store.stagedNamespaces(dst)).sort()).toEqual(["app", "web"]);
+      expect(await store.stagedNamespaces(newId("dst"))).toEqual([]);
+    });
+
+    test("a staging pass is all or nothing: a row that cannot be stored leaves none of its pass", async () => {
+      const { store } = await kind.open();
+      const dst = newId("dst");
+      await expect(store.stage([staged(dst), staged(dst, { userKey: null as unknown as string })])).rejects.toThrow();
+      expect(await store.readStaged(dst, 10)).toEqual([]);
+      // More rows than one statement of bound parameters takes: stored whole.
+      await store.stage(Array.from({ length: 7001 }, () => staged(dst)));
+      expect((await store.readStaged(dst, 10_000)).length).toBe(7001);
+    });
+
+    test("queueing: one queued load per destination, brought forward and never back; due, next due and a start that only one caller gets", async () => {
+      const { store } = await kind.open();
+      const dst = newId("dst");
+      const later = clock + 60_000;
+      const id = await store.queueLoad(load(dst, { dueAt: later, trigger: "schedule" }));
+      expect(id).toStartWith("whl_");
+      expect(await store.nextDueAt()).toBe(later);
+      expect(await store.dueLoads(clock, 10)).toEqual([]);
+
+      const sooner = clock + 10_000;
+      expect(await store.queueLoad(load(dst, { dueAt: sooner }))).toBe(id);
+      expect(await store.queueLoad(load(dst, { dueAt: later + 5000 }))).toBe(id);
+      expect(await store.nextDueAt()).toBe(sooner);
+      const otherId = await store.queueLoad(load(newId("dst"), { dueAt: sooner + 1 }));
+      expect(otherId).not.toBe(id);
+
+      const due = await store.dueLoads(sooner + 1, 10);
+      expect(due.map((l) => l.id)).toEqual([id, otherId]);
+      expect(due[0]).toMatchObject({ destinationId: dst, workspaceId: "ws_1", status: "queued", trigger: "schedule", attempt: 1, dueAt: sooner, startedAt: null, finishedAt: null, rows: null, error: null });
+      expect((await store.dueLoads(sooner + 1, 1)).map((l) => l.id)).toEqual([id]);
+
+      const at = tick();
+      expect(await store.startLoad(id, at)).toBe(true);
+      expect(await store.startLoad(id, at)).toBe(false);
+      expect((await store.dueLoads(sooner + 1, 10)).map((l) => l.id)).toEqual([otherId]);
+      expect((await store.listLoads(dst, 10))[0]).toMatchObject({ id, status: "running", startedAt: at });
+      // A load running does not count as queued: the next request queues a new one.
+      const next = await store.queueLoad(load(dst));
+      expect(next).not.toBe(id);
+      expect(await store.nextDueAt()).toBe(Math.min(sooner + 1, (await store.listLoads(dst, 1))[0]!.dueAt));
+    });
+
+    test("finishLoad marks exactly the ids read, of the namespaces that committed, records the outcome and queues the next load in the same call", async () => {
+      const { store, marks } = await kind.open();
+      const dst = newId("dst");
+      await store.stage([staged(dst), staged(dst, { namespace: "app" }), staged(dst)]);
+      const loadId = await store.queueLoad(load(dst));
+      expect(await store.startLoad(loadId, tick())).toBe(true);
+      const read = await ids(store, dst);
+      // Staged after the load read: not the load's, whatever its id.
+      await store.stage([staged(dst)]);
+      const finishedAt = tick();
+      await store.finishLoad({
+        loadId,
+        destinationId: dst,
+        status: "failed",
+        finishedAt,
+        rows: { tracks: 2 },
+        discards: 1,
+        error: "namespace app: connection refused",
+        loaded: { namespaces: ["web"], ids: read },
+        next: load(dst, { trigger: "retry", attempt: 2, dueAt: finishedAt + 10_000 }),
+      });
+
+      const m = await marks(dst);
+      const [first, app, third, late] = [...m.keys()];
+      expect([m.get(first!), m.get(app!), m.get(third!), m.get(late!)]).toEqual([loadId, null, loadId, null]);
+      expect(await ids(store, dst)).toEqual([app!, late!]);
+
+      const [retry, done] = await store.listLoads(dst, 10);
+      expect(done).toEqual({
+        id: loadId,
+        workspaceId: "ws_1",
+        destinationId: dst,
+        status: "failed",
+        trigger: "api",
+        attempt: 1,
+        dueAt: done!.dueAt,
+        createdAt: done!.createdAt,
+        startedAt: done!.startedAt,
+        finishedAt,
+        rows: JSON.stringify({ tracks: 2 }),
+        discards: 1,
+        error: "namespace app: connection refused",
+      });
+      expect(retry).toMatchObject({ status: "queued", trigger: "retry", attempt: 2, dueAt: finishedAt + 10_000 });
+
+      // Rows are marked only while waiting: a second load naming the same ids takes only the ones left.
+      const second = await store.queueLoad(load(dst, { dueAt: 0 }));
+      expect(second).toBe(retry!.id);
+      await store.startLoad(second, tick());
+      await store.finishLoad({ loadId: second, destinationId: dst, status: "succeeded", finishedAt: tick(), rows: {}, discards: 0, error: null, loaded: { namespaces: ["web", "app"], ids: [first!, app!] } });
+      const after = await marks(dst);
+      expect([after.get(first!), after.get(app!), after.get(late!)]).toEqual([loadId, second, null]);
+      expect((await store.listLoads(dst, 1))[0]).toMatchObject({ id: second, status: "succeeded", error: null, rows: "{}" });
+      // Nothing loaded, nothing queued after: only the record changes.
+      expect((await store.listLoads(dst, 10)).length).toBe(2);
+    });
+
+    if (kind.name === "SQLite") {
+      test("SQLite: a load may mark the waiting rows up to the last id it read (ids commit in order there)", async () => {
+        const { store, marks } = await kind.open();
+        const dst = newId("dst");
+        await store.stage([staged(dst), staged(dst, { namespace: "app" }), staged(dst)]);
+        const loadId = await store.queueLoad(load(dst));
+        await store.startLoad(loadId, tick());
+        const read = await ids(store, dst);
+        await store.stage([staged(dst)]);
+        await store.finishLoad({ loadId, destinationId: dst, status: "succeeded", finishedAt: tick(), rows: {}, discards: 0, error: null, loaded: { namespaces: ["web"], throughId: read.at(-1)! } });
+        expect([...(await marks(dst)).values()]).toEqual([loadId, null, loadId, null]);
+      });
+    } else {
+      test("PostgreSQL: a load marking 'up to its last id' is refused, and nothing of it is written (design §3.8)", async () => {
+        const { store, marks } = await kind.open();
+        const dst = newId("dst");
+        await store.stage([staged(dst)]);
+        const loadId = await store.queueLoad(load(dst));
+        await store.startLoad(loadId, tick());
+        const read = await ids(store, dst);
+        await expect(
+          store.finishLoad({ loadId, destinationId: dst, status: "succeeded", finishedAt: tick(), rows: {}, discards: 0, error: null, loaded: { namespaces: ["web"], throughId: read[0]! } }),
+        ).rejects.toThrow(/exact staged ids/);
+        expect([...(await marks(dst)).values()]).toEqual([null]);
+        expect((await store.listLoads(dst, 1))[0]!.status).toBe("running");
+      });
+    }
+
+    test("after a crash: running loads are recorded failed and one retry per destination is queued, due now", async () => {
+      const { store } = await kind.open();
+      const a = newId("dst");
+      const b = newId("dst");
+      const la = await store.queueLoad(load(a));
+      await store.startLoad(la, tick());
+      const lb = await store.queueLoad(load(b));
+      await store.startLoad(lb, tick());
+      const queuedB = await store.queueLoad(load(b, { dueAt: clock + 3_600_000, trigger: "schedule" }));
+
+      const now = tick();
+      expect(await store.failInterrupted(now, "interrupted by a restart")).toBe(2);
+      const [retryA, failedA] = await store.listLoads(a, 10);
+      expect(failedA).toMatchObject({ id: la, status: "failed", finishedAt: now, error: "interrupted by a restart" });
+      expect(retryA).toMatchObject({ status: "queued", trigger: "retry", attempt: 1, dueAt: now });
+      // b had a load queued already: brought forward, not a second one.
+      const loadsB = await store.listLoads(b, 10);
+      expect(loadsB.map((l) => [l.id, l.status])).toEqual([
+        [queuedB, "queued"],
+        [lb, "failed"],
+      ]);
+      expect(loadsB[0]!.dueAt).toBe(now);
+      expect(await store.failInterrupted(tick(), "again")).toBe(0);
+    });
+
+    test("a deleted destination's queued loads are cancelled; the history is newest first, limited", async () => {
+      const { store } = await kind.open();
+      const dst = newId("dst");
+      const first = await store.queueLoad(load(dst));
+      await store.startLoad(first, tick());
+      await store.finishLoad({ loadId: first, destinationId: dst, status: "succeeded", finishedAt: tick(), rows: {}, discards: 0, error: null });
+      const second = await store.queueLoad(load(dst));
+      const other = await store.queueLoad(load(newId("dst")));
+      const now = tick();
+      await store.cancelQueued(dst, now, "destination deleted");
+      const list = await store.listLoads(dst, 10);
+      expect(list.map((l) => [l.id, l.status, l.error])).toEqual([
+        [second, "failed", "destination deleted"],
+        [first, "succeeded", null],
+      ]);
+      expect(list[0]!.finishedAt).toBe(now);
+      expect((await store.listLoads(dst, 1)).map((l) => l.id)).toEqual([second]);
+      expect((await store.dueLoads(now, 10)).map((l) => l.id)).toEqual([other]);
+    });
+
+    test("purge removes rows of loads that succeeded before the cutoff; a regulation deletes a user's rows, loaded or not", async () => {
+      const { store, marks } = await kind.open();
+      const dst = newId("dst");
+      const other = newId("dst");
+      await store.stage([staged(dst, { userKey: "u1" }), staged(dst, { userKey: "u2" }), staged(other, { userKey: "u1" })]);
+      const loadId = await store.queueLoad(load(dst));
+      await store.startLoad(loadId, tick());
+      const [r1] = await ids(store, dst);
+      const finishedAt = tick();
+      await store.finishLoad({ loadId, destinationId: dst, status: "succeeded", finishedAt, rows: {}, discards: 0, error: null, loaded: { namespaces: ["web"], ids: [r1!] } });
+      await store.stage([staged(dst, { userKey: "u1" })]);
+
+      await store.purgeLoaded(dst, finishedAt);
+      expect((await marks(dst)).size).toBe(3);
+      await store.purgeLoaded(other, finishedAt + 1);
+      expect((await marks(dst)).size).toBe(3);
+      await store.purgeLoaded(dst, finishedAt + 1);
+      expect([...(await marks(dst)).values()]).toEqual([null, null]);
+
+      await store.deleteStaged(dst, ["u1", "u9"]);
+      await store.deleteStaged(dst, []);
+      expect((await store.readStaged(dst, 10)).length).toBe(1);
+      expect((await store.readStaged(other, 10)).length).toBe(1);
+      expect((await marks(dst)).size).toBe(1);
+    });
+
+    test("the stager stages through the store: rows per table in the source's namespace; an event that cannot become rows is aborted alone", async () => {
+      const { store } = await kind.open();
+      const dest = { id: newId("dst"), workspaceId: "ws_1", type: "POSTGRES", config: {} } as unknown as DestinationRuntime;
+      const config = { snapshot: () => ({ sources: new Map([["src_1", { name: "My Web Site" }]]) }) } as unknown as ConfigStore;
+      const stager = new WarehouseStager(store, config, () => clock);
+      const track = { type: "track", event: "Product Viewed", messageId: "m1", userId: "u1", timestamp: "2026-01-01T00:00:00.000Z", properties: { sku: "a" } };
+      const results = await stager.stageAsync(dest, [
+        { sourceId: "src_1", userKey: "u1", events: [track] },
+        { sourceId: "src_1", userKey: "u2", events: [{ type: "no-such-type", messageId: "m2" }] },
+      ]);
+      expect(results[0]).toEqual({ kind: "staged" });
+      expect(results[1]!.kind).toBe("abort");
+      const rows = await store.readStaged(dest.id, 10);
+      expect(rows.map((r) => [r.namespace, r.tableName]).sort()).toEqual([
+        ["my_web_site", "product_viewed"],
+        ["my_web_site", "tracks"],
+      ]);
+      if (kind.name === "SQLite") {
+        // The router's call today: synchronous, committed when it returns.
+        expect(stager.stage(dest, [{ sourceId: "src_1", userKey: "u1", events: [{ ...track, messageId: "m3" }] }])).toEqual([{ kind: "staged" }]);
+        expect((await store.readStaged(dest.id, 10)).length).toBe(4);
+      } else {
+        expect(() => stager.stage(dest, [{ sourceId: "src_1", userKey: "u1", events: [track] }])).toThrow(/stageAsync/);
+      }
+    });
+
+    if (kind.name === "PostgreSQL") {
+      test("PostgreSQL: a row committed late below the load's ids is not the load's; it waits for the next (design §3.8)", async () => {
+        const o = await kind.open();
+        const { sql } = await o.reopen!();
+        const dst = newId("dst");
+        // A writer takes its id first and commits last.
+        let release!: () => void;
+        const gate = new Promise<void>((r) => (release = r));
+        let early!: number;
+        let taken!: () => void;
+        const idTaken = new Promise<void>((r) => (taken = r));
+        const slow = sql.begin(async (tx) => {
+          const [r] = await tx.unsafe(
+            `INSERT INTO warehouse_staged (destination_id, workspace_id, namespace, table_name, columns, row, event_id, user_key, staged_at)
+             VALUES ($1, 'ws_1', 'web', 'tracks', '{}', '{}', 'late', 'u1', 1) RETURNING id`,
+            [dst],
+          );
+          early = Number(r.id);
+          taken();
+          await gate;
+        });
+        await idTaken;
+        await o.store.stage([staged(dst)]);
+        const loadId = await o.store.queueLoad(load(dst));
+        await o.store.startLoad(loadId, tick());
+        const read = await ids(o.store, dst);
+        expect(read.length).toBe(1);
+        expect(read[0]!).toBeGreaterThan(early);
+        release();
+        await slow;
+        await o.store.finishLoad({ loadId, destinationId: dst, status: "succeeded", finishedAt: tick(), rows: {}, discards: 0, error: null, loaded: { namespaces: ["web"], ids: read } });
+        const m = await o.marks(dst);
+        expect(m.get(early)).toBeNull();
+        expect(m.get(read[0]!)).toBe(loadId);
+        expect(await ids(o.store, dst)).toEqual([early]);
+      });
+
+      test("PostgreSQL: two instances queueing at once make one load; starting it at once, one of them gets it", async () => {
+        const o = await kind.open();
+        const { store: other } = await o.reopen!();
+        const dst = newId("dst");
+        const queued = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? other : o.store).queueLoad(load(dst))));
+        expect(new Set(queued).size).toBe(1);
+        expect((await o.store.listLoads(dst, 10)).length).toBe(1);
+        const at = tick();
+        const started = await Promise.all([o.store.startLoad(queued[0]!, at), other.startLoad(queued[0]!, at), o.store.startLoad(queued[0]!, at), other.startLoad(queued[0]!, at)]);
+        expect(started.filter(Boolean).length).toBe(1);
+      });
+    }
+  });
+}
