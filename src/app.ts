@@ -34,6 +34,7 @@ import { Router } from "./pipeline/router";
 import { overviewRoutes } from "./pipeline/overview";
 import { pipelineRoutes } from "./pipeline/routes";
 import { SqliteControlPlaneStore } from "./storage/sqlite/control-plane";
+import { SqliteStatsStore } from "./storage/sqlite/stats";
 import { SqliteWarehouseStore } from "./storage/sqlite/warehouse";
 import { SqliteRegulationsStore } from "./storage/sqlite/regulations";
 import { SandboxPool } from "./transformations/sandbox";
@@ -142,7 +143,8 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   const config = new SqliteConfigStore(db);
   const metrics = new Metrics();
   const controlPlane = new SqliteControlPlaneStore(db);
-  const ctx: ServiceContext = { db, log, config, controlPlane, metrics, now, sessionHours: settings.sessionHours };
+  const stats = new SqliteStatsStore(db);
+  const ctx: ServiceContext = { db, log, config, controlPlane, stats, metrics, now, sessionHours: settings.sessionHours };
 
   const owner = await ensureOwner(controlPlane, { email: settings.adminEmail, token: settings.adminToken, now: now() });
   if (owner.created) log.info("first start: workspace and owner account created", { workspaceId: owner.workspaceId, email: settings.adminEmail });
@@ -202,7 +204,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   }, warehouseLoads);
   await deletions.start();
   await warehouseLoads.start();
-  const stopMaintenance = startMaintenance(db, log, { retentionMs: settings.retentionHours * 3600_000, now });
+  const stopMaintenance = startMaintenance(stats, log, { retentionMs: settings.retentionHours * 3600_000, now });
 
 
   // Marked ready below, as this function returns: after the migrations (openDatabase), the

@@ -1,7 +1,6 @@
 /** Operations endpoints: health, version, metrics. */
 import { Elysia } from "elysia";
 import type { ServiceContext } from "./lib/context";
-import { storageHealth } from "./lib/storage-health";
 import { VERSION } from "./version";
 import { type Readiness, readyAnswer } from "./readiness";
 
@@ -9,13 +8,12 @@ export function opsRoutes(ctx: ServiceContext) {
   return new Elysia({ name: "ops" })
     .get(
       "/health",
-      ({ set }) => {
+      async ({ set }) => {
         try {
-          ctx.db.$client.query("SELECT 1").get();
           // Writes refused (a full disk) leave the process able to serve reads, deliver, answer
           // event calls with 503 and recover alone once space is freed: a liveness check must
           // not fail then, or the container runtime restarts a process a restart cannot help.
-          const problem = storageHealth(ctx.db.$client.filename).problem;
+          const problem = await ctx.stats.health();
           if (problem) {
             const storage = `${problem.cause}; failing: ${problem.writers.join(", ")}; since ${new Date(problem.since).toISOString()}`;
             return { status: "degraded", database: "ok", storage, version: VERSION };

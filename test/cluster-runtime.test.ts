@@ -43,7 +43,7 @@ async function twoInstances(pollMs: number): Promise<[ClusterRuntime, ClusterRun
 }
 
 function scoped(rt: ClusterRuntime, workspaceId: string): ScopedContext {
-  return { db: undefined as never, log: silentLogger, config: rt.config, controlPlane: rt.controlPlane, metrics: new Metrics(), now: Date.now, sessionHours: 1, workspaceId };
+  return { db: undefined as never, log: silentLogger, config: rt.config, controlPlane: rt.controlPlane, stats: rt.stats, metrics: new Metrics(), now: Date.now, sessionHours: 1, workspaceId };
 }
 
 function intakeOf(rt: ClusterRuntime): IntakeDeps {

@@ -6,10 +6,12 @@
  * - control plane → ClusterConfigStore, reloaded on the 'config' epoch;
  * - regulations → the suppression index, caught up on the 'suppression' epoch; intake's inserts
  *   are guarded by the epoch this instance has applied;
- * - intake → PgIntakeLog.
+ * - intake → PgIntakeLog;
+ * - the deliveries API, overview, retention and /health → PgStatsStore.
  *
  * Not here yet (src/cluster/README.md §4 has the plan): the delivery engine on partition leases,
- * the deliveries API and stats, the warehouse's staging, and `serve --database`.
+ * the singletons (retention, deletions, warehouse loads), the warehouse's staging, live events
+ * across instances, and `serve --database`.
  */
 import { closePostgres, openPostgres, type PgDb } from "../../db/pg";
 import { ClusterConfigStore } from "../control-plane/config-store";
@@ -18,6 +20,7 @@ import { SuppressionIndex } from "../regulations/suppression";
 import { PgControlPlaneStore } from "../storage/postgres/control-plane";
 import { PgEventLog, PgIntakeLog } from "../storage/postgres/event-log";
 import { PgRegulationsStore } from "../storage/postgres/regulations";
+import { PgStatsStore } from "../storage/postgres/stats";
 import { Bus, EpochWatch } from "./bus";
 
 export interface ClusterRuntimeOptions {
@@ -43,6 +46,8 @@ export interface ClusterRuntime {
   readonly regulations: PgRegulationsStore;
   readonly suppression: SuppressionIndex;
   readonly events: PgIntakeLog;
+  /** The deliveries API's, the overview's, retention's and /health's reads, across every instance. */
+  readonly stats: PgStatsStore;
   /** How many partitions users are spread over (cluster_settings). */
   readonly partitions: number;
   close(): Promise<void>;
@@ -76,7 +81,8 @@ export async function openClusterRuntime(opts: ClusterRuntimeOptions): Promise<C
     await watch.start();
 
     const events = new PgIntakeLog(new PgEventLog(db.$client, { partitions, epoch: () => watch.current("suppression") }), () => watch.refresh());
-    return { instanceId, db, bus, watch, controlPlane, config, regulations, suppression, events, partitions, close };
+    const stats = new PgStatsStore(db.$client);
+    return { instanceId, db, bus, watch, controlPlane, config, regulations, suppression, events, stats, partitions, close };
   } catch (err) {
     await close();
     throw err;

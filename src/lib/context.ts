@@ -1,6 +1,7 @@
 import type { Db } from "../../db";
 import type { ConfigStore } from "../control-plane/config-store";
 import type { ControlPlaneStore } from "../control-plane/store";
+import type { StatsStore } from "../pipeline/stats-store";
 import type { Logger } from "./logger";
 import type { Metrics } from "./metrics";
 
@@ -11,6 +12,8 @@ export interface ServiceContext {
   config: ConfigStore;
   /** Sources, destinations, connections, transformations, and accounts, tokens and sessions: SQLite or PostgreSQL behind one interface. */
   controlPlane: ControlPlaneStore;
+  /** What the deliveries API, the overview, retention and /health read of events and deliveries: SQLite or PostgreSQL. */
+  stats: StatsStore;
   metrics: Metrics;
   now: () => number;
   /** How long a dashboard sign-in lasts (settings). */

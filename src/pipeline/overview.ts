@@ -3,21 +3,21 @@
  * total and per source and destination, and what needs attention (destinations holding
  * aborted events, deletions that failed).
  *
- * No table of its own: the stored rows already answer it. Received is counted from `events`
- * (their ids grow with received_at, so the last hour is an id range found by binary search);
- * delivered and aborted from `deliveries` by state and updated_at (index deliveries_updated);
+ * No table of its own: the stored rows already answer it, read through the stats store
+ * (stats-store.ts; on PostgreSQL the shared tables, so every instance's events count). Received
+ * is counted from `events` by received_at; delivered and aborted from `deliveries` by state and
+ * updated_at (index deliveries_updated);
  * failed from the attempt log each delivery keeps (its last ten attempts, each with its time),
  * so a failed attempt is counted in the minute it happened, even for a delivery that later
  * succeeded. The final attempt of an aborted delivery counts as aborted, not failed.
  * Settled minutes are counted once and kept in memory (see SettledMinutes), so a request reads
  * about the last minute's rows; after a start the first request counts the whole range once.
  */
-import type { Database, Statement } from "bun:sqlite";
 import { Elysia, type Static, t } from "elysia";
 import { withWorkspace } from "../control-plane/routes";
 import type { ScopedContext, ServiceContext } from "../lib/context";
 import { badRequest } from "../lib/errors";
-import { lastEventIdBefore } from "./retention";
+import { type MinuteCount, OPEN_END, type StatsStore } from "./stats-store";
 
 const MINUTE = 60_000;
 export const MAX_MINUTES = 1440;
@@ -91,72 +91,6 @@ export type Attention = Static<typeof Attention>;
 
 const DELETIONS_SHOWN = 50;
 
-interface Statements {
-  sources: Statement;
-  destinations: Statement;
-  received: Statement;
-  finished: Statement;
-  failed: Statement;
-  abortedCount: Statement;
-  lastAborted: Statement;
-  failingDeletions: Statement;
-  failingDeletionsCount: Statement;
-}
-
-// Prepared once per database, on first use (no work at import time).
-const prepared = new WeakMap<Database, Statements>();
-
-function statements(c: Database): Statements {
-  let s = prepared.get(c);
-  if (s) return s;
-  s = {
-    sources: c.prepare("SELECT id, name FROM sources WHERE workspace_id = ? ORDER BY created_at, id"),
-    destinations: c.prepare("SELECT id, name, type, enabled FROM destinations WHERE workspace_id = ? ORDER BY created_at, id"),
-    received: c.prepare(
-      `SELECT source_id AS sourceId, received_at / ${MINUTE} AS m, count(*) AS n FROM events
-        WHERE id > ?1 AND id <= ?2 AND received_at >= ?3 AND received_at < ?4 AND workspace_id = ?5 GROUP BY source_id, m`,
-    ),
-    finished: c.prepare(
-      `SELECT state, source_id AS sourceId, destination_id AS destinationId, updated_at / ${MINUTE} AS m, count(*) AS n FROM deliveries
-        WHERE state IN ('succeeded', 'aborted') AND updated_at >= ?1 AND updated_at < ?2 AND workspace_id = ?3
-        GROUP BY state, source_id, destination_id, m`,
-    ),
-    // Rows updated in [?1, ?2) that can hold a failed attempt (retrying, or past their first
-    // attempt); their failed attempts made in [?4, ?5). Every attempt but a finished delivery's
-    // last one (the one at its updated_at) failed: whatever the kind read from the answer, the
-    // delivery went on. An aborted delivery's last attempt is its abort, not a failure. Times are
-    // compared in milliseconds (julianday is exact to far below one), not as formatted text.
-    failed: c.prepare(
-      `SELECT d.source_id AS sourceId, d.destination_id AS destinationId, substr(a.value ->> '$.at', 1, 16) AS m, count(*) AS n
-         FROM deliveries d, json_each(CASE WHEN json_valid(d.attempt_log) THEN d.attempt_log ELSE '[]' END) a
-        WHERE d.state IN ('retrying', 'succeeded', 'aborted', 'filtered') AND d.updated_at >= ?1 AND d.updated_at < ?2 AND d.workspace_id = ?3
-          AND (d.state = 'retrying' OR d.attempts > 1)
-          AND a.value ->> '$.at' >= ?4 AND a.value ->> '$.at' < ?5
-          AND NOT (d.state IN ('succeeded', 'aborted', 'filtered') AND a.key = json_array_length(d.attempt_log) - 1
-                   AND CAST(round(julianday(a.value ->> '$.at') * 86400000.0) AS INTEGER) - 210866760000000 = d.updated_at)
-        GROUP BY d.source_id, d.destination_id, m`,
-    ),
-    abortedCount: c.prepare("SELECT count(*) AS n FROM deliveries WHERE destination_id = ? AND state = 'aborted'"),
-    lastAborted: c.prepare(
-      "SELECT last_error AS error, updated_at AS at FROM deliveries WHERE destination_id = ? AND state = 'aborted' ORDER BY id DESC LIMIT 1",
-    ),
-    failingDeletions: c.prepare(
-      `SELECT j.regulation_id AS regulationId, r.user_id AS userId, j.destination_id AS destinationId, d.name AS destinationName,
-              j.status, j.reason, j.attempts, j.updated_at AS updatedAt
-         FROM deletion_jobs j JOIN regulations r ON r.id = j.regulation_id
-         LEFT JOIN destinations d ON d.id = j.destination_id AND d.workspace_id = j.workspace_id
-        WHERE j.workspace_id = ? AND j.status IN ('failed', 'aborted') AND r.canceled = 0
-        ORDER BY j.updated_at DESC, j.id DESC LIMIT ${DELETIONS_SHOWN}`,
-    ),
-    failingDeletionsCount: c.prepare(
-      `SELECT count(*) AS n FROM deletion_jobs j JOIN regulations r ON r.id = j.regulation_id
-        WHERE j.workspace_id = ? AND j.status IN ('failed', 'aborted') AND r.canceled = 0`,
-    ),
-  };
-  prepared.set(c, s);
-  return s;
-}
-
 type Kind = "received" | "delivered" | "failed" | "aborted";
 type Series = Record<Kind, number[]>;
 
@@ -174,24 +108,13 @@ const totalsOf = (s: Series) => ({
   aborted: s.aborted.reduce((a, b) => a + b, 0),
 });
 
-/** One count: of a kind, in a minute (its index since the epoch), for a source and destination. */
-interface Cell {
-  kind: Kind;
-  minute: number;
-  sourceId: string;
-  destinationId: string | null;
-  n: number;
-}
+type Cell = MinuteCount;
 
 /** Outcomes and commits reach the database a moment after their time; a minute counts as settled this long after its end. */
 const SETTLE_MS = 15_000;
 /** Time slices of a long range, so that counting a cold day gives intake its turn between slices. */
 const SLICE_MS = 10 * MINUTE;
-/** "No upper bound", as a time and as the ISO text attempt logs hold. */
-const FAR = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
-const FAR_ID = Number.MAX_SAFE_INTEGER;
-
-const iso = (ms: number) => new Date(ms).toISOString();
+const FAR = OPEN_END;
 
 function slices(from: number, to: number, now: number): Array<[number, number]> {
   const out: Array<[number, number]> = [];
@@ -211,26 +134,16 @@ const yieldToIntake = () => new Promise<void>((r) => setImmediate(r));
  * failed attempts. A failed attempt is found on its delivery, which may have been updated any
  * time since, so those rows are read from `from` on, each once, slice by slice.
  */
-async function countRange(c: Database, q: Statements, workspaceId: string, from: number, to: number, now: number): Promise<Cell[]> {
+async function countRange(store: StatsStore, workspaceId: string, from: number, to: number, now: number): Promise<Cell[]> {
   const cells: Cell[] = [];
   const parts = slices(from, to, now);
   for (const [a, b] of parts) {
-    const fromId = lastEventIdBefore(c, a);
-    const toId = b === FAR ? FAR_ID : lastEventIdBefore(c, b);
-    for (const r of q.received.all(fromId, toId, a, b, workspaceId) as Array<{ sourceId: string; m: number; n: number }>) {
-      cells.push({ kind: "received", minute: r.m, sourceId: r.sourceId, destinationId: null, n: r.n });
-    }
-    for (const r of q.finished.all(a, b, workspaceId) as Array<{ state: string; sourceId: string; destinationId: string; m: number; n: number }>) {
-      cells.push({ kind: r.state === "succeeded" ? "delivered" : "aborted", minute: r.m, sourceId: r.sourceId, destinationId: r.destinationId, n: r.n });
-    }
+    cells.push(...(await store.countOutcomes(workspaceId, a, b)));
     if (parts.length > 1) await yieldToIntake();
   }
   const rowParts = slices(from, FAR, now);
   for (const [a, b] of rowParts) {
-    for (const r of q.failed.all(a, b, workspaceId, iso(from), to === FAR ? "9999-12-31T23:59:59.999Z" : iso(to)) as Array<{ sourceId: string; destinationId: string; m: string | null; n: number }>) {
-      const at = r.m ? Date.parse(`${r.m}:00.000Z`) : Number.NaN;
-      if (!Number.isNaN(at)) cells.push({ kind: "failed", minute: Math.floor(at / MINUTE), sourceId: r.sourceId, destinationId: r.destinationId, n: r.n });
-    }
+    cells.push(...(await store.countFailedAttempts(workspaceId, a, b, from, to)));
     if (rowParts.length > 1) await yieldToIntake();
   }
   return cells;
@@ -247,11 +160,11 @@ interface SettledMinutes {
   cells: Map<number, Cell[]>;
   filling?: Promise<void>;
 }
-const settledByDb = new WeakMap<Database, Map<string, SettledMinutes>>();
+const settledByStore = new WeakMap<StatsStore, Map<string, SettledMinutes>>();
 
-async function settledCells(c: Database, q: Statements, workspaceId: string, first: number, settledTo: number, now: number): Promise<SettledMinutes> {
-  let byWorkspace = settledByDb.get(c);
-  if (!byWorkspace) settledByDb.set(c, (byWorkspace = new Map()));
+async function settledCells(store: StatsStore, workspaceId: string, first: number, settledTo: number, now: number): Promise<SettledMinutes> {
+  let byWorkspace = settledByStore.get(store);
+  if (!byWorkspace) settledByStore.set(store, (byWorkspace = new Map()));
   let st = byWorkspace.get(workspaceId);
   if (!st) byWorkspace.set(workspaceId, (st = { from: first, to: first, cells: new Map() }));
   // One filler at a time: a second request waits and then finds the minutes there.
@@ -259,7 +172,7 @@ async function settledCells(c: Database, q: Statements, workspaceId: string, fir
   const fill = async (from: number, to: number) => {
     if (to <= from) return;
     const found = new Map<number, Cell[]>();
-    for (const cell of await countRange(c, q, workspaceId, from * MINUTE, to * MINUTE, now)) {
+    for (const cell of await countRange(store, workspaceId, from * MINUTE, to * MINUTE, now)) {
       if (cell.minute < from || cell.minute >= to) continue;
       let list = found.get(cell.minute);
       if (!list) found.set(cell.minute, (list = []));
@@ -296,23 +209,21 @@ async function settledCells(c: Database, q: Statements, workspaceId: string, fir
 
 /** Per-minute counts over the last `minutes` minutes (the current, unfinished one last). */
 export async function eventTimeseries(ctx: ScopedContext, minutes = 60): Promise<Timeseries> {
-  const c = ctx.db.$client;
-  const q = statements(c);
   const now = ctx.now();
   const lastMinute = Math.floor(now / MINUTE);
   const firstMinute = lastMinute - (minutes - 1);
   const since = firstMinute * MINUTE;
   const settledTo = Math.max(firstMinute, Math.min(lastMinute, Math.floor((now - SETTLE_MS) / MINUTE)));
 
-  const settled = await settledCells(c, q, ctx.workspaceId, firstMinute, settledTo, now);
-  const recent = await countRange(c, q, ctx.workspaceId, settledTo * MINUTE, FAR, now);
+  const settled = await settledCells(ctx.stats, ctx.workspaceId, firstMinute, settledTo, now);
+  const recent = await countRange(ctx.stats, ctx.workspaceId, settledTo * MINUTE, FAR, now);
 
   const total = emptySeries(minutes);
   const bySource = new Map<string, Series>();
   const byDestination = new Map<string, Series>();
   // Names are read after counting: a source made meanwhile shows, with zeros.
-  const sources = q.sources.all(ctx.workspaceId) as Array<{ id: string; name: string }>;
-  const destinations = q.destinations.all(ctx.workspaceId) as Array<{ id: string; name: string; type: string }>;
+  const sources = await ctx.controlPlane.sources(ctx.workspaceId);
+  const destinations = await ctx.controlPlane.destinations(ctx.workspaceId);
   for (const s of sources) bySource.set(s.id, emptySeries(minutes));
   for (const d of destinations) byDestination.set(d.id, emptySeries(minutes));
 
@@ -348,35 +259,26 @@ export async function eventTimeseries(ctx: ScopedContext, minutes = 60): Promise
 }
 
 /** Destinations holding aborted deliveries, and deletions of regulations that failed. */
-export function needsAttention(ctx: ScopedContext): Attention {
-  const q = statements(ctx.db.$client);
+export async function needsAttention(ctx: ScopedContext): Promise<Attention> {
+  const all = await ctx.controlPlane.destinations(ctx.workspaceId);
+  const aborted = new Map((await ctx.stats.abortedByDestination(all.map((d) => d.id))).map((a) => [a.destinationId, a]));
   const destinations: Attention["destinations"] = [];
-  for (const d of q.destinations.all(ctx.workspaceId) as Array<{ id: string; name: string; type: string; enabled: number }>) {
-    const { n } = q.abortedCount.get(d.id) as { n: number };
-    if (!n) continue;
-    const last = q.lastAborted.get(d.id) as { error: string | null; at: number } | null;
+  for (const d of all) {
+    const a = aborted.get(d.id);
+    if (!a) continue;
     destinations.push({
       id: d.id,
       name: d.name,
       type: d.type,
       enabled: Boolean(d.enabled),
-      aborted: n,
-      lastError: last?.error ? { error: last.error, at: new Date(last.at).toISOString() } : null,
+      aborted: a.aborted,
+      lastError: a.lastError ? { error: a.lastError, at: new Date(a.at).toISOString() } : null,
     });
   }
   destinations.sort((a, b) => b.aborted - a.aborted);
-  const deletions = (q.failingDeletions.all(ctx.workspaceId) as any[]).map((r) => ({
-    regulationId: r.regulationId as string,
-    userId: r.userId as string,
-    destinationId: r.destinationId as string,
-    destinationName: (r.destinationName ?? null) as string | null,
-    status: r.status as "failed" | "aborted",
-    reason: (r.reason ?? null) as string | null,
-    attempts: r.attempts as number,
-    updatedAt: new Date(r.updatedAt).toISOString(),
-  }));
-  const { n: deletionsTotal } = q.failingDeletionsCount.get(ctx.workspaceId) as { n: number };
-  return { destinations, deletions, deletionsTotal };
+  const failing = await ctx.stats.failingDeletions(ctx.workspaceId, DELETIONS_SHOWN);
+  const deletions = failing.deletions.map((r) => ({ ...r, destinationName: r.destinationName ?? null, reason: r.reason ?? null, updatedAt: new Date(r.updatedAt).toISOString() }));
+  return { destinations, deletions, deletionsTotal: failing.total };
 }
 
 export function overviewRoutes(ctx: ServiceContext) {
