@@ -34,9 +34,10 @@ import { Router } from "./pipeline/router";
 import { overviewRoutes } from "./pipeline/overview";
 import { pipelineRoutes } from "./pipeline/routes";
 import { SqliteControlPlaneStore } from "./storage/sqlite/control-plane";
+import { SqliteDeliveriesStore } from "./storage/sqlite/deliveries";
+import { SqliteRegulationsStore } from "./storage/sqlite/regulations";
 import { SqliteStatsStore } from "./storage/sqlite/stats";
 import { SqliteWarehouseStore } from "./storage/sqlite/warehouse";
-import { SqliteRegulationsStore } from "./storage/sqlite/regulations";
 import { SandboxPool } from "./transformations/sandbox";
 import { transformationRoutes } from "./transformations/routes";
 import { testApiRoutes } from "./test-api/routes";
@@ -173,15 +174,16 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     workers: settings.transformWorkers,
   });
   const stages = { sandbox, baseUrls: settings.destinationBaseUrls };
-  const outcomes = new OutcomeWriter(db.$client, log);
-  const processor = new Processor(db, config, log, now);
+  const deliveries = new SqliteDeliveriesStore(db);
+  const outcomes = new OutcomeWriter(deliveries, log);
+  const processor = new Processor(deliveries, config, log, now);
   const retry: RetryPolicy = {
     backoffMs: settings.retryBackoffMs,
     maxBackoffMs: 10 * 60_000,
     retryMaxMs: settings.retryMaxHours * 3600_000,
     retryMinAttempts: settings.retryMinAttempts,
   };
-  const router = new Router(db, config, stages, outcomes, live, metrics, log, {
+  const router = new Router(deliveries, config, stages, outcomes, live, metrics, log, {
     ...retry,
     concurrency: settings.destinationConcurrency,
     timeoutMs: settings.destinationTimeoutMs,
@@ -192,15 +194,15 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   writer.onCommit((newest) => processor.wake(newest));
   processor.onDeliveries((ids) => router.wake(ids));
   // Events committed before a crash but not yet fanned out are picked up here.
-  processor.run();
-  router.start();
+  await processor.run();
+  await router.start();
   const deletions = new DeletionRunner(regulations, config, router, log, {
     ...retry,
     baseUrls: settings.destinationBaseUrls,
     timeoutMs: settings.destinationTimeoutMs,
   }, now, async () => {
     await writer.settled();
-    processor.run();
+    await processor.run();
   }, warehouseLoads);
   await deletions.start();
   await warehouseLoads.start();
@@ -267,7 +269,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
       await warehouseLoads.stop();
       await writer.close();
       await checkpoints.close();
-      processor.run();
+      await processor.run();
       processor.stop();
       await router.stop();
       await sandbox.close();

@@ -3,9 +3,11 @@
  * loop goes into one transaction, flushed when the loop goes idle. A crash before the
  * flush leaves the rows pending, so they are delivered again (at least once).
  */
-import type { Database, Statement } from "bun:sqlite";
 import type { Logger } from "../lib/logger";
-import { type StorageHealth, isStorageFailure, storageHealth } from "../lib/storage-health";
+import { isStorageFailure } from "../lib/storage-health";
+import { type DeliveriesStore, type OutcomeRow, type PartitionWork, SINGLE_NODE_PARTITION } from "./deliveries-store";
+
+export type { OutcomeRow } from "./deliveries-store";
 
 /**
  * Outcomes kept in memory while the database refuses writes (a full disk). Beyond this the
@@ -14,59 +16,55 @@ import { type StorageHealth, isStorageFailure, storageHealth } from "../lib/stor
  */
 const KEEP_WHILE_FAILING = 100_000;
 
-export interface OutcomeRow {
-  id: number;
-  state: "pending" | "retrying" | "succeeded" | "aborted" | "filtered";
-  attempts: number;
-  nextAttemptAt: number;
-  firstAttemptAt: number | null;
-  lastStatus: number | null;
-  lastResponse: string | null;
-  lastError: string | null;
-  attemptLog: string | null;
-  updatedAt: number;
-}
-
 export class OutcomeWriter {
   private queue: OutcomeRow[] = [];
   private scheduled = false;
-  private update: Statement;
-  private commit: (rows: OutcomeRow[]) => void;
-  private storage: StorageHealth;
   /** Set while outcomes that could not be written wait to be tried again. */
   private retryTimer: Timer | undefined;
+  /** The write in progress: groups are written one after another, so a later outcome of a delivery lands last. */
+  private writing: Promise<void> | undefined;
 
-  constructor(sqlite: Database, private log: Logger) {
-    this.storage = storageHealth(sqlite.filename);
-    this.update = sqlite.prepare(
-      `UPDATE deliveries SET state = ?, attempts = ?, next_attempt_at = ?, first_attempt_at = ?, last_status = ?,
-         last_response = ?, last_error = ?, attempt_log = ?, updated_at = ? WHERE id = ?`,
-    );
-    const update = this.update;
-    this.commit = sqlite.transaction((rows: OutcomeRow[]) => {
-      for (const r of rows) {
-        update.run(r.state, r.attempts, r.nextAttemptAt, r.firstAttemptAt, r.lastStatus, r.lastResponse, r.lastError, r.attemptLog, r.updatedAt, r.id);
-      }
-    }).immediate;
-  }
+  constructor(
+    private store: DeliveriesStore,
+    private log: Logger,
+    private work: PartitionWork = SINGLE_NODE_PARTITION,
+  ) {}
 
   write(row: OutcomeRow) {
     this.queue.push(row);
     if (!this.scheduled && !this.retryTimer) {
       this.scheduled = true;
-      setImmediate(() => this.flush());
+      setImmediate(() => void this.flush());
     }
   }
 
-  flush() {
+  /** Writes every outcome queued so far; resolves once they are written (or kept for a retry). */
+  flush(): Promise<void> {
     this.scheduled = false;
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
+    // With no write in progress the store is called at once: SQLite's commit then happens
+    // within this call, as it did before the seam.
+    const p: Promise<void> = this.writing ? this.writing.then(() => this.commitQueued()) : this.commitQueued();
+    this.writing = p;
+    void p.then(() => {
+      if (this.writing === p) this.writing = undefined;
+    });
+    return p;
+  }
+
+  private async commitQueued(): Promise<void> {
     if (!this.queue.length) return;
     const rows = this.queue;
     this.queue = [];
+    const fence = this.work.fence();
     try {
-      this.commit(rows);
+      if (!fence || !(await this.store.recordOutcomes(fence, rows))) {
+        // The partition's lease is gone: the rows stay queued in the database and its new holder
+        // delivers them again (at least once).
+        this.log.warn("delivery outcomes not recorded: the partition is no longer held", { partition: this.work.partition, count: rows.length });
+        return;
+      }
     } catch (err) {
       if (!isStorageFailure(err)) {
         // The rows stay pending in the database and are delivered again after a restart.
@@ -78,10 +76,11 @@ export class OutcomeWriter {
       this.queue = rows.concat(this.queue);
       const over = this.queue.length - KEEP_WHILE_FAILING;
       if (over > 0) this.queue.splice(0, over);
-      if (this.storage.failed("outcomes", err)) this.log.error("could not record delivery outcomes; kept in memory and retried every second until the database takes writes", { err, count: rows.length });
-      this.retryTimer = setTimeout(() => this.flush(), 1000);
+      if (this.store.health.failed("outcomes", err)) this.log.error("could not record delivery outcomes; kept in memory and retried every second until the database takes writes", { err, count: rows.length });
+      clearTimeout(this.retryTimer);
+      this.retryTimer = setTimeout(() => void this.flush(), 1000);
       return;
     }
-    if (this.storage.recovered("outcomes")) this.log.info("delivery outcomes are recorded again");
+    if (this.store.health.recovered("outcomes")) this.log.info("delivery outcomes are recorded again");
   }
 }

@@ -1,69 +1,46 @@
 /**
- * The processor reads newly committed events by id cursor and inserts one delivery
- * per (event, destination), advancing its cursor in the same transaction. Intake stays
- * one insert per event however many destinations there are.
+ * The processor reads newly committed events by cursor and inserts one delivery
+ * per (event, destination), advancing its cursor in the same transaction (one fanOut call
+ * of the deliveries store). Intake stays one insert per event however many destinations
+ * there are.
  */
-import type { Statement } from "bun:sqlite";
 import type { ConfigStore } from "../control-plane/config-store";
 import type { Logger } from "../lib/logger";
-import { newestEventId } from "../../db";
-import { type StorageHealth, isStorageFailure, storageHealth } from "../lib/storage-health";
+import { isStorageFailure } from "../lib/storage-health";
+import { type DeliveriesStore, type EventCursor, type NewDelivery, type PartitionWork, SINGLE_NODE_PARTITION, cursorAfter } from "./deliveries-store";
 import { routeEvent } from "./route";
 
-const CURSOR = "processor";
-const BATCH = 2000;
+// Kept here for its callers (intake's id floor, migrate-to-postgres): it is SQLite's alone.
+export { eventIdFloor } from "../storage/sqlite/deliveries";
 
-/**
- * The lowest id a new event may take: above the saved cursor (an id the processor passed
- * is never read again) and above any id a delivery still refers to.
- */
-export function eventIdFloor(c: import("bun:sqlite").Database): number {
-  const cursor = (c.query("SELECT value FROM cursors WHERE name = ?").get(CURSOR) as { value: number } | null)?.value ?? 0;
-  const referenced = (c.query("SELECT max(event_id) AS id FROM deliveries").get() as { id: number | null }).id ?? 0;
-  return Math.max(cursor, referenced);
-}
+const BATCH = 2000;
 
 export class Processor {
   private scheduled = false;
-  private readEvents: Statement;
-  private readPayload: Statement;
   private cursorSavedAt = 0;
-  private insertDelivery: Statement;
-  private saveCursor: Statement;
-  private cursor: number;
+  /** Read from the store at the first run. */
+  private cursor: EventCursor | undefined;
   /** The newest event id known to be committed (intake reports each commit), or 0 to ask the table. */
   private newestCommitted = 0;
   private listeners: Array<(destinationIds: Set<string>) => void> = [];
   private stopped = false;
-  private storage: StorageHealth;
   /** Set while a run that could not write waits to try again (a full disk). */
   private retryTimer: Timer | undefined;
+  /** Runs one at a time: the one in progress (or the last), and the one queued behind it. */
+  private current: Promise<void> = Promise.resolve();
+  private queued: Promise<void> | undefined;
 
   constructor(
-    private db: import("../../db").Db,
+    private store: DeliveriesStore,
     private config: ConfigStore,
     private log: Logger,
     private now: () => number,
-  ) {
-    const c = db.$client;
-    // The payload is read only for events whose source has destinations.
-    this.readEvents = c.prepare(
-      "SELECT id, source_id AS sourceId, workspace_id AS workspaceId, user_key AS userKey, type FROM events WHERE id > ? ORDER BY id LIMIT ?",
-    );
-    this.readPayload = c.prepare("SELECT payload FROM events WHERE id = ?");
-    this.insertDelivery = c.prepare(
-      `INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, state, attempts, next_attempt_at, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
-    );
-    this.saveCursor = c.prepare("INSERT INTO cursors (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value");
-    const row = c.query("SELECT value FROM cursors WHERE name = ?").get(CURSOR) as { value: number } | null;
-    this.cursor = row?.value ?? 0;
-    this.storage = storageHealth(c.filename);
-  }
+    private work: PartitionWork = SINGLE_NODE_PARTITION,
+  ) {}
 
   /** The id of the newest event already routed (in memory; the saved cursor may lag by up to a second). */
   get routedUpTo(): number {
-    return this.cursor;
+    return this.cursor?.id ?? 0;
   }
 
   /** Called with the destinations that got new deliveries (the router's wake-up). */
@@ -78,7 +55,7 @@ export class Processor {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      this.run();
+      void this.run();
     });
   }
 
@@ -97,7 +74,7 @@ export class Processor {
       this.log.error(what, { err });
       return;
     }
-    if (this.storage.failed("processor", err)) this.log.error(`${what}; retrying every second until the database takes writes`, { err });
+    if (this.store.health.failed("processor", err)) this.log.error(`${what}; retrying every second until the database takes writes`, { err });
     this.retryTimer ??= setTimeout(() => {
       this.retryTimer = undefined;
       this.wake();
@@ -105,7 +82,7 @@ export class Processor {
   }
 
   private wrote() {
-    if (this.storage.recovered("processor")) this.log.info("the processor writes deliveries again");
+    if (this.store.health.recovered("processor")) this.log.info("the processor writes deliveries again");
   }
 
   /**
@@ -113,66 +90,93 @@ export class Processor {
    * newest event and is saved at most once a second (re-reading a few events after a
    * crash routes nothing).
    */
-  private skipAll() {
-    // Intake is the only writer of events and reports every commit, so the table is asked
-    // only until the first report (at start, for events committed before a restart).
-    const max = this.newestCommitted || newestEventId(this.db.$client);
-    if (max <= this.cursor) return;
+  private async skipAll(cursor: EventCursor) {
+    const newest = await this.store.newestCursor(this.work.partition, this.newestCommitted);
+    if (!cursorAfter(newest, cursor)) return;
     const now = this.now();
     if (now - this.cursorSavedAt >= 1000) {
-      this.saveCursor.run(CURSOR, max);
+      const fence = this.work.fence();
+      // The partition's lease is gone: its new holder goes on from the saved cursor.
+      if (!fence) return;
+      if (!(await this.store.saveCursor(fence, newest))) return;
       this.cursorSavedAt = now;
       this.wrote();
     }
     // Only after the save: if it failed, the retry saves again.
-    this.cursor = max;
+    this.cursor = newest;
   }
 
-  /** Processes everything committed so far, in slices so the loop stays responsive. */
-  run() {
+  /**
+   * Processes one slice of what is committed so far (another follows at once when it was
+   * full, so the loop stays responsive). Runs are serialized: a call made during a run resolves
+   * after a run that started after the call, so a caller that awaits it (a deletion, shutdown)
+   * knows every event committed before the call has been fanned out, up to one slice.
+   */
+  run(): Promise<void> {
+    if (this.queued) return this.queued;
+    const next = this.current.then(() => {
+      this.queued = undefined;
+      return this.runOnce().catch((err) => this.log.error("processor run failed", { err }));
+    });
+    this.queued = next;
+    this.current = next;
+    return next;
+  }
+
+  private async runOnce() {
     if (this.stopped) return;
+    let cursor = this.cursor;
+    if (!cursor) {
+      try {
+        cursor = this.cursor = await this.store.readCursor(this.work.partition);
+      } catch (err) {
+        this.log.error("processor could not read its cursor", { err });
+        return;
+      }
+    }
     if (this.config.snapshot().bySource.size === 0) {
       try {
-        this.skipAll();
+        await this.skipAll(cursor);
       } catch (err) {
         this.writeFailed(err, "processor could not advance its cursor");
       }
       return;
     }
-    let rows: any[];
+    // One snapshot for reading and routing: a source connected meanwhile counts from the next batch.
+    const snapshot = this.config.snapshot();
+    let batch;
     try {
-      rows = this.readEvents.all(this.cursor, BATCH) as any[];
+      batch = await this.store.readEventsAfter(this.work.partition, cursor, BATCH, snapshot.bySource);
     } catch (err) {
       this.log.error("processor could not read events", { err });
       return;
     }
+    const rows = batch.events;
     if (rows.length === 0) return;
-    const snapshot = this.config.snapshot();
     const touched = new Set<string>();
+    const deliveries: NewDelivery[] = [];
     const now = this.now();
-    const last = rows[rows.length - 1].id as number;
+    for (const r of rows) {
+      const connected = snapshot.bySource.get(r.sourceId);
+      if (!connected?.length || r.payload === undefined) continue;
+      // Routing needs only the type and the integrations object.
+      const event = r.payload.includes('"integrations"') ? JSON.parse(r.payload) : { type: r.type };
+      for (const d of routeEvent(event, connected)) {
+        deliveries.push({ eventId: r.id, destinationId: d.id, sourceId: r.sourceId, workspaceId: r.workspaceId, userKey: r.userKey });
+        touched.add(d.id);
+      }
+    }
+    const fence = this.work.fence();
     try {
-      this.db.$client.transaction(() => {
-        for (const r of rows) {
-          const connected = snapshot.bySource.get(r.sourceId);
-          if (!connected?.length) continue;
-          // Routing needs only the type and the integrations object.
-          const payload = (this.readPayload.get(r.id) as { payload: string }).payload;
-          const event = payload.includes('"integrations"') ? JSON.parse(payload) : { type: r.type };
-          for (const d of routeEvent(event, connected)) {
-            this.insertDelivery.run(r.id, d.id, r.sourceId, r.workspaceId, r.userKey, now, now, now);
-            touched.add(d.id);
-          }
-        }
-        this.saveCursor.run(CURSOR, last);
-      }).immediate();
+      // The partition's lease is gone (or was taken over): its new holder fans these events out from the saved cursor.
+      if (!fence || !(await this.store.fanOut(fence, deliveries, batch.next, now))) return;
       this.cursorSavedAt = now;
     } catch (err) {
       this.writeFailed(err, "processor could not write deliveries");
       return;
     }
     this.wrote();
-    this.cursor = last;
+    this.cursor = batch.next;
     if (touched.size) for (const fn of this.listeners) fn(touched);
     if (rows.length === BATCH) this.wake();
   }

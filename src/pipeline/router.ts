@@ -5,14 +5,13 @@
  * leaves the FIFO only when it succeeded, was aborted, or was dropped; a head waiting
  * for a retry holds that user's later events while other users flow on.
  */
-import type { Statement } from "bun:sqlite";
-import type { Db } from "../../db";
 import type { ConfigStore, DestinationRuntime } from "../control-plane/config-store";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
 import type { DestinationRequest, ResponseCheck, ResponseVerdict } from "../destinations/types";
 import type { LiveEvents } from "./live-events";
 import type { OutcomeWriter, OutcomeRow } from "./outcomes";
+import { type DeliveriesStore, type PartitionWork, type QueuedDelivery, SINGLE_NODE_PARTITION } from "./deliveries-store";
 import { type Outcome, RESPONSE_KEEP_BYTES, sendRequest } from "./send";
 import { type StageContext, destinationContext, destinationTransform } from "./stages";
 import { type RetryPolicy, retriesExhausted, retryDelay } from "./retry-policy";
@@ -24,19 +23,7 @@ export interface RouterSettings extends RetryPolicy {
   timeoutMs: number;
 }
 
-interface Queued {
-  id: number;
-  eventId: number;
-  userKey: string;
-  sourceId: string;
-  attempts: number;
-  firstAttemptAt: number | null;
-  nextAttemptAt: number;
-  attemptLog: string | null;
-  /** The latest failure, kept after a later success so stats can show it. */
-  lastError: string | null;
-  payload: string;
-}
+type Queued = QueuedDelivery;
 
 const WINDOW = 5000;
 /** How many deliveries per connection may run when a transformation stage precedes the request. */
@@ -65,6 +52,18 @@ class DestinationQueue {
   size = 0;
   drained = false;
   resetWanted = false;
+  /** A window load is in progress; its rows arrive later. */
+  loading = false;
+  /** Woken during a load: rows may have been inserted after it read, so a short load does not mean drained. */
+  wokenWhileLoading = false;
+  /** Users forgotten during a load: the load may have read their rows before a regulation deleted them. */
+  forgottenWhileLoading = new Set<string>();
+  /** Waiting for queued outcomes to be written before the queue is read again from the start. */
+  resetting = false;
+  /** Grows at every clear(): a load begun before it is dropped, since it read from an old position. */
+  generation = 0;
+  /** Its destination was deleted and the abort of its queue is being written. */
+  aborting = false;
   /** Requests on the wire now, and deliveries waiting for one of the destination's connections. */
   sending = 0;
   waitingToSend: Array<() => void> = [];
@@ -79,13 +78,12 @@ class DestinationQueue {
     this.size = 0;
     this.loadedUpTo = 0;
     this.drained = false;
+    this.generation++;
   }
 }
 
 export class Router {
   private queues = new Map<string, DestinationQueue>();
-  private load: Statement;
-  private abortAll: Statement;
   private stopped = false;
   /** Running deliveries whose rows a regulation deleted: whatever their outcome, they are dropped. */
   private forgotten = new Set<number>();
@@ -95,7 +93,7 @@ export class Router {
   private stager?: WarehouseStager;
 
   constructor(
-    private db: Db,
+    private store: DeliveriesStore,
     private config: ConfigStore,
     private stages: StageContext,
     private outcomes: OutcomeWriter,
@@ -104,17 +102,8 @@ export class Router {
     private log: Logger,
     private settings: RouterSettings,
     private now: () => number = Date.now,
+    private work: PartitionWork = SINGLE_NODE_PARTITION,
   ) {
-    this.load = db.$client.prepare(
-      `SELECT d.id, d.event_id AS eventId, d.user_key AS userKey, d.source_id AS sourceId, d.attempts,
-              d.first_attempt_at AS firstAttemptAt, d.next_attempt_at AS nextAttemptAt, d.attempt_log AS attemptLog, d.last_error AS lastError, e.payload
-         FROM deliveries d JOIN events e ON e.id = d.event_id
-        WHERE d.destination_id = ? AND d.id > ? AND d.state IN ('pending', 'retrying')
-        ORDER BY d.id LIMIT ?`,
-    );
-    this.abortAll = db.$client.prepare(
-      `UPDATE deliveries SET state = 'aborted', last_error = ?, updated_at = ? WHERE destination_id = ? AND state IN ('pending', 'retrying')`,
-    );
     config.onChange(() => this.reconcile());
     this.transforms = new TransformBatcher(stages);
   }
@@ -125,10 +114,9 @@ export class Router {
   }
 
   /** Loads every destination with queued work (start-up) and keeps a slow poll as a safety net. */
-  start() {
-    const ids = this.db.$client.query("SELECT DISTINCT destination_id AS id FROM deliveries WHERE state IN ('pending', 'retrying')").all() as Array<{ id: string }>;
-    this.wake(new Set(ids.map((r) => r.id)));
+  async start() {
     this.safetyNet = setInterval(() => this.wake(new Set(this.queues.keys())), 5000);
+    this.wake(await this.store.destinationsWithWork(this.work.partition));
   }
 
   /** Called by the processor when it inserted deliveries for these destinations. */
@@ -137,6 +125,7 @@ export class Router {
       let q = this.queues.get(id);
       if (!q) this.queues.set(id, (q = new DestinationQueue(id)));
       q.drained = false;
+      if (q.loading) q.wokenWhileLoading = true;
       this.pump(q);
     }
   }
@@ -157,6 +146,7 @@ export class Router {
     const q = this.queues.get(destinationId);
     if (!q) return;
     for (const user of userKeys) {
+      if (q.loading) q.forgottenWhileLoading.add(user);
       const fifo = q.users.get(user);
       if (!fifo) continue;
       const keep = q.running.has(user) ? fifo.slice(0, 1) : [];
@@ -176,15 +166,7 @@ export class Router {
     const snap = this.config.snapshot();
     for (const [id, q] of this.queues) {
       if (!snap.destinations.has(id)) {
-        try {
-          this.abortAll.run("destination deleted", this.now(), id);
-        } catch (err) {
-          // A full disk: the queue stays known, and the next change of config tries again.
-          this.log.error("could not abort the deliveries of a deleted destination", { err, destinationId: id });
-          continue;
-        }
-        q.clear();
-        this.queues.delete(id);
+        this.abortDeleted(q);
         continue;
       }
       // Users held because their source was disabled may be ready again.
@@ -193,10 +175,55 @@ export class Router {
     }
   }
 
+  private abortDeleted(q: DestinationQueue) {
+    const fence = this.work.fence();
+    if (q.aborting || !fence) return;
+    q.aborting = true;
+    this.store.abortQueued(fence, q.destinationId, "destination deleted", this.now()).then(
+      () => {
+        q.clear();
+        if (this.queues.get(q.destinationId) === q) this.queues.delete(q.destinationId);
+      },
+      (err: unknown) => {
+        // A full disk: the queue stays known, and the next change of config tries again.
+        q.aborting = false;
+        this.log.error("could not abort the deliveries of a deleted destination", { err, destinationId: q.destinationId });
+      },
+    );
+  }
+
+  /**
+   * Starts loading the next window of the queue when it runs low; the rows join the users'
+   * FIFOs when they arrive, and the queue is pumped again.
+   */
   private refill(q: DestinationQueue) {
-    if (q.drained || q.size >= REFILL_BELOW) return;
-    const rows = this.load.all(q.destinationId, q.loadedUpTo, WINDOW - q.size) as Queued[];
-    if (rows.length < WINDOW - q.size) q.drained = true;
+    if (q.loading || q.drained || q.size >= REFILL_BELOW) return;
+    const limit = WINDOW - q.size;
+    const generation = q.generation;
+    q.loading = true;
+    q.wokenWhileLoading = false;
+    q.forgottenWhileLoading.clear();
+    this.store
+      .loadQueue(this.work.partition, q.destinationId, q.loadedUpTo, limit)
+      .then(
+        (rows) => {
+          q.loading = false;
+          if (q.generation !== generation) return this.pump(q);
+          if (rows.length < limit && !q.wokenWhileLoading) q.drained = true;
+          const forgotten = q.forgottenWhileLoading;
+          this.enqueue(q, forgotten.size ? rows.filter((r) => !forgotten.has(r.userKey)) : rows);
+          this.pump(q);
+        },
+        (err) => {
+          // Tried again at the next pump (a delivery's end, a wake-up, the safety net).
+          q.loading = false;
+          this.log.error("could not load deliveries", { err, destinationId: q.destinationId });
+        },
+      )
+      .catch((err) => this.log.error("delivery queue failed unexpectedly", { err, destinationId: q.destinationId }));
+  }
+
+  private enqueue(q: DestinationQueue, rows: Queued[]) {
     const now = this.now();
     for (const r of rows) {
       q.loadedUpTo = r.id;
@@ -223,23 +250,24 @@ export class Router {
   }
 
   private pump(q: DestinationQueue) {
-    if (this.stopped) return;
-    if (q.resetWanted && q.running.size === 0) {
+    // During a reset nothing of the old window may start; its end pumps again.
+    if (this.stopped || q.aborting || q.resetting) return;
+    if (q.resetWanted && q.running.size === 0 && !q.loading) {
       q.resetWanted = false;
+      q.resetting = true;
       // Outcomes still queued for the group commit must be in the database before it is re-read.
-      this.outcomes.flush();
-      q.clear();
+      void this.outcomes.flush().then(() => {
+        q.resetting = false;
+        q.clear();
+        this.pump(q);
+      });
+      return;
     }
     const snap = this.config.snapshot();
     const dest = snap.destinations.get(q.destinationId);
     // A disabled destination holds its queue; re-enabling triggers reconcile → pump.
     if (!dest || !dest.enabled) return;
-    try {
-      this.refill(q);
-    } catch (err) {
-      this.log.error("could not load deliveries", { err, destinationId: q.destinationId });
-      return;
-    }
+    this.refill(q);
     if (isWarehouseKind(dest.type)) {
       this.pumpStaging(q, dest, snap);
       return;
@@ -592,7 +620,7 @@ export class Router {
     if (this.safetyNet) clearInterval(this.safetyNet);
     for (const q of this.queues.values()) for (const t of q.timers.values()) clearTimeout(t);
     await Promise.race([Promise.allSettled([...this.inFlight]), new Promise((r) => setTimeout(r, deadlineMs))]);
-    this.outcomes.flush();
+    await this.outcomes.flush();
   }
 
   /** For stats and tests: how many deliveries are in memory and running per destination. */

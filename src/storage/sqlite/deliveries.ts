@@ -1,0 +1,143 @@
+/**
+ * The delivery engine's store on SQLite (design §2.1): the statements the processor, router and
+ * outcome writer ran themselves before the seam, prepared once on the main connection. One
+ * partition (0), so partitions and fences are ignored.
+ *
+ * Every method does its work synchronously before its promise is returned: a write's
+ * transaction opens and commits within the call, and nothing else on this connection can run
+ * in between (see src/pipeline/deliveries-store.ts).
+ */
+import type { Database, Statement } from "bun:sqlite";
+import type { LeaseFence } from "../../cluster/types";
+import { type Db, newestEventId } from "../../../db";
+import { type StorageHealth, storageHealth } from "../../lib/storage-health";
+import type {
+  DeliveriesStore,
+  EventBatch,
+  EventCursor,
+  NewDelivery,
+  OutcomeRow,
+  QueuedDelivery,
+  RoutedSources,
+  StoredEvent,
+} from "../../pipeline/deliveries-store";
+
+const CURSOR = "processor";
+
+/**
+ * The lowest id a new event may take: above the saved cursor (an id the processor passed
+ * is never read again) and above any id a delivery still refers to.
+ */
+export function eventIdFloor(c: Database): number {
+  const cursor = (c.query("SELECT value FROM cursors WHERE name = ?").get(CURSOR) as { value: number } | null)?.value ?? 0;
+  const referenced = (c.query("SELECT max(event_id) AS id FROM deliveries").get() as { id: number | null }).id ?? 0;
+  return Math.max(cursor, referenced);
+}
+
+function at(id: number): EventCursor {
+  return { tx: "0", id };
+}
+
+export class SqliteDeliveriesStore implements DeliveriesStore {
+  readonly health: StorageHealth;
+  private readonly c: Database;
+  private readonly readEvents: Statement;
+  private readonly readPayload: Statement;
+  private readonly insertDelivery: Statement;
+  private readonly saveCursorStmt: Statement;
+  private readonly load: Statement;
+  private readonly abortAll: Statement;
+  private readonly readBatch: (cursor: number, limit: number, routed: RoutedSources) => StoredEvent[];
+  private readonly insertBatch: (deliveries: NewDelivery[], cursor: number, at: number) => void;
+  private readonly commitOutcomes: (rows: OutcomeRow[]) => void;
+
+  constructor(db: Db) {
+    const c = (this.c = db.$client);
+    this.health = storageHealth(c.filename);
+    this.readEvents = c.prepare(
+      "SELECT id, source_id AS sourceId, workspace_id AS workspaceId, user_key AS userKey, type FROM events WHERE id > ? ORDER BY id LIMIT ?",
+    );
+    this.readPayload = c.prepare("SELECT payload FROM events WHERE id = ?");
+    this.insertDelivery = c.prepare(
+      `INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, state, attempts, next_attempt_at, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
+    );
+    this.saveCursorStmt = c.prepare("INSERT INTO cursors (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value");
+    this.load = c.prepare(
+      `SELECT d.id, d.event_id AS eventId, d.user_key AS userKey, d.source_id AS sourceId, d.attempts,
+              d.first_attempt_at AS firstAttemptAt, d.next_attempt_at AS nextAttemptAt, d.attempt_log AS attemptLog, d.last_error AS lastError, e.payload
+         FROM deliveries d JOIN events e ON e.id = d.event_id
+        WHERE d.destination_id = ? AND d.id > ? AND d.state IN ('pending', 'retrying')
+        ORDER BY d.id LIMIT ?`,
+    );
+    this.abortAll = c.prepare(
+      `UPDATE deliveries SET state = 'aborted', last_error = ?, updated_at = ? WHERE destination_id = ? AND state IN ('pending', 'retrying')`,
+    );
+    const { readEvents, readPayload, insertDelivery, saveCursorStmt } = this;
+    // One read transaction: the payloads are read from the same snapshot as the ids.
+    this.readBatch = c.transaction((cursor: number, limit: number, routed: RoutedSources) => {
+      const rows = readEvents.all(cursor, limit) as StoredEvent[];
+      for (const r of rows) if (routed.has(r.sourceId)) r.payload = (readPayload.get(r.id) as { payload: string }).payload;
+      return rows;
+    });
+    this.insertBatch = c.transaction((deliveries: NewDelivery[], cursor: number, at: number) => {
+      for (const d of deliveries) insertDelivery.run(d.eventId, d.destinationId, d.sourceId, d.workspaceId, d.userKey, at, at, at);
+      saveCursorStmt.run(CURSOR, cursor);
+    }).immediate;
+    const update = c.prepare(
+      `UPDATE deliveries SET state = ?, attempts = ?, next_attempt_at = ?, first_attempt_at = ?, last_status = ?,
+         last_response = ?, last_error = ?, attempt_log = ?, updated_at = ? WHERE id = ?`,
+    );
+    this.commitOutcomes = c.transaction((rows: OutcomeRow[]) => {
+      for (const r of rows) {
+        update.run(r.state, r.attempts, r.nextAttemptAt, r.firstAttemptAt, r.lastStatus, r.lastResponse, r.lastError, r.attemptLog, r.updatedAt, r.id);
+      }
+    }).immediate;
+  }
+
+
+  async readCursor(_partition: number): Promise<EventCursor> {
+    const row = this.c.query("SELECT value FROM cursors WHERE name = ?").get(CURSOR) as { value: number } | null;
+    return at(row?.value ?? 0);
+  }
+
+  async readEventsAfter(_partition: number, cursor: EventCursor, limit: number, routed: RoutedSources): Promise<EventBatch> {
+    const events = this.readBatch(cursor.id, limit, routed);
+    return { events, next: events.length ? at(events[events.length - 1]!.id) : cursor };
+  }
+
+  async newestCursor(_partition: number, reportedId: number): Promise<EventCursor> {
+    // Intake is the only writer of events and reports every commit, so the table is asked
+    // only until the first report (at start, for events committed before a restart).
+    return at(reportedId || newestEventId(this.c));
+  }
+
+  async fanOut(_fence: LeaseFence, deliveries: NewDelivery[], cursor: EventCursor, at: number): Promise<boolean> {
+    this.insertBatch(deliveries, cursor.id, at);
+    return true;
+  }
+
+  async saveCursor(_fence: LeaseFence, cursor: EventCursor): Promise<boolean> {
+    this.saveCursorStmt.run(CURSOR, cursor.id);
+    return true;
+  }
+
+  async loadQueue(_partition: number, destinationId: string, afterId: number, limit: number): Promise<QueuedDelivery[]> {
+    return this.load.all(destinationId, afterId, limit) as QueuedDelivery[];
+  }
+
+  async recordOutcomes(_fence: LeaseFence, outcomes: OutcomeRow[]): Promise<boolean> {
+    this.commitOutcomes(outcomes);
+    return true;
+  }
+
+  async abortQueued(_fence: LeaseFence, destinationId: string, reason: string, at: number): Promise<boolean> {
+    this.abortAll.run(reason, at, destinationId);
+    return true;
+  }
+
+  async destinationsWithWork(_partition: number): Promise<string[]> {
+    const rows = this.c.query("SELECT DISTINCT destination_id AS id FROM deliveries WHERE state IN ('pending', 'retrying')").all() as Array<{ id: string }>;
+    return rows.map((r) => r.id);
+  }
+}
