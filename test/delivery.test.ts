@@ -350,7 +350,11 @@ describe("user transformations in delivery", () => {
     await sendEvent(s.url, src.writeKey, "track", { userId: "fan", event: "after" });
     await waitFor(() => tracks(sink).some((r) => r.body.event === "after"), { what: "the event after the refused fan-out" });
     expect(tracks(sink).map((r) => r.body.event)).toEqual(["after"]);
-    const stats = (await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`)).json;
+    // The sink has the request before the outcome's group commit has run.
+    const stats = await waitFor(async () => {
+      const st = (await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`)).json;
+      return st.counts.succeeded === 1 ? st : undefined;
+    }, { what: "the delivered event's outcome" });
     expect(stats.counts).toMatchObject({ succeeded: 1, aborted: 1 });
     sink.stop();
   });

@@ -9,11 +9,11 @@
  * cannot span an `await` (one main connection), so a caller reads, decides in memory, then hands
  * the store the whole batch as plain data, which it applies in one transaction.
  *
- * Partitions and fences (design §3.3): reads name the partition they read, writes carry the
- * fence of the lease they are made under and answer whether they were applied. PostgreSQL writes
- * nothing for a fence that is no longer current (false): the partition has a new holder, which
- * goes on from what was saved. SQLite has one partition (0), held by the single node
- * (src/cluster/single-node.ts), ignores both and always applies.
+ * Partitions and fences (design §3.3): reads name the partitions they read, writes carry the
+ * fences of the leases they are made under and answer the partitions they were applied to.
+ * PostgreSQL writes nothing for a partition whose fence is no longer current: it has a new
+ * holder, which goes on from what was saved. SQLite has one partition (0), held by the single
+ * node, ignores fences and always applies.
  */
 import type { LeaseFence } from "../cluster/types";
 import type { StorageHealth } from "../lib/storage-health";
@@ -37,9 +37,13 @@ export function cursorAfter(a: EventCursor, b: EventCursor): boolean {
   return a.id > b.id;
 }
 
+/** Where the processor stands, per partition it works. */
+export type Cursors = ReadonlyMap<number, EventCursor>;
+
 /** An event as the processor routes it. */
 export interface StoredEvent {
   id: number;
+  partition: number;
   sourceId: string;
   workspaceId: string;
   userKey: string;
@@ -49,15 +53,16 @@ export interface StoredEvent {
 }
 
 export interface EventBatch {
-  /** In cursor order. */
+  /** In cursor order ((tx, id): one partition's events are a prefix of what it has after its cursor). */
   events: StoredEvent[];
-  /** The position after the last event of the batch; the cursor itself when there is none. */
-  next: EventCursor;
+  /** The position after each partition's last event in the batch; partitions without one are absent. */
+  next: Map<number, EventCursor>;
 }
 
 /** One delivery to insert: pending, no attempt yet, due at once. */
 export interface NewDelivery {
   eventId: number;
+  partition: number;
   destinationId: string;
   sourceId: string;
   workspaceId: string;
@@ -67,6 +72,7 @@ export interface NewDelivery {
 /** A queued delivery with its event's payload, as the router works it. */
 export interface QueuedDelivery {
   id: number;
+  partition: number;
   eventId: number;
   userKey: string;
   sourceId: string;
@@ -82,6 +88,8 @@ export interface QueuedDelivery {
 /** The state of a delivery after an attempt (or after the user transformation dropped it). */
 export interface OutcomeRow {
   id: number;
+  /** The delivery's partition: its outcome is written under that partition's fence. */
+  partition: number;
   state: "pending" | "retrying" | "succeeded" | "aborted" | "filtered";
   attempts: number;
   nextAttemptAt: number;
@@ -99,47 +107,83 @@ export interface RoutedSources {
   keys(): Iterable<string>;
 }
 
+/**
+ * Every method works on a batch over the partitions it is given: a processor or router works
+ * all partitions its instance holds with one statement, not one per partition. Writes carry the
+ * fences of the partitions they touch and answer the partitions they were applied to: on
+ * PostgreSQL a partition whose fence is no longer current is left alone (its new holder goes on
+ * from what was saved). SQLite has one partition (0) and applies everything.
+ */
 export interface DeliveriesStore {
   /** Where the callers report a database that refuses writes (a full disk), shown by /health. */
   readonly health: StorageHealth;
-  /** The processor's saved position in a partition (the start when it never ran). */
-  readCursor(partition: number): Promise<EventCursor>;
+  /** The processor's saved position in each partition (the start when it never ran). */
+  readCursors(partitions: readonly number[]): Promise<Map<number, EventCursor>>;
   /**
-   * Up to `limit` events of the partition after `cursor`, in cursor order. PostgreSQL returns
-   * only events below the horizon, so none can later commit behind the cursor. Payloads are
-   * read only for events of `routed` sources.
+   * Up to `limit` events after the cursors, in cursor order across the partitions. PostgreSQL
+   * returns only events below the horizon, so none can later commit behind a cursor. Payloads
+   * are read only for events of `routed` sources.
    */
-  readEventsAfter(partition: number, cursor: EventCursor, limit: number, routed: RoutedSources): Promise<EventBatch>;
+  readEventsAfter(cursors: Cursors, limit: number, routed: RoutedSources): Promise<EventBatch>;
   /**
-   * The newest position the cursor may jump to when nothing is routed. `reportedId`, when not 0,
-   * is the newest event id intake reported committed (SQLite takes it instead of asking the table).
+   * The newest position each partition's cursor may jump to when nothing is routed.
+   * `reportedId`, when not 0, is the newest event id intake reported committed (SQLite takes it
+   * instead of asking the table).
    */
-  newestCursor(partition: number, reportedId: number): Promise<EventCursor>;
-  /** Inserts the deliveries (pending, due `at`, in the fence's partition) and saves the cursor, all or nothing. */
-  fanOut(fence: LeaseFence, deliveries: NewDelivery[], cursor: EventCursor, at: number): Promise<boolean>;
-  /** Saves the cursor alone (nothing to route up to it). */
-  saveCursor(fence: LeaseFence, cursor: EventCursor): Promise<boolean>;
-  /** Up to `limit` queued (pending or retrying) deliveries of a destination after `afterId`, in id order. */
-  loadQueue(partition: number, destinationId: string, afterId: number, limit: number): Promise<QueuedDelivery[]>;
+  newestCursors(partitions: readonly number[], reportedId: number): Promise<Map<number, EventCursor>>;
+  /**
+   * Inserts the deliveries (pending, due `at`) and saves the cursors, all or nothing per
+   * partition; a partition's rows and cursor are written only under its fence.
+   */
+  fanOut(fences: readonly LeaseFence[], deliveries: NewDelivery[], cursors: Cursors, at: number): Promise<number[]>;
+  /** Saves cursors alone (nothing to route up to them). */
+  saveCursors(fences: readonly LeaseFence[], cursors: Cursors): Promise<number[]>;
+  /**
+   * Up to `limit` queued (pending or retrying) deliveries of a destination, after `after`'s id
+   * in each of its partitions (only those partitions), in id order across them.
+   */
+  loadQueue(destinationId: string, after: ReadonlyMap<number, number>, limit: number): Promise<QueuedDelivery[]>;
   /** Writes every outcome in one transaction, in order (a later outcome of a delivery wins). */
-  recordOutcomes(fence: LeaseFence, outcomes: OutcomeRow[]): Promise<boolean>;
-  /** Aborts every queued delivery of a destination in the fence's partition (it was deleted). */
-  abortQueued(fence: LeaseFence, destinationId: string, reason: string, at: number): Promise<boolean>;
-  /** The destinations with queued deliveries in the partition. */
-  destinationsWithWork(partition: number): Promise<string[]>;
+  recordOutcomes(fences: readonly LeaseFence[], outcomes: OutcomeRow[]): Promise<number[]>;
+  /** Aborts every queued delivery of a destination in the fences' partitions (it was deleted). */
+  abortQueued(fences: readonly LeaseFence[], destinationId: string, reason: string, at: number): Promise<number[]>;
+  /** The destinations with queued deliveries in these partitions. */
+  destinationsWithWork(partitions: readonly number[]): Promise<string[]>;
 }
 
 /**
- * The partition a processor, router or outcome writer works on, and the fence its writes carry
- * now: undefined once the lease is lost, and then it writes nothing (design §3.3 "Fencing").
- * Cluster mode will build one per held partition from `Cluster.fence(p)` (step 5).
+ * The partitions a processor, router and outcome writer work on, and the fences their writes
+ * carry (design §3.3 "Fencing"): a partition's fence is undefined once its lease is lost, and
+ * then nothing is written for it. SQLite: the single node's partition 0, held for the life of the
+ * process. Cluster mode: the partitions the instance's leases hold (src/cluster/leases.ts).
  */
 export interface PartitionWork {
-  readonly partition: number;
-  fence(): LeaseFence | undefined;
+  /** The partitions held now, ascending (a snapshot). */
+  partitions(): readonly number[];
+  fence(partition: number): LeaseFence | undefined;
+  /** The partition a user's events and deliveries are in. */
+  partitionOf(userKey: string): number;
+  /** Called after each change of the held set, with what was gained and lost. */
+  onChange(fn: (gained: number[], lost: number[]) => void): void;
+}
+
+/** The fences of those of `partitions` still held (all of them while nothing was lost). */
+export function fencesOf(work: PartitionWork, partitions: Iterable<number>): LeaseFence[] {
+  const out: LeaseFence[] = [];
+  for (const p of partitions) {
+    const f = work.fence(p);
+    if (f) out.push(f);
+  }
+  return out;
 }
 
 const SINGLE_NODE_FENCE: LeaseFence = Object.freeze({ partition: 0, epoch: 0 });
+const PARTITION_ZERO: readonly number[] = Object.freeze([0]);
 
 /** SQLite: the single node's partition 0, held for the life of the process. */
-export const SINGLE_NODE_PARTITION: PartitionWork = Object.freeze({ partition: 0, fence: () => SINGLE_NODE_FENCE });
+export const SINGLE_NODE_PARTITION: PartitionWork = Object.freeze({
+  partitions: () => PARTITION_ZERO,
+  fence: (p: number) => (p === 0 ? SINGLE_NODE_FENCE : undefined),
+  partitionOf: () => 0,
+  onChange: () => {},
+});

@@ -5,7 +5,7 @@
  */
 import type { Logger } from "../lib/logger";
 import { isStorageFailure } from "../lib/storage-health";
-import { type DeliveriesStore, type OutcomeRow, type PartitionWork, SINGLE_NODE_PARTITION } from "./deliveries-store";
+import { type DeliveriesStore, type OutcomeRow, type PartitionWork, SINGLE_NODE_PARTITION, fencesOf } from "./deliveries-store";
 
 export type { OutcomeRow } from "./deliveries-store";
 
@@ -57,13 +57,15 @@ export class OutcomeWriter {
     if (!this.queue.length) return;
     const rows = this.queue;
     this.queue = [];
-    const fence = this.work.fence();
+    const partitions = new Set<number>();
+    for (const r of rows) partitions.add(r.partition);
     try {
-      if (!fence || !(await this.store.recordOutcomes(fence, rows))) {
-        // The partition's lease is gone: the rows stay queued in the database and its new holder
+      const written = await this.store.recordOutcomes(fencesOf(this.work, partitions), rows);
+      if (written.length < partitions.size) {
+        // A partition's lease is gone: its rows stay queued in the database and its new holder
         // delivers them again (at least once).
-        this.log.warn("delivery outcomes not recorded: the partition is no longer held", { partition: this.work.partition, count: rows.length });
-        return;
+        const lost = [...partitions].filter((p) => !written.includes(p));
+        this.log.warn("delivery outcomes not recorded: their partitions are no longer held", { partitions: lost, count: rows.filter((r) => lost.includes(r.partition)).length });
       }
     } catch (err) {
       if (!isStorageFailure(err)) {

@@ -2,12 +2,21 @@
  * The processor reads newly committed events by cursor and inserts one delivery
  * per (event, destination), advancing its cursor in the same transaction (one fanOut call
  * of the deliveries store). Intake stays one insert per event however many destinations
- * there are.
+ * there are. It works every partition its instance holds (SQLite: the one partition) with one
+ * read and one write per slice; a cursor per partition.
  */
 import type { ConfigStore } from "../control-plane/config-store";
 import type { Logger } from "../lib/logger";
 import { isStorageFailure } from "../lib/storage-health";
-import { type DeliveriesStore, type EventCursor, type NewDelivery, type PartitionWork, SINGLE_NODE_PARTITION, cursorAfter } from "./deliveries-store";
+import {
+  type DeliveriesStore,
+  type EventCursor,
+  type NewDelivery,
+  type PartitionWork,
+  SINGLE_NODE_PARTITION,
+  cursorAfter,
+  fencesOf,
+} from "./deliveries-store";
 import { routeEvent } from "./route";
 
 // Kept here for its callers (intake's id floor, migrate-to-postgres): it is SQLite's alone.
@@ -18,8 +27,8 @@ const BATCH = 2000;
 export class Processor {
   private scheduled = false;
   private cursorSavedAt = 0;
-  /** Read from the store at the first run. */
-  private cursor: EventCursor | undefined;
+  /** Per held partition; read from the store when the partition is first worked (or gained again). */
+  private cursors = new Map<number, EventCursor>();
   /** The newest event id known to be committed (intake reports each commit), or 0 to ask the table. */
   private newestCommitted = 0;
   private listeners: Array<(destinationIds: Set<string>) => void> = [];
@@ -38,9 +47,9 @@ export class Processor {
     private work: PartitionWork = SINGLE_NODE_PARTITION,
   ) {}
 
-  /** The id of the newest event already routed (in memory; the saved cursor may lag by up to a second). */
+  /** SQLite: the id of the newest event already routed (in memory; the saved cursor may lag by up to a second). */
   get routedUpTo(): number {
-    return this.cursor?.id ?? 0;
+    return this.cursors.get(0)?.id ?? 0;
   }
 
   /** Called with the destinations that got new deliveries (the router's wake-up). */
@@ -86,24 +95,39 @@ export class Processor {
   }
 
   /**
-   * With no connection anywhere there is nothing to route: the cursor jumps to the
-   * newest event and is saved at most once a second (re-reading a few events after a
+   * With no connection anywhere there is nothing to route: the cursors jump to the
+   * newest events and are saved at most once a second (re-reading a few events after a
    * crash routes nothing).
    */
-  private async skipAll(cursor: EventCursor) {
-    const newest = await this.store.newestCursor(this.work.partition, this.newestCommitted);
-    if (!cursorAfter(newest, cursor)) return;
+  private async skipAll(partitions: readonly number[]) {
+    const newest = await this.store.newestCursors(partitions, this.newestCommitted);
+    const moved = new Map<number, EventCursor>();
+    for (const [p, c] of newest) {
+      const cursor = this.cursors.get(p);
+      if (cursor && cursorAfter(c, cursor)) moved.set(p, c);
+    }
+    if (moved.size === 0) return;
     const now = this.now();
     if (now - this.cursorSavedAt >= 1000) {
-      const fence = this.work.fence();
-      // The partition's lease is gone: its new holder goes on from the saved cursor.
-      if (!fence) return;
-      if (!(await this.store.saveCursor(fence, newest))) return;
+      // A partition whose lease is gone is not saved: its new holder goes on from the saved cursor.
+      const saved = await this.store.saveCursors(fencesOf(this.work, moved.keys()), moved);
       this.cursorSavedAt = now;
       this.wrote();
+      for (const p of moved.keys()) if (!saved.includes(p)) moved.delete(p);
     }
     // Only after the save: if it failed, the retry saves again.
-    this.cursor = newest;
+    for (const [p, c] of moved) this.cursors.set(p, c);
+  }
+
+  /** The cursors of the partitions held now: a partition gained (again) is read from the store. */
+  private async heldCursors(): Promise<Map<number, EventCursor>> {
+    const held = this.work.partitions();
+    const missing = held.filter((p) => !this.cursors.has(p));
+    if (missing.length) for (const [p, c] of await this.store.readCursors(missing)) this.cursors.set(p, c);
+    const heldSet = new Set(held);
+    // A partition lost: another instance moves its cursor on; read it again if it comes back.
+    for (const p of this.cursors.keys()) if (!heldSet.has(p)) this.cursors.delete(p);
+    return new Map([...this.cursors].filter(([p]) => heldSet.has(p)));
   }
 
   /**
@@ -125,18 +149,17 @@ export class Processor {
 
   private async runOnce() {
     if (this.stopped) return;
-    let cursor = this.cursor;
-    if (!cursor) {
-      try {
-        cursor = this.cursor = await this.store.readCursor(this.work.partition);
-      } catch (err) {
-        this.log.error("processor could not read its cursor", { err });
-        return;
-      }
+    let cursors: Map<number, EventCursor>;
+    try {
+      cursors = await this.heldCursors();
+    } catch (err) {
+      this.log.error("processor could not read its cursor", { err });
+      return;
     }
+    if (cursors.size === 0) return;
     if (this.config.snapshot().bySource.size === 0) {
       try {
-        await this.skipAll(cursor);
+        await this.skipAll([...cursors.keys()]);
       } catch (err) {
         this.writeFailed(err, "processor could not advance its cursor");
       }
@@ -146,7 +169,7 @@ export class Processor {
     const snapshot = this.config.snapshot();
     let batch;
     try {
-      batch = await this.store.readEventsAfter(this.work.partition, cursor, BATCH, snapshot.bySource);
+      batch = await this.store.readEventsAfter(cursors, BATCH, snapshot.bySource);
     } catch (err) {
       this.log.error("processor could not read events", { err });
       return;
@@ -162,21 +185,23 @@ export class Processor {
       // Routing needs only the type and the integrations object.
       const event = r.payload.includes('"integrations"') ? JSON.parse(r.payload) : { type: r.type };
       for (const d of routeEvent(event, connected)) {
-        deliveries.push({ eventId: r.id, destinationId: d.id, sourceId: r.sourceId, workspaceId: r.workspaceId, userKey: r.userKey });
+        deliveries.push({ eventId: r.id, partition: r.partition, destinationId: d.id, sourceId: r.sourceId, workspaceId: r.workspaceId, userKey: r.userKey });
         touched.add(d.id);
       }
     }
-    const fence = this.work.fence();
+    let written: number[];
     try {
-      // The partition's lease is gone (or was taken over): its new holder fans these events out from the saved cursor.
-      if (!fence || !(await this.store.fanOut(fence, deliveries, batch.next, now))) return;
+      // A partition whose lease is gone (or was taken over) is not written: its new holder fans
+      // its events out from the saved cursor.
+      written = await this.store.fanOut(fencesOf(this.work, batch.next.keys()), deliveries, batch.next, now);
       this.cursorSavedAt = now;
     } catch (err) {
       this.writeFailed(err, "processor could not write deliveries");
       return;
     }
     this.wrote();
-    this.cursor = batch.next;
+    for (const p of written) this.cursors.set(p, batch.next.get(p)!);
+    if (written.length < batch.next.size) for (const p of batch.next.keys()) if (!written.includes(p)) this.cursors.delete(p);
     if (touched.size) for (const fn of this.listeners) fn(touched);
     if (rows.length === BATCH) this.wake();
   }

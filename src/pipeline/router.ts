@@ -11,7 +11,7 @@ import type { Metrics } from "../lib/metrics";
 import type { DestinationRequest, ResponseCheck, ResponseVerdict } from "../destinations/types";
 import type { LiveEvents } from "./live-events";
 import type { OutcomeWriter, OutcomeRow } from "./outcomes";
-import { type DeliveriesStore, type PartitionWork, type QueuedDelivery, SINGLE_NODE_PARTITION } from "./deliveries-store";
+import { type DeliveriesStore, type PartitionWork, type QueuedDelivery, SINGLE_NODE_PARTITION, fencesOf } from "./deliveries-store";
 import { type Outcome, RESPONSE_KEEP_BYTES, sendRequest } from "./send";
 import { type StageContext, destinationContext, destinationTransform } from "./stages";
 import { type RetryPolicy, retriesExhausted, retryDelay } from "./retry-policy";
@@ -48,7 +48,8 @@ class DestinationQueue {
   ready = new Set<string>();
   running = new Set<string>();
   timers = new Map<string, Timer>();
-  loadedUpTo = 0;
+  /** Per partition, the id of the last row loaded: the window goes on after it (a partition absent: from its start). */
+  loadedUpTo = new Map<number, number>();
   size = 0;
   drained = false;
   resetWanted = false;
@@ -76,7 +77,7 @@ class DestinationQueue {
     this.users.clear();
     this.ready.clear();
     this.size = 0;
-    this.loadedUpTo = 0;
+    this.loadedUpTo.clear();
     this.drained = false;
     this.generation++;
   }
@@ -105,6 +106,7 @@ export class Router {
     private work: PartitionWork = SINGLE_NODE_PARTITION,
   ) {
     config.onChange(() => this.reconcile());
+    work.onChange((gained, lost) => this.partitionsChanged(gained, lost));
     this.transforms = new TransformBatcher(stages);
   }
 
@@ -116,7 +118,7 @@ export class Router {
   /** Loads every destination with queued work (start-up) and keeps a slow poll as a safety net. */
   async start() {
     this.safetyNet = setInterval(() => this.wake(new Set(this.queues.keys())), 5000);
-    this.wake(await this.store.destinationsWithWork(this.work.partition));
+    this.wake(await this.store.destinationsWithWork(this.work.partitions()));
   }
 
   /** Called by the processor when it inserted deliveries for these destinations. */
@@ -161,6 +163,35 @@ export class Router {
     }
   }
 
+  /**
+   * Cluster mode, after a lease change. A partition lost: its users' queued deliveries leave
+   * memory (a running one finishes; its outcome is written only if the lease is still ours, else
+   * the new holder sends it again: at least once), and its position is forgotten. A partition
+   * gained: the next window reads it from its start, so every destination with work there wakes.
+   */
+  private partitionsChanged(gained: number[], lost: number[]) {
+    if (lost.length) {
+      const gone = new Set(lost);
+      for (const q of this.queues.values()) {
+        for (const p of lost) q.loadedUpTo.delete(p);
+        const users: string[] = [];
+        for (const [user, fifo] of q.users) if (fifo.length && gone.has(fifo[0]!.partition)) users.push(user);
+        if (users.length) this.forgetUsers(q.destinationId, users);
+      }
+    }
+    if (gained.length && !this.stopped) {
+      for (const q of this.queues.values()) {
+        for (const p of gained) q.loadedUpTo.delete(p);
+        q.drained = false;
+        if (q.loading) q.wokenWhileLoading = true;
+      }
+      void this.store.destinationsWithWork(gained).then(
+        (ids) => this.wake(ids),
+        (err) => this.log.error("could not read the queues of partitions gained", { err, partitions: gained }),
+      );
+    }
+  }
+
   /** After a config change: resume held destinations, abort the queues of deleted ones. */
   private reconcile() {
     const snap = this.config.snapshot();
@@ -176,10 +207,10 @@ export class Router {
   }
 
   private abortDeleted(q: DestinationQueue) {
-    const fence = this.work.fence();
-    if (q.aborting || !fence) return;
+    const fences = fencesOf(this.work, this.work.partitions());
+    if (q.aborting || fences.length === 0) return;
     q.aborting = true;
-    this.store.abortQueued(fence, q.destinationId, "destination deleted", this.now()).then(
+    this.store.abortQueued(fences, q.destinationId, "destination deleted", this.now()).then(
       () => {
         q.clear();
         if (this.queues.get(q.destinationId) === q) this.queues.delete(q.destinationId);
@@ -203,8 +234,10 @@ export class Router {
     q.loading = true;
     q.wokenWhileLoading = false;
     q.forgottenWhileLoading.clear();
+    const after = new Map<number, number>();
+    for (const p of this.work.partitions()) after.set(p, q.loadedUpTo.get(p) ?? 0);
     this.store
-      .loadQueue(this.work.partition, q.destinationId, q.loadedUpTo, limit)
+      .loadQueue(q.destinationId, after, limit)
       .then(
         (rows) => {
           q.loading = false;
@@ -226,7 +259,7 @@ export class Router {
   private enqueue(q: DestinationQueue, rows: Queued[]) {
     const now = this.now();
     for (const r of rows) {
-      q.loadedUpTo = r.id;
+      q.loadedUpTo.set(r.partition, r.id);
       let fifo = q.users.get(r.userKey);
       if (!fifo) q.users.set(r.userKey, (fifo = []));
       fifo.push(r);
@@ -583,7 +616,7 @@ export class Router {
         nextAttemptAt = now + retryDelay(this.settings, attempts, result.retryAfterMs);
       }
     }
-    this.outcomes.write({ id: item.id, state, attempts, nextAttemptAt, firstAttemptAt, lastStatus: status, lastResponse: response, lastError: finalError, attemptLog, updatedAt: now });
+    this.outcomes.write({ id: item.id, partition: item.partition, state, attempts, nextAttemptAt, firstAttemptAt, lastStatus: status, lastResponse: response, lastError: finalError, attemptLog, updatedAt: now });
     this.metrics.deliveries.inc({ destination: q.destinationId, outcome: state });
     const topic = `destination:${q.destinationId}`;
     if (this.live.hasSubscribers(topic)) {

@@ -12,6 +12,7 @@ import type { LeaseFence } from "../../cluster/types";
 import { type Db, newestEventId } from "../../../db";
 import { type StorageHealth, storageHealth } from "../../lib/storage-health";
 import type {
+  Cursors,
   DeliveriesStore,
   EventBatch,
   EventCursor,
@@ -38,6 +39,11 @@ function at(id: number): EventCursor {
   return { tx: "0", id };
 }
 
+const ALL = [0];
+const NONE: number[] = [];
+/** What a write answers: partition 0 when the write was for it, nothing when it had nothing to do. */
+const applied = (asked: boolean) => (asked ? ALL : NONE);
+
 export class SqliteDeliveriesStore implements DeliveriesStore {
   readonly health: StorageHealth;
   private readonly c: Database;
@@ -55,7 +61,7 @@ export class SqliteDeliveriesStore implements DeliveriesStore {
     const c = (this.c = db.$client);
     this.health = storageHealth(c.filename);
     this.readEvents = c.prepare(
-      "SELECT id, source_id AS sourceId, workspace_id AS workspaceId, user_key AS userKey, type FROM events WHERE id > ? ORDER BY id LIMIT ?",
+      "SELECT id, 0 AS partition, source_id AS sourceId, workspace_id AS workspaceId, user_key AS userKey, type FROM events WHERE id > ? ORDER BY id LIMIT ?",
     );
     this.readPayload = c.prepare("SELECT payload FROM events WHERE id = ?");
     this.insertDelivery = c.prepare(
@@ -64,7 +70,7 @@ export class SqliteDeliveriesStore implements DeliveriesStore {
     );
     this.saveCursorStmt = c.prepare("INSERT INTO cursors (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value");
     this.load = c.prepare(
-      `SELECT d.id, d.event_id AS eventId, d.user_key AS userKey, d.source_id AS sourceId, d.attempts,
+      `SELECT d.id, 0 AS partition, d.event_id AS eventId, d.user_key AS userKey, d.source_id AS sourceId, d.attempts,
               d.first_attempt_at AS firstAttemptAt, d.next_attempt_at AS nextAttemptAt, d.attempt_log AS attemptLog, d.last_error AS lastError, e.payload
          FROM deliveries d JOIN events e ON e.id = d.event_id
         WHERE d.destination_id = ? AND d.id > ? AND d.state IN ('pending', 'retrying')
@@ -96,47 +102,62 @@ export class SqliteDeliveriesStore implements DeliveriesStore {
   }
 
 
-  async readCursor(_partition: number): Promise<EventCursor> {
+  async readCursors(partitions: readonly number[]): Promise<Map<number, EventCursor>> {
+    const out = new Map<number, EventCursor>();
+    if (!partitions.includes(0)) return out;
     const row = this.c.query("SELECT value FROM cursors WHERE name = ?").get(CURSOR) as { value: number } | null;
-    return at(row?.value ?? 0);
+    out.set(0, at(row?.value ?? 0));
+    return out;
   }
 
-  async readEventsAfter(_partition: number, cursor: EventCursor, limit: number, routed: RoutedSources): Promise<EventBatch> {
+  async readEventsAfter(cursors: Cursors, limit: number, routed: RoutedSources): Promise<EventBatch> {
+    const cursor = cursors.get(0);
+    const next = new Map<number, EventCursor>();
+    if (!cursor) return { events: [], next };
     const events = this.readBatch(cursor.id, limit, routed);
-    return { events, next: events.length ? at(events[events.length - 1]!.id) : cursor };
+    if (events.length) next.set(0, at(events[events.length - 1]!.id));
+    return { events, next };
   }
 
-  async newestCursor(_partition: number, reportedId: number): Promise<EventCursor> {
+  async newestCursors(partitions: readonly number[], reportedId: number): Promise<Map<number, EventCursor>> {
+    const out = new Map<number, EventCursor>();
     // Intake is the only writer of events and reports every commit, so the table is asked
     // only until the first report (at start, for events committed before a restart).
-    return at(reportedId || newestEventId(this.c));
+    if (partitions.includes(0)) out.set(0, at(reportedId || newestEventId(this.c)));
+    return out;
   }
 
-  async fanOut(_fence: LeaseFence, deliveries: NewDelivery[], cursor: EventCursor, at: number): Promise<boolean> {
+  async fanOut(_fences: readonly LeaseFence[], deliveries: NewDelivery[], cursors: Cursors, at: number): Promise<number[]> {
+    const cursor = cursors.get(0);
+    if (!cursor) return NONE;
     this.insertBatch(deliveries, cursor.id, at);
-    return true;
+    return ALL;
   }
 
-  async saveCursor(_fence: LeaseFence, cursor: EventCursor): Promise<boolean> {
-    this.saveCursorStmt.run(CURSOR, cursor.id);
-    return true;
+  async saveCursors(_fences: readonly LeaseFence[], cursors: Cursors): Promise<number[]> {
+    const cursor = cursors.get(0);
+    if (cursor) this.saveCursorStmt.run(CURSOR, cursor.id);
+    return applied(cursor !== undefined);
   }
 
-  async loadQueue(_partition: number, destinationId: string, afterId: number, limit: number): Promise<QueuedDelivery[]> {
+  async loadQueue(destinationId: string, after: ReadonlyMap<number, number>, limit: number): Promise<QueuedDelivery[]> {
+    const afterId = after.get(0);
+    if (afterId === undefined) return [];
     return this.load.all(destinationId, afterId, limit) as QueuedDelivery[];
   }
 
-  async recordOutcomes(_fence: LeaseFence, outcomes: OutcomeRow[]): Promise<boolean> {
+  async recordOutcomes(_fences: readonly LeaseFence[], outcomes: OutcomeRow[]): Promise<number[]> {
     this.commitOutcomes(outcomes);
-    return true;
+    return applied(outcomes.length > 0);
   }
 
-  async abortQueued(_fence: LeaseFence, destinationId: string, reason: string, at: number): Promise<boolean> {
+  async abortQueued(_fences: readonly LeaseFence[], destinationId: string, reason: string, at: number): Promise<number[]> {
     this.abortAll.run(reason, at, destinationId);
-    return true;
+    return ALL;
   }
 
-  async destinationsWithWork(_partition: number): Promise<string[]> {
+  async destinationsWithWork(partitions: readonly number[]): Promise<string[]> {
+    if (!partitions.includes(0)) return [];
     const rows = this.c.query("SELECT DISTINCT destination_id AS id FROM deliveries WHERE state IN ('pending', 'retrying')").all() as Array<{ id: string }>;
     return rows.map((r) => r.id);
   }
