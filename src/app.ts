@@ -190,7 +190,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   }, now);
   const warehouse = new SqliteWarehouseStore(db);
   router.useWarehouseStager(new WarehouseStager(warehouse, config, now));
-  const warehouseLoads = new WarehouseLoads(warehouse, new LoadThread(db.$client.filename), config, log, DEFAULT_LOAD_SETTINGS, now);
+  const warehouseLoads = new WarehouseLoads(warehouse, new LoadThread({ kind: "sqlite", file: db.$client.filename }), config, log, DEFAULT_LOAD_SETTINGS, now);
   writer.onCommit((newest) => processor.wake(newest));
   processor.onDeliveries((ids) => router.wake(ids));
   // Events committed before a crash but not yet fanned out are picked up here.

@@ -3,8 +3,10 @@
  * SQLite store (a data dir opened as the server opens it) and the PostgreSQL store (its own
  * schema with the pg migrations, dropped after). Staging and reading staged rows, queueing and
  * starting loads, a load's outcome with the rows it loaded and the load after it in one call,
- * recovery after a crash, purge and a regulation's deletion, the stager over the store; and on
- * PostgreSQL the exact-ids marking of design §3.8 against a writer that commits out of order,
+ * recovery after a crash, purge and a regulation's deletion, the stager over the store; whole
+ * loads (stage → load thread reading this store through its own connection → the user's
+ * PostgreSQL, a namespace per test → rows marked); and on PostgreSQL the exact-ids marking of
+ * design §3.8 against a writer that commits out of order, store-level and through a whole load,
  * and two instances queueing and starting loads at once.
  */
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
@@ -12,13 +14,17 @@ import type { SQL } from "bun";
 import { join } from "node:path";
 import { openDatabase } from "../db";
 import { closePostgres, openPostgres, type PgDb } from "../db/pg";
-import type { ConfigStore, DestinationRuntime } from "../src/control-plane/config-store";
+import type { ConfigStore, DestinationRuntime, RoutingSnapshot } from "../src/control-plane/config-store";
 import { newId } from "../src/lib/ids";
+import { silentLogger } from "../src/lib/logger";
 import { PgWarehouseStore } from "../src/storage/postgres/warehouse";
 import { SqliteWarehouseStore } from "../src/storage/sqlite/warehouse";
+import { LoadThread } from "../src/warehouse/load-thread";
+import { DEFAULT_LOAD_SETTINGS, type LoadView, WarehouseLoads } from "../src/warehouse/loads";
+import { defaultNamespace } from "../src/warehouse/schema";
 import { WarehouseStager } from "../src/warehouse/staging";
-import type { NewLoad, NewStagedRow, WarehouseStore } from "../src/warehouse/store";
-import { cleanup, tempDir } from "./helpers";
+import type { NewLoad, NewStagedRow, StagedRowsLocation, WarehouseStore } from "../src/warehouse/store";
+import { cleanup, tempDir, waitFor } from "./helpers";
 import { PG, havePostgres, requirePostgres, testSql } from "./pg";
 
 requirePostgres("warehouse-store.test.ts");
@@ -28,6 +34,8 @@ const admin = havePostgres ? testSql() : null;
 
 interface Opened {
   store: WarehouseStore;
+  /** Where a load thread reads this store's staged rows. */
+  location: StagedRowsLocation;
   /** The staged rows as the database holds them: id → load id. */
   marks(destinationId: string): Promise<Map<number, string | null>>;
   /** PostgreSQL: the same schema through another pool (another instance). */
@@ -44,13 +52,15 @@ afterAll(async () => {
 
 async function openSqlite(): Promise<Opened> {
   const dir = tempDir();
-  const db = openDatabase(join(dir, "sluice.db"), { synchronous: "FULL" });
+  const file = join(dir, "sluice.db");
+  const db = openDatabase(file, { synchronous: "FULL" });
   closers.push(() => {
     db.$client.close();
     cleanup(dir);
   });
   return {
     store: new SqliteWarehouseStore(db),
+    location: { kind: "sqlite", file },
     async marks(destinationId) {
       const rows = db.$client.query("SELECT id, load_id AS loadId FROM warehouse_staged WHERE destination_id = ? ORDER BY id").all(destinationId) as Array<{ id: number; loadId: string | null }>;
       return new Map(rows.map((r) => [r.id, r.loadId]));
@@ -73,6 +83,7 @@ async function openPg(): Promise<Opened> {
   const db = await open();
   return {
     store: new PgWarehouseStore(db),
+    location: { kind: "postgres", url, schema },
     async marks(destinationId) {
       const rows = await db.$client.unsafe("SELECT id, load_id FROM warehouse_staged WHERE destination_id = $1 ORDER BY id", [destinationId]);
       return new Map((rows as Array<{ id: string; load_id: string | null }>).map((r) => [Number(r.id), r.load_id]));
@@ -109,6 +120,79 @@ function load(destinationId: string, over: Partial<NewLoad> = {}): NewLoad {
 }
 
 const ids = async (store: WarehouseStore, destinationId: string) => (await store.readStaged(destinationId, 1000)).map((r) => r.id);
+
+/**
+ * A POSTGRES destination loading into its own namespace of the test PostgreSQL (dropped after),
+ * with WarehouseLoads over the store and a LoadThread reading the store's staged rows.
+ */
+async function warehouseOn(o: Opened, settings = DEFAULT_LOAD_SETTINGS) {
+  const letters = Array.from(crypto.getRandomValues(new Uint8Array(10)), (b) => String.fromCharCode(97 + (b % 26))).join("");
+  const namespace = defaultNamespace(`sluice_whstore_${letters}`);
+  closers.push(() => admin!.unsafe(`DROP SCHEMA IF EXISTS "${namespace}" CASCADE`).then(() => {}));
+  const sourceId = newId("src");
+  const dest = {
+    id: newId("dst"),
+    workspaceId: "ws_1",
+    name: "warehouse",
+    type: "POSTGRES",
+    enabled: true,
+    config: { host: PG.host, port: String(PG.port), database: PG.database, user: PG.user, password: PG.password, namespace },
+    definition: undefined,
+  } satisfies DestinationRuntime;
+  const snapshot = {
+    version: 1,
+    sources: new Map([[sourceId, { name: "My Web Site" }]]),
+    destinations: new Map([[dest.id, dest]]),
+    bySource: new Map([[sourceId, [dest]]]),
+  } as unknown as RoutingSnapshot;
+  const config = { snapshot: () => snapshot } as unknown as ConfigStore;
+  // A clock that stands still: no scheduled load (every syncFrequency) comes in between the test's own.
+  const now = Date.now();
+  const loads = new WarehouseLoads(o.store, new LoadThread(o.location), config, silentLogger, settings, () => now);
+  closers.push(() => loads.stop());
+  await loads.start();
+  const stager = new WarehouseStager(o.store, config, () => now);
+  const track = (messageId: string) => ({ type: "track", event: "Product Viewed", messageId, userId: "u1", timestamp: "2026-01-01T00:00:00.000Z", properties: { sku: messageId } });
+  const finished = (id: string) =>
+    waitFor(async () => (await loads.listSyncs(dest.workspaceId, dest.id)).find((l) => l.id === id && (l.status === "succeeded" || l.status === "failed")), {
+      what: `load ${id} to finish`,
+      timeoutMs: 20_000,
+    });
+  return {
+    dest,
+    namespace,
+    loads,
+    /** Stages one track per message id (a tracks and a product_viewed row each), for `destinationId` (default: this destination). */
+    async stage(messageIds: string[], destinationId = dest.id) {
+      const results = await stager.stageAsync({ ...dest, id: destinationId }, messageIds.map((m) => ({ sourceId, userKey: "u1", events: [track(m)] })));
+      expect(results.every((r) => r.kind === "staged")).toBe(true);
+    },
+    async sync(): Promise<LoadView> {
+      return finished((await loads.requestSync(dest.workspaceId, dest.id)).id);
+    },
+    finished,
+    /** Message ids in a table of the user's warehouse. */
+    async inWarehouse(table: string): Promise<string[]> {
+      return ((await admin!.unsafe(`SELECT id FROM "${namespace}"."${table}" ORDER BY id`)) as Array<{ id: string }>).map((r) => r.id);
+    },
+  };
+}
+
+/** Holds ACCESS EXCLUSIVE on a table of the user's warehouse in an open transaction until the answer is called. */
+async function lockTable(namespace: string, table: string): Promise<() => Promise<void>> {
+  const conn = await admin!.reserve();
+  let released = false;
+  const release = async () => {
+    if (released) return;
+    released = true;
+    await conn.unsafe("ROLLBACK").catch(() => {});
+    conn.release();
+  };
+  closers.push(release);
+  await conn.unsafe("BEGIN");
+  await conn.unsafe(`LOCK TABLE "${namespace}"."${table}" IN ACCESS EXCLUSIVE MODE`);
+  return release;
+}
 
 const stores: Array<{ name: string; enabled: boolean; open: () => Promise<Opened> }> = [
   { name: "SQLite", enabled: true, open: openSqlite },
@@ -235,34 +319,6 @@ for (const kind of stores) {
       expect((await store.listLoads(dst, 10)).length).toBe(2);
     });
 
-    if (kind.name === "SQLite") {
-      test("SQLite: a load may mark the waiting rows up to the last id it read (ids commit in order there)", async () => {
-        const { store, marks } = await kind.open();
-        const dst = newId("dst");
-        await store.stage([staged(dst), staged(dst, { namespace: "app" }), staged(dst)]);
-        const loadId = await store.queueLoad(load(dst));
-        await store.startLoad(loadId, tick());
-        const read = await ids(store, dst);
-        await store.stage([staged(dst)]);
-        await store.finishLoad({ loadId, destinationId: dst, status: "succeeded", finishedAt: tick(), rows: {}, discards: 0, error: null, loaded: { namespaces: ["web"], throughId: read.at(-1)! } });
-        expect([...(await marks(dst)).values()]).toEqual([loadId, null, loadId, null]);
-      });
-    } else {
-      test("PostgreSQL: a load marking 'up to its last id' is refused, and nothing of it is written (design §3.8)", async () => {
-        const { store, marks } = await kind.open();
-        const dst = newId("dst");
-        await store.stage([staged(dst)]);
-        const loadId = await store.queueLoad(load(dst));
-        await store.startLoad(loadId, tick());
-        const read = await ids(store, dst);
-        await expect(
-          store.finishLoad({ loadId, destinationId: dst, status: "succeeded", finishedAt: tick(), rows: {}, discards: 0, error: null, loaded: { namespaces: ["web"], throughId: read[0]! } }),
-        ).rejects.toThrow(/exact staged ids/);
-        expect([...(await marks(dst)).values()]).toEqual([null]);
-        expect((await store.listLoads(dst, 1))[0]!.status).toBe("running");
-      });
-    }
-
     test("after a crash: running loads are recorded failed and one retry per destination is queued, due now", async () => {
       const { store } = await kind.open();
       const a = newId("dst");
@@ -360,7 +416,119 @@ for (const kind of stores) {
       }
     });
 
+    test("a whole load: the load thread reads this store's staged rows, loads them into the user's PostgreSQL, and exactly those are marked", async () => {
+      const o = await kind.open();
+      const w = await warehouseOn(o);
+      await w.stage(["m1", "m2"]);
+      const first = await w.sync();
+      expect(first).toMatchObject({ status: "succeeded", trigger: "api", error: null, rows: { tracks: 2, product_viewed: 2 } });
+      expect(await w.inWarehouse("tracks")).toEqual(["m1", "m2"]);
+      expect(await w.inWarehouse("product_viewed")).toEqual(["m1", "m2"]);
+      expect([...(await o.marks(w.dest.id)).values()]).toEqual([first.id, first.id, first.id, first.id]);
+      const readerPids = async () => (await admin!.unsafe(`SELECT pid FROM pg_stat_activity WHERE application_name = 'sluice load thread'`)).map((r: { pid: number }) => r.pid);
+      const pidsAfterFirst = kind.name === "PostgreSQL" ? await readerPids() : [];
+      if (kind.name === "PostgreSQL") expect(pidsAfterFirst.length).toBe(1);
+
+      // Only rows still waiting go to the next load; loaded ones are not read again.
+      await w.stage(["m3"]);
+      const second = await w.sync();
+      expect(second).toMatchObject({ status: "succeeded", rows: { tracks: 1, product_viewed: 1 } });
+      expect(await w.inWarehouse("tracks")).toEqual(["m1", "m2", "m3"]);
+      const marks = [...(await o.marks(w.dest.id)).values()];
+      expect(marks.slice(4)).toEqual([second.id, second.id]);
+      expect(await o.store.readStaged(w.dest.id, 10)).toEqual([]);
+      // The thread opened one connection of its own to read, and kept it across both loads.
+      if (kind.name === "PostgreSQL") expect(await readerPids()).toEqual(pidsAfterFirst);
+    });
+
+    test("a load that reads rowsPerLoad rows queues the next at once; each row is loaded once, by exactly one load", async () => {
+      const o = await kind.open();
+      const w = await warehouseOn(o, { ...DEFAULT_LOAD_SETTINGS, rowsPerLoad: 3 });
+      await w.stage(["m1", "m2", "m3", "m4"]);
+      const first = await w.sync();
+      expect(first.status).toBe("succeeded");
+      // 8 rows, 3 per load: three loads in all, the last one reading fewer than 3.
+      const all = await waitFor(
+        async () => {
+          const list = await w.loads.listSyncs(w.dest.workspaceId, w.dest.id);
+          return list.length === 3 && list.every((l) => l.status === "succeeded") ? list : null;
+        },
+        { what: "three succeeded loads" },
+      );
+      expect(all.map((l) => l.trigger)).toEqual(["more", "more", "api"]);
+      const marks = [...(await o.marks(w.dest.id)).values()];
+      const perLoad = all.map((l) => marks.filter((m) => m === l.id).length);
+      expect(perLoad).toEqual([2, 3, 3]);
+      expect(await w.inWarehouse("tracks")).toEqual(["m1", "m2", "m3", "m4"]);
+      expect(await w.inWarehouse("product_viewed")).toEqual(["m1", "m2", "m3", "m4"]);
+    });
+
     if (kind.name === "PostgreSQL") {
+      test("PostgreSQL: a staged row committed late with a lower id, while a load runs, is loaded by the next load, not lost (design §3.8)", async () => {
+        const o = await kind.open();
+        const { sql } = await o.reopen!();
+        const w = await warehouseOn(o);
+        // A first load creates the warehouse's tables, which the test locks below.
+        await w.stage(["m-first"]);
+        expect((await w.sync()).status).toBe("succeeded");
+        // The late event's rows, staged for another destination, copied below by the slow writer.
+        const template = newId("dst");
+        await w.stage(["m-late"], template);
+
+        // A writer takes its ids first and commits last.
+        let release!: () => void;
+        const gate = new Promise<void>((r) => (release = r));
+        let late: number[] = [];
+        let taken!: () => void;
+        const idsTaken = new Promise<void>((r) => (taken = r));
+        const slow = sql.begin(async (tx) => {
+          const rows = await tx.unsafe(
+            `INSERT INTO warehouse_staged (destination_id, workspace_id, namespace, table_name, columns, row, event_id, user_key, staged_at)
+             SELECT $1, workspace_id, namespace, table_name, columns, row, event_id, user_key, staged_at FROM warehouse_staged WHERE destination_id = $2
+             RETURNING id`,
+            [w.dest.id, template],
+          );
+          late = (rows as Array<{ id: string }>).map((r) => Number(r.id));
+          taken();
+          await gate;
+        });
+        await idsTaken;
+        await w.stage(["m-early"]);
+
+        // The load reads m-early's rows, then waits on the locked table inside its transaction;
+        // meanwhile the late rows commit, below the ids it read. Marking "up to its last id" would take them.
+        const unlock = await lockTable(w.namespace, "product_viewed");
+        const { id: loadId } = await w.loads.requestSync(w.dest.workspaceId, w.dest.id);
+        await waitFor(
+          async () =>
+            (
+              await admin!.unsafe(`SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND xact_start IS NOT NULL AND wait_event_type = 'Lock'`, [
+                `sluice load ${loadId}`,
+              ])
+            ).length > 0,
+          { what: `load ${loadId} to wait on the locked table`, timeoutMs: 20_000 },
+        );
+        release();
+        await slow;
+        await unlock();
+        const first = await w.finished(loadId);
+        expect(first).toMatchObject({ status: "succeeded", rows: { tracks: 1, product_viewed: 1 } });
+        const marks = await o.marks(w.dest.id);
+        const early = [...marks].filter(([, loadedBy]) => loadedBy === loadId).map(([id]) => id);
+        expect(early.length).toBe(2);
+        expect(late.length).toBe(2);
+        expect(Math.max(...late)).toBeLessThan(Math.min(...early));
+        expect(late.map((id) => marks.get(id))).toEqual([null, null]);
+        expect(await w.inWarehouse("tracks")).toEqual(["m-early", "m-first"]);
+
+        const second = await w.sync();
+        expect(second).toMatchObject({ status: "succeeded", rows: { tracks: 1, product_viewed: 1 } });
+        const after = await o.marks(w.dest.id);
+        expect(late.map((id) => after.get(id))).toEqual([second.id, second.id]);
+        expect(await w.inWarehouse("tracks")).toEqual(["m-early", "m-first", "m-late"]);
+        expect(await w.inWarehouse("product_viewed")).toEqual(["m-early", "m-first", "m-late"]);
+      });
+
       test("PostgreSQL: a row committed late below the load's ids is not the load's; it waits for the next (design §3.8)", async () => {
         const o = await kind.open();
         const { sql } = await o.reopen!();

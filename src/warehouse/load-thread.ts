@@ -2,8 +2,9 @@
  * The warehouse loader's own thread. A load parses tens of thousands of staged rows, encodes
  * them for COPY and waits on PostgreSQL for seconds; on the main thread that work would hold
  * up intake (event calls share that thread). So WarehouseLoads (loads.ts) asks this thread,
- * which reads the staged rows from SQLite itself (load-worker.ts), loads them and answers with
- * the outcome; the main thread only records it.
+ * which reads the staged rows itself (load-worker.ts) from whichever store Sluice runs on,
+ * through a connection of its own, loads them and answers with the outcome and the exact staged
+ * ids it loaded; the main thread only records it.
  *
  * The thread starts with the first load and ends after a minute without work, so a Sluice
  * without warehouse destinations never has it. If it dies, the calls in flight fail (a load
@@ -12,6 +13,7 @@
 import { AppError, type ErrorCode } from "../lib/errors";
 import { locateWorkerFile } from "../lib/worker-file";
 import type { PostgresConfig } from "./postgres";
+import type { StagedRowsLocation } from "./store";
 
 /** What the thread needs to load one destination's staged rows. */
 export interface LoadJob {
@@ -37,13 +39,14 @@ export interface LoadOutcome {
   /** Namespaces whose transaction committed. */
   loaded: string[];
   failures: NamespaceFailure[];
-  /** Staged rows read, and the highest staged id among them (0 when none). */
+  /** Staged rows read (a full load, rowsPerLoad of them, means more may wait). */
   count: number;
-  lastId: number;
+  /** The staged ids of the namespaces that loaded: exactly what the load marks (design §3.8). */
+  ids: number[];
 }
 
 export type WorkerRequest =
-  | { type: "load"; seq: number; dbPath: string; job: LoadJob }
+  | { type: "load"; seq: number; staged: StagedRowsLocation; job: LoadJob }
   | { type: "deleteUsers"; seq: number; connection: PostgresConfig; namespace: string; userIds: string[] }
   | { type: "close"; seq: number };
 
@@ -57,10 +60,11 @@ export class LoadThread {
   private pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   private idleTimer?: Timer;
 
-  constructor(private readonly dbPath: string) {}
+  /** `staged`: Sluice's own database, where the thread reads the staged rows. */
+  constructor(private readonly staged: StagedRowsLocation) {}
 
   load(job: LoadJob): Promise<LoadOutcome> {
-    return this.call({ type: "load", dbPath: this.dbPath, job }) as Promise<LoadOutcome>;
+    return this.call({ type: "load", staged: this.staged, job }) as Promise<LoadOutcome>;
   }
 
   deleteUsers(connection: PostgresConfig, namespace: string, userIds: string[]): Promise<number> {

@@ -1,27 +1,22 @@
 /**
  * The warehouse load thread (started by load-thread.ts): reads a destination's staged rows
- * from SQLite through its own read-only connection, groups them into one TableBatch per
- * namespace and table, and loads each namespace with PostgresWarehouse. The main thread
- * records the outcome and marks the rows loaded.
+ * from Sluice's own database (SQLite or PostgreSQL) through a connection of its own, groups
+ * them into one TableBatch per namespace and table, and loads each namespace with
+ * PostgresWarehouse. It answers the staged ids of the namespaces that loaded; the main thread
+ * records the outcome and marks exactly those rows loaded.
  */
-import { Database, type Statement } from "bun:sqlite";
 import { AppError } from "../lib/errors";
+import { PgStagedReader } from "../storage/postgres/warehouse";
+import { SqliteStagedReader } from "../storage/sqlite/warehouse";
 import type { LoadJob, LoadOutcome, WorkerReply, WorkerRequest } from "./load-thread";
 import { type PostgresConfig, PostgresWarehouse } from "./postgres";
+import type { StagedRow, StagedRowsLocation, StagedRowsReader } from "./store";
 import type { TableBatch, WarehouseType } from "./types";
 
 declare const self: Worker;
 
-interface StagedRow {
-  id: number;
-  namespace: string;
-  tableName: string;
-  columns: string;
-  row: string;
-}
-
-let db: Database | undefined;
-let selectStaged: Statement | undefined;
+// Opened with the first load and kept while the thread lives: one connection, not one per load.
+let reader: { key: string; reader: StagedRowsReader } | undefined;
 // One client per connection setting: a PATCH that fixes a port gets a new one.
 const clients = new Map<string, PostgresWarehouse>();
 
@@ -32,16 +27,20 @@ function clientFor(connection: PostgresConfig): PostgresWarehouse {
   return client;
 }
 
-function staged(dbPath: string, destinationId: string, limit: number): StagedRow[] {
-  if (!db) {
-    db = new Database(dbPath, { readonly: true });
-    db.exec("PRAGMA busy_timeout = 5000");
-    selectStaged = db.prepare(
-      `SELECT id, namespace, table_name AS tableName, columns, row FROM warehouse_staged
-        WHERE destination_id = ? AND load_id IS NULL ORDER BY id LIMIT ?`,
-    );
-  }
-  return selectStaged!.all(destinationId, limit) as StagedRow[];
+function readerFor(location: StagedRowsLocation): StagedRowsReader {
+  const key = JSON.stringify(location);
+  if (reader?.key === key) return reader.reader;
+  // A LoadThread reads one database all its life; a different one would replace the first.
+  void closeReader();
+  const opened = location.kind === "sqlite" ? new SqliteStagedReader(location.file) : new PgStagedReader(location.url, location.schema);
+  reader = { key, reader: opened };
+  return opened;
+}
+
+async function closeReader() {
+  const r = reader;
+  reader = undefined;
+  await r?.reader.close().catch(() => {});
 }
 
 /** The union of the rows' columns; a column seen as int and as float becomes float. */
@@ -73,9 +72,9 @@ function batchesByNamespace(rows: StagedRow[], uuidTs: string): Map<string, Tabl
   return new Map([...byNamespace].map(([ns, tables]) => [ns, [...tables.values()]]));
 }
 
-async function load(dbPath: string, job: LoadJob): Promise<LoadOutcome> {
-  const rows = staged(dbPath, job.destinationId, job.rowsPerLoad);
-  const outcome: LoadOutcome = { rows: {}, discards: 0, loaded: [], failures: [], count: rows.length, lastId: rows.length ? rows[rows.length - 1]!.id : 0 };
+async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOutcome> {
+  const rows = await readerFor(location).readStaged(job.destinationId, job.rowsPerLoad);
+  const outcome: LoadOutcome = { rows: {}, discards: 0, loaded: [], failures: [], count: rows.length, ids: [] };
   const client = clientFor(job.connection);
   for (const [namespace, batches] of batchesByNamespace(rows, job.uuidTs)) {
     try {
@@ -88,20 +87,23 @@ async function load(dbPath: string, job: LoadJob): Promise<LoadOutcome> {
       outcome.failures.push({ namespace, code: e.code, message: e.message });
     }
   }
+  if (outcome.loaded.length) {
+    const loaded = new Set(outcome.loaded);
+    for (const r of rows) if (loaded.has(r.namespace)) outcome.ids.push(r.id);
+  }
   return outcome;
 }
 
 async function handle(msg: WorkerRequest): Promise<unknown> {
   switch (msg.type) {
     case "load":
-      return load(msg.dbPath, msg.job);
+      return load(msg.staged, msg.job);
     case "deleteUsers":
       return clientFor(msg.connection).deleteUsers(msg.namespace, msg.userIds);
     case "close": {
       await Promise.allSettled([...clients.values()].map((c) => c.close()));
       clients.clear();
-      db?.close();
-      db = undefined;
+      await closeReader();
       return null;
     }
   }

@@ -110,8 +110,8 @@ export class WarehouseLoads {
   private unrecorded = new Map<string, { workspaceId: string; destinationId: string; attempt: number; error: string }>();
 
   /**
-   * `thread` reads the staged rows itself, from the SQLite file it was made with (load-worker.ts),
-   * and answers how far it read; the store records the rest.
+   * `thread` reads the staged rows itself, from the database it was made with (load-worker.ts,
+   * the same one as `store`), and answers the exact staged ids it loaded; the store records the rest.
    */
   constructor(
     private store: WarehouseStore,
@@ -321,9 +321,9 @@ export class WarehouseLoads {
       // The load thread died or could not read the staged rows: nothing was marked loaded, so
       // the rows wait for the retry.
       const message = (err as Error)?.message ?? String(err);
-      outcome = { rows: {}, discards: 0, loaded: [], count: 0, lastId: 0, failures: [{ namespace: "", code: "UNAVAILABLE", message }] };
+      outcome = { rows: {}, discards: 0, loaded: [], count: 0, ids: [], failures: [{ namespace: "", code: "UNAVAILABLE", message }] };
     }
-    const { rows, discards, loaded, lastId } = outcome;
+    const { rows, discards, loaded, ids } = outcome;
     for (const f of outcome.failures) {
       this.log.warn("warehouse load failed", { error: f.message, destinationId: dest.id, loadId: load.id, namespace: f.namespace });
     }
@@ -346,8 +346,9 @@ export class WarehouseLoads {
         rows,
         discards,
         error,
-        // The thread reads SQLite, where the waiting rows up to its last id are exactly those it read.
-        loaded: loaded.length ? { namespaces: loaded, throughId: lastId } : undefined,
+        // Exactly the ids loaded, never "up to the last id": on PostgreSQL a row committed late
+        // below it was not read, and must wait for the next load (design §3.8).
+        loaded: loaded.length ? { namespaces: loaded, ids } : undefined,
         next,
       });
     } catch (err) {

@@ -72,19 +72,16 @@ export interface NewLoad {
 }
 
 /**
- * The staged rows a load committed to the warehouse: marked with its id, of the namespaces that
- * committed, and only while still waiting (a row another load marked, or a regulation deleted,
- * stays as it is).
+ * The staged rows a load committed to the warehouse: exactly the ids it read, of the namespaces
+ * that committed, marked with its id only while still waiting (a row another load marked, or a
+ * regulation deleted, stays as it is). Never "the waiting rows up to its last id": on PostgreSQL
+ * ids of concurrent writers commit out of order, and a row committed late below that id was
+ * never read (design §3.8).
  */
-export type LoadedRows =
-  /** Exactly the staged ids the load read: what PostgreSQL needs (design §3.8). */
-  | { namespaces: string[]; ids: number[] }
-  /**
-   * The waiting rows up to the highest id the load read. Exact only where ids commit in order
-   * (SQLite: one writer), so the PostgreSQL store refuses it: there, ids of concurrent writers
-   * commit out of order and a row committed late below the load's last id was never read.
-   */
-  | { namespaces: string[]; throughId: number };
+export interface LoadedRows {
+  namespaces: string[];
+  ids: number[];
+}
 
 /** A load's outcome, applied in one transaction with the rows it loaded and the load queued after it. */
 export interface LoadFinish {
@@ -139,6 +136,22 @@ export interface WarehouseStore {
   stagedNamespaces(destinationId: string): Promise<string[]>;
   /** Deletes the users' staged rows of the destination, loaded or not (a regulation). */
   deleteStaged(destinationId: string, userKeys: string[]): Promise<void>;
+}
+
+/**
+ * Where the load thread (load-worker.ts) reads staged rows: Sluice's own database, through a
+ * connection the thread opens itself (a thread cannot use the main thread's). Plain data, so it
+ * crosses to the thread in a message.
+ */
+export type StagedRowsLocation =
+  | { kind: "sqlite"; file: string }
+  /** `schema`: the search_path Sluice's tables are in (openPostgres's searchPath). */
+  | { kind: "postgres"; url: string; schema?: string };
+
+/** The load thread's own read-only view of the staged rows: what `readStaged` answers, off the main thread. */
+export interface StagedRowsReader {
+  readStaged(destinationId: string, limit: number): Promise<StagedRow[]>;
+  close(): Promise<void>;
 }
 
 /**

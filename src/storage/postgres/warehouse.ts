@@ -5,22 +5,24 @@
  * What differs from SQLite, and why:
  * - Ids of concurrent writers commit out of order (identity values are taken before commit), so
  *   a load marks the exact staged ids it read, never "waiting rows up to its last id": a row
- *   committed late below that id was not read and must wait for the next load. The `throughId`
- *   form of LoadedRows is refused.
+ *   committed late below that id was not read and must wait for the next load.
  * - More than one instance may call at once. Queueing takes a per-destination advisory lock and
  *   the queued row's lock, so two instances never queue two loads for one destination; starting
  *   a load is a conditional update (only one caller gets it); rows are marked only while still
  *   waiting, so a second marking of the same ids changes nothing.
  * - Staging is one `INSERT … SELECT FROM unnest(arrays)`: one round trip for the whole pass.
+ * - The load thread reads staged rows through a connection of its own (PgStagedReader).
  */
-import type { SQL } from "bun";
+import { SQL } from "bun";
 import type { PgDb } from "../../../db/pg";
-import { AppError } from "../../lib/errors";
-import type { LoadFinish, LoadRow, LoadStatus, NewLoad, NewStagedRow, StagedRow, WarehouseStore } from "../../warehouse/store";
+import type { LoadFinish, LoadRow, LoadStatus, NewLoad, NewStagedRow, StagedRow, StagedRowsReader, WarehouseStore } from "../../warehouse/store";
 import { newLoadId } from "../../warehouse/store";
 
 /** The advisory lock's first key for queueing loads ("SLWh"); the second is a hash of the destination id. */
 const QUEUE_LOCK_CLASS = 0x534c5768;
+
+const READ_STAGED = `SELECT id, namespace, table_name, columns, row FROM warehouse_staged
+  WHERE destination_id = $1 AND load_id IS NULL ORDER BY id LIMIT $2`;
 
 const LOAD_COLUMNS = `id, workspace_id, destination_id, status, trigger, attempt, due_at, created_at, started_at, finished_at, rows, discards, error`;
 
@@ -141,9 +143,6 @@ export class PgWarehouseStore implements WarehouseStore {
 
   async finishLoad(f: LoadFinish): Promise<void> {
     const loaded = f.loaded;
-    if (loaded && "throughId" in loaded) {
-      throw new AppError("INTERNAL", "a load on PostgreSQL marks the exact staged ids it read, not the rows up to its last id (design §3.8)");
-    }
     await this.sql.begin(async (tx) => {
       if (loaded?.namespaces.length && loaded.ids.length) {
         await tx.unsafe(
@@ -181,11 +180,7 @@ export class PgWarehouseStore implements WarehouseStore {
   }
 
   async readStaged(destinationId: string, limit: number): Promise<StagedRow[]> {
-    const rows = (await this.sql.unsafe(
-      `SELECT id, namespace, table_name, columns, row FROM warehouse_staged WHERE destination_id = $1 AND load_id IS NULL ORDER BY id LIMIT $2`,
-      [destinationId, limit],
-    )) as Array<{ id: string; namespace: string; table_name: string; columns: string; row: string }>;
-    return rows.map((r) => ({ id: Number(r.id), namespace: r.namespace, tableName: r.table_name, columns: r.columns, row: r.row }));
+    return readStagedIn(this.sql, destinationId, limit);
   }
 
   async purgeLoaded(destinationId: string, finishedBefore: number): Promise<void> {
@@ -204,6 +199,35 @@ export class PgWarehouseStore implements WarehouseStore {
   async deleteStaged(destinationId: string, userKeys: string[]): Promise<void> {
     if (userKeys.length === 0) return;
     await this.sql.unsafe(`DELETE FROM warehouse_staged WHERE destination_id = $1 AND user_key = ANY($2::text[])`, [destinationId, userKeys]);
+  }
+}
+
+async function readStagedIn(sql: SQL, destinationId: string, limit: number): Promise<StagedRow[]> {
+  const rows = (await sql.unsafe(READ_STAGED, [destinationId, limit])) as Array<{ id: string; namespace: string; table_name: string; columns: string; row: string }>;
+  return rows.map((r) => ({ id: Number(r.id), namespace: r.namespace, tableName: r.table_name, columns: r.columns, row: r.row }));
+}
+
+/**
+ * The load thread's reader: one connection of its own on Sluice's schema, opened once and kept
+ * while the thread lives. It reads only: the main thread's pool applied the migrations, and
+ * the main thread marks what the load took.
+ */
+export class PgStagedReader implements StagedRowsReader {
+  private readonly sql: SQL;
+
+  constructor(url: string, schema?: string) {
+    // Read-only like the SQLite reader's connection: the main thread does every write.
+    const connection: Record<string, string> = { application_name: "sluice load thread", default_transaction_read_only: "on" };
+    if (schema) connection.search_path = schema;
+    this.sql = new SQL(url, { max: 1, connection });
+  }
+
+  readStaged(destinationId: string, limit: number): Promise<StagedRow[]> {
+    return readStagedIn(this.sql, destinationId, limit);
+  }
+
+  async close(): Promise<void> {
+    await this.sql.close({ timeout: 5 });
   }
 }
 

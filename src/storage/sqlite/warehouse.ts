@@ -7,12 +7,15 @@
  * without the promise, for the router's synchronous staging call.
  *
  * A load's thread reads the staged rows through its own read-only connection to the same file
- * (load-worker.ts), with the query `readStaged` runs here.
+ * (SqliteStagedReader, opened by load-worker.ts), with the query `readStaged` runs here.
  */
-import type { Statement } from "bun:sqlite";
+import { Database, type Statement } from "bun:sqlite";
 import type { Db } from "../../../db";
-import type { ImmediateStaging, LoadFinish, LoadRow, NewLoad, NewStagedRow, StagedRow, WarehouseStore } from "../../warehouse/store";
+import type { ImmediateStaging, LoadFinish, LoadRow, NewLoad, NewStagedRow, StagedRow, StagedRowsReader, WarehouseStore } from "../../warehouse/store";
 import { newLoadId } from "../../warehouse/store";
+
+const READ_STAGED = `SELECT id, namespace, table_name AS tableName, columns, row FROM warehouse_staged
+  WHERE destination_id = ? AND load_id IS NULL ORDER BY id LIMIT ?`;
 
 const LOAD_COLUMNS = `id, workspace_id AS workspaceId, destination_id AS destinationId, status, trigger, attempt, due_at AS dueAt,
   created_at AS createdAt, started_at AS startedAt, finished_at AS finishedAt, rows, discards, error`;
@@ -27,7 +30,6 @@ type StatementName =
   | "markRunning"
   | "finish"
   | "interrupted"
-  | "markThrough"
   | "markIds"
   | "purgeLoaded"
   | "list"
@@ -62,12 +64,8 @@ export class SqliteWarehouseStore implements WarehouseStore, ImmediateStaging {
         `UPDATE warehouse_loads SET status = 'failed', finished_at = ?, error = ?
           WHERE status = 'running' RETURNING destination_id AS destinationId, workspace_id AS workspaceId`,
       ),
-      // By id range: staged rows only get higher ids, so the rows at or below the load's last id
-      // still waiting are exactly the ones it read (minus any a regulation deleted meanwhile).
-      markThrough: c.prepare(
-        `UPDATE warehouse_staged SET load_id = ? WHERE destination_id = ? AND load_id IS NULL AND id <= ?
-           AND namespace IN (SELECT value FROM json_each(?))`,
-      ),
+      // The ids as one JSON array: one statement however many rows a load read (up to rowsPerLoad),
+      // each found through the waiting index.
       markIds: c.prepare(
         `UPDATE warehouse_staged SET load_id = ? WHERE destination_id = ? AND load_id IS NULL AND id IN (SELECT value FROM json_each(?))
            AND namespace IN (SELECT value FROM json_each(?))`,
@@ -77,10 +75,7 @@ export class SqliteWarehouseStore implements WarehouseStore, ImmediateStaging {
            (SELECT id FROM warehouse_loads WHERE destination_id = ? AND status = 'succeeded' AND finished_at < ?)`,
       ),
       list: c.prepare(`SELECT ${LOAD_COLUMNS} FROM warehouse_loads WHERE destination_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`),
-      readStaged: c.prepare(
-        `SELECT id, namespace, table_name AS tableName, columns, row FROM warehouse_staged
-          WHERE destination_id = ? AND load_id IS NULL ORDER BY id LIMIT ?`,
-      ),
+      readStaged: c.prepare(READ_STAGED),
       namespaces: c.prepare(`SELECT DISTINCT namespace FROM warehouse_staged WHERE destination_id = ?`),
       deleteStaged: c.prepare(`DELETE FROM warehouse_staged WHERE destination_id = ? AND user_key IN (SELECT value FROM json_each(?))`),
       cancelQueued: c.prepare(`UPDATE warehouse_loads SET status = 'failed', finished_at = ?, error = ? WHERE destination_id = ? AND status = 'queued'`),
@@ -91,13 +86,8 @@ export class SqliteWarehouseStore implements WarehouseStore, ImmediateStaging {
     }).immediate;
     this.finishAll = c.transaction((f: LoadFinish) => {
       const loaded = f.loaded;
-      if (loaded?.namespaces.length) {
-        const namespaces = JSON.stringify(loaded.namespaces);
-        if ("ids" in loaded) {
-          if (loaded.ids.length) s.markIds.run(f.loadId, f.destinationId, JSON.stringify(loaded.ids), namespaces);
-        } else {
-          s.markThrough.run(f.loadId, f.destinationId, loaded.throughId, namespaces);
-        }
+      if (loaded?.namespaces.length && loaded.ids.length) {
+        s.markIds.run(f.loadId, f.destinationId, JSON.stringify(loaded.ids), JSON.stringify(loaded.namespaces));
       }
       s.finish.run(f.status, f.finishedAt, JSON.stringify(f.rows), f.discards, f.error, f.loadId);
       if (f.next) this.queue(f.next);
@@ -175,5 +165,33 @@ export class SqliteWarehouseStore implements WarehouseStore, ImmediateStaging {
     const id = newLoadId();
     this.s.insert.run(id, load.workspaceId, load.destinationId, load.trigger, load.attempt, load.dueAt, load.createdAt);
     return id;
+  }
+}
+
+/**
+ * The load thread's reader: its own read-only connection to the data dir's file, opened once
+ * and kept while the thread lives. WAL lets it read while intake writes.
+ */
+export class SqliteStagedReader implements StagedRowsReader {
+  private readonly db: Database;
+  private readonly read: Statement;
+
+  constructor(file: string) {
+    this.db = new Database(file, { readonly: true });
+    try {
+      this.db.exec("PRAGMA busy_timeout = 5000");
+      this.read = this.db.prepare(READ_STAGED);
+    } catch (e) {
+      this.db.close();
+      throw e;
+    }
+  }
+
+  async readStaged(destinationId: string, limit: number): Promise<StagedRow[]> {
+    return this.read.all(destinationId, limit) as StagedRow[];
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
   }
 }
