@@ -3,17 +3,16 @@
  * within a second") against the real PostgreSQL. Each instance is its own Bun.sql client, so its
  * own sessions, as two Sluice processes would be; each test migrates its own schema and drops it.
  */
-import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
 import { sql as q } from "drizzle-orm";
-import { closePostgres, openPostgres, type PgDb } from "../db/pg";
+import type { PgDb } from "../db/pg";
 import { Bus, EpochWatch, NOTIFY_PAYLOAD_LIMIT, channelOf, type BusMessageMeta, type EpochWatchOptions } from "../src/cluster/bus";
 import { PgEventLog } from "../src/storage/postgres/event-log";
-import { PG, havePostgres, requirePostgres, testSql, waitFor } from "./pg";
+import { havePostgres, pgScratch, requirePostgres, waitFor } from "./pg";
 
 requirePostgres("cluster-bus.test.ts");
 
-const url = `postgres://${encodeURIComponent(PG.user)}${PG.password ? ":" + encodeURIComponent(PG.password) : ""}@${PG.host}:${PG.port}/${PG.database}`;
 const rand = () => crypto.randomUUID().replaceAll("-", "").slice(0, 10);
 
 interface Instance {
@@ -28,31 +27,14 @@ interface Instance {
 }
 
 describe.if(havePostgres)("cluster bus and epoch watch on PostgreSQL", () => {
-  const admin = havePostgres ? testSql() : null!;
-  const schemas: string[] = [];
-  const dbs: PgDb[] = [];
-  const stops: Array<() => Promise<void>> = [];
-
-  afterEach(async () => {
-    for (const s of stops.splice(0).reverse()) await s().catch(() => {});
-    for (const db of dbs.splice(0)) await closePostgres(db).catch(() => {});
-    for (const s of schemas.splice(0)) await admin.unsafe(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
-  }, 30_000);
-  afterAll(async () => {
-    await admin.close();
-  });
-
-  function freshSchema(): string {
-    const s = `t_bus_${rand()}`;
-    schemas.push(s);
-    return s;
-  }
+  const scratch = pgScratch("t_bus");
+  const admin = scratch.admin;
+  const freshSchema = () => scratch.schema();
 
   /** One instance: its own client (pool and listening connection) on `schema`, its bus started. */
   async function instance(schema: string, id: string): Promise<Instance> {
     const app = `bus-test-${id}-${rand()}`;
-    const db = await openPostgres(url, { searchPath: schema, max: 2, applicationName: app });
-    dbs.push(db);
+    const db = await scratch.open(schema, { max: 2, applicationName: app });
     const bus = new Bus({ sql: db.$client, instanceId: id });
     const inst: Instance = { id, app, db, sql: db.$client, bus, heard: [], resyncs: 0 };
     for (const topic of ["config", "suppression", "live"] as const) {
@@ -60,13 +42,13 @@ describe.if(havePostgres)("cluster bus and epoch watch on PostgreSQL", () => {
     }
     bus.onResync(() => void inst.resyncs++);
     await bus.start();
-    stops.push(() => bus.stop());
+    scratch.onStop(() => bus.stop());
     return inst;
   }
 
   function watch(inst: Instance, opts: Partial<EpochWatchOptions> = {}): EpochWatch {
     const w = new EpochWatch({ bus: inst.bus, ...opts });
-    stops.push(() => w.stop());
+    scratch.onStop(() => w.stop());
     return w;
   }
 
@@ -344,7 +326,7 @@ describe.if(havePostgres)("cluster bus and epoch watch on PostgreSQL", () => {
       if (blocking) await new Promise<void>((r) => (release = r));
       active--;
     });
-    stops.push(async () => {
+    scratch.onStop(async () => {
       blocking = false;
       release();
     });
@@ -416,7 +398,7 @@ describe.if(havePostgres)("cluster bus and epoch watch on PostgreSQL", () => {
       await hold;
       reloading = false;
     });
-    stops.push(async () => release());
+    scratch.onStop(async () => release());
     await watchA.start();
     await watchB.start();
     const log = new PgEventLog(b.sql, { partitions: 256, epoch: () => watchB.current("suppression") });
@@ -447,7 +429,7 @@ describe.if(havePostgres)("cluster bus and epoch watch on PostgreSQL", () => {
       await new Promise<void>((r) => (release = r));
       finished = true;
     });
-    stops.push(async () => release());
+    scratch.onStop(async () => release());
     await watchA.start();
     await watchB.start();
     await a.sql.begin((tx) => watchA.bump(tx, "config"));
