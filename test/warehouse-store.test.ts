@@ -164,7 +164,7 @@ async function warehouseOn(o: Opened, settings = DEFAULT_LOAD_SETTINGS) {
     loads,
     /** Stages one track per message id (a tracks and a product_viewed row each), for `destinationId` (default: this destination). */
     async stage(messageIds: string[], destinationId = dest.id) {
-      const results = await stager.stageAsync({ ...dest, id: destinationId }, messageIds.map((m) => ({ sourceId, userKey: "u1", events: [track(m)] })));
+      const results = await stager.stage({ ...dest, id: destinationId }, messageIds.map((m) => ({ sourceId, userKey: "u1", events: [track(m)] })));
       expect(results.every((r) => r.kind === "staged")).toBe(true);
     },
     async sync(): Promise<LoadView> {
@@ -396,7 +396,7 @@ for (const kind of stores) {
       const config = { snapshot: () => ({ sources: new Map([["src_1", { name: "My Web Site" }]]) }) } as unknown as ConfigStore;
       const stager = new WarehouseStager(store, config, () => clock);
       const track = { type: "track", event: "Product Viewed", messageId: "m1", userId: "u1", timestamp: "2026-01-01T00:00:00.000Z", properties: { sku: "a" } };
-      const results = await stager.stageAsync(dest, [
+      const results = await stager.stage(dest, [
         { sourceId: "src_1", userKey: "u1", events: [track] },
         { sourceId: "src_1", userKey: "u2", events: [{ type: "no-such-type", messageId: "m2" }] },
       ]);
@@ -407,13 +407,8 @@ for (const kind of stores) {
         ["my_web_site", "product_viewed"],
         ["my_web_site", "tracks"],
       ]);
-      if (kind.name === "SQLite") {
-        // The router's call today: synchronous, committed when it returns.
-        expect(stager.stage(dest, [{ sourceId: "src_1", userKey: "u1", events: [{ ...track, messageId: "m3" }] }])).toEqual([{ kind: "staged" }]);
-        expect((await store.readStaged(dest.id, 10)).length).toBe(4);
-      } else {
-        expect(() => stager.stage(dest, [{ sourceId: "src_1", userKey: "u1", events: [track] }])).toThrow(/stageAsync/);
-      }
+      expect(await stager.stage(dest, [{ sourceId: "src_1", userKey: "u1", events: [{ ...track, messageId: "m3" }] }])).toEqual([{ kind: "staged" }]);
+      expect((await store.readStaged(dest.id, 10)).length).toBe(4);
     });
 
     test("a whole load: the load thread reads this store's staged rows, loads them into the user's PostgreSQL, and exactly those are marked", async () => {

@@ -419,9 +419,9 @@ export class Router {
       }),
     );
     const toStage = inputs.filter((x): x is StageInput => "events" in x);
-    let staged: ReturnType<WarehouseStager["stage"]>;
+    let staged: Awaited<ReturnType<WarehouseStager["stage"]>>;
     try {
-      staged = stager.stage(dest, toStage);
+      staged = await stager.stage(dest, toStage);
     } catch (err) {
       // Nothing of this pass was written: every delivery is retried under the usual limits.
       const error = `could not stage warehouse rows: ${(err as Error)?.message ?? String(err)}`;

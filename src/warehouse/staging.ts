@@ -9,7 +9,7 @@ import type { ConfigStore, DestinationRuntime } from "../control-plane/config-st
 import { AppError } from "../lib/errors";
 import { MERGE_RULES_TABLE, MERGE_RULE_COLUMNS, isIdentityResolutionEnabled, mergeRulesOf } from "./identity";
 import { defaultNamespace, eventRows } from "./schema";
-import type { ImmediateStaging, NewStagedRow, WarehouseStore } from "./store";
+import type { NewStagedRow, WarehouseStore } from "./store";
 
 /** Destination kinds loaded by the warehouse loader rather than sent per event. */
 export const WAREHOUSE_KINDS: ReadonlySet<string> = new Set(["POSTGRES"]);
@@ -36,26 +36,17 @@ export type StageResult = { kind: "staged" } | { kind: "abort"; error: string };
 
 export class WarehouseStager {
   constructor(
-    private store: WarehouseStore & Partial<ImmediateStaging>,
+    private store: WarehouseStore,
     private config: ConfigStore,
     private now: () => number = Date.now,
   ) {}
 
   /**
-   * Stages the rows of every input in one transaction. Throws only when the store fails (the
-   * caller retries those deliveries); an event that cannot become rows is aborted alone.
-   * Synchronous, as the router calls it today: only over a store that commits without awaiting
-   * (SQLite); stageAsync works over any store.
+   * Stages the rows of every input in one transaction; they are committed when it resolves.
+   * Throws only when the store fails (the caller retries those deliveries); an event that
+   * cannot become rows is aborted alone.
    */
-  stage(dest: DestinationRuntime, inputs: StageInput[]): StageResult[] {
-    if (!this.store.stageNow) throw new AppError("INTERNAL", "this store stages asynchronously: call stageAsync");
-    const { rows, results } = this.rowsOf(dest, inputs);
-    this.store.stageNow(rows);
-    return results;
-  }
-
-  /** stage() through any store (PostgreSQL included): the rows are committed when it resolves. */
-  async stageAsync(dest: DestinationRuntime, inputs: StageInput[]): Promise<StageResult[]> {
+  async stage(dest: DestinationRuntime, inputs: StageInput[]): Promise<StageResult[]> {
     const { rows, results } = this.rowsOf(dest, inputs);
     if (rows.length) await this.store.stage(rows);
     return results;

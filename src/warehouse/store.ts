@@ -154,15 +154,6 @@ export interface StagedRowsReader {
   close(): Promise<void>;
 }
 
-/**
- * A store that can stage without awaiting: SQLite, whose transaction commits before the call
- * returns. The router calls the stager synchronously today (WarehouseStager.stage); staging
- * through a store without it needs the asynchronous call (WarehouseStager.stageAsync).
- */
-export interface ImmediateStaging {
-  stageNow(rows: NewStagedRow[]): void;
-}
-
 /** A new load's id: time-ordered, so ids of one millisecond still sort by creation. */
 export function newLoadId(): string {
   return `whl_${Bun.randomUUIDv7("hex").replaceAll("-", "")}`;

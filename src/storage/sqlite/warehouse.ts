@@ -3,15 +3,14 @@
  * behind the seam (src/warehouse/store.ts), prepared once.
  *
  * Each call runs synchronously from start to commit on the main connection, so nothing else can
- * run in between; the promise it returns is already settled. `stageNow` is the same write
- * without the promise, for the router's synchronous staging call.
+ * run in between; the promise it returns is already settled.
  *
  * A load's thread reads the staged rows through its own read-only connection to the same file
  * (SqliteStagedReader, opened by load-worker.ts), with the query `readStaged` runs here.
  */
 import { Database, type Statement } from "bun:sqlite";
 import type { Db } from "../../../db";
-import type { ImmediateStaging, LoadFinish, LoadRow, NewLoad, NewStagedRow, StagedRow, StagedRowsReader, WarehouseStore } from "../../warehouse/store";
+import type { LoadFinish, LoadRow, NewLoad, NewStagedRow, StagedRow, StagedRowsReader, WarehouseStore } from "../../warehouse/store";
 import { newLoadId } from "../../warehouse/store";
 
 const READ_STAGED = `SELECT id, namespace, table_name AS tableName, columns, row FROM warehouse_staged
@@ -38,7 +37,7 @@ type StatementName =
   | "deleteStaged"
   | "cancelQueued";
 
-export class SqliteWarehouseStore implements WarehouseStore, ImmediateStaging {
+export class SqliteWarehouseStore implements WarehouseStore {
   private readonly s: Record<StatementName, Statement>;
   private readonly stageAll: (rows: NewStagedRow[]) => void;
   private readonly finishAll: (f: LoadFinish) => void;
@@ -99,12 +98,8 @@ export class SqliteWarehouseStore implements WarehouseStore, ImmediateStaging {
     });
   }
 
-  stageNow(rows: NewStagedRow[]): void {
-    if (rows.length) this.stageAll(rows);
-  }
-
   async stage(rows: NewStagedRow[]): Promise<void> {
-    this.stageNow(rows);
+    if (rows.length) this.stageAll(rows);
   }
 
   async queueLoad(load: NewLoad): Promise<string> {
