@@ -1,20 +1,17 @@
 /**
  * The Elysia root: error mapping, request logs and metrics, and each feature's routes.
- * `createSluice` wires storage, caches and apps once; main.ts only listens.
+ * `createSluice` wires storage (src/storage/backend.ts: SQLite, or PostgreSQL in cluster mode),
+ * caches and apps once; main.ts only listens.
  */
 import { openapi } from "@elysiajs/openapi";
 import { Elysia, ValidationError } from "elysia";
-import { type Db, openDatabase } from "../db";
+import type { Db } from "../db";
 import { ensureOwner } from "./control-plane/bootstrap";
-import { SqliteConfigStore } from "./control-plane/config-store";
 import { controlPlaneRoutes } from "./control-plane/routes";
 import { DashboardAssets } from "./dashboard/assets";
 import { dashboardRoutes } from "./dashboard/routes";
 import { applyWorkspaceFile } from "./control-plane/workspace-file";
-import { RecentMessageIds } from "./gateway/dedup";
-import { Checkpoints, WAL_FILE_LIMIT_BYTES } from "./gateway/checkpoints";
-import { GroupCommitWriter } from "./gateway/group-commit";
-import { SqliteEventLog } from "./gateway/event-log";
+import type { GroupCommitWriter } from "./gateway/group-commit";
 import type { IntakeDeps } from "./gateway/intake";
 import { gatewayRoutes, intakeHandlers, serverRoutes } from "./gateway/routes";
 import type { ServiceContext } from "./lib/context";
@@ -22,36 +19,29 @@ import { AppError } from "./lib/errors";
 import { type Logger, createLogger } from "./lib/logger";
 import { Metrics } from "./lib/metrics";
 import { describeError } from "./lib/schema";
-import { type StorageHealth, isStorageFailure, storageHealth, storageUnavailable } from "./lib/storage-health";
+import { type StorageHealth, isStorageFailure, storageUnavailable } from "./lib/storage-health";
 import { opsRoutes, readyRoutes } from "./ops";
 import { Readiness } from "./readiness";
-import { LiveEvents } from "./pipeline/live-events";
+import type { LiveEvents } from "./pipeline/live-events";
 import { OutcomeWriter } from "./pipeline/outcomes";
-import { Processor, eventIdFloor } from "./pipeline/processor";
+import { Processor } from "./pipeline/processor";
 import { startMaintenance } from "./pipeline/retention";
 import type { RetryPolicy } from "./pipeline/retry-policy";
 import { Router } from "./pipeline/router";
 import { overviewRoutes } from "./pipeline/overview";
 import { pipelineRoutes } from "./pipeline/routes";
-import { SqliteControlPlaneStore } from "./storage/sqlite/control-plane";
-import { SqliteDeliveriesStore } from "./storage/sqlite/deliveries";
-import { SqliteRegulationsStore } from "./storage/sqlite/regulations";
-import { SqliteStatsStore } from "./storage/sqlite/stats";
-import { SqliteWarehouseStore } from "./storage/sqlite/warehouse";
+import { openSqliteBackend } from "./storage/sqlite/backend";
 import { SandboxPool } from "./transformations/sandbox";
 import { transformationRoutes } from "./transformations/routes";
 import { testApiRoutes } from "./test-api/routes";
 import { DeletionRunner } from "./regulations/deletion";
 import { regulationRoutes } from "./regulations/routes";
-import { SuppressionIndex } from "./regulations/suppression";
 import { LoadThread } from "./warehouse/load-thread";
 import { DEFAULT_LOAD_SETTINGS, WarehouseLoads } from "./warehouse/loads";
 import { warehouseRoutes } from "./warehouse/routes";
 import { WarehouseStager } from "./warehouse/staging";
 import type { Settings } from "./settings";
 import { VERSION } from "./version";
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
 
 /**
  * Maps every error to a status and a JSON `{message}` naming what is wrong. A write the disk
@@ -139,13 +129,13 @@ export interface Sluice {
 export async function createSluice(settings: Settings, opts: { log?: Logger; now?: () => number } = {}): Promise<Sluice> {
   const log = opts.log ?? createLogger(settings.logLevel);
   const now = opts.now ?? Date.now;
-  mkdirSync(settings.dataDir, { recursive: true });
-  const db = openDatabase(join(settings.dataDir, "sluice.db"), { synchronous: settings.synchronous });
-  const config = new SqliteConfigStore(db);
   const metrics = new Metrics();
-  const controlPlane = new SqliteControlPlaneStore(db);
-  const stats = new SqliteStatsStore(db);
-  const ctx: ServiceContext = { db, log, config, controlPlane, stats, metrics, now, sessionHours: settings.sessionHours };
+  // Loaded only in cluster mode: the PostgreSQL parts stay out of a single node's start.
+  const backend = settings.database
+    ? await (await import("./cluster/backend")).openClusterBackend(settings, log)
+    : await openSqliteBackend(settings, log, metrics, now);
+  const { config, controlPlane, stats, regulations, suppression, deliveries, live } = backend;
+  const ctx: ServiceContext = { db: backend.db, log, config, controlPlane, stats, metrics, now, sessionHours: settings.sessionHours };
 
   const owner = await ensureOwner(controlPlane, { email: settings.adminEmail, token: settings.adminToken, now: now() });
   if (owner.created) log.info("first start: workspace and owner account created", { workspaceId: owner.workspaceId, email: settings.adminEmail });
@@ -153,20 +143,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     const summary = await applyWorkspaceFile({ ...ctx, workspaceId: owner.workspaceId }, settings.config);
     log.info("workspace file applied", { file: settings.config, ...summary });
   }
-
-  // Checkpoints are run by gateway/checkpoints.ts, never automatically by a connection.
-  db.$client.exec("PRAGMA wal_autocheckpoint = 0");
-  db.$client.exec(`PRAGMA journal_size_limit = ${WAL_FILE_LIMIT_BYTES}`);
-  const writer = new GroupCommitWriter(join(settings.dataDir, "sluice.db"), settings.synchronous, eventIdFloor(db.$client));
-  const checkpoints = new Checkpoints(join(settings.dataDir, "sluice.db"), writer, log, metrics);
-  await checkpoints.start();
-  const recent = new RecentMessageIds(settings.retentionHours * 3600_000, now);
-  recent.load(db.$client);
-  const live = new LiveEvents();
-  // Loaded whole before the first event is accepted: every active regulation applies from the start.
-  const regulations = new SqliteRegulationsStore(db);
-  const suppression = await SuppressionIndex.load(regulations);
-  const intake: IntakeDeps = { config, events: new SqliteEventLog(writer, recent), suppressor: suppression, live, metrics, log };
+  const intake: IntakeDeps = { config, events: backend.events, suppressor: suppression, live, metrics, log };
 
   const sandbox = new SandboxPool({
     memoryBytes: settings.transformMemoryMb * 1024 * 1024,
@@ -174,9 +151,8 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     workers: settings.transformWorkers,
   });
   const stages = { sandbox, baseUrls: settings.destinationBaseUrls };
-  const deliveries = new SqliteDeliveriesStore(db);
-  const outcomes = new OutcomeWriter(deliveries, log);
-  const processor = new Processor(deliveries, config, log, now);
+  const outcomes = new OutcomeWriter(deliveries, log, backend.work);
+  const processor = new Processor(deliveries, config, log, now, backend.work);
   const retry: RetryPolicy = {
     backoffMs: settings.retryBackoffMs,
     maxBackoffMs: 10 * 60_000,
@@ -187,36 +163,39 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     ...retry,
     concurrency: settings.destinationConcurrency,
     timeoutMs: settings.destinationTimeoutMs,
-  }, now);
-  const warehouse = new SqliteWarehouseStore(db);
-  router.useWarehouseStager(new WarehouseStager(warehouse, config, now));
-  const warehouseLoads = new WarehouseLoads(warehouse, new LoadThread({ kind: "sqlite", file: db.$client.filename }), config, log, DEFAULT_LOAD_SETTINGS, now);
-  writer.onCommit((newest) => processor.wake(newest));
+  }, now, backend.work);
+  router.useWarehouseStager(new WarehouseStager(backend.warehouse, config, now));
+  const warehouseLoads = new WarehouseLoads(backend.warehouse, new LoadThread(backend.stagedRows), config, log, DEFAULT_LOAD_SETTINGS, now);
+  const queues = backend.connect(processor, router, outcomes);
   processor.onDeliveries((ids) => router.wake(ids));
   // Events committed before a crash but not yet fanned out are picked up here.
   await processor.run();
   await router.start();
-  const deletions = new DeletionRunner(regulations, config, router, log, {
+  const deletions = new DeletionRunner(regulations, config, queues, log, {
     ...retry,
     baseUrls: settings.destinationBaseUrls,
     timeoutMs: settings.destinationTimeoutMs,
   }, now, async () => {
-    await writer.settled();
+    await backend.settled();
     await processor.run();
   }, warehouseLoads);
-  await deletions.start();
-  await warehouseLoads.start();
-  const stopMaintenance = startMaintenance(stats, log, { retentionMs: settings.retentionHours * 3600_000, now });
+  backend.singleton("deletions", deletions);
+  backend.singleton("warehouse", warehouseLoads);
+  let stopMaintenance = () => {};
+  backend.singleton("maintenance", {
+    start: () => void (stopMaintenance = startMaintenance(stats, log, { retentionMs: settings.retentionHours * 3600_000, now })),
+    stop: () => stopMaintenance(),
+  });
+  await backend.start();
 
-
-  // Marked ready below, as this function returns: after the migrations (openDatabase), the
+  // Marked ready below, as this function returns: after the migrations (the backend), the
   // workspace file and everything that must run before the first event is accepted.
   const readiness = new Readiness();
   const api = observed(new Elysia({ name: "api" }), ctx)
     .use(opsRoutes(ctx))
     .use(readyRoutes(readiness))
     .use(controlPlaneRoutes(ctx))
-    .use(pipelineRoutes(ctx, router, live))
+    .use(pipelineRoutes(ctx, queues, live))
     .use(overviewRoutes(ctx))
     .use(transformationRoutes(ctx, sandbox))
     .use(regulationRoutes(ctx, { store: regulations, suppression, deletions }))
@@ -230,7 +209,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   // A server serving event calls routes them to their handlers directly (gateway/routes.ts).
   const root = (eventCalls: boolean) =>
     new Elysia({ normalize: false, ...(eventCalls ? { serve: { routes: serverRoutes(handlers) as any } } : {}) })
-      .use(errorMapping(log, storageHealth(join(settings.dataDir, "sluice.db"))));
+      .use(errorMapping(log, backend.storage));
   // A fresh plugin per app: the OpenAPI plugin describes the routes of the app that uses it.
   const docs = () => openapi({
     path: "/openapi",
@@ -250,8 +229,14 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   readiness.markReady();
   return {
     ctx,
-    db,
-    writer,
+    get db() {
+      if (!backend.db) throw new AppError("INTERNAL", "cluster mode keeps no SQLite database");
+      return backend.db;
+    },
+    get writer() {
+      if (!backend.writer) throw new AppError("INTERNAL", "cluster mode has no SQLite event writer");
+      return backend.writer;
+    },
     live,
     processor,
     router,
@@ -264,19 +249,12 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     generatedToken: owner.generatedToken,
     async close() {
       readiness.beginShutdown();
-      deletions.stop();
-      stopMaintenance();
-      await warehouseLoads.stop();
-      await writer.close();
-      await checkpoints.close();
+      await backend.stopJobs();
       await processor.run();
       processor.stop();
       await router.stop();
       await sandbox.close();
-      try {
-        db.$client.exec("PRAGMA wal_checkpoint(TRUNCATE)");
-      } catch {}
-      db.$client.close();
+      await backend.close();
     },
   };
 }

@@ -2,6 +2,7 @@
  * The `sluice` command: serve, token create, backup, restore, migrate-to-postgres, --version, --help.
  * Settings → database + migrations → listen; signals for a graceful stop.
  */
+import { redactUrl } from "./lib/postgres-url";
 import { join } from "node:path";
 import { mkdirSync, readFileSync } from "node:fs";
 import { AppError } from "./lib/errors";
@@ -123,18 +124,24 @@ async function serve(args: string[]) {
   }
   const log = createLogger(settings.logLevel);
   paceGarbageCollector(settings, process.env, log);
-  // After the restart above, which keeps the pid.
-  try {
-    holdUntilExit(settings.dataDir, "serve");
-  } catch (e) {
-    if (e instanceof AppError) fail(e.message);
-    throw e;
+  if (settings.database && settings.backupDir) {
+    fail("--backup-dir backs up the SQLite database; with --database back up PostgreSQL with its own tools (pg_dump, or your provider's backups)");
+  }
+  // After the restart above, which keeps the pid. In cluster mode the data dir holds nothing.
+  if (!settings.database) {
+    try {
+      holdUntilExit(settings.dataDir, "serve");
+    } catch (e) {
+      if (e instanceof AppError) fail(e.message);
+      throw e;
+    }
   }
   // Nothing listens until the app is ready (database checked and migrated, workspace file
   // applied): a probe meets a refused connection before that, never an answer from a half-built
   // app. A stand-in answering 503 meanwhile was tried; handing its socket over to the app reset
   // connections that the kernel had queued on it.
-  log.info("starting", { dataDir: settings.dataDir, version: VERSION });
+  const where = settings.database ? { database: redactUrl(settings.database), schema: settings.databaseSchema } : { dataDir: settings.dataDir };
+  log.info("starting", { ...where, version: VERSION });
   // Loaded only now, after the restart above: evaluating the app's modules (Elysia, drizzle,
   // the destinations) takes most of a start, and a restart would do it twice.
   const { createSluice } = await import("./app");
@@ -162,11 +169,11 @@ async function serve(args: string[]) {
       const dp = sluice.dataPlane.listen({ port: settings.port, hostname: settings.host });
       const api = sluice.api.listen({ port: settings.apiPort, hostname: settings.host });
       servers.push(dp.server!, api.server!);
-      log.info("listening", { dataPlane: `http://${settings.host}:${dp.server!.port}`, api: `http://${settings.host}:${api.server!.port}`, dataDir: settings.dataDir, gcMemoryMb, version: VERSION });
+      log.info("listening", { dataPlane: `http://${settings.host}:${dp.server!.port}`, api: `http://${settings.host}:${api.server!.port}`, ...where, gcMemoryMb, version: VERSION });
     } else {
       const app = sluice.combined.listen({ port: settings.port, hostname: settings.host });
       servers.push(app.server!);
-      log.info("listening", { url: `http://${settings.host}:${app.server!.port}`, dataDir: settings.dataDir, gcMemoryMb, version: VERSION });
+      log.info("listening", { url: `http://${settings.host}:${app.server!.port}`, ...where, gcMemoryMb, version: VERSION });
     }
   } catch (e) {
     fail(`could not listen on port ${settings.port}: ${(e as Error).message}`);
@@ -270,15 +277,11 @@ async function restoreCommand(args: string[]) {
 }
 
 async function migrateToPostgresCommand(args: string[]) {
-  const { values, rest } = takeOptions(args, ["database", "database-schema"]);
-  // Read here until --database becomes a setting of serve (cluster mode, step 2).
-  const url = values.database ?? (process.env.SLUICE_DATABASE_URL || undefined);
+  const settings = settingsOrFail(args);
+  const url = settings.database;
   if (!url) fail("migrate-to-postgres needs --database postgres://USER:PASSWORD@HOST:PORT/DB (or SLUICE_DATABASE_URL); see sluice --help");
-  const schema = values["database-schema"] ?? (process.env.SLUICE_DATABASE_SCHEMA || undefined);
-  const settings = settingsOrFail(rest);
-  const { databaseUrlProblem, formatMigrationSummary, migrateToPostgres } = await import("./ops/migrate-to-postgres");
-  const problem = databaseUrlProblem(url);
-  if (problem) fail(problem);
+  const schema = settings.databaseSchema;
+  const { formatMigrationSummary, migrateToPostgres } = await import("./ops/migrate-to-postgres");
   try {
     const r = await migrateToPostgres({
       dataDir: settings.dataDir,

@@ -3,12 +3,17 @@
  * once at start; nothing else in the program reads process.env.
  */
 import { parseArgs } from "node:util";
+import { databaseUrlProblem } from "./lib/postgres-url";
 
 export interface Settings {
   port: number;
   host: string;
   apiPort?: number;
   dataDir: string;
+  /** Cluster mode: all state in this PostgreSQL instead of SQLite in dataDir. */
+  database?: string;
+  /** The schema of `database` that holds Sluice's tables (the server's default when absent). */
+  databaseSchema?: string;
   config?: string;
   adminEmail: string;
   adminToken?: string;
@@ -64,6 +69,17 @@ const oneOf = (...values: string[]) => (raw: string, name: string) => {
   if (!match) throw new SettingsError(`${name} must be one of ${values.join(", ")}, got '${raw}'`);
   return match;
 };
+const postgresUrl = (raw: string, name: string) => {
+  const problem = databaseUrlProblem(raw.trim());
+  if (problem) throw new SettingsError(problem.replace("--database", name));
+  return raw.trim();
+};
+const schemaName = (raw: string, name: string) => {
+  const v = raw.trim();
+  // PostgreSQL's identifier limit; any other character is quoted where the name is used.
+  if (v === "" || Buffer.byteLength(v) > 63) throw new SettingsError(`${name} must be a schema name of 1 to 63 bytes, got '${raw}'`);
+  return v;
+};
 const nonEmpty = (raw: string, name: string) => {
   if (!raw.trim()) throw new SettingsError(`${name} must not be empty`);
   return raw.trim();
@@ -93,6 +109,8 @@ export const SETTINGS: Spec[] = [
   { key: "host", flag: "host", env: "HOST", default: "0.0.0.0", help: "Address to listen on.", parse: nonEmpty },
   { key: "apiPort", flag: "api-port", env: "API_PORT", help: "Serve the regulation, test, definition and control-plane APIs on their own port (the spec's {api_url}).", parse: int(0, 65535) },
   { key: "dataDir", flag: "data-dir", env: "SLUICE_DATA_DIR", default: "./data", help: "Folder of the SQLite database.", parse: nonEmpty },
+  { key: "database", flag: "database", env: "SLUICE_DATABASE_URL", help: "Cluster mode: keep all state in this PostgreSQL (postgres://USER:PASSWORD@HOST:PORT/DB) instead of SQLite in --data-dir; any number of instances may share it.", parse: postgresUrl },
+  { key: "databaseSchema", flag: "database-schema", env: "SLUICE_DATABASE_SCHEMA", help: "Schema of --database that holds Sluice's tables, created when missing (default: the server's default schema, usually public).", parse: schemaName },
   { key: "config", flag: "config", env: "SLUICE_CONFIG", help: "Workspace file (YAML or JSON, or RudderStack's workspaceConfig.json) applied at every start.", parse: nonEmpty },
   { key: "adminEmail", env: "SLUICE_ADMIN_EMAIL", default: "admin@localhost", help: "E-mail of the owner account created on first start.", parse: email },
   { key: "adminToken", env: "SLUICE_ADMIN_TOKEN", help: "Personal access token of the owner on first start (else one is generated and printed once).", parse: token },

@@ -34,7 +34,7 @@ import { sql as drizzleSql } from "drizzle-orm";
 import type { EPOCHS } from "../../db/pg/schema/cluster";
 import { silentLogger, type Logger } from "../lib/logger";
 
-export type BusTopic = "config" | "suppression" | "live";
+export type BusTopic = "config" | "suppression" | "live" | "pipeline";
 export type EpochName = (typeof EPOCHS)[number];
 
 /** PostgreSQL refuses a NOTIFY payload of 8000 bytes or more (its default build). */

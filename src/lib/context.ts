@@ -7,7 +7,8 @@ import type { Metrics } from "./metrics";
 
 /** What every service function gets: built once at start, never per request. */
 export interface ServiceContext {
-  db: Db;
+  /** SQLite only (tools and tests); no service reads it, they go through the stores. */
+  db?: Db;
   log: Logger;
   config: ConfigStore;
   /** Sources, destinations, connections, transformations, and accounts, tokens and sessions: SQLite or PostgreSQL behind one interface. */

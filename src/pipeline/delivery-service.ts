@@ -5,7 +5,8 @@ import type { Router } from "./router";
 import { DELIVERY_STATES, type DeliveryState } from "./stats-store";
 
 /** Puts the destination's aborted deliveries back in the queue, as new. */
-export async function replayAborted(ctx: ScopedContext, router: Router, destinationId: string) {
+/** `router`: in a cluster, what tells every instance's router. */
+export async function replayAborted(ctx: ScopedContext, router: Pick<Router, "reload">, destinationId: string) {
   await findDestinationRow(ctx, destinationId);
   const replayed = await ctx.stats.replayAborted(destinationId, ctx.now());
   router.reload(destinationId);

@@ -77,7 +77,7 @@ async function* subscribe(live: LiveEvents, topic: string, signal: AbortSignal, 
   }
 }
 
-export function pipelineRoutes(ctx: ServiceContext, router: Router, live: LiveEvents) {
+export function pipelineRoutes(ctx: ServiceContext, router: Pick<Router, "reload">, live: LiveEvents) {
   const detail = (tag: string, summary: string, description = "") => ({ tags: [tag], summary, description });
   return new Elysia({ name: "pipeline" })
     .use(withWorkspace(ctx))

@@ -72,6 +72,11 @@ export class PgEventLog {
     this.maxInFlight = opts.maxInFlight ?? 2;
   }
 
+  /** How many partitions users are spread over. */
+  get partitions(): number {
+    return this.opts.partitions;
+  }
+
   /** Resolves once the rows' group has committed, telling which rows were duplicates. */
   append(rows: EventRow[]): Promise<AppendResult> {
     if (rows.length === 0) return Promise.resolve(EMPTY);
@@ -199,6 +204,7 @@ const STALE_RETRIES = 5;
  */
 export class PgIntakeLog implements EventLog {
   readonly storage = new StorageHealth();
+  private storedListeners: Array<(partitions: Set<number>) => void> = [];
 
   constructor(
     private readonly log: PgEventLog,
@@ -212,13 +218,34 @@ export class PgIntakeLog implements EventLog {
     return true;
   }
 
+  /** Called after each append that stored rows, with the partitions they went to (the processors' wake-up). */
+  onStored(fn: (partitions: Set<number>) => void): void {
+    this.storedListeners.push(fn);
+  }
+
+  /** Resolves when no append is queued or in flight. */
+  settled(): Promise<void> {
+    return this.log.settled();
+  }
+
+  private stored(rows: EventRow[], skipped: number[]): void {
+    if (this.storedListeners.length === 0 || rows.length === skipped.length) return;
+    const skip = new Set(skipped);
+    const partitions = new Set<number>();
+    for (let i = 0; i < rows.length; i++) if (!skip.has(i)) partitions.add(partitionOfKey(rows[i]!.userKey, this.log.partitions));
+    for (const fn of this.storedListeners) fn(partitions);
+  }
+
   async append(rows: EventRow[], _keys: number[], _claimRefused: boolean, stillAllowed: (i: number) => boolean): Promise<AppendOutcome> {
     let pending = rows;
     let index = rows.map((_, i) => i);
     const suppressed: number[] = [];
     for (let attempt = 0; ; attempt++) {
       const r = await this.log.append(pending);
-      if (!r.epochStale) return { duplicates: r.duplicates.map((i) => index[i]!), suppressed };
+      if (!r.epochStale) {
+        this.stored(pending, r.duplicates);
+        return { duplicates: r.duplicates.map((i) => index[i]!), suppressed };
+      }
       if (attempt === STALE_RETRIES) throw new AppError("UNAVAILABLE", "events could not be stored: regulations kept changing meanwhile; retry");
       await this.refreshSuppression();
       const keep: number[] = [];

@@ -1,0 +1,84 @@
+/**
+ * The default backend: everything in one SQLite file in the data dir, one process. Intake's
+ * group commit writes events on its own connection and reports each commit to the processor;
+ * the single node holds partition 0 and runs every background job.
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { openDatabase } from "../../../db";
+import type { SingletonName } from "../../cluster/types";
+import { SqliteConfigStore } from "../../control-plane/config-store";
+import { Checkpoints, WAL_FILE_LIMIT_BYTES } from "../../gateway/checkpoints";
+import { RecentMessageIds } from "../../gateway/dedup";
+import { SqliteEventLog } from "../../gateway/event-log";
+import { GroupCommitWriter } from "../../gateway/group-commit";
+import type { Logger } from "../../lib/logger";
+import type { Metrics } from "../../lib/metrics";
+import { storageHealth } from "../../lib/storage-health";
+import { SINGLE_NODE_PARTITION } from "../../pipeline/deliveries-store";
+import { LiveEvents } from "../../pipeline/live-events";
+import { eventIdFloor } from "../../pipeline/processor";
+import { SuppressionIndex } from "../../regulations/suppression";
+import type { Settings } from "../../settings";
+import type { Backend, BackgroundJob } from "../backend";
+import { SqliteControlPlaneStore } from "./control-plane";
+import { SqliteDeliveriesStore } from "./deliveries";
+import { SqliteRegulationsStore } from "./regulations";
+import { SqliteStatsStore } from "./stats";
+import { SqliteWarehouseStore } from "./warehouse";
+
+export async function openSqliteBackend(settings: Settings, log: Logger, metrics: Metrics, now: () => number): Promise<Backend> {
+  mkdirSync(settings.dataDir, { recursive: true });
+  const file = join(settings.dataDir, "sluice.db");
+  const db = openDatabase(file, { synchronous: settings.synchronous });
+  // Checkpoints are run by gateway/checkpoints.ts, never automatically by a connection.
+  db.$client.exec("PRAGMA wal_autocheckpoint = 0");
+  db.$client.exec(`PRAGMA journal_size_limit = ${WAL_FILE_LIMIT_BYTES}`);
+  const writer = new GroupCommitWriter(file, settings.synchronous, eventIdFloor(db.$client));
+  const checkpoints = new Checkpoints(file, writer, log, metrics);
+  await checkpoints.start();
+  const recent = new RecentMessageIds(settings.retentionHours * 3600_000, now);
+  recent.load(db.$client);
+  const regulations = new SqliteRegulationsStore(db);
+  const jobs: BackgroundJob[] = [];
+
+  return {
+    kind: "sqlite",
+    db,
+    writer,
+    config: new SqliteConfigStore(db),
+    controlPlane: new SqliteControlPlaneStore(db),
+    stats: new SqliteStatsStore(db),
+    regulations,
+    suppression: await SuppressionIndex.load(regulations),
+    deliveries: new SqliteDeliveriesStore(db),
+    warehouse: new SqliteWarehouseStore(db),
+    stagedRows: { kind: "sqlite", file: db.$client.filename },
+    events: new SqliteEventLog(writer, recent),
+    live: new LiveEvents(),
+    work: SINGLE_NODE_PARTITION,
+    storage: storageHealth(file),
+    connect(processor, router) {
+      writer.onCommit((newest) => processor.wake(newest));
+      return router;
+    },
+    settled: () => writer.settled(),
+    singleton(_name: SingletonName, job: BackgroundJob) {
+      jobs.push(job);
+    },
+    async start() {
+      for (const job of jobs) await job.start();
+    },
+    async stopJobs() {
+      for (const job of jobs) await job.stop();
+      await writer.close();
+      await checkpoints.close();
+    },
+    async close() {
+      try {
+        db.$client.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+      } catch {}
+      db.$client.close();
+    },
+  };
+}
