@@ -13,10 +13,10 @@ requirePostgres("cluster-process.test.ts");
 
 type Sink = ReturnType<typeof startSink>;
 
-describe.if(havePostgres)("cluster mode: three processes on one PostgreSQL", () => {
+describe.if(havePostgres)("cluster mode: real processes on one PostgreSQL", () => {
   const scratch = pgScratch("t_cproc");
 
-  async function cluster(n: number) {
+  async function cluster(n: number, respond?: Parameters<typeof startSink>[0]) {
     const schema = scratch.schema();
     // Started at once: one of them migrates the schema and makes the workspace, the others wait for the lock.
     const started = await Promise.all(
@@ -29,7 +29,7 @@ describe.if(havePostgres)("cluster mode: three processes on one PostgreSQL", () 
         await p.proc.exited;
       });
     }
-    const sink = startSink();
+    const sink = startSink(respond);
     scratch.onStop(async () => sink.stop());
     const [a, b] = started;
     const src = (await api(a!.url, "POST", "/v2/sources", { name: "web" })).json;
@@ -127,6 +127,34 @@ describe.if(havePostgres)("cluster mode: three processes on one PostgreSQL", () 
     });
     expect(sink.received.filter((r) => r.path === "/hook" && r.body?.event === "late")).toEqual([]);
   }, 90_000);
+
+  test("a replay asked of one instance is carried out by the instances holding the users' partitions", async () => {
+    let failing = true;
+    const { procs: all, sink, src, dst } = await cluster(2, (req) => new Response(failing && req.body?.event === "step" ? "no" : "ok", { status: failing && req.body?.event === "step" ? 400 : 200 }));
+    const users = Array.from({ length: 16 }, (_, i) => `replay-${i}`);
+    for (const [i, user] of users.entries()) {
+      expect((await sendEvent(all[i % 2]!.url, src.writeKey, "track", { userId: user, event: "step", messageId: `${user}-0`, properties: { seq: 0 } })).status).toBe(200);
+    }
+    // A 400 aborts at once, on whichever instance holds the user.
+    await waitFor(async () => (await api(all[0]!.url, "GET", `/v2/destinations/${dst.id}/stats`)).json?.counts?.aborted === users.length || undefined, {
+      timeoutMs: 15_000,
+      what: "every event aborted",
+    });
+    failing = false;
+    // Asked of one instance; the users' partitions are spread over both.
+    const replay = await api(all[1]!.url, "POST", `/v2/destinations/${dst.id}/replay`);
+    expect(replay.json).toEqual({ replayed: users.length });
+    // Each user's event again at the sink (its first request was refused), and recorded as delivered.
+    await waitFor(() => users.every((u) => sink.received.filter((r) => r.body?.userId === u && r.body?.event === "step").length === 2) || undefined, {
+      timeoutMs: 15_000,
+      what: "every replayed event at the sink",
+    });
+    await waitFor(async () => {
+      const st = (await api(all[0]!.url, "GET", `/v2/destinations/${dst.id}/stats`)).json;
+      // The two instances' probe events, and the replayed ones.
+      return (st.counts.aborted === 0 && st.counts.succeeded === users.length + 2) || undefined;
+    }, { timeoutMs: 10_000, what: "the replayed deliveries recorded as delivered" });
+  }, 60_000);
 
   test("kill -9 of one instance under load: every acknowledged event is delivered, each user's in order", async () => {
     const { procs: all, sink, src } = await cluster(3);

@@ -23,29 +23,38 @@ const USERS_BYTES = NOTIFY_PAYLOAD_LIMIT - 600;
 export class PipelineSignals implements QueueForgetter {
   private stored = new Set<number>();
   private flushScheduled = false;
-  private unsubscribe?: () => void;
+  private unsubscribes: Array<() => void> = [];
 
   constructor(
     private readonly bus: Bus,
     private readonly work: PartitionWork,
     private readonly processor: Processor,
-    private readonly router: Pick<Router, "reload" | "forgetUsers">,
+    private readonly router: Pick<Router, "reload" | "reloadAll" | "forgetUsers">,
     private readonly log: Logger,
   ) {}
 
   start(): void {
-    this.unsubscribe = this.bus.subscribe<Signal>("pipeline", (s, meta) => {
+    // Signals sent while the listening connection was down are gone: every queue is read again
+    // (a replay's rows and a regulation's deletions are then what the database says), and the
+    // processor looks at every held partition.
+    this.unsubscribes.push(
+      this.bus.onResync(() => {
+        this.router.reloadAll();
+        this.processor.wake();
+      }),
+    );
+    this.unsubscribes.push(this.bus.subscribe<Signal>("pipeline", (s, meta) => {
       if (meta.own) return;
       if (s.k === "events") {
         const held = new Set(this.work.partitions());
         if (s.p.some((p) => held.has(p))) this.processor.wake();
       } else if (s.k === "replay") this.router.reload(s.d);
       else if (s.k === "forget") this.router.forgetUsers(s.d, s.u);
-    });
+    }));
   }
 
   stop(): void {
-    this.unsubscribe?.();
+    for (const u of this.unsubscribes.splice(0)) u();
   }
 
   /** This instance's intake stored events in these partitions. */

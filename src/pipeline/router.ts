@@ -140,6 +140,11 @@ export class Router {
     this.pump(q);
   }
 
+  /** Every queue in memory read again from its start (cluster mode: signals may have been missed). */
+  reloadAll() {
+    for (const id of [...this.queues.keys()]) this.reload(id);
+  }
+
   /**
    * Drops these users' queued deliveries for a destination from memory (a regulation
    * deleted them from the database). A delivery already running finishes.
