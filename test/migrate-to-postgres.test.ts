@@ -351,6 +351,51 @@ describe.if(havePostgres)("sluice migrate-to-postgres", () => {
     expect(readdirSync(dir).filter((f) => f !== "sluice.db")).toEqual([]);
   }, 60_000);
 
+  test("then served from PostgreSQL: the event not yet fanned out is delivered, write keys, tokens and regulations still hold", async () => {
+    const dir = copyOfTemplate();
+    // An event stored on SQLite that the processor had not reached when the server stopped.
+    const lite = new Database(join(dir, "sluice.db"));
+    try {
+      const first = lite.query("SELECT * FROM events WHERE source_id = ? ORDER BY id LIMIT 1").get(fixture.sources.web) as Record<string, any>;
+      const freshId = (lite.query("SELECT max(id) AS id FROM events").get() as { id: number }).id + 1;
+      const payload = JSON.stringify({ ...JSON.parse(first.payload), messageId: "not-fanned-out" });
+      lite.run(
+        "INSERT INTO events (id, workspace_id, source_id, message_id, user_key, type, payload, received_at) VALUES (?, ?, ?, 'not-fanned-out', ?, 'track', ?, ?)",
+        [freshId, first.workspace_id, first.source_id, first.user_key, payload, first.received_at],
+      );
+    } finally {
+      lite.close();
+    }
+    const schema = newSchema();
+    expect((await migrate(["--data-dir", dir, "--database", url, "--database-schema", schema])).code).toBe(0);
+
+    const sink = startSink();
+    try {
+      const server = await spawnSluice({ args: ["--database", url, "--database-schema", schema] });
+      servers.push(server);
+      const u = server.url;
+      // The token made on SQLite works (its hash was copied); the live destination now points here.
+      expect((await api(u, "PATCH", `/v2/destinations/${fixture.live}`, { config: { webhookUrl: `${sink.url}/hook` } })).status).toBe(200);
+      // Fanned out and delivered now, through the destination's transformation.
+      const delivered = await waitFor(() => sink.received.find((r) => r.body?.messageId === "not-fanned-out"), { timeoutMs: 15_000, what: "the event not fanned out on SQLite" });
+      expect(delivered.body.properties.tagged).toBe(true);
+      // The events already delivered on SQLite are not sent again.
+      expect(sink.received.filter((r) => /^web-\d+$/.test(r.body?.messageId ?? ""))).toEqual([]);
+
+      const sources = (await api(u, "GET", "/v2/sources")).json;
+      const web = (Array.isArray(sources) ? sources : sources.sources).find((x: { id: string }) => x.id === fixture.sources.web);
+      const send = (userId: string, messageId: string) => batch(u, web.writeKey, [{ type: "track", userId, messageId, event: "After Move" }]);
+      // A regulation made on SQLite still drops its user's events; another user's go through.
+      await send("blocked", "after-blocked");
+      await send("user-0", "after-ok");
+      await waitFor(() => sink.received.find((r) => r.body?.messageId === "after-ok"), { timeoutMs: 15_000, what: "a new event through the migrated source" });
+      expect(sink.received.some((r) => r.body?.messageId === "after-blocked")).toBe(false);
+      expect((await admin.unsafe(`SELECT count(*)::int AS n FROM "${schema}".events WHERE message_id = 'after-blocked'`))[0].n).toBe(0);
+    } finally {
+      sink.stop();
+    }
+  }, 60_000);
+
   test("refused while a server holds the data dir: nothing is written to PostgreSQL", async () => {
     const dir = copyOfTemplate();
     const server = await spawnSluice({ dataDir: dir });
