@@ -156,6 +156,24 @@ describe.if(havePostgres)("cluster mode: real processes on one PostgreSQL", () =
     }, { timeoutMs: 10_000, what: "the replayed deliveries recorded as delivered" });
   }, 60_000);
 
+  test("a deletion job made through the instance that does not run deletions is run by the one that does", async () => {
+    const { procs: all, dst } = await cluster(2);
+    const runsDeletions = (p: SluiceProcess) => /"msg":"cluster: singleton gained"[^\n]*"singleton":"deletions"/.test(p.output());
+    const holder = await waitFor(() => all.find(runsDeletions), { timeoutMs: 10_000, what: "an instance to take the deletions job" });
+    const other = all.find((p) => p !== holder)!;
+    expect(runsDeletions(other)).toBe(false);
+    // WEBHOOK cannot delete users: the job ends at once, with the reason, once an instance runs it.
+    const r = await api(other.url, "POST", "/v2/regulations", { regulationType: "suppress_with_delete", destinationIds: [dst.id], users: [{ userId: "erase-me" }] });
+    expect(r.status).toBe(201);
+    const job = await waitFor(async () => {
+      const regs = (await api(other.url, "GET", "/v2/regulations")).json.data as Array<{ attributes: { userId: string }; deletion?: Array<{ status: string; reason?: string }> }>;
+      const d = regs.find((x) => x.attributes.userId === "erase-me")?.deletion?.[0];
+      return d && d.status !== "pending" && d.status !== "running" ? d : undefined;
+    }, { timeoutMs: 10_000, what: "the deletion job run" });
+    expect(job).toMatchObject({ status: "aborted" });
+    expect(job.reason).toContain("does not support user deletion");
+  }, 60_000);
+
   test("kill -9 of one instance under load: every acknowledged event is delivered, each user's in order", async () => {
     const { procs: all, sink, src } = await cluster(3);
     const users = Array.from({ length: 12 }, (_, i) => `user-${i}`);

@@ -19,6 +19,11 @@ import { PipelineSignals } from "./signals";
 
 /** The processor's safety net: partitions whose notification was lost are read at least this often. */
 const PROCESSOR_POLL_MS = 1000;
+/**
+ * How often the instance running a background job looks for work queued elsewhere: a deletion
+ * job made by a regulation, or a sync asked for, on another instance's API starts within this.
+ */
+const JOB_POLL_MS = 2000;
 
 export async function openClusterBackend(settings: Settings, log: Logger): Promise<Backend> {
   const url = settings.database!;
@@ -85,7 +90,17 @@ export async function openClusterBackend(settings: Settings, log: Logger): Promi
       },
       settled: () => rt.events.settled(),
       singleton(name: SingletonName, job: BackgroundJob) {
-        cluster.singleton(name, { start: () => void Promise.resolve(job.start()).catch((err) => log.error("a background job did not start", { err, job: name })), stop: async () => void (await job.stop()) });
+        let timer: Timer | undefined;
+        cluster.singleton(name, {
+          start: () => {
+            void Promise.resolve(job.start()).catch((err) => log.error("a background job did not start", { err, job: name }));
+            if (job.wake) timer = setInterval(() => job.wake!(), JOB_POLL_MS);
+          },
+          stop: async () => {
+            clearInterval(timer);
+            await job.stop();
+          },
+        });
       },
       async start() {
         await cluster.start();

@@ -26,6 +26,8 @@ import type { StagedRowsLocation, WarehouseStore } from "../warehouse/store";
 export interface BackgroundJob {
   start(): Promise<void> | void;
   stop(): Promise<void> | void;
+  /** Looks for work now (jobs queued by another instance's API call, in a cluster). */
+  wake?(): void;
 }
 
 /** The router's queues as the deliveries API and the deletion runner change them. */
