@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { gzipSync } from "node:zlib";
-import { type TestServer, api, basic, cleanup, createSource, sendEvent, startSluice, storedEvents } from "./helpers";
+import { type TestServer, api, basic, cleanup, createSource, onPostgres, query, readEvents, sendEvent, startSluice, waitFor } from "./helpers";
 
 let s: TestServer;
 let key: string;
@@ -14,11 +14,11 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await s.stop();
-  cleanup(s.dataDir);
+  await cleanup(s.dataDir);
 });
 
-const count = () => (s.sluice.db.$client.query("SELECT count(*) AS n FROM events").get() as any).n as number;
-const lastEvent = () => storedEvents(s).at(-1)!;
+const count = async () => (await query(s, "SELECT CAST(count(*) AS INTEGER) AS n FROM events"))[0]!.n as number;
+const lastEvent = async () => (await readEvents(s)).at(-1)!;
 
 async function expect400(res: Response, fragment: string) {
   const text = await res.text();
@@ -38,17 +38,17 @@ describe("every call of spec §4.1 → 200 OK after commit", () => {
   };
   for (const [call, body] of Object.entries(calls)) {
     test(`/v1/${call}`, async () => {
-      const before = count();
+      const before = await count();
       const res = await sendEvent(s.url, key, call, body);
       expect(res.status).toBe(200);
       expect(await res.text()).toBe("OK");
-      expect(count()).toBe(before + 1);
-      expect(lastEvent().type).toBe(call);
+      expect(await count()).toBe(before + 1);
+      expect((await lastEvent()).type).toBe(call);
     });
   }
 
   test("/v1/batch stores every entry", async () => {
-    const before = count();
+    const before = await count();
     const res = await sendEvent(s.url, key, "batch", {
       batch: [
         { type: "track", userId: "u1", event: "A" },
@@ -57,7 +57,7 @@ describe("every call of spec §4.1 → 200 OK after commit", () => {
       ],
     });
     expect(res.status).toBe(200);
-    expect(count()).toBe(before + 3);
+    expect(await count()).toBe(before + 3);
   });
 });
 
@@ -69,7 +69,7 @@ describe("enrichment", () => {
     const original = new Date(t0 + skew - 5000).toISOString();
     const sent = new Date(t0 + skew).toISOString();
     await sendEvent(s.url, key, "track", { userId: "u1", event: "E", originalTimestamp: original, sentAt: sent });
-    const e = lastEvent();
+    const e = await lastEvent();
     expect(e.messageId).toMatch(/^[0-9a-f-]{36}$/);
     const received = Date.parse(e.receivedAt);
     expect(received).toBeGreaterThanOrEqual(t0 - 1);
@@ -81,33 +81,33 @@ describe("enrichment", () => {
 
   test("a timestamp the client sent is kept (historical import)", async () => {
     await sendEvent(s.url, key, "track", { userId: "u1", event: "E", timestamp: "2020-01-02T03:04:05+01:00" });
-    expect(lastEvent().timestamp).toBe("2020-01-02T02:04:05.000Z");
+    expect((await lastEvent()).timestamp).toBe("2020-01-02T02:04:05.000Z");
   });
 
   test("batch-level sentAt applies to entries; messageId kept; type from the path", async () => {
     await sendEvent(s.url, key, "batch", { sentAt: "2024-01-01T00:00:10.000Z", batch: [{ type: "track", userId: "u", event: "E", messageId: "m-keep", originalTimestamp: "2024-01-01T00:00:00.000Z" }] });
-    const e = lastEvent();
+    const e = await lastEvent();
     expect(e.messageId).toBe("m-keep");
     expect(e.sentAt).toBe("2024-01-01T00:00:10.000Z");
     expect(Date.parse(e.receivedAt) - Date.parse(e.timestamp)).toBe(10_000);
     await sendEvent(s.url, key, "track", { type: "identify", userId: "u", event: "E" });
-    expect(lastEvent().type).toBe("track");
+    expect((await lastEvent()).type).toBe("track");
   });
 
   test("context.ip and request_ip from X-Forwarded-For or the peer; context.ip kept when sent", async () => {
     await sendEvent(s.url, key, "track", { userId: "u", event: "E" }, { "x-forwarded-for": "203.0.113.9, 10.0.0.1" });
-    expect(lastEvent().context.ip).toBe("203.0.113.9");
-    expect(lastEvent().request_ip).toBe("203.0.113.9");
+    expect((await lastEvent()).context.ip).toBe("203.0.113.9");
+    expect((await lastEvent()).request_ip).toBe("203.0.113.9");
     await sendEvent(s.url, key, "track", { userId: "u", event: "E", context: { ip: "198.51.100.1" } });
-    expect(lastEvent().context.ip).toBe("198.51.100.1");
-    expect(lastEvent().request_ip).toBe("127.0.0.1");
+    expect((await lastEvent()).context.ip).toBe("198.51.100.1");
+    expect((await lastEvent()).request_ip).toBe("127.0.0.1");
   });
 
   test("a numeric userId or anonymousId is accepted and stored as its decimal string, as RudderStack does", async () => {
     expect((await sendEvent(s.url, key, "track", { userId: 42, event: "Numeric" })).status).toBe(200);
-    expect(lastEvent()).toMatchObject({ userId: "42", event: "Numeric" });
+    expect(await lastEvent()).toMatchObject({ userId: "42", event: "Numeric" });
     expect((await sendEvent(s.url, key, "batch", { batch: [{ type: "page", anonymousId: 1e21, name: "Big" }, { type: "track", userId: 7.5, event: "Frac" }] })).status).toBe(200);
-    const [big, frac] = storedEvents(s).slice(-2);
+    const [big, frac] = (await readEvents(s)).slice(-2);
     expect(big!.anonymousId).toBe("1000000000000000000000");
     expect(frac!.userId).toBe("7.5");
     // Other non-strings are still refused, naming the field.
@@ -116,13 +116,13 @@ describe("enrichment", () => {
 
   test("the write key in the body is not stored", async () => {
     await sendEvent(s.url, key, "track", { userId: "u", event: "E", writeKey: key });
-    expect(lastEvent().writeKey).toBeUndefined();
+    expect((await lastEvent()).writeKey).toBeUndefined();
   });
 
   test("AnonymousId header fills a missing anonymousId (browser SDK)", async () => {
     const res = await sendEvent(s.url, key, "page", { name: "Home" }, { anonymousid: "anon-from-header" });
     expect(res.status).toBe(200);
-    expect(lastEvent().anonymousId).toBe("anon-from-header");
+    expect((await lastEvent()).anonymousId).toBe("anon-from-header");
   });
 });
 
@@ -160,7 +160,7 @@ describe("bad bodies → 400 naming the problem", () => {
     const body = gzipSync(JSON.stringify({ userId: "gz", event: "Zipped" }));
     const ok = await fetch(`${s.url}/v1/track`, { method: "POST", headers: { authorization: basic(key), "content-encoding": "gzip", "content-type": "application/x-www-form-urlencoded" }, body });
     expect(ok.status).toBe(200);
-    expect(lastEvent().event).toBe("Zipped");
+    expect((await lastEvent()).event).toBe("Zipped");
     const bad = await fetch(`${s.url}/v1/track`, { method: "POST", headers: { authorization: basic(key), "content-encoding": "gzip" }, body: "not gzip at all" });
     await expect400(bad, "gzip");
   });
@@ -232,35 +232,35 @@ describe("bad bodies → 400 naming the problem", () => {
     await expect400(await sendEvent(s.url, key, "batch", { batch: [{ type: "track", userId: "u", event: "E" }, { type: "merge", userId: "u" }] }), "batch[1].type");
     await expect400(await sendEvent(s.url, key, "batch", { batch: [] }), "batch");
     await expect400(await sendEvent(s.url, key, "batch", {}), "batch");
-    const before = count();
+    const before = await count();
     await expect400(await sendEvent(s.url, key, "batch", { batch: [{ type: "track", userId: "u", event: "ok" }, { type: "track", userId: "u" }] }), "batch[1].event");
-    expect(count()).toBe(before);
+    expect(await count()).toBe(before);
   });
 });
 
 describe("deduplication", () => {
   test("the same messageId from the same source is acknowledged but stored once", async () => {
     const body = { userId: "u", event: "E", messageId: `dup-${crypto.randomUUID()}` };
-    const before = count();
+    const before = await count();
     expect((await sendEvent(s.url, key, "track", body)).status).toBe(200);
     expect((await sendEvent(s.url, key, "track", body)).status).toBe(200);
-    expect(count()).toBe(before + 1);
+    expect(await count()).toBe(before + 1);
     // Another source may use the same messageId.
     const other = await createSource(s.url);
     expect((await sendEvent(s.url, other.writeKey, "track", body)).status).toBe(200);
-    expect(count()).toBe(before + 2);
+    expect(await count()).toBe(before + 2);
   });
 
   test("inside a batch: an id twice, an id stored before and an event without an id", async () => {
     const stored = `dup-${crypto.randomUUID()}`;
     const twice = `dup-${crypto.randomUUID()}`;
     expect((await sendEvent(s.url, key, "track", { userId: "u", event: "E", messageId: stored })).status).toBe(200);
-    const before = count();
+    const before = await count();
     const entry = (messageId?: string) => ({ type: "track", userId: "u", event: "E", ...(messageId ? { messageId } : {}) });
     const res = await sendEvent(s.url, key, "batch", { batch: [entry(twice), entry(stored), entry(), entry(twice)] });
     expect(res.status).toBe(200);
     // The first of the pair and the one without an id (which gets a new one).
-    expect(count()).toBe(before + 2);
+    expect(await count()).toBe(before + 2);
   });
 });
 
@@ -276,14 +276,14 @@ describe("browser SDK support", () => {
   });
 
   test("POST /beacon/v1/batch?writeKey= with a text/plain body", async () => {
-    const before = count();
+    const before = await count();
     const res = await fetch(`${s.url}/beacon/v1/batch?writeKey=${key}`, {
       method: "POST",
       headers: { "content-type": "text/plain;charset=UTF-8" },
       body: JSON.stringify({ batch: [{ type: "page", anonymousId: "a", name: "Home" }], sentAt: new Date().toISOString() }),
     });
     expect(res.status).toBe(200);
-    expect(count()).toBe(before + 1);
+    expect(await count()).toBe(before + 1);
     expect((await fetch(`${s.url}/beacon/v1/batch`, { method: "POST", body: "{}" })).status).toBe(400);
   });
 
@@ -322,6 +322,8 @@ test("a timestamp shaped like a date but impossible (month 13) → 400 naming it
   expect(batch.status).toBe(400);
 });
 
+// SQLite rebuilds its in-memory keys from the stored events; PostgreSQL keeps them in the
+// events' unique dedup_key index (design §3.2). Either way a restart forgets none.
 test("deduplication survives a restart: the messageIds are rebuilt from stored events", async () => {
   const { startSluice: start } = await import("./helpers");
   const a = await start();
@@ -331,13 +333,48 @@ test("deduplication survives a restart: the messageIds are rebuilt from stored e
   await a.stop();
   const b = await start({ dataDir: a.dataDir });
   expect((await sendEvent(b.url, src.writeKey, "track", body)).status).toBe(200);
-  expect((b.sluice.db.$client.query("SELECT count(*) AS n FROM events WHERE message_id = 'restart-dup-1'").get() as any).n).toBe(1);
+  expect((await query(b, "SELECT CAST(count(*) AS INTEGER) AS n FROM events WHERE message_id = 'restart-dup-1'"))[0]!.n).toBe(1);
   await b.stop();
-  cleanup(a.dataDir);
+  await cleanup(a.dataDir);
+});
+
+// Documented to differ (README, cluster mode): SQLite deduplicates a source's messageIds within
+// --retention-hours, PostgreSQL forever (the unique key is on the table). Known to fail on
+// PostgreSQL: its retention deletes the event row and with it the unique key, so the repeat is
+// stored (src/storage/postgres/stats.ts purgeExpired). failingIf turns red once that is settled.
+test("a messageId whose event retention removed is stored again: the deduplication window is the retention, on both stores", async () => {
+  const a = await startSluice();
+  const src = await createSource(a.url);
+  const body = { userId: "u", event: "E", messageId: "expired-dup-1" };
+  const stored = async (server: TestServer) => (await query(server, "SELECT CAST(count(*) AS INTEGER) AS n FROM events WHERE message_id = 'expired-dup-1'"))[0]!.n;
+  expect((await sendEvent(a.url, src.writeKey, "track", body)).status).toBe(200);
+  await query(a, "UPDATE events SET received_at = ? WHERE message_id = 'expired-dup-1'", [Date.now() - 48 * 3600_000]);
+  // Retention removes an event only once the processor has passed it (as in test/delivery.test.ts).
+  if (onPostgres) {
+    await waitFor(
+      async () => (await query(a, "SELECT 1 AS x FROM events e JOIN processor_cursors c ON c.partition = e.partition WHERE e.message_id = 'expired-dup-1' AND (e.tx, e.id) <= (c.tx, c.id)")).length === 1,
+      { what: "the processor past the event" },
+    );
+  } else {
+    await query(a, "INSERT INTO cursors (name, value) SELECT 'processor', id FROM events WHERE message_id = 'expired-dup-1' ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)");
+  }
+  await a.sluice.ctx.stats.purgeExpired(Date.now() - 24 * 3600_000);
+  expect(await stored(a)).toBe(0);
+  await a.stop();
+  // Restarted, SQLite's in-memory keys are rebuilt from the events left, and PostgreSQL's unique
+  // key left with the row: the window has passed for this one.
+  const b = await startSluice({ dataDir: a.dataDir });
+  try {
+    expect((await sendEvent(b.url, src.writeKey, "track", body)).status).toBe(200);
+    expect(await stored(b)).toBe(1);
+  } finally {
+    await b.stop();
+    await cleanup(a.dataDir);
+  }
 });
 
 test("the Elysia routes (app.handle) and the listening server's direct routes answer event calls alike", async () => {
-  const before = count();
+  const before = await count();
   const viaHandle = await s.sluice.combined.handle(
     new Request("http://sluice.local/v1/track", {
       method: "POST",
@@ -348,8 +385,8 @@ test("the Elysia routes (app.handle) and the listening server's direct routes an
   expect(viaHandle.status).toBe(200);
   expect(await viaHandle.text()).toBe("OK");
   expect(viaHandle.headers.get("access-control-allow-origin")).toBe("https://shop.example");
-  expect(count()).toBe(before + 1);
-  expect(lastEvent().event).toBe("Via Handle");
+  expect(await count()).toBe(before + 1);
+  expect((await lastEvent()).event).toBe("Via Handle");
   const refused = await s.sluice.combined.handle(new Request("http://sluice.local/v1/track", { method: "POST", body: "{}" }));
   expect(refused.status).toBe(400);
   expect(await refused.text()).toContain("Authorization header is missing");
@@ -359,10 +396,12 @@ test("the Elysia routes (app.handle) and the listening server's direct routes an
   const refusedByServer = await fetch(`${s.url}/v1/track`, { method: "POST", body: "{}" });
   expect(refusedByServer.status).toBe(400);
   expect(refusedByServer.headers.get("content-type")).toBe("text/plain;charset=utf-8");
-  expect(lastEvent().event).toBe("Via Server");
+  expect((await lastEvent()).event).toBe("Via Server");
 });
 
-test("event ids only grow: after a restart they stay above the processor's cursor even when the newest events were deleted", async () => {
+// SQLite's single processor cursor and intake's id counter, edited in the file: PostgreSQL has
+// identity ids and per-partition (tx, id) cursors (design §3.3), so there is nothing to check.
+test.skipIf(onPostgres)("event ids only grow: after a restart they stay above the processor's cursor even when the newest events were deleted", async () => {
   const a = await startSluice();
   const src = await createSource(a.url);
   for (let i = 0; i < 3; i++) expect((await sendEvent(a.url, src.writeKey, "track", { userId: "u", event: "E" })).status).toBe(200);
@@ -381,10 +420,11 @@ test("event ids only grow: after a restart they stay above the processor's curso
   expect((await sendEvent(b.url, src.writeKey, "track", { userId: "u", event: "Later" })).status).toBe(200);
   expect((db.query("SELECT id FROM events WHERE payload LIKE '%Later%'").get() as any).id).toBe(103);
   await b.stop();
-  cleanup(a.dataDir);
+  await cleanup(a.dataDir);
 });
 
-for (const kind of ["KeySet", "ShardedKeySet"] as const) test(`the deduplication key set (${kind}) agrees with a JS Set through adds, deletes and growth, including keys that collide on their home slot`, async () => {
+// SQLite's in-memory key sets; on PostgreSQL the unique index deduplicates (design §3.2).
+for (const kind of ["KeySet", "ShardedKeySet"] as const) test.skipIf(onPostgres)(`the deduplication key set (${kind}) agrees with a JS Set through adds, deletes and growth, including keys that collide on their home slot`, async () => {
   const dedup = await import("../src/gateway/dedup");
   const set = new dedup[kind](16);
   const ref = new Set<number>();

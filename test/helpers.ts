@@ -1,5 +1,10 @@
-/** Shared test scaffolding: real SQLite files in temp dirs, real HTTP on 127.0.0.1. */
+/**
+ * Shared test scaffolding: real SQLite files in temp dirs, real HTTP on 127.0.0.1. With
+ * SLUICE_TEST_STORE=postgres the servers run on the test PostgreSQL instead (cluster mode, a
+ * fresh schema each), so the behaviour suites check both stores with the same tests.
+ */
 import { expect, test } from "bun:test";
+import { SQL } from "bun";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +20,49 @@ export function tempDir(prefix = "sluice-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
+/** The store the behaviour suites run on: SQLite unless SLUICE_TEST_STORE=postgres (.ci/run runs both). */
+export const onPostgres = process.env.SLUICE_TEST_STORE === "postgres";
+
+/**
+ * On PostgreSQL a server's state is a schema, not its data dir: each data dir gets a schema of
+ * its own, so a server started again on the same data dir (a restart) finds its state again.
+ * `cleanup(dataDir)` drops it, with the connection the test's own reads used.
+ */
+const schemaOfDir = new Map<string, { name: string; sql?: SQL }>();
+
+/** test/pg.ts connects when imported: loaded only when a suite runs on PostgreSQL. */
+const pg = () => import("./pg");
+
+async function storeArgs(dataDir: string, args: string[]): Promise<string[]> {
+  // A test that chose its own database (the cluster tests) keeps it.
+  if (!onPostgres || args.includes("--database")) return [];
+  const { PG_URL } = await pg();
+  staleSchemasDropped ??= dropStaleSchemas();
+  await staleSchemasDropped;
+  let schema = schemaOfDir.get(dataDir);
+  if (!schema) schemaOfDir.set(dataDir, (schema = { name: `${SCHEMA_PREFIX}${Math.floor(Date.now() / 1000).toString(36)}_${crypto.randomUUID().slice(0, 8)}` }));
+  return ["--database", PG_URL, "--database-schema", schema.name];
+}
+
+/** Schema names carry their creation time, so leftovers of runs that died can be told apart from a run in progress. */
+const SCHEMA_PREFIX = "t_suite_";
+let staleSchemasDropped: Promise<void> | undefined;
+
+/** Drops schemas a killed or failed run left behind (over an hour old): once per test process. */
+async function dropStaleSchemas(): Promise<void> {
+  const admin = (await pg()).testSql();
+  try {
+    const rows = await admin`SELECT nspname AS name FROM pg_namespace WHERE nspname LIKE ${SCHEMA_PREFIX + "%"}`;
+    const cutoff = Date.now() / 1000 - 3600;
+    for (const { name } of rows as Array<{ name: string }>) {
+      const made = Number.parseInt(name.slice(SCHEMA_PREFIX.length).split("_")[0] ?? "", 36);
+      if (!(made >= cutoff)) await admin.unsafe(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
+    }
+  } finally {
+    await admin.close();
+  }
+}
+
 export interface TestServer {
   sluice: Sluice;
   url: string;
@@ -22,10 +70,11 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-/** Starts an in-process Sluice on a random port with its own data dir. */
+/** Starts an in-process Sluice on a random port with its own data dir (and schema on PostgreSQL). */
 export async function startSluice(opts: { args?: string[]; env?: Record<string, string>; dataDir?: string } = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? tempDir();
-  const settings = parseSettings(["--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...(opts.args ?? [])], {
+  const args = opts.args ?? [];
+  const settings = parseSettings(["--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...(await storeArgs(dataDir, args)), ...args], {
     SLUICE_ADMIN_EMAIL: ADMIN_EMAIL,
     SLUICE_ADMIN_TOKEN: ADMIN_TOKEN,
     ...opts.env,
@@ -44,8 +93,22 @@ export async function startSluice(opts: { args?: string[]; env?: Record<string, 
   };
 }
 
-export function cleanup(dir: string) {
+/**
+ * Removes a data dir, and on PostgreSQL drops its schema (after the server on it was stopped).
+ * The files go at once: callers that do not await keep working on SQLite.
+ */
+export async function cleanup(dir: string): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
+  const schema = schemaOfDir.get(dir);
+  if (!schema) return;
+  schemaOfDir.delete(dir);
+  await schema.sql?.close().catch(() => {});
+  const admin = (await pg()).testSql();
+  try {
+    await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema.name}" CASCADE`);
+  } finally {
+    await admin.close();
+  }
 }
 
 export const basic = (user: string, password = "") => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
@@ -95,8 +158,44 @@ export function sendEvent(url: string, writeKey: string, call: string, body: unk
   });
 }
 
+/** SQLite only (a synchronous read); suites that run on both stores use `readEvents`. */
 export function storedEvents(server: TestServer): Array<Record<string, any>> {
   return (server.sluice.db.$client.query("SELECT payload FROM events ORDER BY id").all() as any[]).map((r) => JSON.parse(r.payload));
+}
+
+/** The stored events' payloads in id order, from whichever store the server runs on. */
+export async function readEvents(server: { dataDir: string; sluice?: Sluice }): Promise<Array<Record<string, any>>> {
+  return ((await query(server, "SELECT payload FROM events ORDER BY id")) as any[]).map((r) => JSON.parse(r.payload));
+}
+
+/**
+ * Runs one statement on the server's store and answers its rows. Written once for both: `?`
+ * placeholders (numbered for PostgreSQL here), the column names both schemas share, and
+ * `CAST(count(*) AS INTEGER)` where a count is compared (PostgreSQL's count is a bigint).
+ */
+export async function query(server: { dataDir: string; sluice?: Sluice }, sql: string, params: unknown[] = []): Promise<Array<Record<string, any>>> {
+  const schema = schemaOfDir.get(server.dataDir);
+  if (!schema) {
+    if (!server.sluice) throw new Error("query: a spawned SQLite server's database is read through its file");
+    return server.sluice.db.$client.query(sql).all(...(params as any[])) as Array<Record<string, any>>;
+  }
+  schema.sql ??= new SQL((await pg()).PG_URL, { max: 2, connection: { search_path: schema.name } });
+  let n = 0;
+  return [...(await schema.sql.unsafe(sql.replace(/\?/g, () => `$${++n}`), params as any[]))];
+}
+
+/**
+ * A second workspace with an owner account and its token, written through the server's own
+ * control-plane store (Sluice's API makes no workspaces): same ids on both stores.
+ */
+export async function addWorkspace(server: TestServer, name: string, token: string, opts: { email?: string; now?: number } = {}): Promise<void> {
+  const { tokenRow } = await import("../src/control-plane/tokens");
+  const { email = `${name}@example.com`, now = 0 } = opts;
+  await server.sluice.ctx.controlPlane.writeAuth([
+    { op: "insertWorkspace", row: { id: `ws_${name}`, name, createdAt: now } },
+    { op: "insertAccount", row: { id: `acc_${name}`, workspaceId: `ws_${name}`, email, role: "owner", createdAt: now } },
+    { op: "insertToken", row: tokenRow({ accountId: `acc_${name}`, workspaceId: `ws_${name}`, token, now }) },
+  ]);
 }
 
 export interface SluiceProcess {
@@ -115,7 +214,8 @@ export async function spawnSluice(opts: { dataDir?: string; args?: string[]; env
   const dataDir = opts.dataDir ?? tempDir();
   const root = join(import.meta.dir, "..");
   const cmd = opts.binary ? [opts.binary] : [process.execPath, join(root, "src", "main.ts")];
-  const proc = Bun.spawn([...cmd, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...(opts.args ?? [])], {
+  const args = opts.args ?? [];
+  const proc = Bun.spawn([...cmd, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...(await storeArgs(dataDir, args)), ...args], {
     cwd: opts.cwd ?? root,
     // An entry set to undefined removes that variable.
     env: Object.fromEntries(Object.entries({ ...process.env, SLUICE_ADMIN_EMAIL: ADMIN_EMAIL, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN, LOG_LEVEL: "info", ...opts.env }).filter(([, v]) => v !== undefined)),

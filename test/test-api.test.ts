@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { storeToken } from "../src/control-plane/tokens";
 import type { DestinationRuntime, RoutingSnapshot } from "../src/control-plane/config-store";
 import { findDefinition } from "../src/destinations/registry";
 import { DestinationNotTestable, testDestination, testSource } from "../src/test-api/service";
-import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, basic, cleanup, createSource, startSink, startSluice, waitFor } from "./helpers";
+import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, addWorkspace, api, basic, cleanup, createSource, query, startSink, startSluice, waitFor } from "./helpers";
 
 let s: TestServer;
 const AUTH = basic(ADMIN_EMAIL, ADMIN_TOKEN);
@@ -13,7 +12,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await s.stop();
-  cleanup(s.dataDir);
+  await cleanup(s.dataDir);
 });
 
 /** `authorization: null` sends no header. */
@@ -66,11 +65,7 @@ describe("authentication and scope", () => {
   });
 
   test("unknown ids and another workspace's ids → 404", async () => {
-    const now = Date.now();
-    const db = s.sluice.db.$client;
-    db.run("INSERT INTO workspaces (id, name, created_at) VALUES ('ws_test_other', 'other', ?)", [now]);
-    db.run("INSERT INTO accounts (id, workspace_id, email, role, created_at) VALUES ('acc_test_other', 'ws_test_other', 'other@example.com', 'owner', ?)", [now]);
-    storeToken(s.sluice.db, { accountId: "acc_test_other", workspaceId: "ws_test_other", token: "other-workspace-token-456", now });
+    await addWorkspace(s, "test_other", "other-workspace-token-456", { email: "other@example.com", now: Date.now() });
     const theirs = basic("other@example.com", "other-workspace-token-456");
 
     const sink = jsonSink();
@@ -448,16 +443,16 @@ describe("no side effects", () => {
     const d = await hook(sink.url, { sourceIds: [src.id] });
     const seen: unknown[] = [];
     const unsubscribe = [s.sluice.live.subscribe(`source:${src.id}`, (e) => seen.push(e)), s.sluice.live.subscribe(`destination:${d.id}`, (e) => seen.push(e))];
-    const count = (table: string) => (s.sluice.db.$client.query(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
-    const before = { events: count("events"), deliveries: count("deliveries") };
+    const count = async (table: string) => (await query(s, `SELECT CAST(count(*) AS INTEGER) AS n FROM ${table}`))[0]!.n as number;
+    const before = { events: await count("events"), deliveries: await count("deliveries") };
     const metricsBefore = s.sluice.ctx.metrics.render().split("\n").filter((l) => !/^sluice_(http_|process_|js_)/.test(l)).join("\n");
 
     expect((await call(`/v0/testSource/${src.id}`, { message: track })).status).toBe(200);
     expect((await call(`/v0/testDestination/${d.id}`, { message: track })).status).toBe(200);
     await waitFor(() => sink.received.length === 2, { what: "both test requests" });
 
-    expect({ events: count("events"), deliveries: count("deliveries") }).toEqual(before);
-    expect(count("events")).toBe(0);
+    expect({ events: await count("events"), deliveries: await count("deliveries") }).toEqual(before);
+    expect(await count("events")).toBe(0);
     expect(seen).toEqual([]);
     expect(s.sluice.router.inMemory(d.id)).toEqual({ queued: 0, running: 0 });
     expect(s.sluice.ctx.metrics.render().split("\n").filter((l) => !/^sluice_(http_|process_|js_)/.test(l)).join("\n")).toBe(metricsBefore);

@@ -72,8 +72,8 @@ const TABLE_RULES: Record<string, TableRule> = {
       partition: (r, run) => partitionOfKey(r.user_key as string, run.partitions),
       dedup_key: (r) => dedupKey(r.source_id as string, r.message_id as string),
     },
-    // SQLite deduplicates only within its window (--retention-hours), so a messageId sent again
-    // later is a second row there; PostgreSQL's unique dedup key holds forever.
+    // A messageId sent again after the deduplication window is a second row in SQLite while the
+    // first is still kept; PostgreSQL's unique dedup key takes one of them.
     skipConflictsOn: "dedup_key",
   },
   deliveries: {
@@ -558,7 +558,7 @@ export function formatMigrationSummary(r: MigrateResult, dataDir: string): strin
   if (r.upgradedFrom) lines.push(`the data dir was written by Sluice ${r.upgradedFrom}: a snapshot of it was upgraded to ${VERSION} and copied`);
   lines.push(
     r.skippedEvents
-      ? `skipped ${r.skippedEvents} events that repeat the messageId of an earlier event of the same source (sent again after the deduplication window; PostgreSQL deduplicates forever), and their ${r.skippedDeliveries} deliveries`
+      ? `skipped ${r.skippedEvents} events that repeat the messageId of an earlier event of the same source (sent again after the deduplication window; PostgreSQL's unique key takes one), and their ${r.skippedDeliveries} deliveries`
       : "skipped duplicates: none",
   );
   lines.push(`events up to id ${r.processorCursor} were already fanned out to deliveries; the ${r.eventsToFanOut} after it will be on PostgreSQL`);
