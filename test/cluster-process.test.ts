@@ -6,7 +6,7 @@
  * config and regulations made on one instance hold on the others.
  */
 import { describe, expect, test } from "bun:test";
-import { type SluiceProcess, api, sendEvent, spawnSluice, startSink, waitFor } from "./helpers";
+import { ADMIN_TOKEN, type SluiceProcess, api, sendEvent, spawnSluice, startSink, waitFor } from "./helpers";
 import { PG_URL, havePostgres, pgScratch, requirePostgres } from "./pg";
 
 requirePostgres("cluster-process.test.ts");
@@ -127,6 +127,32 @@ describe.if(havePostgres)("cluster mode: real processes on one PostgreSQL", () =
     });
     expect(sink.received.filter((r) => r.path === "/hook" && r.body?.event === "late")).toEqual([]);
   }, 90_000);
+
+  test("live events: a browser connected to one instance sees the events another instance takes", async () => {
+    const { procs: all, src } = await cluster(2);
+    const [viewer, taker] = all;
+    const abort = new AbortController();
+    const res = await fetch(`${viewer!.url}/v2/sources/${src.id}/live-events`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, signal: abort.signal });
+    expect(res.status).toBe(200);
+    let text = "";
+    const reading = (async () => {
+      const decoder = new TextDecoder();
+      try {
+        for await (const chunk of res.body as ReadableStream<Uint8Array>) text += decoder.decode(chunk);
+      } catch {}
+    })();
+    try {
+      await waitFor(() => text.includes("event: ready") || undefined, { what: "the stream to open" });
+      // The viewer's watch reaches the other instance by the bus; until then nothing is relayed.
+      await waitFor(async () => {
+        await sendEvent(taker!.url, src.writeKey, "track", { userId: "watched", event: "Seen Elsewhere" });
+        return text.includes("Seen Elsewhere") || undefined;
+      }, { timeoutMs: 10_000, what: "an event taken by the other instance in the stream" });
+    } finally {
+      abort.abort();
+      await reading;
+    }
+  }, 60_000);
 
   test("a replay asked of one instance is carried out by the instances holding the users' partitions", async () => {
     let failing = true;
