@@ -125,6 +125,20 @@ describe.if(havePostgres)("PgEventLog", () => {
     expect(await log.append([row("e2")])).toEqual({ stored: 1, duplicates: [] });
   });
 
+  test("the guard takes the epoch the rows were checked at, not the one reached by the time the group is sent", async () => {
+    const { db } = await freshSchema();
+    const current = Number((await db.$client.unsafe(`SELECT value::bigint AS v FROM cluster_epochs WHERE name = 'suppression'`))[0].v);
+    let mine = current;
+    const log = new PgEventLog(db.$client, { partitions: 256, epoch: () => mine });
+    // A regulation committed elsewhere; this instance checks its rows against its old rules…
+    await db.$client.unsafe(`UPDATE cluster_epochs SET value = value + 1 WHERE name = 'suppression'`);
+    const sent = log.append([row("checked-before")]);
+    // …and its reload completes before the group goes out.
+    mine = current + 1;
+    expect(await sent).toEqual({ stored: 0, duplicates: [], epochStale: true });
+    expect(await stored(db.$client)).toEqual([]);
+  });
+
   test("a failed group fails every call in it with 503-mapped UNAVAILABLE, and nothing of it is stored", async () => {
     const { db } = await freshSchema();
     const log = new PgEventLog(db.$client, { partitions: 256 });

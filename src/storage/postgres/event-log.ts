@@ -14,9 +14,11 @@
  * user's order holds. The processor reads below a transaction horizon (design §3.3), which is
  * what makes out-of-order commits between groups safe.
  *
- * An optional suppression epoch guards the statement: when the database's epoch moved on (a
- * regulation was made on some instance), the group inserts nothing and every request is told
- * `epochStale`, so intake can reload the suppression rules and send it again (design §3.4).
+ * An optional suppression epoch guards the statement: each request carries the epoch its rows
+ * were checked at (read when append is called), and when the database's epoch moved past the
+ * oldest of the group (a regulation was made on some instance), the group inserts nothing and
+ * every request is told `epochStale`, so intake can reload the rules, check again and send
+ * (design §3.4).
  */
 import type { SQL } from "bun";
 import { partitionOfKey } from "../../cluster/hash";
@@ -47,6 +49,12 @@ export interface PgEventLogOptions {
 interface Request {
   rows: EventRow[];
   keys: string[];
+  /**
+   * The suppression epoch when the caller checked these rows against its rules: read as append
+   * is called, because a reload finishing before the group is sent would otherwise let rows
+   * checked against the old rules pass the guard of the new epoch.
+   */
+  epoch: number | undefined;
   resolve: (r: AppendResult) => void;
   reject: (e: unknown) => void;
 }
@@ -81,7 +89,7 @@ export class PgEventLog {
   append(rows: EventRow[]): Promise<AppendResult> {
     if (rows.length === 0) return Promise.resolve(EMPTY);
     return new Promise((resolve, reject) => {
-      this.queue.push({ rows, keys: rows.map((r) => dedupKey(r.sourceId, r.messageId)), resolve, reject });
+      this.queue.push({ rows, keys: rows.map((r) => dedupKey(r.sourceId, r.messageId)), epoch: this.opts.epoch?.(), resolve, reject });
       this.schedule();
     });
   }
@@ -115,7 +123,10 @@ export class PgEventLog {
   }
 
   private async commit(group: Request[]): Promise<void> {
-    const epoch = this.opts.epoch?.();
+    // The oldest rules any request of the group was checked against: if the database has moved
+    // past them, every request of the group checks again (those already current lose a round trip).
+    let epoch: number | undefined;
+    for (const r of group) if (r.epoch !== undefined && (epoch === undefined || r.epoch < epoch)) epoch = r.epoch;
     let result: { epochOk: boolean; stored: Set<string> };
     try {
       result = await this.insert(group, epoch);
