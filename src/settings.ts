@@ -14,6 +14,8 @@ export interface Settings {
   database?: string;
   /** The schema of `database` that holds Sluice's tables (the server's default when absent). */
   databaseSchema?: string;
+  /** Connections of this instance's pool on `database` (besides its listening one). */
+  databasePool: number;
   config?: string;
   adminEmail: string;
   adminToken?: string;
@@ -111,6 +113,7 @@ export const SETTINGS: Spec[] = [
   { key: "dataDir", flag: "data-dir", env: "SLUICE_DATA_DIR", default: "./data", help: "Folder of the SQLite database.", parse: nonEmpty },
   { key: "database", flag: "database", env: "SLUICE_DATABASE_URL", help: "Cluster mode: keep all state in this PostgreSQL (postgres://USER:PASSWORD@HOST:PORT/DB) instead of SQLite in --data-dir; any number of instances may share it.", parse: postgresUrl },
   { key: "databaseSchema", flag: "database-schema", env: "SLUICE_DATABASE_SCHEMA", help: "Schema of --database that holds Sluice's tables, created when missing (default: the server's default schema, usually public).", parse: schemaName },
+  { key: "databasePool", flag: "database-pool", env: "SLUICE_DATABASE_POOL", default: "10", help: "Connections each instance keeps open to --database, besides one for LISTEN; PostgreSQL's max_connections must cover every instance's.", parse: int(2, 1000) },
   { key: "config", flag: "config", env: "SLUICE_CONFIG", help: "Workspace file (YAML or JSON, or RudderStack's workspaceConfig.json) applied at every start.", parse: nonEmpty },
   { key: "adminEmail", env: "SLUICE_ADMIN_EMAIL", default: "admin@localhost", help: "E-mail of the owner account created on first start.", parse: email },
   { key: "adminToken", env: "SLUICE_ADMIN_TOKEN", help: "Personal access token of the owner on first start (else one is generated and printed once).", parse: token },

@@ -27,7 +27,7 @@ const JOB_POLL_MS = 2000;
 
 export async function openClusterBackend(settings: Settings, log: Logger): Promise<Backend> {
   const url = settings.database!;
-  const rt = await openClusterRuntime({ url, schema: settings.databaseSchema, log });
+  const rt = await openClusterRuntime({ url, schema: settings.databaseSchema, poolSize: settings.databasePool, log });
   const stops: Array<() => Promise<void> | void> = [() => rt.close()];
   try {
     let beforeRelease: (partitions: number[]) => Promise<void> = async () => {};

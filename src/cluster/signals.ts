@@ -17,6 +17,9 @@ import { type Bus, NOTIFY_PAYLOAD_LIMIT } from "./bus";
 
 type Signal = { k: "events"; p: number[] } | { k: "replay"; d: string } | { k: "forget"; d: string; u: string[] };
 
+/** How often at most an instance tells the others it stored events in their partitions. */
+const EVENTS_SIGNAL_MS = 20;
+
 /** Room left for the envelope ({"t":"pipeline","f":instance,"p":…}) and the signal's own keys. */
 const USERS_BYTES = NOTIFY_PAYLOAD_LIMIT - 600;
 
@@ -68,13 +71,16 @@ export class PipelineSignals implements QueueForgetter {
     if (local) this.processor.wake();
     if (this.stored.size && !this.flushScheduled) {
       this.flushScheduled = true;
-      // One notification per turn of the event loop, for every group committed in it.
-      setImmediate(() => {
+      // At most one notification per EVENTS_SIGNAL_MS, for every group committed meanwhile: every
+      // instance hears every instance's signals, so a signal per turn of the event loop would
+      // grow with the square of the instances. The other instances' processors start that much
+      // later (their 1 s poll is the safety net).
+      setTimeout(() => {
         this.flushScheduled = false;
         const p = [...this.stored];
         this.stored.clear();
         this.send({ k: "events", p });
-      });
+      }, EVENTS_SIGNAL_MS);
     }
   }
 
