@@ -235,8 +235,28 @@ async function tokenCreate(args: string[]) {
     if (e instanceof SettingsError) fail(e.message);
     throw e;
   }
-  const { openDatabase } = await import("../db");
   const { createTokenForEmail } = await import("./control-plane/tokens");
+  if (settings.database) {
+    // Cluster mode: the account and its tokens are in PostgreSQL (every instance sees the token at once).
+    const { openPostgres, closePostgres } = await import("../db/pg");
+    const { PgControlPlaneStore } = await import("./storage/postgres/control-plane");
+    let pg;
+    try {
+      pg = await openPostgres(settings.database, { searchPath: settings.databaseSchema, max: 1, applicationName: "sluice token create" });
+    } catch (e) {
+      failed(new Error(`cannot use PostgreSQL at ${redactUrl(settings.database)}: ${(e as Error).message}`));
+    }
+    try {
+      const { token } = await createTokenForEmail(new PgControlPlaneStore(pg), email, Date.now());
+      process.stdout.write(`${token}\n`);
+    } catch (e) {
+      fail((e as Error).message);
+    } finally {
+      await closePostgres(pg);
+    }
+    return;
+  }
+  const { openDatabase } = await import("../db");
   const { SqliteControlPlaneStore } = await import("./storage/sqlite/control-plane");
   mkdirSync(settings.dataDir, { recursive: true });
   const db = openDatabase(join(settings.dataDir, "sluice.db"), { synchronous: settings.synchronous });
@@ -250,10 +270,16 @@ async function tokenCreate(args: string[]) {
   }
 }
 
+/** backup and restore are for the SQLite file. */
+function refuseWithDatabase(settings: Settings, command: string) {
+  if (settings.database) fail(`${command} works on the SQLite data dir; with --database, back up and restore PostgreSQL with its own tools (pg_dump, pg_restore, or your provider's backups)`);
+}
+
 async function backupCommand(args: string[]) {
   const { values, flags, rest } = takeOptions(args, ["out"], ["force"]);
   if (!values.out) fail("backup needs --out <file>; see sluice --help");
   const settings = settingsOrFail(rest);
+  refuseWithDatabase(settings, "backup");
   try {
     const r = backupDatabase({ dataDir: settings.dataDir, out: values.out, force: flags.has("force") });
     process.stdout.write(`backup written: ${r.file} (${r.bytes} bytes, ${r.events} events, integrity check ok, ${r.ms} ms)\n`);
@@ -266,6 +292,7 @@ async function restoreCommand(args: string[]) {
   const { values, rest } = takeOptions(args, ["from"]);
   if (!values.from) fail("restore needs --from <backup file>; see sluice --help");
   const settings = settingsOrFail(rest);
+  refuseWithDatabase(settings, "restore");
   try {
     holdUntilExit(settings.dataDir, "restore");
     const r = restoreDatabase({ from: values.from, dataDir: settings.dataDir });

@@ -6,7 +6,8 @@
  * config and regulations made on one instance hold on the others.
  */
 import { describe, expect, test } from "bun:test";
-import { ADMIN_TOKEN, type SluiceProcess, api, sendEvent, spawnSluice, startSink, waitFor } from "./helpers";
+import { join } from "node:path";
+import { ADMIN_EMAIL, ADMIN_TOKEN, type SluiceProcess, api, sendEvent, spawnSluice, startSink, waitFor } from "./helpers";
 import { PG_URL, havePostgres, pgScratch, requirePostgres } from "./pg";
 
 requirePostgres("cluster-process.test.ts");
@@ -198,6 +199,22 @@ describe.if(havePostgres)("cluster mode: real processes on one PostgreSQL", () =
     }, { timeoutMs: 10_000, what: "the deletion job run" });
     expect(job).toMatchObject({ status: "aborted" });
     expect(job.reason).toContain("does not support user deletion");
+  }, 60_000);
+
+  test("sluice token create --database issues a token every instance takes; backup and restore refuse --database", async () => {
+    const { schema, procs: all } = await cluster(2);
+    const cli = (args: string[]) => {
+      const r = Bun.spawnSync([process.execPath, join(import.meta.dir, "..", "src", "main.ts"), ...args, "--database", PG_URL, "--database-schema", schema], { stdout: "pipe", stderr: "pipe" });
+      return { code: r.exitCode, out: r.stdout.toString().trim(), err: r.stderr.toString() };
+    };
+    const made = cli(["token", "create", "--email", ADMIN_EMAIL]);
+    expect(made.err).toBe("");
+    expect(made.code).toBe(0);
+    for (const p of all) expect((await api(p.url, "GET", "/v2/sources", undefined, made.out)).status).toBe(200);
+    const backup = cli(["backup", "--out", "/nonexistent-dir/b.db"]);
+    expect(backup.code).toBe(2);
+    expect(backup.err).toContain("pg_dump");
+    expect(cli(["restore", "--from", "/nonexistent.db"]).code).toBe(2);
   }, 60_000);
 
   test("kill -9 of one instance under load: every acknowledged event is delivered, each user's in order", async () => {
