@@ -247,6 +247,25 @@ describe.if(havePostgres)("PostgresWarehouse", () => {
     expect(await count(ns, "rudder_discards")).toBe(1);
   });
 
+  test("an id twice in one batch into a table that exists: one row, the one received last", async () => {
+    const ns = newNamespace();
+    const wh = newWarehouse();
+    const cols = { ...TRACK_COLUMNS, price: "float" as WarehouseType };
+    await wh.load(ns, [batch("product_viewed", cols, [trackRow("m1", { price: 1 })])], "l1");
+    const r = await wh.load(
+      ns,
+      [batch("product_viewed", cols, [trackRow("m2", { price: 3 }, "2026-01-02T03:04:06.000Z"), trackRow("m3", { price: 4 }), trackRow("m2", { price: 2 }, "2026-01-02T03:04:05.000Z")])],
+      "l2",
+    );
+    expect(r.rows).toEqual({ product_viewed: 2 });
+    const rows = await sql!.unsafe(`SELECT id, price FROM "${ns}".product_viewed ORDER BY id`);
+    expect(rows.map((x: { id: string; price: number }) => [x.id, x.price])).toEqual([
+      ["m1", 1],
+      ["m2", 3],
+      ["m3", 4],
+    ]);
+  });
+
   test("ids already loaded are skipped also by a new loader, and in a table made without a key on id (as RudderStack may have)", async () => {
     const ns = newNamespace();
     await newWarehouse().load(ns, [batch("tracks", TRACK_COLUMNS, [trackRow("m1")])], "l1");
