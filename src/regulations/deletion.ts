@@ -8,6 +8,7 @@
 import type { ConfigStore, DestinationRuntime } from "../control-plane/config-store";
 import { TransformError } from "../destinations/types";
 import type { Logger } from "../lib/logger";
+import { SerialPass } from "../lib/serial-pass";
 import { type RetryPolicy, retriesExhausted, retryDelay } from "../pipeline/retry-policy";
 import { sendRequest } from "../pipeline/send";
 import { destinationContext } from "../pipeline/stages";
@@ -49,10 +50,7 @@ const FAN_OUT_WAIT_MS = 5000;
 
 export class DeletionRunner {
   private stopped = true;
-  private wakeScheduled = false;
-  /** A scheduling pass is running (it awaits the store); a wake meanwhile runs another after it. */
-  private ticking = false;
-  private tickAgain = false;
+  private readonly passes = new SerialPass(() => this.schedule(), () => !this.stopped);
   private timer?: Timer;
   private inFlight = new Map<string, Promise<void>>();
 
@@ -88,12 +86,7 @@ export class DeletionRunner {
   }
 
   wake() {
-    if (this.wakeScheduled || this.stopped) return;
-    this.wakeScheduled = true;
-    setImmediate(() => {
-      this.wakeScheduled = false;
-      void this.tick();
-    });
+    this.passes.wake();
   }
 
   /**
@@ -108,24 +101,6 @@ export class DeletionRunner {
     for (const d of destinationIds) {
       await this.store.deleteDeliveriesOf(d, userIds);
       this.queue.forgetUsers(d, userIds);
-    }
-  }
-
-  private async tick() {
-    if (this.stopped) return;
-    if (this.ticking) {
-      this.tickAgain = true;
-      return;
-    }
-    this.ticking = true;
-    try {
-      await this.schedule();
-    } finally {
-      this.ticking = false;
-      if (this.tickAgain) {
-        this.tickAgain = false;
-        this.wake();
-      }
     }
   }
 

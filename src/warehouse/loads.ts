@@ -18,6 +18,7 @@ import type { ConfigStore, DestinationRuntime } from "../control-plane/config-st
 import { postgresConnection, syncFrequencyMinutes } from "../destinations/postgres";
 import { badRequest, notFound } from "../lib/errors";
 import type { Logger } from "../lib/logger";
+import { SerialPass } from "../lib/serial-pass";
 import type { LoadOutcome, LoadThread } from "./load-thread";
 import type { PostgresConfig } from "./postgres";
 import { isWarehouseKind, namespaceFor } from "./staging";
@@ -99,10 +100,7 @@ const INTERRUPTED = "interrupted by a restart; its rows stay staged for the next
 export class WarehouseLoads {
   private stopped = true;
   private timer?: Timer;
-  private wakeScheduled = false;
-  /** A pass is running; a wake meanwhile runs one more pass after it instead of a second at once. */
-  private ticking = false;
-  private tickAgain = false;
+  private readonly passes = new SerialPass(() => this.schedule(), () => !this.stopped);
   /** Per destination: the load or deletion running now; one at a time keeps loads and deletions apart. */
   private busy = new Map<string, Promise<unknown>>();
   private scheduledAt = new Map<string, number>();
@@ -139,12 +137,7 @@ export class WarehouseLoads {
   }
 
   wake() {
-    if (this.wakeScheduled || this.stopped) return;
-    this.wakeScheduled = true;
-    setImmediate(() => {
-      this.wakeScheduled = false;
-      void this.tick();
-    });
+    this.passes.wake();
   }
 
   /**
@@ -206,24 +199,6 @@ export class WarehouseLoads {
 
   private newLoad(workspaceId: string, destinationId: string, trigger: string, dueAt: number, attempt = 1): NewLoad {
     return { workspaceId, destinationId, trigger, attempt, dueAt, createdAt: this.now() };
-  }
-
-  private async tick() {
-    if (this.stopped) return;
-    if (this.ticking) {
-      this.tickAgain = true;
-      return;
-    }
-    this.ticking = true;
-    try {
-      await this.schedule();
-    } finally {
-      this.ticking = false;
-      if (this.tickAgain) {
-        this.tickAgain = false;
-        this.wake();
-      }
-    }
   }
 
   private async schedule() {
