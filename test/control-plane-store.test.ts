@@ -5,13 +5,12 @@
  * gives, the services and the workspace file running on the store alone, and on PostgreSQL the
  * 'config' epoch bumped in the write's own transaction.
  */
-import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
 import { eq } from "drizzle-orm";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { openDatabase } from "../db";
-import { closePostgres, openPostgres, schema as pgSchema, type PgDb } from "../db/pg";
+import { schema as pgSchema, type PgDb } from "../db/pg";
 import { workspaces } from "../db/schema";
 import { createConnection, deleteConnection, listConnections } from "../src/control-plane/connections";
 import { createDestination, getDestination, listDestinations, updateDestination } from "../src/control-plane/destinations";
@@ -31,12 +30,12 @@ import { newId } from "../src/lib/ids";
 import { PgControlPlaneStore, type PgControlPlaneStoreOptions, type PgControlPlaneTx } from "../src/storage/postgres/control-plane";
 import { SqliteControlPlaneStore } from "../src/storage/sqlite/control-plane";
 import { cleanup, tempDir, waitFor } from "./helpers";
-import { PG, havePostgres, requirePostgres, testSql } from "./pg";
+import { havePostgres, requirePostgres } from "./pg";
+import { storeScratch } from "./stores";
 
 requirePostgres("control-plane-store.test.ts");
 
-const url = `postgres://${encodeURIComponent(PG.user)}${PG.password ? ":" + encodeURIComponent(PG.password) : ""}@${PG.host}:${PG.port}/${PG.database}`;
-const admin = havePostgres ? testSql() : null;
+const scratch = storeScratch("t_cpstore");
 
 interface Opened {
   store: ControlPlaneStore;
@@ -54,22 +53,9 @@ interface Opened {
   connect?: () => Promise<PgDb>;
 }
 
-const closers: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
-afterAll(async () => {
-  await admin?.close();
-});
-
 /** `empty`: no workspace yet, as on a first start. */
 async function openSqlite(empty = false): Promise<Opened> {
-  const dir = tempDir();
-  const db = openDatabase(join(dir, "sluice.db"), { synchronous: "FULL" });
-  closers.push(() => {
-    db.$client.close();
-    cleanup(dir);
-  });
+  const { db, dir } = scratch.sqlite();
   const ws = newId("ws");
   const other = newId("ws");
   if (!empty) db.insert(workspaces).values([{ id: ws, name: "main", createdAt: 1 }, { id: other, name: "other", createdAt: 1 }]).run();
@@ -77,19 +63,10 @@ async function openSqlite(empty = false): Promise<Opened> {
 }
 
 async function openPg(empty = false): Promise<Opened> {
-  const schema = `t_cpstore_${crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`;
+  const { open } = scratch.pgSchema();
+  // For the workspace file the tests write.
   const dir = tempDir();
-  const dbs: PgDb[] = [];
-  closers.push(async () => {
-    for (const db of dbs) await closePostgres(db);
-    await admin!.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    cleanup(dir);
-  });
-  const open = async () => {
-    const db = await openPostgres(url, { searchPath: schema, max: 4 });
-    dbs.push(db);
-    return db;
-  };
+  scratch.onStop(() => cleanup(dir));
   const db = await open();
   const ws = newId("ws");
   const other = newId("ws");
@@ -140,7 +117,7 @@ async function clusterInstance(o: Opened, id: string, pollMs = 1000) {
   const watch = new EpochWatch({ bus, pollMs });
   const store = new PgControlPlaneStore(db, { afterWrite: (tx, epoch) => bus.publish("config", { epoch }, tx) });
   const config = new ClusterConfigStore(store, watch);
-  closers.push(async () => {
+  scratch.onStop(async () => {
     await watch.stop();
     await bus.stop();
   });

@@ -5,11 +5,8 @@
  * nothing with its cursor, the queue keeps each user's order, outcomes land, a deleted
  * destination's queue is aborted, and the destinations with work are those with queued rows.
  */
-import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
-import { join } from "node:path";
-import { openDatabase } from "../db";
-import { type PgDb, closePostgres, openPostgres } from "../db/pg";
 import type { LeaseFence } from "../src/cluster/types";
 import {
   type DeliveriesStore,
@@ -23,13 +20,13 @@ import {
 import { PgDeliveriesStore } from "../src/storage/postgres/deliveries";
 import { dedupKey } from "../src/storage/postgres/event-log";
 import { SqliteDeliveriesStore } from "../src/storage/sqlite/deliveries";
-import { cleanup, tempDir, waitFor } from "./helpers";
-import { PG, havePostgres, requirePostgres, testSql } from "./pg";
+import { waitFor } from "./helpers";
+import { havePostgres, requirePostgres } from "./pg";
+import { storeScratch } from "./stores";
 
 requirePostgres("deliveries-store.test.ts");
 
-const url = `postgres://${encodeURIComponent(PG.user)}${PG.password ? ":" + encodeURIComponent(PG.password) : ""}@${PG.host}:${PG.port}/${PG.database}`;
-const admin = havePostgres ? testSql() : null;
+const scratch = storeScratch("t_dlvstore");
 
 /** What a test writes and reads around the store: rows of other areas (events), and the table as it is. */
 interface Opened {
@@ -76,22 +73,8 @@ interface StoreFactory {
   open(): Promise<Opened>;
 }
 
-const closers: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
-afterAll(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-  await admin?.close();
-});
-
 async function openSqlite(): Promise<Opened> {
-  const dir = tempDir();
-  const db = openDatabase(join(dir, "sluice.db"), { synchronous: "FULL" });
-  closers.push(() => {
-    db.$client.close();
-    cleanup(dir);
-  });
+  const { db, dir } = scratch.sqlite();
   const c = db.$client;
   const insert = c.prepare(
     "INSERT INTO events (workspace_id, source_id, message_id, user_key, type, payload, received_at) VALUES ('ws', ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -126,13 +109,7 @@ const INSTANCE = "test-instance";
 const PG_PARTITION = 3;
 
 async function openPg(): Promise<Opened> {
-  const schema = `t_dlvstore_${crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`;
-  let db: PgDb | undefined;
-  closers.push(async () => {
-    if (db) await closePostgres(db);
-    await admin!.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  });
-  db = await openPostgres(url, { searchPath: schema, max: 4 });
+  const db = await scratch.pgSchema().open();
   const sql = db.$client;
   await sql.unsafe("UPDATE partition_leases SET owner = $1, epoch = 7, expires_at = now() + interval '1 hour' WHERE partition = $2", [INSTANCE, PG_PARTITION]);
   return {

@@ -6,12 +6,10 @@
  * regulated user's copies, the services on the store alone; and on PostgreSQL the 'suppression'
  * epoch bumped with `regulations.seq` in the write's own transaction, and "changed since".
  */
-import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
 import { eq } from "drizzle-orm";
-import { join } from "node:path";
-import { openDatabase } from "../db";
-import { closePostgres, openPostgres, schema as pgSchema, type PgDb } from "../db/pg";
+import { schema as pgSchema } from "../db/pg";
 import type { ScopedContext } from "../src/lib/context";
 import { newId } from "../src/lib/ids";
 import type { DeletionRunner } from "../src/regulations/deletion";
@@ -20,13 +18,12 @@ import type { DeletionJobRow, RegulationRow, RegulationsStore } from "../src/reg
 import { SuppressionIndex } from "../src/regulations/suppression";
 import { PgRegulationsStore, type PgRegulationsStoreOptions, type PgRegulationsTx } from "../src/storage/postgres/regulations";
 import { SqliteRegulationsStore } from "../src/storage/sqlite/regulations";
-import { cleanup, tempDir } from "./helpers";
-import { PG, havePostgres, requirePostgres, testSql } from "./pg";
+import { havePostgres, requirePostgres } from "./pg";
+import { storeScratch } from "./stores";
 
 requirePostgres("regulations-store.test.ts");
 
-const url = `postgres://${encodeURIComponent(PG.user)}${PG.password ? ":" + encodeURIComponent(PG.password) : ""}@${PG.host}:${PG.port}/${PG.database}`;
-const admin = havePostgres ? testSql() : null;
+const scratch = storeScratch("t_regstore");
 
 /** The rows the purge works on, written the way each database holds them. */
 interface PipelineRows {
@@ -54,21 +51,8 @@ interface Opened {
   reopen?: (opts: PgRegulationsStoreOptions) => Promise<RegulationsStore>;
 }
 
-const closers: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
-afterAll(async () => {
-  await admin?.close();
-});
-
 async function openSqlite(): Promise<Opened> {
-  const dir = tempDir();
-  const db = openDatabase(join(dir, "sluice.db"), { synchronous: "FULL" });
-  closers.push(() => {
-    db.$client.close();
-    cleanup(dir);
-  });
+  const { db, dir } = scratch.sqlite();
   const c = db.$client;
   const rows: PipelineRows = {
     async event(e) {
@@ -97,17 +81,7 @@ async function openSqlite(): Promise<Opened> {
 }
 
 async function openPg(): Promise<Opened> {
-  const schema = `t_regstore_${crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`;
-  const dbs: PgDb[] = [];
-  closers.push(async () => {
-    for (const db of dbs) await closePostgres(db);
-    await admin!.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  });
-  const open = async () => {
-    const db = await openPostgres(url, { searchPath: schema, max: 4 });
-    dbs.push(db);
-    return db;
-  };
+  const { schema, open } = scratch.pgSchema();
   const db = await open();
   const sql = db.$client;
   let dedup = 0n;

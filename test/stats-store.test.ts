@@ -7,7 +7,7 @@
  * retention's purge in batches, and the health check. The services (overview, deliveries API)
  * then run on each store alone.
  */
-import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
 import { join } from "node:path";
 import { openDatabase } from "../db";
@@ -23,12 +23,13 @@ import { PgStatsStore } from "../src/storage/postgres/stats";
 import { SqliteControlPlaneStore } from "../src/storage/sqlite/control-plane";
 import { SqliteStatsStore } from "../src/storage/sqlite/stats";
 import { cleanup, tempDir } from "./helpers";
-import { PG, havePostgres, requirePostgres, testSql } from "./pg";
+import { PG_URL as url, havePostgres, requirePostgres } from "./pg";
+import { storeScratch } from "./stores";
 
 requirePostgres("stats-store.test.ts");
 
-const url = `postgres://${encodeURIComponent(PG.user)}${PG.password ? ":" + encodeURIComponent(PG.password) : ""}@${PG.host}:${PG.port}/${PG.database}`;
-const admin = havePostgres ? testSql() : null;
+const scratch = storeScratch("t_stats");
+const admin = havePostgres ? scratch.admin : null;
 
 type Row = Record<string, unknown>;
 
@@ -54,14 +55,6 @@ interface Opened {
   sql?: SQL;
 }
 
-const closers: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
-afterAll(async () => {
-  await admin?.close();
-});
-
 async function openSqlite(): Promise<Opened> {
   const dir = tempDir();
   const path = join(dir, "sluice.db");
@@ -71,7 +64,7 @@ async function openSqlite(): Promise<Opened> {
     if (open) db.$client.close();
     open = false;
   };
-  closers.push(() => {
+  scratch.onStop(() => {
     close();
     cleanup(dir);
   });
@@ -129,7 +122,7 @@ async function openPg(): Promise<Opened> {
     if (open) await closePostgres(db);
     open = false;
   };
-  closers.push(async () => {
+  scratch.onStop(async () => {
     await close();
     await admin!.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   });

@@ -9,11 +9,9 @@
  * design §3.8 against a writer that commits out of order, store-level and through a whole load,
  * and two instances queueing and starting loads at once.
  */
-import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
 import { join } from "node:path";
-import { openDatabase } from "../db";
-import { closePostgres, openPostgres, type PgDb } from "../db/pg";
 import type { ConfigStore, DestinationRuntime, RoutingSnapshot } from "../src/control-plane/config-store";
 import { newId } from "../src/lib/ids";
 import { silentLogger } from "../src/lib/logger";
@@ -24,13 +22,14 @@ import { DEFAULT_LOAD_SETTINGS, type LoadView, WarehouseLoads } from "../src/war
 import { defaultNamespace } from "../src/warehouse/schema";
 import { WarehouseStager } from "../src/warehouse/staging";
 import type { NewLoad, NewStagedRow, StagedRowsLocation, WarehouseStore } from "../src/warehouse/store";
-import { cleanup, tempDir, waitFor } from "./helpers";
-import { PG, havePostgres, requirePostgres, testSql } from "./pg";
+import { waitFor } from "./helpers";
+import { PG, PG_URL as url, havePostgres, requirePostgres } from "./pg";
+import { storeScratch } from "./stores";
 
 requirePostgres("warehouse-store.test.ts");
 
-const url = `postgres://${encodeURIComponent(PG.user)}${PG.password ? ":" + encodeURIComponent(PG.password) : ""}@${PG.host}:${PG.port}/${PG.database}`;
-const admin = havePostgres ? testSql() : null;
+const scratch = storeScratch("t_whstore");
+const admin = havePostgres ? scratch.admin : null;
 
 interface Opened {
   store: WarehouseStore;
@@ -42,22 +41,8 @@ interface Opened {
   reopen?: () => Promise<{ store: WarehouseStore; sql: SQL }>;
 }
 
-const closers: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
-afterAll(async () => {
-  await admin?.close();
-});
-
 async function openSqlite(): Promise<Opened> {
-  const dir = tempDir();
-  const file = join(dir, "sluice.db");
-  const db = openDatabase(file, { synchronous: "FULL" });
-  closers.push(() => {
-    db.$client.close();
-    cleanup(dir);
-  });
+  const { db, file } = scratch.sqlite();
   return {
     store: new SqliteWarehouseStore(db),
     location: { kind: "sqlite", file },
@@ -69,17 +54,7 @@ async function openSqlite(): Promise<Opened> {
 }
 
 async function openPg(): Promise<Opened> {
-  const schema = `t_whstore_${crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`;
-  const dbs: PgDb[] = [];
-  closers.push(async () => {
-    for (const db of dbs) await closePostgres(db);
-    await admin!.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  });
-  const open = async () => {
-    const db = await openPostgres(url, { searchPath: schema, max: 4 });
-    dbs.push(db);
-    return db;
-  };
+  const { schema, open } = scratch.pgSchema();
   const db = await open();
   return {
     store: new PgWarehouseStore(db),
@@ -128,7 +103,7 @@ const ids = async (store: WarehouseStore, destinationId: string) => (await store
 async function warehouseOn(o: Opened, settings = DEFAULT_LOAD_SETTINGS) {
   const letters = Array.from(crypto.getRandomValues(new Uint8Array(10)), (b) => String.fromCharCode(97 + (b % 26))).join("");
   const namespace = defaultNamespace(`sluice_whstore_${letters}`);
-  closers.push(() => admin!.unsafe(`DROP SCHEMA IF EXISTS "${namespace}" CASCADE`).then(() => {}));
+  scratch.onStop(() => admin!.unsafe(`DROP SCHEMA IF EXISTS "${namespace}" CASCADE`).then(() => {}));
   const sourceId = newId("src");
   const dest = {
     id: newId("dst"),
@@ -149,7 +124,7 @@ async function warehouseOn(o: Opened, settings = DEFAULT_LOAD_SETTINGS) {
   // A clock that stands still: no scheduled load (every syncFrequency) comes in between the test's own.
   const now = Date.now();
   const loads = new WarehouseLoads(o.store, new LoadThread(o.location), config, silentLogger, settings, () => now);
-  closers.push(() => loads.stop());
+  scratch.onStop(() => loads.stop());
   await loads.start();
   const stager = new WarehouseStager(o.store, config, () => now);
   const track = (messageId: string) => ({ type: "track", event: "Product Viewed", messageId, userId: "u1", timestamp: "2026-01-01T00:00:00.000Z", properties: { sku: messageId } });
@@ -188,7 +163,7 @@ async function lockTable(namespace: string, table: string): Promise<() => Promis
     await conn.unsafe("ROLLBACK").catch(() => {});
     conn.release();
   };
-  closers.push(release);
+  scratch.onStop(release);
   await conn.unsafe("BEGIN");
   await conn.unsafe(`LOCK TABLE "${namespace}"."${table}" IN ACCESS EXCLUSIVE MODE`);
   return release;
