@@ -50,6 +50,9 @@ const row = (messageId: string, userKey = "u1", sourceId = "src_1"): EventRow =>
   receivedAt: 1_760_000_000_000,
 });
 
+/** The partitions of these users' events, as an append tells them. */
+const partitionsOf = (...users: string[]) => new Set(users.map((u) => partitionOfKey(u, 256)));
+
 async function stored(sql: SQL): Promise<Array<{ id: number; message_id: string; partition: number; source_id: string }>> {
   const rows = await sql.unsafe(`SELECT id::int AS id, message_id, partition, source_id FROM events ORDER BY id`);
   return [...rows];
@@ -69,9 +72,9 @@ describe.if(havePostgres)("PgEventLog", () => {
     const log = new PgEventLog(db.$client, { partitions: 256 });
     const results = await Promise.all([log.append([row("a1"), row("a2")]), log.append([row("b1", "u2")]), log.append([row("c1", "u3"), row("c2", "u3"), row("c3", "u3")])]);
     expect(results).toEqual([
-      { stored: 2, duplicates: [] },
-      { stored: 1, duplicates: [] },
-      { stored: 3, duplicates: [] },
+      { stored: 2, duplicates: [], partitions: partitionsOf("u1") },
+      { stored: 1, duplicates: [], partitions: partitionsOf("u2") },
+      { stored: 3, duplicates: [], partitions: partitionsOf("u3") },
     ]);
     const rows = await stored(db.$client);
     expect(rows.map((r) => r.message_id)).toEqual(["a1", "a2", "b1", "c1", "c2", "c3"]);
@@ -83,12 +86,12 @@ describe.if(havePostgres)("PgEventLog", () => {
   test("duplicates: of a stored event, and within one group (the first copy is stored, in call order)", async () => {
     const { db } = await freshSchema();
     const log = new PgEventLog(db.$client, { partitions: 256 });
-    expect(await log.append([row("m1")])).toEqual({ stored: 1, duplicates: [] });
+    expect(await log.append([row("m1")])).toEqual({ stored: 1, duplicates: [], partitions: partitionsOf("u1") });
     const [x, y] = await Promise.all([log.append([row("m1"), row("m2"), row("m3")]), log.append([row("m3"), row("m4")])]);
-    expect(x).toEqual({ stored: 2, duplicates: [0] });
-    expect(y).toEqual({ stored: 1, duplicates: [0] });
+    expect(x).toEqual({ stored: 2, duplicates: [0], partitions: partitionsOf("u1") });
+    expect(y).toEqual({ stored: 1, duplicates: [0], partitions: partitionsOf("u1") });
     // The same messageId from another source is another event.
-    expect(await log.append([row("m1", "u1", "src_2")])).toEqual({ stored: 1, duplicates: [] });
+    expect(await log.append([row("m1", "u1", "src_2")])).toEqual({ stored: 1, duplicates: [], partitions: partitionsOf("u1") });
     expect((await stored(db.$client)).map((r) => `${r.source_id}/${r.message_id}`)).toEqual(["src_1/m1", "src_1/m2", "src_1/m3", "src_1/m4", "src_2/m1"]);
   });
 
@@ -116,13 +119,13 @@ describe.if(havePostgres)("PgEventLog", () => {
     const current = Number((await db.$client.unsafe(`SELECT value::bigint AS v FROM cluster_epochs WHERE name = 'suppression'`))[0].v);
     let mine = current;
     const log = new PgEventLog(db.$client, { partitions: 256, epoch: () => mine });
-    expect(await log.append([row("e1")])).toEqual({ stored: 1, duplicates: [] });
+    expect(await log.append([row("e1")])).toEqual({ stored: 1, duplicates: [], partitions: partitionsOf("u1") });
     // A regulation made on another instance moves the epoch on.
     await db.$client.unsafe(`UPDATE cluster_epochs SET value = value + 1 WHERE name = 'suppression'`);
     expect(await log.append([row("e2")])).toEqual({ stored: 0, duplicates: [], epochStale: true });
     expect((await stored(db.$client)).map((r) => r.message_id)).toEqual(["e1"]);
     mine = current + 1;
-    expect(await log.append([row("e2")])).toEqual({ stored: 1, duplicates: [] });
+    expect(await log.append([row("e2")])).toEqual({ stored: 1, duplicates: [], partitions: partitionsOf("u1") });
   });
 
   test("the guard takes the epoch the rows were checked at, not the one reached by the time the group is sent", async () => {
@@ -153,7 +156,7 @@ describe.if(havePostgres)("PgEventLog", () => {
     }
     expect(await stored(db.$client)).toEqual([]);
     await log.settled();
-    expect(await log.append([row("ok1")])).toEqual({ stored: 1, duplicates: [] });
+    expect(await log.append([row("ok1")])).toEqual({ stored: 1, duplicates: [], partitions: partitionsOf("u1") });
   });
 
   test("intake on PostgreSQL: a messageId sent to two instances is stored once; a regulation committed elsewhere holds at once", async () => {

@@ -35,6 +35,8 @@ export interface AppendResult {
   duplicates: number[];
   /** The suppression epoch had moved on: nothing of the request was stored. */
   epochStale?: boolean;
+  /** The partitions the stored rows went to (the processors to wake). */
+  partitions?: Set<number>;
 }
 
 export interface PgEventLogOptions {
@@ -49,6 +51,8 @@ export interface PgEventLogOptions {
 interface Request {
   rows: EventRow[];
   keys: string[];
+  /** Each row's partition, by its user. */
+  partitions: number[];
   /**
    * The suppression epoch when the caller checked these rows against its rules: read as append
    * is called, because a reload finishing before the group is sent would otherwise let rows
@@ -80,16 +84,18 @@ export class PgEventLog {
     this.maxInFlight = opts.maxInFlight ?? 2;
   }
 
-  /** How many partitions users are spread over. */
-  get partitions(): number {
-    return this.opts.partitions;
-  }
-
   /** Resolves once the rows' group has committed, telling which rows were duplicates. */
   append(rows: EventRow[]): Promise<AppendResult> {
     if (rows.length === 0) return Promise.resolve(EMPTY);
     return new Promise((resolve, reject) => {
-      this.queue.push({ rows, keys: rows.map((r) => dedupKey(r.sourceId, r.messageId)), epoch: this.opts.epoch?.(), resolve, reject });
+      this.queue.push({
+        rows,
+        keys: rows.map((r) => dedupKey(r.sourceId, r.messageId)),
+        partitions: rows.map((r) => partitionOfKey(r.userKey, this.opts.partitions)),
+        epoch: this.opts.epoch?.(),
+        resolve,
+        reject,
+      });
       this.schedule();
     });
   }
@@ -149,11 +155,14 @@ export class PgEventLog {
     const claimed = result.stored;
     for (const r of group) {
       const duplicates: number[] = [];
+      const partitions = new Set<number>();
       for (let i = 0; i < r.keys.length; i++) {
-        if (claimed.has(r.keys[i]!)) claimed.delete(r.keys[i]!);
-        else duplicates.push(i);
+        if (claimed.has(r.keys[i]!)) {
+          claimed.delete(r.keys[i]!);
+          partitions.add(r.partitions[i]!);
+        } else duplicates.push(i);
       }
-      r.resolve({ stored: r.rows.length - duplicates.length, duplicates });
+      r.resolve({ stored: r.rows.length - duplicates.length, duplicates, partitions });
     }
   }
 
@@ -168,7 +177,7 @@ export class PgEventLog {
         cols.src.push(row.sourceId);
         cols.mid.push(row.messageId);
         cols.dk.push(r.keys[i]!);
-        cols.p.push(partitionOfKey(row.userKey, this.opts.partitions));
+        cols.p.push(r.partitions[i]!);
         cols.uk.push(row.userKey);
         cols.ty.push(row.type);
         cols.pl.push(row.payload);
@@ -239,14 +248,6 @@ export class PgIntakeLog implements EventLog {
     return this.log.settled();
   }
 
-  private stored(rows: EventRow[], skipped: number[]): void {
-    if (this.storedListeners.length === 0 || rows.length === skipped.length) return;
-    const skip = new Set(skipped);
-    const partitions = new Set<number>();
-    for (let i = 0; i < rows.length; i++) if (!skip.has(i)) partitions.add(partitionOfKey(rows[i]!.userKey, this.log.partitions));
-    for (const fn of this.storedListeners) fn(partitions);
-  }
-
   async append(rows: EventRow[], _keys: number[], _claimRefused: boolean, stillAllowed: (i: number) => boolean): Promise<AppendOutcome> {
     let pending = rows;
     let index = rows.map((_, i) => i);
@@ -254,7 +255,7 @@ export class PgIntakeLog implements EventLog {
     for (let attempt = 0; ; attempt++) {
       const r = await this.log.append(pending);
       if (!r.epochStale) {
-        this.stored(pending, r.duplicates);
+        if (r.partitions?.size) for (const fn of this.storedListeners) fn(r.partitions);
         return { duplicates: r.duplicates.map((i) => index[i]!), suppressed };
       }
       if (attempt === STALE_RETRIES) throw new AppError("UNAVAILABLE", "events could not be stored: regulations kept changing meanwhile; retry");
