@@ -85,4 +85,28 @@ export function pgScratch(prefix: string) {
   };
 }
 
+/**
+ * Holds ACCESS EXCLUSIVE on a table in an open transaction on its own connection of `sql`, so a
+ * load that reaches it waits there. The answer releases it (again: nothing); register it with
+ * the test's cleanup too.
+ */
+export async function lockTable(sql: SQL, schema: string, table: string): Promise<() => Promise<void>> {
+  const conn = await sql.reserve();
+  let released = false;
+  const release = async () => {
+    if (released) return;
+    released = true;
+    await conn.unsafe("ROLLBACK").catch(() => {});
+    conn.release();
+  };
+  try {
+    await conn.unsafe("BEGIN");
+    await conn.unsafe(`LOCK TABLE "${schema}"."${table}" IN ACCESS EXCLUSIVE MODE`);
+  } catch (err) {
+    await release();
+    throw err;
+  }
+  return release;
+}
+
 export { waitFor } from "./helpers";

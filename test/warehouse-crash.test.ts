@@ -21,7 +21,7 @@ import { join } from "node:path";
 import type { SQL } from "bun";
 import { defaultNamespace } from "../src/warehouse/schema";
 import { type SluiceProcess, api, basic, cleanup, spawnSluice, tempDir } from "./helpers";
-import { PG, havePostgres, requirePostgres, testSql, waitFor } from "./pg";
+import { PG, havePostgres, lockTable as lockTableOn, requirePostgres, testSql, waitFor } from "./pg";
 
 requirePostgres("warehouse-crash.test.ts");
 
@@ -229,18 +229,9 @@ async function waitLoadBlocked(sql: SQL, loadId: string): Promise<number> {
   return row.pid;
 }
 
-/** Holds ACCESS EXCLUSIVE on a table in an open transaction until release(). */
+/** Holds ACCESS EXCLUSIVE on a table in an open transaction until release() (or the test ends). */
 async function lockTable(sql: SQL, ns: string, table: string) {
-  const conn = await sql.reserve();
-  await conn.unsafe("BEGIN");
-  await conn.unsafe(`LOCK TABLE "${ns}"."${table}" IN ACCESS EXCLUSIVE MODE`);
-  let released = false;
-  const release = async () => {
-    if (released) return;
-    released = true;
-    await conn.unsafe("ROLLBACK").catch(() => {});
-    conn.release();
-  };
+  const release = await lockTableOn(sql, ns, table);
   undo.push(release);
   return release;
 }

@@ -23,7 +23,7 @@ import { defaultNamespace } from "../src/warehouse/schema";
 import { WarehouseStager } from "../src/warehouse/staging";
 import type { NewLoad, NewStagedRow, StagedRowsLocation, WarehouseStore } from "../src/warehouse/store";
 import { waitFor } from "./helpers";
-import { PG, PG_URL as url, havePostgres, requirePostgres } from "./pg";
+import { PG, PG_URL as url, havePostgres, lockTable as lockTableOn, requirePostgres } from "./pg";
 import { storeScratch } from "./stores";
 
 requirePostgres("warehouse-store.test.ts");
@@ -153,19 +153,10 @@ async function warehouseOn(o: Opened, settings = DEFAULT_LOAD_SETTINGS) {
   };
 }
 
-/** Holds ACCESS EXCLUSIVE on a table of the user's warehouse in an open transaction until the answer is called. */
+/** Holds ACCESS EXCLUSIVE on a table of the user's warehouse until the answer is called (or the test ends). */
 async function lockTable(namespace: string, table: string): Promise<() => Promise<void>> {
-  const conn = await admin!.reserve();
-  let released = false;
-  const release = async () => {
-    if (released) return;
-    released = true;
-    await conn.unsafe("ROLLBACK").catch(() => {});
-    conn.release();
-  };
+  const release = await lockTableOn(admin!, namespace, table);
   scratch.onStop(release);
-  await conn.unsafe("BEGIN");
-  await conn.unsafe(`LOCK TABLE "${namespace}"."${table}" IN ACCESS EXCLUSIVE MODE`);
   return release;
 }
 
