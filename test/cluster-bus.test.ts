@@ -8,6 +8,7 @@ import type { SQL } from "bun";
 import { sql as q } from "drizzle-orm";
 import type { PgDb } from "../db/pg";
 import { Bus, EpochWatch, NOTIFY_PAYLOAD_LIMIT, channelOf, type BusMessageMeta, type EpochWatchOptions } from "../src/cluster/bus";
+import { partitionOfKey } from "../src/cluster/hash";
 import { PgEventLog } from "../src/storage/postgres/event-log";
 import { havePostgres, pgScratch, requirePostgres, waitFor } from "./pg";
 
@@ -297,7 +298,7 @@ describe.if(havePostgres)("cluster bus and epoch watch on PostgreSQL", () => {
     // Intake's guard compares equal values: it stores again.
     const log = new PgEventLog(b.sql, { partitions: 256, epoch: () => watchB.current("suppression") });
     const row = { workspaceId: "ws_1", sourceId: "src_1", messageId: "m1", userKey: "u1", type: "track", payload: "{}", receivedAt: 0 };
-    expect(await log.append([row])).toEqual({ stored: 1, duplicates: [] });
+    expect(await log.append([row])).toEqual({ stored: 1, duplicates: [], partitions: new Set([partitionOfKey("u1", 256)]) });
   });
 
   test("reloads of one epoch never overlap; values heard during one make one more reload, with the last value", async () => {
@@ -403,7 +404,7 @@ describe.if(havePostgres)("cluster bus and epoch watch on PostgreSQL", () => {
     await watchB.start();
     const log = new PgEventLog(b.sql, { partitions: 256, epoch: () => watchB.current("suppression") });
     const row = (messageId: string) => ({ workspaceId: "ws_1", sourceId: "src_1", messageId, userKey: "u1", type: "track", payload: "{}", receivedAt: 0 });
-    expect(await log.append([row("m1")])).toEqual({ stored: 1, duplicates: [] });
+    expect(await log.append([row("m1")])).toEqual({ stored: 1, duplicates: [], partitions: new Set([partitionOfKey("u1", 256)]) });
 
     hold = new Promise<void>((r) => (release = r));
     const value = await a.sql.begin((tx) => watchA.bump(tx, "suppression"));
@@ -412,7 +413,7 @@ describe.if(havePostgres)("cluster bus and epoch watch on PostgreSQL", () => {
     expect(await log.append([row("m2")])).toEqual({ stored: 0, duplicates: [], epochStale: true });
     release();
     await watchB.reach("suppression", value);
-    expect(await log.append([row("m2")])).toEqual({ stored: 1, duplicates: [] });
+    expect(await log.append([row("m2")])).toEqual({ stored: 1, duplicates: [], partitions: new Set([partitionOfKey("u1", 256)]) });
   });
 
   test("stop() closes the listening connection and waits for a running reload", async () => {
