@@ -1,7 +1,7 @@
 /**
  * The warehouse load thread (started by load-thread.ts): reads a destination's staged rows
  * from Sluice's own database (SQLite or PostgreSQL) through a connection of its own, groups
- * them into one TableBatch per namespace and table, and loads each namespace with
+ * them into one TableBatch per namespace and table (staged-rows.ts), and loads each namespace with
  * PostgresWarehouse. It answers the staged ids of the namespaces that loaded; the main thread
  * records the outcome and marks exactly those rows loaded.
  */
@@ -10,8 +10,8 @@ import { PgStagedReader } from "../storage/postgres/warehouse";
 import { SqliteStagedReader } from "../storage/sqlite/warehouse";
 import type { LoadJob, LoadOutcome, WorkerReply, WorkerRequest } from "./load-thread";
 import { type PostgresConfig, PostgresWarehouse } from "./postgres";
-import type { StagedRow, StagedRowsLocation, StagedRowsReader } from "./store";
-import type { TableBatch, WarehouseType } from "./types";
+import { batchesByNamespace } from "./staged-rows";
+import type { StagedRowsLocation, StagedRowsReader } from "./store";
 
 declare const self: Worker;
 
@@ -41,35 +41,6 @@ async function closeReader() {
   const r = reader;
   reader = undefined;
   await r?.reader.close().catch(() => {});
-}
-
-/** The union of the rows' columns; a column seen as int and as float becomes float. */
-function mergeColumns(into: Record<string, WarehouseType>, columns: Record<string, WarehouseType>) {
-  for (const [name, type] of Object.entries(columns)) {
-    const seen = into[name];
-    if (seen === undefined) into[name] = type;
-    else if (seen === "int" && type === "float") into[name] = "float";
-  }
-}
-
-function batchesByNamespace(rows: StagedRow[], uuidTs: string): Map<string, TableBatch[]> {
-  const byNamespace = new Map<string, Map<string, TableBatch>>();
-  // Most rows of a table share one columns text: parse each distinct one once.
-  const parsedColumns = new Map<string, Record<string, WarehouseType>>();
-  for (const r of rows) {
-    let tables = byNamespace.get(r.namespace);
-    if (!tables) byNamespace.set(r.namespace, (tables = new Map()));
-    let batch = tables.get(r.tableName);
-    if (!batch) tables.set(r.tableName, (batch = { table: r.tableName, columns: {}, rows: [] }));
-    let columns = parsedColumns.get(r.columns);
-    if (!columns) parsedColumns.set(r.columns, (columns = JSON.parse(r.columns) as Record<string, WarehouseType>));
-    mergeColumns(batch.columns, columns);
-    const row = JSON.parse(r.row);
-    // uuid_ts is the load time (RudderStack's meaning), not the time the row was staged.
-    if ("uuid_ts" in row) row.uuid_ts = uuidTs;
-    batch.rows.push(row);
-  }
-  return new Map([...byNamespace].map(([ns, tables]) => [ns, [...tables.values()]]));
 }
 
 async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOutcome> {

@@ -20,8 +20,9 @@ import { SQL } from "bun";
 import { AppError } from "../lib/errors.ts";
 import { UNIQUE_VIOLATION, isConnectionFailure, sqlState } from "../lib/postgres-errors.ts";
 import { MAPPINGS_TABLE, MERGE_RULES_TABLE, applyMergeRules, type MergeRule } from "./identity.ts";
-import type { TableBatch, WarehouseType } from "./types.ts";
-import { COPY_NULL, POSTGRES_TYPES, columnKind, copyEncoder, discardText, fitValue, type ColumnKind } from "./postgres-values.ts";
+import type { EncodedRows, TableBatch, WarehouseType } from "./types.ts";
+import { COPY_NULL, POSTGRES_TYPES, columnKind, copyEncoder, copyField, discardText, fitValue, type ColumnKind } from "./postgres-values.ts";
+import { decodeStagedLine, linePlan, planLine } from "./staged-rows.ts";
 
 export { POSTGRES_TYPES } from "./postgres-values.ts";
 
@@ -208,7 +209,7 @@ export class PostgresWarehouse {
     for (const b of batches) {
       if (b.table === DISCARDS_TABLE) discardRows.push(...b.rows);
       else if (b.table === MERGE_RULES_TABLE) mergeRules.push(...(b.rows as unknown as MergeRule[]));
-      else if (b.rows.length > 0) incoming.push(b);
+      else if (b.rows.length > 0 || b.encoded?.length) incoming.push(b);
     }
 
     await this.sql.begin(async (tx) => {
@@ -221,15 +222,25 @@ export class PostgresWarehouse {
       for (const batch of incoming) {
         const existed = schema.has(batch.table);
         const columns = await this.applyTableSchema(tx, namespace, schema, batch.table, batch.columns, "id" in batch.columns);
-        const names = Object.keys(batch.columns);
+        const names = copyColumns(batch.columns);
         const kinds = names.map((n) => columnKind(columns.get(n)!));
         const keyed = columns.has("id");
         const target = qualified(namespace, batch.table);
         const users = batch.table === USERS_TABLE && keyed;
-        const optimistic = !users && existed && keyed && this.keyedTables.get(namespace)?.has(batch.table) === true;
+        // A table made by Sluice in this load or before has its key on id (keyedTables).
+        const optimistic = !users && keyed && this.keyedTables.get(namespace)?.has(batch.table) === true;
+        const batchUuidTs = batch.uuidTs ?? uuidTs;
+        // Rows staged as COPY text go to COPY unparsed, where nothing needs their values.
+        let encoded = batch.encoded ?? [];
+        let rows = batch.rows;
+        if (encoded.length > 0 && !optimistic) {
+          rows = [...rows, ...decodeAll(encoded, batchUuidTs)];
+          encoded = [];
+        }
         // Where the key guards the table, a repeated id in the batch is found by the key (below)
         // and only then sorted out: looking for one in every batch cost about a tenth of a load.
-        let rows = users ? foldUsers(batch.rows) : keyed && !optimistic ? latestPerId(batch.rows) : batch.rows;
+        if (users) rows = foldUsers(rows);
+        else if (keyed && !optimistic) rows = latestPerId(rows);
         const onMisfit: OnMisfit = (row, column, value, reason) => {
           discardRows.push({
             table_name: batch.table,
@@ -253,24 +264,25 @@ export class PostgresWarehouse {
           const mark = discardRows.length;
           if (optimistic) await tx.unsafe("SAVEPOINT sluice_copy");
           try {
-            await copyInto(tx, target, names, encodeRows(rows, names, kinds, onMisfit));
+            await copyInto(tx, target, names, copyChunks(rows, encoded, names, kinds, batchUuidTs, onMisfit));
             if (optimistic) await tx.unsafe("RELEASE SAVEPOINT sluice_copy");
           } catch (err) {
             if (!optimistic || sqlState(err) !== UNIQUE_VIOLATION) throw err;
             await tx.unsafe("ROLLBACK TO SAVEPOINT sluice_copy");
             discardRows.length = mark;
             // An id loaded before, or repeated within this batch (the latest received wins).
-            rows = await withoutLoadedIds(tx, target, latestPerId(rows));
-            await copyInto(tx, target, names, encodeRows(rows, names, kinds, onMisfit));
+            rows = await withoutLoadedIds(tx, target, latestPerId([...rows, ...decodeAll(encoded, batchUuidTs)]));
+            encoded = [];
+            await copyInto(tx, target, names, copyChunks(rows, encoded, names, kinds, batchUuidTs, onMisfit));
           }
-          result.rows[batch.table] = rows.length;
+          result.rows[batch.table] = encoded.reduce((n, g) => n + g.lines.length, rows.length);
           continue;
         }
         const staging = `sluice_stage_${stage++}`;
         await tx.unsafe(
           `CREATE TEMPORARY TABLE ${staging} (${names.map((n) => `${ident(n)} ${columns.get(n)}`).join(", ")}) ON COMMIT DROP`,
         );
-        await copyInto(tx, ident(staging), names, encodeRows(rows, names, kinds, onMisfit));
+        await copyInto(tx, ident(staging), names, copyChunks(rows, [], names, kinds, batchUuidTs, onMisfit));
         result.rows[batch.table] = await mergeUsers(tx, target, staging, names, columns);
       }
 
@@ -279,7 +291,7 @@ export class PostgresWarehouse {
         const names = Object.keys(DISCARDS_COLUMNS).filter((n) => columns.has(n));
         const kinds = names.map((n) => columnKind(columns.get(n)!));
         const rows = discardRows.map((d) => ({ ...d, uuid_ts: d.uuid_ts ?? uuidTs }));
-        const text = encodeRows(rows, names, kinds, () => {});
+        const text = copyChunks(rows, [], names, kinds, uuidTs, () => {});
         await tx.unsafe(`CREATE TEMPORARY TABLE sluice_stage_discards (${names.map((n) => `${ident(n)} ${columns.get(n)}`).join(", ")}) ON COMMIT DROP`);
         await copyInto(tx, "sluice_stage_discards", names, text);
         // A retried load finds its discards already there: keep one per (table, row, column).
@@ -399,12 +411,21 @@ type OnMisfit = (row: Record<string, unknown>, column: string, value: unknown, r
 /**
  * COPY text for the rows, a chunk at a time, so that encoding the next chunk overlaps
  * PostgreSQL parsing the last one. Values that do not fit become NULL and are reported.
+ * `encoded` rows (staged as COPY text) are passed on as they are where their columns take their
+ * values unchanged, else decoded and checked like the others.
  */
-function* encodeRows(rows: Array<Record<string, unknown>>, names: string[], kinds: ColumnKind[], onMisfit: OnMisfit): Generator<string> {
+function* copyChunks(
+  rows: Array<Record<string, unknown>>,
+  encoded: EncodedRows[],
+  names: string[],
+  kinds: ColumnKind[],
+  uuidTs: string,
+  onMisfit: OnMisfit,
+): Generator<string> {
   const encoders = kinds.map(copyEncoder);
   const fields: string[] = new Array(names.length);
   let chunk = "";
-  for (const row of rows) {
+  const encode = (row: Record<string, unknown>) => {
     for (let i = 0; i < names.length; i++) {
       const value = row[names[i]!];
       const field = encoders[i]!(value);
@@ -414,13 +435,40 @@ function* encodeRows(rows: Array<Record<string, unknown>>, names: string[], kind
         fields[i] = COPY_NULL;
       } else fields[i] = field;
     }
-    chunk += fields.join("\t") + "\n";
+    return fields.join("\t");
+  };
+  for (const row of rows) {
+    chunk += encode(row) + "\n";
     if (chunk.length >= COPY_CHUNK_CHARS) {
       yield chunk;
       chunk = "";
     }
   }
+  const uuidTsField = copyField(uuidTs);
+  for (const group of encoded) {
+    const plan = linePlan(group.layout, names, kinds);
+    for (const line of group.lines) {
+      chunk += (plan ? planLine(line, plan, uuidTsField) : encode(decodeStagedLine(line, group.layout, uuidTs))) + "\n";
+      if (chunk.length >= COPY_CHUNK_CHARS) {
+        yield chunk;
+        chunk = "";
+      }
+    }
+  }
   if (chunk) yield chunk;
+}
+
+/** A batch's columns in COPY order: uuid_ts last, where rows staged as COPY text leave it. */
+function copyColumns(columns: Record<string, WarehouseType>): string[] {
+  const names = Object.keys(columns);
+  const at = names.indexOf("uuid_ts");
+  if (at >= 0 && at < names.length - 1) names.push(...names.splice(at, 1));
+  return names;
+}
+
+/** The values of rows staged as COPY text. */
+function decodeAll(encoded: EncodedRows[], uuidTs: string): Array<Record<string, unknown>> {
+  return encoded.flatMap((g) => g.lines.map((line) => decodeStagedLine(line, g.layout, uuidTs)));
 }
 
 /** COPY into `target` (quoted, maybe schema-qualified) of the given columns. */

@@ -1,6 +1,6 @@
 /**
  * The stager of warehouse destinations: the router hands it a warehouse kind's events instead
- * of sending them, and it writes their rows (eventRows) per table through the warehouse store
+ * of sending them, and it writes their rows (eventRows, in the format of staged-rows.ts) per table through the warehouse store
  * (store.ts: `warehouse_staged`). A staged row is as durable as a
  * delivery outcome, so the delivery counts as succeeded once its rows are staged; loads.ts moves
  * them into the warehouse later.
@@ -9,6 +9,7 @@ import type { ConfigStore, DestinationRuntime } from "../control-plane/config-st
 import { AppError } from "../lib/errors";
 import { MERGE_RULES_TABLE, MERGE_RULE_COLUMNS, isIdentityResolutionEnabled, mergeRulesOf } from "./identity";
 import { defaultNamespace, eventRows } from "./schema";
+import { stagedRowText } from "./staged-rows";
 import type { NewStagedRow, WarehouseStore } from "./store";
 
 /** Destination kinds loaded by the warehouse loader rather than sent per event. */
@@ -89,7 +90,7 @@ export class WarehouseStager {
             skipUsersTable: dest.config.skipUsersTable === true,
           });
           const eventId = String(event.messageId ?? "");
-          for (const r of tableRows) mine.push(staged(r.table, JSON.stringify(r.columns), JSON.stringify(r.row), eventId));
+          for (const r of tableRows) mine.push(staged(r.table, JSON.stringify(r.columns), stagedRowText(r.table, r.columns, r.row), eventId));
           if (!identity) continue;
           for (const rule of mergeRulesOf(event)) {
             const row = JSON.stringify(rule);

@@ -26,7 +26,7 @@ export interface NewStagedRow {
   tableName: string;
   /** JSON: column → warehouse type. */
   columns: string;
-  /** JSON: column → value. */
+  /** The values: COPY text or JSON (staged-rows.ts). */
   row: string;
   eventId: string;
   userKey: string;

@@ -19,4 +19,23 @@ export interface TableBatch {
   table: string;
   columns: Record<string, WarehouseType>;
   rows: Array<Record<string, unknown>>;
+  /** Rows staged as COPY text (staged-rows.ts), by their columns; loaded with `rows`. */
+  encoded?: EncodedRows[];
+  /** The load's time, written as uuid_ts of the `encoded` rows. */
+  uuidTs?: string;
+}
+
+/** Staged COPY lines of rows with the same columns (staged-rows.ts). */
+export interface EncodedRows {
+  layout: StagedLayout;
+  lines: string[];
+}
+
+/** The fields of rows staged with one `columns` text. */
+export interface StagedLayout {
+  /** The fields' columns, in order; uuid_ts is not among them. */
+  names: string[];
+  types: WarehouseType[];
+  /** The rows had a uuid_ts column: the loader writes the load's time there. */
+  uuidTs: boolean;
 }
