@@ -4,11 +4,12 @@
  * POSTGRES destination (its own schema in the test PostgreSQL, test/pg.ts), is killed with
  * SIGKILL at one of the two crash windows of a load, and is started again on the same data dir:
  *
- * 1. inside the load's PostgreSQL transaction (the test holds a lock on a target table, so the
+ * 1. inside the load's PostgreSQL transactions (the test holds a lock on a target table, so the
  *    load waits there, found in pg_stat_activity by its application_name): PostgreSQL rolls the
- *    transaction back, nothing of the batch is in the warehouse, and after the restart the
- *    interrupted load is run again and loads every event once;
- * 2. after the PostgreSQL COMMIT, before SQLite records it (the test holds SQLite's write lock
+ *    waiting transaction back; a table holds all of the batch or none of it (a load writes its
+ *    event tables in two transactions at once, then users), the locked one none; and after the
+ *    restart the interrupted load is run again and loads every event once;
+ * 2. after the PostgreSQL COMMITs, before SQLite records them (the test holds SQLite's write lock
  *    while the load commits, so Sluice cannot mark the rows loaded): every event is in the
  *    warehouse, SQLite still says the load is running with its rows waiting, and the load run
  *    again after the restart inserts nothing twice.
@@ -214,6 +215,12 @@ function expectExactlyOnce(actual: Awaited<ReturnType<typeof tableIds>>, batches
   }
 }
 
+/** Whether every table holds each of the batches' ids, as expectExactlyOnce wants them. */
+function complete(actual: Awaited<ReturnType<typeof tableIds>>, batches: Batch[]): boolean {
+  const want = { tracks: batches.flatMap((b) => b.trackIds), product_viewed: batches.flatMap((b) => b.trackIds), identifies: batches.flatMap((b) => b.identifyIds), users: batches.flatMap((b) => b.userIds) };
+  return TABLES.every((t) => want[t].every((id) => actual[t]!.ids.includes(id)));
+}
+
 /** The load's backend in pg_stat_activity, once it waits on a lock inside its transaction. */
 async function waitLoadBlocked(sql: SQL, loadId: string): Promise<number> {
   const row = await waitFor(
@@ -280,19 +287,11 @@ async function expectRetriedAfterRestart(url: string, destinationId: string, loa
 
 describe.if(havePostgres)("POSTGRES loads across kill -9 of the Sluice process", () => {
   test(
-    "killed inside the load's PostgreSQL transaction: nothing is in the warehouse; after the restart the interrupted load runs again and every event is there once",
+    "killed inside the load's PostgreSQL transactions: no table holds part of the batch; after the restart the interrupted load runs again and every event is there once",
     async () => {
       const blocked = await blockedLoad("tx");
       const { sql, ns, dataDir, destinationId, warm, batch, release, loadId, pid } = blocked;
       let sluice = blocked.sluice;
-      // The load is well inside its transaction: the tables merged before the locked one are
-      // written (held with RowExclusiveLock until its end), yet to be committed.
-      const written = await sql.unsafe(
-        `SELECT c.relname FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n ON n.oid = c.relnamespace
-          WHERE l.pid = $1 AND l.granted AND l.mode = 'RowExclusiveLock' AND n.nspname = $2`,
-        [pid, ns],
-      );
-      expect(written.length).toBeGreaterThan(0);
       expect((await syncs(sluice.url, destinationId)).find((l) => l.id === loadId)?.status).toBe("running");
 
       await kill9(sluice);
@@ -302,11 +301,24 @@ describe.if(havePostgres)("POSTGRES loads across kill -9 of the Sluice process",
         what: "PostgreSQL to end the killed load's session",
         timeoutMs: 30_000,
       });
-      expectExactlyOnce(await tableIds(sql, ns), [warm]);
+      // Each table holds all of the batch or none of it; the locked one, and users (written
+      // after the event tables), none. Nothing is there twice.
+      const cut = await tableIds(sql, ns);
+      const batchIds = { tracks: batch.trackIds, product_viewed: batch.trackIds, identifies: batch.identifyIds, users: batch.userIds };
+      for (const t of TABLES) {
+        const there = batchIds[t].filter((id) => cut[t]!.ids.includes(id)).length;
+        expect({ table: t, whole: there === 0 || there === batchIds[t].length, distinct: cut[t]!.n === cut[t]!.distinct }).toEqual({ table: t, whole: true, distinct: true });
+      }
+      expect(complete(cut, [batch])).toBe(false);
+      expect(cut[LOCKED_TABLE]!.ids).toEqual(warm.trackIds);
+      expect(cut.users!.ids).toEqual(warm.userIds);
 
       // Restarted on the same data dir: the interrupted load runs again and loads everything once.
       sluice = await start(dataDir);
-      await expectRetriedAfterRestart(sluice.url, destinationId, loadId, { tracks: TRACKS, product_viewed: TRACKS, identifies: IDENTIFIES, users: USERS });
+      // It writes what the killed one had not committed: a table written before the kill takes nothing again.
+      const wanted = { tracks: TRACKS, product_viewed: TRACKS, identifies: IDENTIFIES, users: USERS };
+      const rows = Object.fromEntries(TABLES.map((t) => [t, batchIds[t].some((id) => cut[t]!.ids.includes(id)) ? 0 : wanted[t]]));
+      await expectRetriedAfterRestart(sluice.url, destinationId, loadId, rows);
       expectExactlyOnce(await tableIds(sql, ns), [warm, batch]);
     },
     90_000,
@@ -328,11 +340,8 @@ describe.if(havePostgres)("POSTGRES loads across kill -9 of the Sluice process",
       undo.push(() => db.exec("ROLLBACK"));
 
       await release();
-      const crashIds = batch.trackIds;
-      await waitFor(
-        async () => (await sql.unsafe(`SELECT count(*)::int AS n FROM "${ns}"."${LOCKED_TABLE}" WHERE id = ANY($1::text[])`, [crashIds]))[0].n === TRACKS,
-        { what: "the load to commit in PostgreSQL", timeoutMs: 30_000 },
-      );
+      // users is written last, after the event tables' transactions.
+      await waitFor(async () => complete(await tableIds(sql, ns), [warm, batch]), { what: "the load to commit in PostgreSQL", timeoutMs: 30_000 });
       await kill9(sluice);
 
       // The crash window, as the files show it: PostgreSQL has everything, SQLite has the load

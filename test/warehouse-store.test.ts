@@ -424,6 +424,39 @@ for (const kind of stores) {
       expect(await w.inWarehouse("product_viewed")).toEqual(["m1", "m2", "m3", "m4"]);
     });
 
+    test("a load reads and commits a page at a time (pageRows) while it reads the next: every row once, all marked by that one load", async () => {
+      const o = await kind.open();
+      const w = await warehouseOn(o, { ...DEFAULT_LOAD_SETTINGS, pageRows: 3 });
+      const ids = ["m1", "m2", "m3", "m4", "m5"];
+      await w.stage(ids);
+      const load = await w.sync();
+      expect(load).toMatchObject({ status: "succeeded", error: null, rows: { tracks: 5, product_viewed: 5 } });
+      expect(await w.inWarehouse("tracks")).toEqual(ids);
+      expect(await w.inWarehouse("product_viewed")).toEqual(ids);
+      expect([...(await o.marks(w.dest.id)).values()]).toEqual(Array(10).fill(load.id));
+      // 10 rows, 3 a page: pages of tracks+product_viewed, product_viewed+tracks, … Each table of
+      // a page is one COPY under its own savepoint, a subtransaction whose id is its rows' xmin:
+      // 2+2+2+1 COPYs; one page would have made 2.
+      const [{ n }] = await admin!.unsafe(
+        `SELECT count(DISTINCT x)::int AS n FROM (SELECT xmin::text AS x FROM "${w.namespace}".tracks UNION ALL SELECT xmin::text FROM "${w.namespace}".product_viewed) t`,
+      );
+      expect(n).toBe(7);
+    });
+
+    test("a page that fails ends the load as failed; the pages committed before it are marked, the rest wait", async () => {
+      const o = await kind.open();
+      const w = await warehouseOn(o, { ...DEFAULT_LOAD_SETTINGS, pageRows: 4 });
+      await w.stage(["m1", "m2"]);
+      // A row the loader refuses (a table name over PostgreSQL's 63 bytes), in the second page.
+      await o.store.stage([staged(w.dest.id, { namespace: w.namespace, tableName: "t".repeat(70) })]);
+      await w.stage(["m3"]);
+      const load = await w.sync();
+      expect(load.status).toBe("failed");
+      expect(load.error).toContain("table name must be 1–63 bytes");
+      expect(await w.inWarehouse("tracks")).toEqual(["m1", "m2"]);
+      expect([...(await o.marks(w.dest.id)).values()]).toEqual([load.id, load.id, load.id, load.id, null, null, null]);
+    });
+
     if (kind.name === "PostgreSQL") {
       test("PostgreSQL: a staged row committed late with a lower id, while a load runs, is loaded by the next load, not lost (design §3.8)", async () => {
         const o = await kind.open();

@@ -23,6 +23,8 @@ export interface LoadJob {
   /** The load's time, written as every row's uuid_ts. */
   uuidTs: string;
   rowsPerLoad: number;
+  /** Rows read, and loaded (PostgresWarehouse.load per namespace), at a time. */
+  pageRows: number;
 }
 
 /** A namespace whose load failed, and why. */

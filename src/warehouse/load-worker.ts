@@ -11,7 +11,7 @@ import { SqliteStagedReader } from "../storage/sqlite/warehouse";
 import type { LoadJob, LoadOutcome, WorkerReply, WorkerRequest } from "./load-thread";
 import { type PostgresConfig, PostgresWarehouse } from "./postgres";
 import { batchesByNamespace } from "./staged-rows";
-import type { StagedRowsLocation, StagedRowsReader } from "./store";
+import type { StagedRow, StagedRowsLocation, StagedRowsReader } from "./store";
 
 declare const self: Worker;
 
@@ -43,25 +43,71 @@ async function closeReader() {
   await r?.reader.close().catch(() => {});
 }
 
+// A load reads its rows a page at a time (job.pageRows) and loads each page while it reads the
+// next: reading and grouping are this thread's work, COPY is PostgreSQL's, and one after the
+// other they took turns. Pages are read in slices, yielding between them, so the page being
+// loaded keeps being fed.
+const SLICE_ROWS = 500;
+
+/** Up to `limit` waiting rows after `afterId`, read SLICE_ROWS at a time. */
+async function readPage(reader: StagedRowsReader, destinationId: string, afterId: number, limit: number): Promise<StagedRow[]> {
+  const page: StagedRow[] = [];
+  while (page.length < limit) {
+    const slice = await reader.readStaged(destinationId, Math.min(SLICE_ROWS, limit - page.length), afterId);
+    page.push(...slice);
+    if (slice.length < SLICE_ROWS) break;
+    afterId = slice[slice.length - 1]!.id;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return page;
+}
+
+/**
+ * Loads the destination's waiting rows, up to rowsPerLoad, page by page: each namespace of a
+ * page by one PostgresWarehouse.load. A namespace that fails is not tried again
+ * in the later pages of this load; the pages it committed before count as loaded (their ids are
+ * answered, so they are marked), and the rest wait for the retry.
+ */
 async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOutcome> {
-  const rows = await readerFor(location).readStaged(job.destinationId, job.rowsPerLoad);
-  const outcome: LoadOutcome = { rows: {}, discards: 0, loaded: [], failures: [], count: rows.length, ids: [] };
+  const reader = readerFor(location);
+  const outcome: LoadOutcome = { rows: {}, discards: 0, loaded: [], failures: [], count: 0, ids: [] };
   const client = clientFor(job.connection);
-  for (const [namespace, batches] of batchesByNamespace(rows, job.uuidTs)) {
-    try {
-      const result = await client.load(namespace, batches, job.loadId);
-      for (const [t, n] of Object.entries(result.rows)) outcome.rows[t] = (outcome.rows[t] ?? 0) + n;
-      outcome.discards += result.discards;
-      outcome.loaded.push(namespace);
-    } catch (err) {
-      const e = err instanceof AppError ? err : new AppError("INTERNAL", (err as Error)?.message ?? String(err));
-      outcome.failures.push({ namespace, code: e.code, message: e.message });
+  const failed = new Set<string>();
+  const loaded = new Set<string>();
+  const loadPage = async (page: StagedRow[]) => {
+    const committed = new Set<string>();
+    for (const [namespace, batches] of batchesByNamespace(page, job.uuidTs)) {
+      if (failed.has(namespace)) continue;
+      try {
+        const result = await client.load(namespace, batches, job.loadId);
+        for (const [t, n] of Object.entries(result.rows)) outcome.rows[t] = (outcome.rows[t] ?? 0) + n;
+        outcome.discards += result.discards;
+        committed.add(namespace);
+        loaded.add(namespace);
+      } catch (err) {
+        const e = err instanceof AppError ? err : new AppError("INTERNAL", (err as Error)?.message ?? String(err));
+        failed.add(namespace);
+        outcome.failures.push({ namespace, code: e.code, message: e.message });
+      }
     }
+    for (const r of page) if (committed.has(r.namespace)) outcome.ids.push(r.id);
+  };
+  const pageRows = Math.max(1, job.pageRows);
+  let wanted = Math.min(pageRows, job.rowsPerLoad);
+  let page = await readPage(reader, job.destinationId, 0, wanted);
+  while (page.length > 0) {
+    outcome.count += page.length;
+    const more = page.length === wanted && outcome.count < job.rowsPerLoad;
+    wanted = Math.min(pageRows, job.rowsPerLoad - outcome.count);
+    const [loading, next] = await Promise.allSettled([
+      loadPage(page),
+      more ? readPage(reader, job.destinationId, page[page.length - 1]!.id, wanted) : Promise.resolve([]),
+    ]);
+    if (loading.status === "rejected") throw loading.reason;
+    if (next.status === "rejected") throw next.reason;
+    page = next.value;
   }
-  if (outcome.loaded.length) {
-    const loaded = new Set(outcome.loaded);
-    for (const r of rows) if (loaded.has(r.namespace)) outcome.ids.push(r.id);
-  }
+  outcome.loaded = [...loaded];
   return outcome;
 }
 

@@ -43,6 +43,8 @@ export interface LoadView {
 export interface WarehouseLoadSettings {
   /** Most staged rows one load takes; the rest follow in the next load at once. */
   rowsPerLoad: number;
+  /** Rows a load reads, and commits, at a time; it reads the next page while one loads. */
+  pageRows: number;
   /** First retry delay after a retryable failure; doubles per attempt up to the sync frequency. */
   retryBackoffMs: number;
   /** Seconds the loader waits for a connection. */
@@ -53,6 +55,7 @@ export interface WarehouseLoadSettings {
 
 export const DEFAULT_LOAD_SETTINGS: WarehouseLoadSettings = {
   rowsPerLoad: 200_000,
+  pageRows: 50_000,
   retryBackoffMs: 10_000,
   connectTimeoutSeconds: 10,
   keepLoadedMs: 24 * 3600_000,
@@ -291,6 +294,7 @@ export class WarehouseLoads {
         loadId: load.id,
         uuidTs: new Date(started).toISOString(),
         rowsPerLoad: this.settings.rowsPerLoad,
+        pageRows: this.settings.pageRows,
       });
     } catch (err) {
       // The load thread died or could not read the staged rows: nothing was marked loaded, so

@@ -128,8 +128,8 @@ export interface WarehouseStore {
   /** The destination's loads, newest first. */
   listLoads(destinationId: string, limit: number): Promise<LoadRow[]>;
 
-  /** The destination's waiting rows in id order, at most `limit`: what a load takes. */
-  readStaged(destinationId: string, limit: number): Promise<StagedRow[]>;
+  /** The destination's waiting rows in id order after `afterId`, at most `limit`: what a load takes. */
+  readStaged(destinationId: string, limit: number, afterId?: number): Promise<StagedRow[]>;
   /** Deletes staged rows of loads that succeeded before `finishedBefore` (kept until then for inspection). */
   purgeLoaded(destinationId: string, finishedBefore: number): Promise<void>;
   /** Namespaces the destination has staged rows in, loaded or not. */
@@ -150,7 +150,7 @@ export type StagedRowsLocation =
 
 /** The load thread's own read-only view of the staged rows: what `readStaged` answers, off the main thread. */
 export interface StagedRowsReader {
-  readStaged(destinationId: string, limit: number): Promise<StagedRow[]>;
+  readStaged(destinationId: string, limit: number, afterId?: number): Promise<StagedRow[]>;
   close(): Promise<void>;
 }
 

@@ -22,7 +22,7 @@ import { newLoadId } from "../../warehouse/store";
 const QUEUE_LOCK_CLASS = 0x534c5768;
 
 const READ_STAGED = `SELECT id, namespace, table_name, columns, row FROM warehouse_staged
-  WHERE destination_id = $1 AND load_id IS NULL ORDER BY id LIMIT $2`;
+  WHERE destination_id = $1 AND load_id IS NULL AND id > $3 ORDER BY id LIMIT $2`;
 
 const LOAD_COLUMNS = `id, workspace_id, destination_id, status, trigger, attempt, due_at, created_at, started_at, finished_at, rows, discards, error`;
 
@@ -179,8 +179,8 @@ export class PgWarehouseStore implements WarehouseStore {
     return rows.map(loadRow);
   }
 
-  async readStaged(destinationId: string, limit: number): Promise<StagedRow[]> {
-    return readStagedIn(this.sql, destinationId, limit);
+  async readStaged(destinationId: string, limit: number, afterId = 0): Promise<StagedRow[]> {
+    return readStagedIn(this.sql, destinationId, limit, afterId);
   }
 
   async purgeLoaded(destinationId: string, finishedBefore: number): Promise<void> {
@@ -202,8 +202,8 @@ export class PgWarehouseStore implements WarehouseStore {
   }
 }
 
-async function readStagedIn(sql: SQL, destinationId: string, limit: number): Promise<StagedRow[]> {
-  const rows = (await sql.unsafe(READ_STAGED, [destinationId, limit])) as Array<{ id: string; namespace: string; table_name: string; columns: string; row: string }>;
+async function readStagedIn(sql: SQL, destinationId: string, limit: number, afterId: number): Promise<StagedRow[]> {
+  const rows = (await sql.unsafe(READ_STAGED, [destinationId, limit, afterId])) as Array<{ id: string; namespace: string; table_name: string; columns: string; row: string }>;
   return rows.map((r) => ({ id: Number(r.id), namespace: r.namespace, tableName: r.table_name, columns: r.columns, row: r.row }));
 }
 
@@ -222,8 +222,8 @@ export class PgStagedReader implements StagedRowsReader {
     this.sql = new SQL(url, { max: 1, connection });
   }
 
-  readStaged(destinationId: string, limit: number): Promise<StagedRow[]> {
-    return readStagedIn(this.sql, destinationId, limit);
+  readStaged(destinationId: string, limit: number, afterId = 0): Promise<StagedRow[]> {
+    return readStagedIn(this.sql, destinationId, limit, afterId);
   }
 
   async close(): Promise<void> {

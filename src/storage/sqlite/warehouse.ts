@@ -14,7 +14,7 @@ import type { LoadFinish, LoadRow, NewLoad, NewStagedRow, StagedRow, StagedRowsR
 import { newLoadId } from "../../warehouse/store";
 
 const READ_STAGED = `SELECT id, namespace, table_name AS tableName, columns, row FROM warehouse_staged
-  WHERE destination_id = ? AND load_id IS NULL ORDER BY id LIMIT ?`;
+  WHERE destination_id = ? AND load_id IS NULL AND id > ? ORDER BY id LIMIT ?`;
 
 const LOAD_COLUMNS = `id, workspace_id AS workspaceId, destination_id AS destinationId, status, trigger, attempt, due_at AS dueAt,
   created_at AS createdAt, started_at AS startedAt, finished_at AS finishedAt, rows, discards, error`;
@@ -134,8 +134,8 @@ export class SqliteWarehouseStore implements WarehouseStore {
     return this.s.list.all(destinationId, limit) as LoadRow[];
   }
 
-  async readStaged(destinationId: string, limit: number): Promise<StagedRow[]> {
-    return this.s.readStaged.all(destinationId, limit) as StagedRow[];
+  async readStaged(destinationId: string, limit: number, afterId = 0): Promise<StagedRow[]> {
+    return this.s.readStaged.all(destinationId, afterId, limit) as StagedRow[];
   }
 
   async purgeLoaded(destinationId: string, finishedBefore: number): Promise<void> {
@@ -182,8 +182,8 @@ export class SqliteStagedReader implements StagedRowsReader {
     }
   }
 
-  async readStaged(destinationId: string, limit: number): Promise<StagedRow[]> {
-    return this.read.all(destinationId, limit) as StagedRow[];
+  async readStaged(destinationId: string, limit: number, afterId = 0): Promise<StagedRow[]> {
+    return this.read.all(destinationId, afterId, limit) as StagedRow[];
   }
 
   async close(): Promise<void> {
