@@ -167,7 +167,7 @@ const stores: Array<{ name: string; enabled: boolean; open: () => Promise<Opened
 
 for (const kind of stores) {
   describe.if(kind.enabled)(`warehouse store on ${kind.name}`, () => {
-    test("staged rows read back waiting, in id order, per destination, up to the limit; namespaces listed once", async () => {
+    test("staged rows read back waiting, in id order, per destination, after an id, up to the limit; namespaces listed once", async () => {
       const { store } = await kind.open();
       const dst = newId("dst");
       const other = newId("dst");
@@ -182,6 +182,9 @@ for (const kind of stores) {
       expect(read.every((r) => typeof r.id === "number")).toBe(true);
       expect([...read.map((r) => r.id)].sort((a, b) => a - b)).toEqual(read.map((r) => r.id));
       expect((await store.readStaged(dst, 2)).map((r) => r.id)).toEqual(read.slice(0, 2).map((r) => r.id));
+      // A load reads page after page: the rows after a given id.
+      expect((await store.readStaged(dst, 10, read[0]!.id)).map((r) => r.id)).toEqual(read.slice(1).map((r) => r.id));
+      expect(await store.readStaged(dst, 10, read[2]!.id)).toEqual([]);
       expect((await store.stagedNamespaces(dst)).sort()).toEqual(["app", "web"]);
       expect(await store.stagedNamespaces(newId("dst"))).toEqual([]);
     });
