@@ -333,7 +333,28 @@ for (const kind of stores) {
       expect((await store.dueLoads(now, 10)).map((l) => l.id)).toEqual([other]);
     });
 
-    test("purge removes rows of loads that succeeded before the cutoff; a regulation deletes a user's rows, loaded or not", async () => {
+    test("a load of more rows than a statement marks: the event loop turns meanwhile, every row is marked, and purge removes them all", async () => {
+      const { store, marks } = await kind.open();
+      const dst = newId("dst");
+      await store.stage(Array.from({ length: 9_001 }, () => staged(dst)));
+      const read = await store.readStaged(dst, 10_000);
+      const loadId = await store.queueLoad(load(dst));
+      await store.startLoad(loadId, tick());
+      const finishedAt = tick();
+      let done = false;
+      const finishing = store
+        .finishLoad({ loadId, destinationId: dst, status: "succeeded", finishedAt, rows: {}, discards: 0, error: null, loaded: { namespaces: ["web"], ids: read.map((r) => r.id) } })
+        .then(() => (done = true));
+      // One statement for all of them held the main thread (intake) for seconds on a big load.
+      expect(await new Promise((resolve) => setImmediate(() => resolve(done)))).toBe(false);
+      await finishing;
+      expect(new Set((await marks(dst)).values())).toEqual(new Set([loadId]));
+      expect((await store.listLoads(dst, 1))[0]!.status).toBe("succeeded");
+      await store.purgeLoaded(dst, finishedAt + 1);
+      expect((await marks(dst)).size).toBe(0);
+    });
+
+    test("purge removes rows of loads that finished before the cutoff, failed ones included (their marked rows were loaded); a regulation deletes a user's rows, loaded or not", async () => {
       const { store, marks } = await kind.open();
       const dst = newId("dst");
       const other = newId("dst");
@@ -343,12 +364,17 @@ for (const kind of stores) {
       const [r1] = await ids(store, dst);
       const finishedAt = tick();
       await store.finishLoad({ loadId, destinationId: dst, status: "succeeded", finishedAt, rows: {}, discards: 0, error: null, loaded: { namespaces: ["web"], ids: [r1!] } });
-      await store.stage([staged(dst, { userKey: "u1" })]);
+      await store.stage([staged(dst, { userKey: "u1" }), staged(dst, { userKey: "u3" })]);
+      // A load that loaded one namespace and failed on another.
+      const failedId = await store.queueLoad(load(dst));
+      await store.startLoad(failedId, tick());
+      const r4 = (await ids(store, dst)).at(-1)!;
+      await store.finishLoad({ loadId: failedId, destinationId: dst, status: "failed", finishedAt, rows: {}, discards: 0, error: "boom", loaded: { namespaces: ["web"], ids: [r4] } });
 
       await store.purgeLoaded(dst, finishedAt);
-      expect((await marks(dst)).size).toBe(3);
+      expect((await marks(dst)).size).toBe(4);
       await store.purgeLoaded(other, finishedAt + 1);
-      expect((await marks(dst)).size).toBe(3);
+      expect((await marks(dst)).size).toBe(4);
       await store.purgeLoaded(dst, finishedAt + 1);
       expect([...(await marks(dst)).values()]).toEqual([null, null]);
 

@@ -98,7 +98,7 @@ export function inExcludeWindow(config: Record<string, unknown>, now: number): b
 
 /** Most due loads one scheduling pass looks at. */
 const DUE_PER_PASS = 100;
-const INTERRUPTED = "interrupted by a restart; its rows stay staged for the next load";
+const INTERRUPTED = "interrupted by a restart; rows it had not marked loaded stay staged for the next load";
 
 export class WarehouseLoads {
   private stopped = true;
@@ -211,7 +211,7 @@ export class WarehouseLoads {
     try {
       const snap = this.config.snapshot();
       for (const [id, l] of this.unrecorded) {
-        const error = `its outcome could not be recorded (${l.error}); its rows stay staged for the next load`;
+        const error = `its outcome could not be recorded (${l.error}); rows it did not mark loaded stay staged for the next load`;
         const dest = snap.destinations.get(l.destinationId);
         await this.store.finishLoad({
           loadId: id,
@@ -331,8 +331,8 @@ export class WarehouseLoads {
         next,
       });
     } catch (err) {
-      // The store could not record the outcome (a full disk, say). The rows stay staged and the
-      // next load takes them again, which the loader dedupes; until the record can be written
+      // The store could not record the outcome (a full disk, say). Rows it did not mark loaded
+      // stay staged and the next load takes them again, which the loader dedupes; until the record can be written
       // the load would show `running`, so each tick tries again to close it as failed.
       this.log.error("could not record a warehouse load's outcome; it will be loaded again", { err, destinationId: dest.id, loadId: load.id });
       this.unrecorded.set(load.id, { workspaceId: dest.workspaceId, destinationId: dest.id, attempt: load.attempt, error: (err as Error)?.message ?? String(err) });

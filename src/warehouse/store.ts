@@ -8,8 +8,8 @@
  *
  * A unit of work is one call with plain data, per batch: on SQLite a transaction cannot span an
  * `await` (one main connection), so a caller decides first and hands the store the whole step,
- * which it applies in one transaction (a load's outcome, the rows it loaded and the load queued
- * after it are one `finishLoad`).
+ * which it applies in one transaction (a load's outcome and the load queued after it are one
+ * `finishLoad`, which on SQLite first marks the rows loaded in chunks).
  *
  * Two instances may call the PostgreSQL store at once (loads run under the warehouse singleton
  * later, but any instance answers POST /sync): queueing a load is serialized per destination,
@@ -83,7 +83,11 @@ export interface LoadedRows {
   ids: number[];
 }
 
-/** A load's outcome, applied in one transaction with the rows it loaded and the load queued after it. */
+/**
+ * A load's outcome, recorded with the rows it loaded and the load queued after it: on
+ * PostgreSQL in one transaction; on SQLite the rows are marked first, in chunks, so a big load
+ * does not hold the main thread.
+ */
 export interface LoadFinish {
   loadId: string;
   destinationId: string;
@@ -130,7 +134,7 @@ export interface WarehouseStore {
 
   /** The destination's waiting rows in id order after `afterId`, at most `limit`: what a load takes. */
   readStaged(destinationId: string, limit: number, afterId?: number): Promise<StagedRow[]>;
-  /** Deletes staged rows of loads that succeeded before `finishedBefore` (kept until then for inspection). */
+  /** Deletes staged rows of loads that finished before `finishedBefore` (kept until then for inspection); a failed load's marked rows were loaded too. */
   purgeLoaded(destinationId: string, finishedBefore: number): Promise<void>;
   /** Namespaces the destination has staged rows in, loaded or not. */
   stagedNamespaces(destinationId: string): Promise<string[]>;

@@ -186,7 +186,7 @@ export class PgWarehouseStore implements WarehouseStore {
   async purgeLoaded(destinationId: string, finishedBefore: number): Promise<void> {
     await this.sql.unsafe(
       `DELETE FROM warehouse_staged WHERE load_id IN
-         (SELECT id FROM warehouse_loads WHERE destination_id = $1 AND status = 'succeeded' AND finished_at < $2)`,
+         (SELECT id FROM warehouse_loads WHERE destination_id = $1 AND status IN ('succeeded', 'failed') AND finished_at < $2)`,
       [destinationId, finishedBefore],
     );
   }
