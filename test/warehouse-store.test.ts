@@ -39,6 +39,8 @@ interface Opened {
   marks(destinationId: string): Promise<Map<number, string | null>>;
   /** PostgreSQL: the same schema through another pool (another instance). */
   reopen?: () => Promise<{ store: WarehouseStore; sql: SQL }>;
+  /** A statement on the store's own database ($1, $2 … placeholders on both). */
+  query(text: string, ...params: unknown[]): Promise<Array<Record<string, unknown>>>;
 }
 
 async function openSqlite(): Promise<Opened> {
@@ -49,6 +51,9 @@ async function openSqlite(): Promise<Opened> {
     async marks(destinationId) {
       const rows = db.$client.query("SELECT id, load_id AS loadId FROM warehouse_staged WHERE destination_id = ? ORDER BY id").all(destinationId) as Array<{ id: number; loadId: string | null }>;
       return new Map(rows.map((r) => [r.id, r.loadId]));
+    },
+    async query(text, ...params) {
+      return db.$client.query(text.replace(/\$(\d+)/g, "?$1")).all(...(params as never[])) as Array<Record<string, unknown>>;
     },
   };
 }
@@ -62,6 +67,9 @@ async function openPg(): Promise<Opened> {
     async marks(destinationId) {
       const rows = await db.$client.unsafe("SELECT id, load_id FROM warehouse_staged WHERE destination_id = $1 ORDER BY id", [destinationId]);
       return new Map((rows as Array<{ id: string; load_id: string | null }>).map((r) => [Number(r.id), r.load_id]));
+    },
+    async query(text, ...params) {
+      return (await db.$client.unsafe(text, params)) as Array<Record<string, unknown>>;
     },
     async reopen() {
       const other = await open();
@@ -187,6 +195,27 @@ for (const kind of stores) {
       expect(await store.readStaged(dst, 10, read[2]!.id)).toEqual([]);
       expect((await store.stagedNamespaces(dst)).sort()).toEqual(["app", "web"]);
       expect(await store.stagedNamespaces(newId("dst"))).toEqual([]);
+    });
+
+    test("a columns text is stored once and named by id; a row staged before that, with its text inline, reads back alike", async () => {
+      const o = await kind.open();
+      const dst = newId("dst");
+      const wide = JSON.stringify(Object.fromEntries(Array.from({ length: 120 }, (_, i) => [`property_number_${i}`, "string"])));
+      await o.store.stage([staged(dst), staged(dst, { columns: wide }), staged(dst)]);
+      await o.store.stage([staged(dst, { columns: wide })]);
+      await o.query(
+        `INSERT INTO warehouse_staged (destination_id, workspace_id, namespace, table_name, columns, row, event_id, user_key, staged_at) VALUES ($1, 'ws_1', 'web', 'tracks', $2, '{"id":"old"}', 'old', 'u1', 1)`,
+        dst,
+        wide,
+      );
+      const read = await o.store.readStaged(dst, 10);
+      expect(read.map((r) => r.columns)).toEqual([staged(dst).columns, wide, staged(dst).columns, wide, wide]);
+      // In the database: the staged rows carry an id, not the text; each text is there once.
+      const shapes = await o.query(`SELECT columns, columns_id FROM warehouse_staged WHERE destination_id = $1 ORDER BY id`, dst);
+      expect(shapes.slice(0, 4).map((r) => r.columns)).toEqual(["", "", "", ""]);
+      expect(new Set(shapes.slice(0, 4).map((r) => String(r.columns_id))).size).toBe(2);
+      expect(shapes[4]).toEqual({ columns: wide, columns_id: null });
+      expect(await o.query(`SELECT count(*) AS n FROM warehouse_columns WHERE columns = $1`, wide)).toEqual([{ n: kind.name === "PostgreSQL" ? "1" : 1 }]);
     });
 
     test("a staging pass is all or nothing: a row that cannot be stored leaves none of its pass", async () => {
@@ -506,8 +535,8 @@ for (const kind of stores) {
         const idsTaken = new Promise<void>((r) => (taken = r));
         const slow = sql.begin(async (tx) => {
           const rows = await tx.unsafe(
-            `INSERT INTO warehouse_staged (destination_id, workspace_id, namespace, table_name, columns, row, event_id, user_key, staged_at)
-             SELECT $1, workspace_id, namespace, table_name, columns, row, event_id, user_key, staged_at FROM warehouse_staged WHERE destination_id = $2
+            `INSERT INTO warehouse_staged (destination_id, workspace_id, namespace, table_name, columns, columns_id, row, event_id, user_key, staged_at)
+             SELECT $1, workspace_id, namespace, table_name, columns, columns_id, row, event_id, user_key, staged_at FROM warehouse_staged WHERE destination_id = $2
              RETURNING id`,
             [w.dest.id, template],
           );

@@ -7,6 +7,7 @@ import m3 from "./0003_events-dedup-in-memory.sql" with { type: "text" };
 import m4 from "./0004_events-ids-by-intake.sql" with { type: "text" };
 import m5 from "./0005_dashboard-sessions.sql" with { type: "text" };
 import m6 from "./0006_warehouse.sql" with { type: "text" };
+import m7 from "./0007_warehouse-columns.sql" with { type: "text" };
 
 export const migrationSql: Record<string, string> = {
   "0000_init": m0,
@@ -16,6 +17,7 @@ export const migrationSql: Record<string, string> = {
   "0004_events-ids-by-intake": m4,
   "0005_dashboard-sessions": m5,
   "0006_warehouse": m6,
+  "0007_warehouse-columns": m7,
 };
 
 export { journal };

@@ -14,9 +14,14 @@ export const warehouseStaged = sqliteTable(
     workspaceId: text("workspace_id").notNull(),
     namespace: text("namespace").notNull(),
     tableName: text("table_name").notNull(),
-    /** JSON: column → warehouse type (TableRow.columns). */
+    /**
+     * JSON: column → warehouse type (TableRow.columns), for rows staged before `columns_id`;
+     * empty when `columns_id` names it.
+     */
     columns: text("columns").notNull(),
-    /** JSON: column → value (TableRow.row). */
+    /** The row's columns in warehouse_columns: most rows of a table share them, and the text is long. */
+    columnsId: integer("columns_id"),
+    /** The values: COPY text or JSON (src/warehouse/staged-rows.ts). */
     row: text("row").notNull(),
     /** The event's messageId (the row's `id` in most tables). */
     eventId: text("event_id").notNull(),
@@ -33,6 +38,17 @@ export const warehouseStaged = sqliteTable(
     index("warehouse_staged_user").on(t.destinationId, t.userKey),
   ],
 );
+
+/**
+ * Each distinct `columns` JSON of staged rows, once: a staged row names it by id. Found by the
+ * text's SHA-256 (`hash`), as PostgreSQL cannot index text this long. Rows here are never
+ * deleted: there are as many as distinct table shapes.
+ */
+export const warehouseColumns = sqliteTable("warehouse_columns", {
+  id: integer("id").primaryKey({ autoIncrement: true }),
+  hash: text("hash").notNull().unique(),
+  columns: text("columns").notNull(),
+});
 
 /** One row per load attempt of a warehouse destination: queued, running, succeeded or failed. */
 export const warehouseLoads = sqliteTable(

@@ -158,6 +158,38 @@ export interface StagedRowsReader {
   close(): Promise<void>;
 }
 
+/** A `columns` text's key in warehouse_columns. */
+export function columnsHash(columns: string): string {
+  return new Bun.CryptoHasher("sha256").update(columns).digest("hex");
+}
+
+/**
+ * What a store or reader knows of warehouse_columns: text ↔ id, both ways. Bounded, though
+ * there are only as many entries as distinct table shapes; an id, once given, never changes.
+ */
+export class ColumnsCache {
+  private readonly byText = new Map<string, number>();
+  private readonly byId = new Map<number, string>();
+
+  idOf(columns: string): number | undefined {
+    return this.byText.get(columns);
+  }
+
+  textOf(id: number): string | undefined {
+    return this.byId.get(id);
+  }
+
+  /** Only for ids committed: a rolled-back insert must not be remembered. */
+  remember(columns: string, id: number): void {
+    if (this.byText.size >= 10_000) {
+      this.byText.clear();
+      this.byId.clear();
+    }
+    this.byText.set(columns, id);
+    this.byId.set(id, columns);
+  }
+}
+
 /** A new load's id: time-ordered, so ids of one millisecond still sort by creation. */
 export function newLoadId(): string {
   return `whl_${Bun.randomUUIDv7("hex").replaceAll("-", "")}`;

@@ -16,6 +16,7 @@ export const warehouseStaged = pgTable(
     namespace: text("namespace").notNull(),
     tableName: text("table_name").notNull(),
     columns: text("columns").notNull(),
+    columnsId: bigint("columns_id", { mode: "number" }),
     row: text("row").notNull(),
     eventId: text("event_id").notNull(),
     userKey: text("user_key").notNull(),
@@ -28,6 +29,13 @@ export const warehouseStaged = pgTable(
     index("warehouse_staged_user").on(t.destinationId, t.userKey),
   ],
 );
+
+/** Twin of SQLite's warehouse_columns: each distinct `columns` JSON once, found by its SHA-256. */
+export const warehouseColumns = pgTable("warehouse_columns", {
+  id: bigint("id", { mode: "number" }).primaryKey().generatedByDefaultAsIdentity(),
+  hash: text("hash").notNull().unique(),
+  columns: text("columns").notNull(),
+});
 
 export const warehouseLoads = pgTable(
   "warehouse_loads",

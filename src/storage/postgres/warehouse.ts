@@ -16,12 +16,13 @@
 import { SQL } from "bun";
 import type { PgDb } from "../../../db/pg";
 import type { LoadFinish, LoadRow, LoadStatus, NewLoad, NewStagedRow, StagedRow, StagedRowsReader, WarehouseStore } from "../../warehouse/store";
-import { newLoadId } from "../../warehouse/store";
+import { ColumnsCache, columnsHash, newLoadId } from "../../warehouse/store";
 
 /** The advisory lock's first key for queueing loads ("SLWh"); the second is a hash of the destination id. */
 const QUEUE_LOCK_CLASS = 0x534c5768;
 
-const READ_STAGED = `SELECT id, namespace, table_name, columns, row FROM warehouse_staged
+// `columns` is empty where `columns_id` names the text in warehouse_columns (see the SQLite store).
+const READ_STAGED = `SELECT id, namespace, table_name, columns, columns_id, row FROM warehouse_staged
   WHERE destination_id = $1 AND load_id IS NULL AND id > $3 ORDER BY id LIMIT $2`;
 
 const LOAD_COLUMNS = `id, workspace_id, destination_id, status, trigger, attempt, due_at, created_at, started_at, finished_at, rows, discards, error`;
@@ -65,6 +66,7 @@ function loadRow(r: PgLoadRow): LoadRow {
 
 export class PgWarehouseStore implements WarehouseStore {
   private readonly sql: SQL;
+  private readonly columns = new ColumnsCache();
 
   constructor(db: PgDb) {
     this.sql = db.$client;
@@ -72,13 +74,14 @@ export class PgWarehouseStore implements WarehouseStore {
 
   async stage(rows: NewStagedRow[]): Promise<void> {
     if (rows.length === 0) return;
+    await this.learnColumns(rows.map((r) => r.columns));
     const n = rows.length;
     const cols = {
       destinationId: new Array<string>(n),
       workspaceId: new Array<string>(n),
       namespace: new Array<string>(n),
       tableName: new Array<string>(n),
-      columns: new Array<string>(n),
+      columnsId: new Array<number>(n),
       row: new Array<string>(n),
       eventId: new Array<string>(n),
       userKey: new Array<string>(n),
@@ -89,7 +92,7 @@ export class PgWarehouseStore implements WarehouseStore {
       cols.workspaceId[i] = r.workspaceId;
       cols.namespace[i] = r.namespace;
       cols.tableName[i] = r.tableName;
-      cols.columns[i] = r.columns;
+      cols.columnsId[i] = this.columns.idOf(r.columns)!;
       cols.row[i] = r.row;
       cols.eventId[i] = r.eventId;
       cols.userKey[i] = r.userKey;
@@ -97,10 +100,26 @@ export class PgWarehouseStore implements WarehouseStore {
     });
     // One statement is one transaction: all rows or none.
     await this.sql.unsafe(
-      `INSERT INTO warehouse_staged (destination_id, workspace_id, namespace, table_name, columns, row, event_id, user_key, staged_at)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[])`,
-      [cols.destinationId, cols.workspaceId, cols.namespace, cols.tableName, cols.columns, cols.row, cols.eventId, cols.userKey, cols.stagedAt],
+      `INSERT INTO warehouse_staged (destination_id, workspace_id, namespace, table_name, columns, columns_id, row, event_id, user_key, staged_at)
+       SELECT d, w, ns, t, '', c, r, e, u, s FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::bigint[])
+         AS x(d, w, ns, t, c, r, e, u, s)`,
+      [cols.destinationId, cols.workspaceId, cols.namespace, cols.tableName, cols.columnsId, cols.row, cols.eventId, cols.userKey, cols.stagedAt],
     );
+  }
+
+  /**
+   * Adds the columns texts warehouse_columns lacks and learns every id: committed before the
+   * rows that name them (a columns row nobody names is harmless). Another instance may add the
+   * same text at once; the hash's key keeps one.
+   */
+  private async learnColumns(texts: string[]): Promise<void> {
+    const unknown = [...new Set(texts.filter((t) => this.columns.idOf(t) === undefined))];
+    if (unknown.length === 0) return;
+    const hashes = unknown.map(columnsHash);
+    await this.sql.unsafe(`INSERT INTO warehouse_columns (hash, columns) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (hash) DO NOTHING`, [hashes, unknown]);
+    const found = (await this.sql.unsafe(`SELECT id, hash FROM warehouse_columns WHERE hash = ANY($1::text[])`, [hashes])) as Array<{ id: string; hash: string }>;
+    const ids = new Map(found.map((r) => [r.hash, Number(r.id)]));
+    unknown.forEach((t, i) => this.columns.remember(t, ids.get(hashes[i]!)!));
   }
 
   async queueLoad(load: NewLoad): Promise<string> {
@@ -180,7 +199,7 @@ export class PgWarehouseStore implements WarehouseStore {
   }
 
   async readStaged(destinationId: string, limit: number, afterId = 0): Promise<StagedRow[]> {
-    return readStagedIn(this.sql, destinationId, limit, afterId);
+    return readStagedIn(this.sql, this.columns, destinationId, limit, afterId);
   }
 
   async purgeLoaded(destinationId: string, finishedBefore: number): Promise<void> {
@@ -202,9 +221,25 @@ export class PgWarehouseStore implements WarehouseStore {
   }
 }
 
-async function readStagedIn(sql: SQL, destinationId: string, limit: number, afterId: number): Promise<StagedRow[]> {
-  const rows = (await sql.unsafe(READ_STAGED, [destinationId, limit, afterId])) as Array<{ id: string; namespace: string; table_name: string; columns: string; row: string }>;
-  return rows.map((r) => ({ id: Number(r.id), namespace: r.namespace, tableName: r.table_name, columns: r.columns, row: r.row }));
+async function readStagedIn(sql: SQL, cache: ColumnsCache, destinationId: string, limit: number, afterId: number): Promise<StagedRow[]> {
+  const rows = (await sql.unsafe(READ_STAGED, [destinationId, limit, afterId])) as Array<{
+    id: string;
+    namespace: string;
+    table_name: string;
+    columns: string;
+    columns_id: string | null;
+    row: string;
+  }>;
+  const missing = [...new Set(rows.filter((r) => r.columns_id !== null && cache.textOf(Number(r.columns_id)) === undefined).map((r) => Number(r.columns_id)))];
+  if (missing.length > 0) {
+    const found = (await sql.unsafe(`SELECT id, columns FROM warehouse_columns WHERE id = ANY($1::bigint[])`, [missing])) as Array<{ id: string; columns: string }>;
+    for (const f of found) cache.remember(f.columns, Number(f.id));
+  }
+  return rows.map((r) => {
+    const columns = r.columns_id === null ? r.columns : cache.textOf(Number(r.columns_id));
+    if (columns === undefined) throw new Error(`warehouse_columns has no row ${r.columns_id}`);
+    return { id: Number(r.id), namespace: r.namespace, tableName: r.table_name, columns, row: r.row };
+  });
 }
 
 /**
@@ -214,6 +249,7 @@ async function readStagedIn(sql: SQL, destinationId: string, limit: number, afte
  */
 export class PgStagedReader implements StagedRowsReader {
   private readonly sql: SQL;
+  private readonly columns = new ColumnsCache();
 
   constructor(url: string, schema?: string) {
     // Read-only like the SQLite reader's connection: the main thread does every write.
@@ -223,7 +259,7 @@ export class PgStagedReader implements StagedRowsReader {
   }
 
   readStaged(destinationId: string, limit: number, afterId = 0): Promise<StagedRow[]> {
-    return readStagedIn(this.sql, destinationId, limit, afterId);
+    return readStagedIn(this.sql, this.columns, destinationId, limit, afterId);
   }
 
   async close(): Promise<void> {

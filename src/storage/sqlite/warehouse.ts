@@ -11,10 +11,27 @@
 import { Database, type Statement } from "bun:sqlite";
 import type { Db } from "../../../db";
 import type { LoadFinish, LoadRow, NewLoad, NewStagedRow, StagedRow, StagedRowsReader, WarehouseStore } from "../../warehouse/store";
-import { newLoadId } from "../../warehouse/store";
+import { ColumnsCache, columnsHash, newLoadId } from "../../warehouse/store";
 
-const READ_STAGED = `SELECT id, namespace, table_name AS tableName, columns, row FROM warehouse_staged
+// `columns` is empty where `columns_id` names the text in warehouse_columns (rows staged before it carry it inline).
+const READ_STAGED = `SELECT id, namespace, table_name AS tableName, columns, columns_id AS columnsId, row FROM warehouse_staged
   WHERE destination_id = ? AND load_id IS NULL AND id > ? ORDER BY id LIMIT ?`;
+const COLUMNS_TEXT = `SELECT columns FROM warehouse_columns WHERE id = ?`;
+
+/** The rows as a load reads them, each with its columns text (the same string for rows that share it). */
+function withColumns(rows: Array<StagedRow & { columnsId: number | null }>, cache: ColumnsCache, text: Statement): StagedRow[] {
+  for (const r of rows) {
+    if (r.columnsId === null) continue;
+    let columns = cache.textOf(r.columnsId);
+    if (columns === undefined) {
+      columns = (text.get(r.columnsId) as { columns: string } | null)?.columns;
+      if (columns === undefined) throw new Error(`warehouse_columns has no row ${r.columnsId}`);
+      cache.remember(columns, r.columnsId);
+    }
+    r.columns = columns;
+  }
+  return rows;
+}
 
 /** Staged rows marked or purged per statement: about 50 ms of the main thread each, here. */
 const MARK_ROWS = 4_000;
@@ -26,6 +43,9 @@ const LOAD_COLUMNS = `id, workspace_id AS workspaceId, destination_id AS destina
 
 type StatementName =
   | "stage"
+  | "addColumns"
+  | "columnsId"
+  | "columnsText"
   | "insert"
   | "queuedFor"
   | "makeDue"
@@ -44,7 +64,8 @@ type StatementName =
 
 export class SqliteWarehouseStore implements WarehouseStore {
   private readonly s: Record<StatementName, Statement>;
-  private readonly stageAll: (rows: NewStagedRow[]) => void;
+  private readonly stageAll: (rows: NewStagedRow[], columnsIds: number[]) => void;
+  private readonly columns = new ColumnsCache();
   private readonly finishAll: (f: LoadFinish) => void;
   private readonly failAll: (now: number, error: string) => number;
 
@@ -52,9 +73,12 @@ export class SqliteWarehouseStore implements WarehouseStore {
     const c = db.$client;
     this.s = {
       stage: c.prepare(
-        `INSERT INTO warehouse_staged (destination_id, workspace_id, namespace, table_name, columns, row, event_id, user_key, staged_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO warehouse_staged (destination_id, workspace_id, namespace, table_name, columns, columns_id, row, event_id, user_key, staged_at)
+         VALUES (?, ?, ?, ?, '', ?, ?, ?, ?, ?)`,
       ),
+      addColumns: c.prepare(`INSERT INTO warehouse_columns (hash, columns) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`),
+      columnsId: c.prepare(`SELECT id FROM warehouse_columns WHERE hash = ?`),
+      columnsText: c.prepare(COLUMNS_TEXT),
       insert: c.prepare(
         `INSERT INTO warehouse_loads (id, workspace_id, destination_id, status, trigger, attempt, due_at, created_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
       ),
@@ -86,8 +110,8 @@ export class SqliteWarehouseStore implements WarehouseStore {
       cancelQueued: c.prepare(`UPDATE warehouse_loads SET status = 'failed', finished_at = ?, error = ? WHERE destination_id = ? AND status = 'queued'`),
     };
     const s = this.s;
-    this.stageAll = c.transaction((rows: NewStagedRow[]) => {
-      for (const r of rows) s.stage.run(r.destinationId, r.workspaceId, r.namespace, r.tableName, r.columns, r.row, r.eventId, r.userKey, r.stagedAt);
+    this.stageAll = c.transaction((rows: NewStagedRow[], columnsIds: number[]) => {
+      rows.forEach((r, i) => s.stage.run(r.destinationId, r.workspaceId, r.namespace, r.tableName, columnsIds[i]!, r.row, r.eventId, r.userKey, r.stagedAt));
     }).immediate;
     this.finishAll = c.transaction((f: LoadFinish) => {
       s.finish.run(f.status, f.finishedAt, JSON.stringify(f.rows), f.discards, f.error, f.loadId);
@@ -101,7 +125,21 @@ export class SqliteWarehouseStore implements WarehouseStore {
   }
 
   async stage(rows: NewStagedRow[]): Promise<void> {
-    if (rows.length) this.stageAll(rows);
+    if (rows.length) this.stageAll(rows, rows.map((r) => this.columnsIdOf(r.columns)));
+  }
+
+  /**
+   * The id of a columns text in warehouse_columns, added if new. Committed on its own before the
+   * rows that name it (a columns row nobody names is harmless), so the cache holds only ids that exist.
+   */
+  private columnsIdOf(columns: string): number {
+    const known = this.columns.idOf(columns);
+    if (known !== undefined) return known;
+    const hash = columnsHash(columns);
+    this.s.addColumns.run(hash, columns);
+    const id = (this.s.columnsId.get(hash) as { id: number }).id;
+    this.columns.remember(columns, id);
+    return id;
   }
 
   async queueLoad(load: NewLoad): Promise<string> {
@@ -151,7 +189,7 @@ export class SqliteWarehouseStore implements WarehouseStore {
   }
 
   async readStaged(destinationId: string, limit: number, afterId = 0): Promise<StagedRow[]> {
-    return this.s.readStaged.all(destinationId, afterId, limit) as StagedRow[];
+    return withColumns(this.s.readStaged.all(destinationId, afterId, limit) as Array<StagedRow & { columnsId: number | null }>, this.columns, this.s.columnsText);
   }
 
   /** A chunk at a time, like marking. */
@@ -187,12 +225,15 @@ export class SqliteWarehouseStore implements WarehouseStore {
 export class SqliteStagedReader implements StagedRowsReader {
   private readonly db: Database;
   private readonly read: Statement;
+  private readonly text: Statement;
+  private readonly columns = new ColumnsCache();
 
   constructor(file: string) {
     this.db = new Database(file, { readonly: true });
     try {
       this.db.exec("PRAGMA busy_timeout = 5000");
       this.read = this.db.prepare(READ_STAGED);
+      this.text = this.db.prepare(COLUMNS_TEXT);
     } catch (e) {
       this.db.close();
       throw e;
@@ -200,7 +241,7 @@ export class SqliteStagedReader implements StagedRowsReader {
   }
 
   async readStaged(destinationId: string, limit: number, afterId = 0): Promise<StagedRow[]> {
-    return this.read.all(destinationId, afterId, limit) as StagedRow[];
+    return withColumns(this.read.all(destinationId, afterId, limit) as Array<StagedRow & { columnsId: number | null }>, this.columns, this.text);
   }
 
   async close(): Promise<void> {
