@@ -12,6 +12,7 @@ import type { LoadJob, LoadOutcome, WorkerReply, WorkerRequest } from "./load-th
 import { type PostgresConfig, PostgresWarehouse } from "./postgres";
 import { batchesByNamespace } from "./staged-rows";
 import type { StagedRow, StagedRowsLocation, StagedRowsReader } from "./store";
+import type { TableBatch } from "./types";
 
 declare const self: Worker;
 
@@ -49,6 +50,12 @@ async function closeReader() {
 // loaded keeps being fed.
 const SLICE_ROWS = 500;
 
+/** A page of staged rows, and the same rows grouped per namespace and table. */
+interface Page {
+  rows: StagedRow[];
+  batches: Map<string, TableBatch[]>;
+}
+
 /** Up to `limit` waiting rows after `afterId`, read SLICE_ROWS at a time. */
 async function readPage(reader: StagedRowsReader, destinationId: string, afterId: number, limit: number): Promise<StagedRow[]> {
   const page: StagedRow[] = [];
@@ -74,9 +81,9 @@ async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOut
   const client = clientFor(job.connection);
   const failed = new Set<string>();
   const loaded = new Set<string>();
-  const loadPage = async (page: StagedRow[]) => {
+  const loadPage = async ({ rows: page, batches: grouped }: Page) => {
     const committed = new Set<string>();
-    for (const [namespace, batches] of batchesByNamespace(page, job.uuidTs)) {
+    for (const [namespace, batches] of grouped) {
       if (failed.has(namespace)) continue;
       try {
         const result = await client.load(namespace, batches, job.loadId);
@@ -93,15 +100,21 @@ async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOut
     for (const r of page) if (committed.has(r.namespace)) outcome.ids.push(r.id);
   };
   const pageRows = Math.max(1, job.pageRows);
-  let wanted = Math.min(pageRows, job.rowsPerLoad);
-  let page = await readPage(reader, job.destinationId, 0, wanted);
-  while (page.length > 0) {
-    outcome.count += page.length;
-    const more = page.length === wanted && outcome.count < job.rowsPerLoad;
+  const read = async (afterId: number, limit: number): Promise<Page> => {
+    const rows = await readPage(reader, job.destinationId, afterId, limit);
+    // Grouped here, while the page before is still loading, not in between two pages.
+    return { rows, batches: batchesByNamespace(rows, job.uuidTs) };
+  };
+  // The first page is smaller: nothing loads while it is read.
+  let wanted = Math.min(Math.ceil(pageRows / 5), job.rowsPerLoad);
+  let page = await read(0, wanted);
+  while (page.rows.length > 0) {
+    outcome.count += page.rows.length;
+    const more = page.rows.length === wanted && outcome.count < job.rowsPerLoad;
     wanted = Math.min(pageRows, job.rowsPerLoad - outcome.count);
     const [loading, next] = await Promise.allSettled([
       loadPage(page),
-      more ? readPage(reader, job.destinationId, page[page.length - 1]!.id, wanted) : Promise.resolve([]),
+      more ? read(page.rows[page.rows.length - 1]!.id, wanted) : Promise.resolve({ rows: [], batches: new Map() }),
     ]);
     if (loading.status === "rejected") throw loading.reason;
     if (next.status === "rejected") throw next.reason;
