@@ -418,13 +418,16 @@ function copySchema(schema: NamespaceSchema): NamespaceSchema {
  * Text, not rows: a table per event is two to three times as wide as `tracks`.
  */
 function splitLanes(batches: TableBatch[], n: number): TableBatch[][] {
-  const size = (b: TableBatch) =>
-    b.rows.length * Object.keys(b.columns).length * 16 + (b.encoded ?? []).reduce((k, g) => g.lines.reduce((m, line) => m + line.length, k), 0);
-  const lanes = Array.from({ length: n }, () => ({ rows: 0, batches: [] as TableBatch[] }));
-  for (const b of [...batches].sort((x, y) => size(y) - size(x))) {
-    const lane = lanes.reduce((min, l) => (l.rows < min.rows ? l : min));
+  // Measured once per batch: a batch's text is the sum over all its lines.
+  const sized = batches.map((b) => ({
+    b,
+    size: b.rows.length * Object.keys(b.columns).length * 16 + (b.encoded ?? []).reduce((k, g) => g.lines.reduce((m, line) => m + line.length, k), 0),
+  }));
+  const lanes = Array.from({ length: n }, () => ({ size: 0, batches: [] as TableBatch[] }));
+  for (const { b, size } of sized.sort((x, y) => y.size - x.size)) {
+    const lane = lanes.reduce((min, l) => (l.size < min.size ? l : min));
     lane.batches.push(b);
-    lane.rows += size(b);
+    lane.size += size;
   }
   return lanes.map((l) => l.batches).filter((l) => l.length > 0);
 }
