@@ -179,6 +179,23 @@ export class ColumnsCache {
     return this.byId.get(id);
   }
 
+  /**
+   * Gives each row its columns text: its own (staged before warehouse_columns), or the one its
+   * `columnsId` names, the same string for rows that share it; `fetch` is asked once for the ids
+   * not known yet.
+   */
+  async fill<R extends { columns: string; columnsId: number | null }>(rows: R[], fetch: (ids: number[]) => Promise<Array<{ id: number; columns: string }>>): Promise<R[]> {
+    const missing = [...new Set(rows.filter((r) => r.columnsId !== null && !this.byId.has(r.columnsId)).map((r) => r.columnsId!))];
+    if (missing.length > 0) for (const f of await fetch(missing)) this.remember(f.columns, f.id);
+    for (const r of rows) {
+      if (r.columnsId === null) continue;
+      const columns = this.byId.get(r.columnsId);
+      if (columns === undefined) throw new Error(`warehouse_columns has no row ${r.columnsId}`);
+      r.columns = columns;
+    }
+    return rows;
+  }
+
   /** Only for ids committed: a rolled-back insert must not be remembered. */
   remember(columns: string, id: number): void {
     if (this.byText.size >= 10_000) {

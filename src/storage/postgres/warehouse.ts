@@ -230,15 +230,17 @@ async function readStagedIn(sql: SQL, cache: ColumnsCache, destinationId: string
     columns_id: string | null;
     row: string;
   }>;
-  const missing = [...new Set(rows.filter((r) => r.columns_id !== null && cache.textOf(Number(r.columns_id)) === undefined).map((r) => Number(r.columns_id)))];
-  if (missing.length > 0) {
-    const found = (await sql.unsafe(`SELECT id, columns FROM warehouse_columns WHERE id = ANY($1::bigint[])`, [missing])) as Array<{ id: string; columns: string }>;
-    for (const f of found) cache.remember(f.columns, Number(f.id));
-  }
-  return rows.map((r) => {
-    const columns = r.columns_id === null ? r.columns : cache.textOf(Number(r.columns_id));
-    if (columns === undefined) throw new Error(`warehouse_columns has no row ${r.columns_id}`);
-    return { id: Number(r.id), namespace: r.namespace, tableName: r.table_name, columns, row: r.row };
+  const read = rows.map((r) => ({
+    id: Number(r.id),
+    namespace: r.namespace,
+    tableName: r.table_name,
+    columns: r.columns,
+    columnsId: r.columns_id === null ? null : Number(r.columns_id),
+    row: r.row,
+  }));
+  return cache.fill(read, async (ids) => {
+    const found = (await sql.unsafe(`SELECT id, columns FROM warehouse_columns WHERE id = ANY($1::bigint[])`, [ids])) as Array<{ id: string; columns: string }>;
+    return found.map((f) => ({ id: Number(f.id), columns: f.columns }));
   });
 }
 

@@ -16,21 +16,13 @@ import { ColumnsCache, columnsHash, newLoadId } from "../../warehouse/store";
 // `columns` is empty where `columns_id` names the text in warehouse_columns (rows staged before it carry it inline).
 const READ_STAGED = `SELECT id, namespace, table_name AS tableName, columns, columns_id AS columnsId, row FROM warehouse_staged
   WHERE destination_id = ? AND load_id IS NULL AND id > ? ORDER BY id LIMIT ?`;
-const COLUMNS_TEXT = `SELECT columns FROM warehouse_columns WHERE id = ?`;
+const COLUMNS_TEXT = `SELECT id, columns FROM warehouse_columns WHERE id IN (SELECT value FROM json_each(?))`;
 
-/** The rows as a load reads them, each with its columns text (the same string for rows that share it). */
-function withColumns(rows: Array<StagedRow & { columnsId: number | null }>, cache: ColumnsCache, text: Statement): StagedRow[] {
-  for (const r of rows) {
-    if (r.columnsId === null) continue;
-    let columns = cache.textOf(r.columnsId);
-    if (columns === undefined) {
-      columns = (text.get(r.columnsId) as { columns: string } | null)?.columns;
-      if (columns === undefined) throw new Error(`warehouse_columns has no row ${r.columnsId}`);
-      cache.remember(columns, r.columnsId);
-    }
-    r.columns = columns;
-  }
-  return rows;
+type ReadRow = StagedRow & { columnsId: number | null };
+
+/** The rows as a load reads them, each with its columns text. */
+function withColumns(rows: ReadRow[], cache: ColumnsCache, text: Statement): Promise<StagedRow[]> {
+  return cache.fill(rows, async (ids) => text.all(JSON.stringify(ids)) as Array<{ id: number; columns: string }>);
 }
 
 /** Staged rows marked or purged per statement: about 50 ms of the main thread each, here. */
@@ -189,7 +181,7 @@ export class SqliteWarehouseStore implements WarehouseStore {
   }
 
   async readStaged(destinationId: string, limit: number, afterId = 0): Promise<StagedRow[]> {
-    return withColumns(this.s.readStaged.all(destinationId, afterId, limit) as Array<StagedRow & { columnsId: number | null }>, this.columns, this.s.columnsText);
+    return withColumns(this.s.readStaged.all(destinationId, afterId, limit) as ReadRow[], this.columns, this.s.columnsText);
   }
 
   /** A chunk at a time, like marking. */
@@ -241,7 +233,7 @@ export class SqliteStagedReader implements StagedRowsReader {
   }
 
   async readStaged(destinationId: string, limit: number, afterId = 0): Promise<StagedRow[]> {
-    return withColumns(this.read.all(destinationId, afterId, limit) as Array<StagedRow & { columnsId: number | null }>, this.columns, this.text);
+    return withColumns(this.read.all(destinationId, afterId, limit) as ReadRow[], this.columns, this.text);
   }
 
   async close(): Promise<void> {
