@@ -62,14 +62,21 @@ describe.if(havePostgres)("live events across instances (LiveRelay on PostgreSQL
 
   const events = (inst: Instance) => inst.wire.filter((w) => w.payload?.k === "event");
 
-  test("a subscriber on B receives what A publishes, once; nothing comes back to A, and B relays nothing on", async () => {
+  /** A and B on a fresh schema, both watching source:src_1, once A has heard B's watch. */
+  async function watchingPair(aOpts: Partial<LiveRelayOptions> = {}) {
     const schema = freshSchema();
-    const a = await instance(schema, "a");
+    const a = await instance(schema, "a", aOpts);
     const b = await instance(schema, "b");
     const topic = "source:src_1";
     const onA = watch(a, topic);
     const onB = watch(b, topic);
-    await waitFor(() => a.relay.hasSubscribers(topic) && a.relay.watchedElsewhere(topic), { timeoutMs: 2000, what: "A to hear B's watch" });
+    await waitFor(() => a.relay.watchedElsewhere(topic), { timeoutMs: 2000, what: "A to hear B's watch" });
+    return { a, b, topic, onA, onB };
+  }
+
+  test("a subscriber on B receives what A publishes, once; nothing comes back to A, and B relays nothing on", async () => {
+    const { a, b, topic, onA, onB } = await watchingPair();
+    expect(a.relay.hasSubscribers(topic)).toBe(true);
     await waitFor(() => b.relay.watchedElsewhere(topic), { timeoutMs: 2000, what: "B to hear A's watch" });
 
     a.relay.publish(topic, { messageId: "m1", type: "track", event: "Signed Up", userId: "u1" });
@@ -193,13 +200,7 @@ describe.if(havePostgres)("live events across instances (LiveRelay on PostgreSQL
   });
 
   test("an event too large for a NOTIFY arrives cut down, with a note; A's own subscribers get it whole", async () => {
-    const schema = freshSchema();
-    const a = await instance(schema, "a");
-    const b = await instance(schema, "b");
-    const topic = "source:src_1";
-    const onA = watch(a, topic);
-    const onB = watch(b, topic);
-    await waitFor(() => a.relay.watchedElsewhere(topic), { timeoutMs: 2000, what: "A to hear B's watch" });
+    const { a, b, topic, onA, onB } = await watchingPair();
 
     const big = {
       messageId: "m-big",
@@ -247,13 +248,7 @@ describe.if(havePostgres)("live events across instances (LiveRelay on PostgreSQL
   });
 
   test("beyond its rate a topic is sampled: the rest is counted, not relayed; local subscribers get every event", async () => {
-    const schema = freshSchema();
-    const a = await instance(schema, "a", { ratePerTopic: 5 });
-    const b = await instance(schema, "b");
-    const topic = "source:src_1";
-    const onA = watch(a, topic);
-    const onB = watch(b, topic);
-    await waitFor(() => a.relay.watchedElsewhere(topic), { timeoutMs: 2000, what: "A to hear B's watch" });
+    const { a, topic, onA, onB } = await watchingPair({ ratePerTopic: 5 });
     for (let i = 0; i < 50; i++) a.relay.publish(topic, { n: i });
     expect(onA.got).toHaveLength(50);
     const s = a.relay.stats();

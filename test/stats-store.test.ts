@@ -500,10 +500,13 @@ for (const { name, open, enabled } of STORES) {
 }
 
 describe.if(havePostgres)("stats store on PostgreSQL only", () => {
+  /** An event of src_a with the given id, received at `at`. */
+  const inserter = (o: Awaited<ReturnType<typeof openPg>>) => (id: number, at: number) =>
+    o.insert("events", { id, workspace_id: "ws", source_id: "src_a", message_id: `o${id}`, user_key: "u1", type: "track", payload: "{}", received_at: at });
+
   test("retention goes by received_at, not by id: ids of instances commit out of order", async () => {
     const o = await openPg();
-    const event = (id: number, at: number) =>
-      o.insert("events", { id, workspace_id: "ws", source_id: "src_a", message_id: `o${id}`, user_key: "u1", type: "track", payload: "{}", received_at: at });
+    const event = inserter(o);
     // A lower id received after the cutoff, a higher id before it (another instance's slower clock or commit).
     await event(100, s(7200));
     await event(101, s(1));
@@ -515,8 +518,7 @@ describe.if(havePostgres)("stats store on PostgreSQL only", () => {
 
   test("the overview counts every instance's events: received_at decides, whatever the id order", async () => {
     const o = await openPg();
-    const event = (id: number, at: number) =>
-      o.insert("events", { id, workspace_id: "ws", source_id: "src_a", message_id: `o${id}`, user_key: "u1", type: "track", payload: "{}", received_at: at });
+    const event = inserter(o);
     await event(200, s(70));
     await event(201, s(5));
     await event(202, s(10));
