@@ -338,7 +338,7 @@ await record(
     `| the loader: staged rows grouped, then PostgresWarehouse.load (COPY; loaded ids looked up only when the key refuses one) | ${fmt(loader)} | ${fmt(loader / baseline, 2)} (${fmt(loader / median(keyedRates), 2)} of keyed COPY) | ${fmt(Math.min(...loaderRates))}–${fmt(Math.max(...loaderRates))} |`,
     `| the stager: eventRows and the staged text (at delivery, before any load; not in the figures above) | ${fmt(median(transformRates))} | | |`,
     "",
-    `${fmt(eventsPerRound)} track events a round (${EVENT_NAMES} names × ${PROPERTIES} properties: ${fmt(rowsPerRound)} rows in ${tablesPerRound} tables, \`tracks\` and one wide table per name), ${rounds} rounds after a first that creates the tables, into one schema that keeps growing (${fmt(eventsPerRound * (rounds + 1))} events at the end). PostgreSQL ${PG.host}:${PG.port}, same machine. Goal: ≥ 50,000 events/s.`,
+    `${fmt(eventsPerRound)} track events a round (${EVENT_NAMES} names × ${PROPERTIES} properties: ${fmt(rowsPerRound)} rows in ${tablesPerRound} tables, \`tracks\` and one wide table per name), ${rounds} rounds after a first that creates the tables, into one schema that keeps growing (${fmt(eventsPerRound * (rounds + 1))} events at the end). PostgreSQL ${PG.host}:${PG.port}, same machine. Goal: ≥ 50,000 events/s, for a whole load by the binary${binaryLines.length ? " (below)" : " (not run: --no-binary)"}; the loader row is its PostgreSQL part, run in this process on one page into a schema that keeps growing.`,
     ...binaryLines,
   ],
 );
