@@ -5,6 +5,7 @@
 import { redactUrl } from "./lib/postgres-url";
 import { join } from "node:path";
 import { mkdirSync, readFileSync } from "node:fs";
+import type { ControlPlaneStore } from "./control-plane/store";
 import { AppError } from "./lib/errors";
 import { type Logger, createLogger } from "./lib/logger";
 import { backupDatabase, restoreDatabase } from "./ops/backup";
@@ -236,38 +237,34 @@ async function tokenCreate(args: string[]) {
     throw e;
   }
   const { createTokenForEmail } = await import("./control-plane/tokens");
+  const { store, close } = await openControlPlaneStore(settings);
+  try {
+    const { token } = await createTokenForEmail(store, email, Date.now());
+    process.stdout.write(`${token}\n`);
+  } catch (e) {
+    fail((e as Error).message);
+  } finally {
+    await close();
+  }
+}
+
+/** The account store of `sluice token create`: PostgreSQL in cluster mode (every instance sees the token at once), else the data dir's SQLite. */
+async function openControlPlaneStore(settings: Settings): Promise<{ store: ControlPlaneStore; close: () => Promise<void> | void }> {
   if (settings.database) {
-    // Cluster mode: the account and its tokens are in PostgreSQL (every instance sees the token at once).
     const { openPostgres, closePostgres } = await import("../db/pg");
     const { PgControlPlaneStore } = await import("./storage/postgres/control-plane");
-    let pg;
     try {
-      pg = await openPostgres(settings.database, { searchPath: settings.databaseSchema, max: 1, applicationName: "sluice token create" });
+      const pg = await openPostgres(settings.database, { searchPath: settings.databaseSchema, max: 1, applicationName: "sluice token create" });
+      return { store: new PgControlPlaneStore(pg), close: () => closePostgres(pg) };
     } catch (e) {
       failed(new Error(`cannot use PostgreSQL at ${redactUrl(settings.database)}: ${(e as Error).message}`));
     }
-    try {
-      const { token } = await createTokenForEmail(new PgControlPlaneStore(pg), email, Date.now());
-      process.stdout.write(`${token}\n`);
-    } catch (e) {
-      fail((e as Error).message);
-    } finally {
-      await closePostgres(pg);
-    }
-    return;
   }
   const { openDatabase } = await import("../db");
   const { SqliteControlPlaneStore } = await import("./storage/sqlite/control-plane");
   mkdirSync(settings.dataDir, { recursive: true });
   const db = openDatabase(join(settings.dataDir, "sluice.db"), { synchronous: settings.synchronous });
-  try {
-    const { token } = await createTokenForEmail(new SqliteControlPlaneStore(db), email, Date.now());
-    process.stdout.write(`${token}\n`);
-  } catch (e) {
-    fail((e as Error).message);
-  } finally {
-    db.$client.close();
-  }
+  return { store: new SqliteControlPlaneStore(db), close: () => db.$client.close() };
 }
 
 /** backup and restore are for the SQLite file. */
