@@ -18,6 +18,7 @@ import { withWorkspace } from "../control-plane/routes";
 import type { ScopedContext, ServiceContext } from "../lib/context";
 import { badRequest } from "../lib/errors";
 import { type MinuteCount, OPEN_END, type StatsStore } from "./stats-store";
+import { setImmediate as nextTurn } from "node:timers/promises";
 
 const MINUTE = 60_000;
 export const MAX_MINUTES = 1440;
@@ -127,8 +128,6 @@ function slices(from: number, to: number, now: number): Array<[number, number]> 
   return out;
 }
 
-const yieldToIntake = () => new Promise<void>((r) => setImmediate(r));
-
 /**
  * What happened in [from, to): events received, deliveries that succeeded or were aborted, and
  * failed attempts. A failed attempt is found on its delivery, which may have been updated any
@@ -139,12 +138,12 @@ async function countRange(store: StatsStore, workspaceId: string, from: number, 
   const parts = slices(from, to, now);
   for (const [a, b] of parts) {
     cells.push(...(await store.countOutcomes(workspaceId, a, b)));
-    if (parts.length > 1) await yieldToIntake();
+    if (parts.length > 1) await nextTurn();
   }
   const rowParts = slices(from, FAR, now);
   for (const [a, b] of rowParts) {
     cells.push(...(await store.countFailedAttempts(workspaceId, a, b, from, to)));
-    if (rowParts.length > 1) await yieldToIntake();
+    if (rowParts.length > 1) await nextTurn();
   }
   return cells;
 }

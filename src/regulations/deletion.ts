@@ -16,6 +16,7 @@ import type { DeletionStatus } from "./schemas";
 import type { DeletionJobOutcome, DueDeletionJob, RegulationsStore } from "./store";
 import { isRetryableLoadError } from "../warehouse/postgres";
 import { isWarehouseKind } from "../warehouse/staging";
+import { setImmediate as nextTurn } from "node:timers/promises";
 
 /** Warehouse kinds delete users in their database through the loader, not with HTTP requests. */
 export interface WarehouseUserDeleter {
@@ -209,7 +210,7 @@ export class DeletionRunner {
     let purged = 0;
     for (let lo = min - 1; lo < max && !this.stopped; lo += PURGE_SLICE) {
       purged += await this.store.purgeEvents({ afterId: lo, throughId: Math.min(lo + PURGE_SLICE, max) }, workspaceId, userIds, routed);
-      await new Promise((r) => setImmediate(r));
+      await nextTurn();
     }
     if (purged) this.log.info("regulation purged retained events", { workspaceId, events: purged });
   }

@@ -13,6 +13,7 @@ import { type PostgresConfig, PostgresWarehouse } from "./postgres";
 import { batchesByNamespace } from "./staged-rows";
 import type { StagedRow, StagedRowsLocation, StagedRowsReader } from "./store";
 import type { TableBatch } from "./types";
+import { setImmediate as nextTurn } from "node:timers/promises";
 
 declare const self: Worker;
 
@@ -64,7 +65,7 @@ async function readPage(reader: StagedRowsReader, destinationId: string, afterId
     page.push(...slice);
     if (slice.length < SLICE_ROWS) break;
     afterId = slice[slice.length - 1]!.id;
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
   }
   return page;
 }

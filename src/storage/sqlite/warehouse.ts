@@ -12,6 +12,7 @@ import { Database, type Statement } from "bun:sqlite";
 import type { Db } from "../../../db";
 import type { LoadFinish, LoadRow, NewLoad, NewStagedRow, StagedRow, StagedRowsReader, WarehouseStore } from "../../warehouse/store";
 import { ColumnsCache, columnsHash, newLoadId } from "../../warehouse/store";
+import { setImmediate as nextTurn } from "node:timers/promises";
 
 // `columns` is empty where `columns_id` names the text in warehouse_columns (rows staged before it carry it inline).
 const READ_STAGED = `SELECT id, namespace, table_name AS tableName, columns, columns_id AS columnsId, row FROM warehouse_staged
@@ -27,8 +28,6 @@ function withColumns(rows: ReadRow[], cache: ColumnsCache, text: Statement): Pro
 
 /** Staged rows marked or purged per statement: about 50 ms of the main thread each, here. */
 const MARK_ROWS = 4_000;
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 const LOAD_COLUMNS = `id, workspace_id AS workspaceId, destination_id AS destinationId, status, trigger, attempt, due_at AS dueAt,
   created_at AS createdAt, started_at AS startedAt, finished_at AS finishedAt, rows, discards, error`;
