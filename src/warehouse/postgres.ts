@@ -237,7 +237,7 @@ export class PostgresWarehouse {
     const laneOutcomes = await Promise.allSettled(
       lanes.map((lane) =>
         this.sql.begin(async (tx) => {
-          await tx.unsafe(`SELECT set_config('application_name', $1, true)`, [appName]);
+          await nameLoadTransaction(tx, appName);
           // Another load of the namespace (another destination) may write the same tables; the
           // id checks of a table must not interleave. Taken in one order, so lanes never deadlock.
           const tables = lane.map((b) => b.table).sort();
@@ -402,9 +402,14 @@ export class PostgresWarehouse {
   }
 }
 
-/** Sets the transaction's application_name (an operator, and the crash test, find the open load in pg_stat_activity by it) and takes the namespace's lock. */
-async function startLoadTransaction(tx: SQL, appName: string, namespace: string): Promise<void> {
+/** Sets the transaction's application_name: an operator, and the crash test, find the open load in pg_stat_activity by it. */
+async function nameLoadTransaction(tx: SQL, appName: string): Promise<void> {
   await tx.unsafe(`SELECT set_config('application_name', $1, true)`, [appName]);
+}
+
+/** Names the transaction (nameLoadTransaction) and takes the namespace's lock. */
+async function startLoadTransaction(tx: SQL, appName: string, namespace: string): Promise<void> {
+  await nameLoadTransaction(tx, appName);
   // Two loads of one namespace at once would race on its DDL, on users and on the discards.
   await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`sluice-warehouse:${namespace}`]);
 }
