@@ -28,7 +28,7 @@ import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { partitionOfKey } from "../src/cluster/hash";
-import { INTAKE_BODIES, REQUEST_ID, adminApi, balancedOrder, basicAuth, cpuTimeUs, ensureBinary, fmt, median, numberArg, record, requireWrk, startProcess, startSluice } from "./bench-lib";
+import { INTAKE_BODIES, REQUEST_ID, adminApi, balancedOrder, basicAuth, cpuTimeUs, ensureBinary, fmt, median, numberArg, range, record, requireWrk, startProcess, startSluice } from "./bench-lib";
 
 if (process.argv.includes("--sink-process")) {
   runSink();
@@ -394,7 +394,7 @@ async function main() {
 
     // The table.
     const base = configs[0]!;
-    const ratio = (xs: number[]) => `${fmt(median(xs), 2)} (${fmt(Math.min(...xs), 2)}–${fmt(Math.max(...xs), 2)})`;
+    const ratio = (xs: number[]) => `${fmt(median(xs), 2)} (${range(xs, 2)})`;
     rows.push("| Configuration | intake: single calls/s (64 conn) | ratio to SQLite (range over rounds) | p50 ms | p99 ms | CPU µs per call: Sluice (PostgreSQL) | non-2xx | end to end: events/s accepted → delivered | ratio to SQLite (range) | events/s accepted |");
     rows.push("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for (const c of configs) {

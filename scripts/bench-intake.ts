@@ -11,7 +11,7 @@
  * Sluice, or the ratios measure the minute. `--seconds` is each server's time under each load,
  * split over the rounds.
  */
-import { INTAKE_BODIES, type WrkResult, adminApi, balancedOrder, cpuTimeUs, basicAuth, ensureBinary, fmt, median, numberArg, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
+import { INTAKE_BODIES, type WrkResult, adminApi, balancedOrder, cpuTimeUs, basicAuth, ensureBinary, fmt, median, numberArg, range, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
 import { join } from "node:path";
 import { RecentMessageIds } from "../src/gateway/dedup";
 
@@ -142,7 +142,7 @@ function summary(runs: WrkResult[]) {
 /** The ratio to the bare server's figure of the same round: its median, and the lowest and highest. */
 function ratios(s: Server, load: Load, of: (w: WrkResult) => number) {
   const xs = s.runs[load].map((w, r) => of(w) / of(servers[0]!.runs[load][r]!));
-  return `${fmt(median(xs), 2)} (${fmt(Math.min(...xs), 2)}–${fmt(Math.max(...xs), 2)})`;
+  return `${fmt(median(xs), 2)} (${range(xs, 2)})`;
 }
 
 const rows: string[] = [];

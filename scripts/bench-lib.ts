@@ -227,3 +227,6 @@ export const median = (xs: number[]) => {
 };
 
 export const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "n/a");
+
+/** The lowest and highest of the figures, "min–max". */
+export const range = (xs: number[], digits = 0) => `${fmt(Math.min(...xs), digits)}–${fmt(Math.max(...xs), digits)}`;

@@ -24,7 +24,7 @@ import { batchesByNamespace, stagedRowText } from "../src/warehouse/staged-rows"
 import type { TableBatch } from "../src/warehouse/types";
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
-import { INTAKE_BODIES, type WrkResult, adminApi, basicAuth, ensureBinary, fmt, median, numberArg, record, requireWrk, startSluice, wrk } from "./bench-lib";
+import { INTAKE_BODIES, type WrkResult, adminApi, basicAuth, ensureBinary, fmt, median, numberArg, range, record, requireWrk, startSluice, wrk } from "./bench-lib";
 
 const eventsPerRound = numberArg("--events", 50_000);
 const rounds = numberArg("--rounds", 5);
@@ -299,7 +299,6 @@ async function binaryPart(): Promise<string[]> {
     }
     db.close();
     const ratios = during.map((d, i) => d.rps / idle[i]!.rps);
-    const range = (xs: number[], digits = 0) => `${fmt(Math.min(...xs), digits)}–${fmt(Math.max(...xs), digits)}`;
     const rps = (xs: WrkResult[]) => xs.map((x) => x.rps);
     const cpu = (xs: WrkResult[]) => median(xs.map((x) => x.mainCpuUs ?? NaN));
     return [
@@ -333,9 +332,9 @@ await record(
   [
     "| What | events/s (median of rounds) | ratio to plain COPY | min–max |",
     "| --- | --- | --- | --- |",
-    `| plain COPY of the encoded rows (no key, no merge) | ${fmt(baseline)} | 1.00 | ${fmt(Math.min(...baselineRates))}–${fmt(Math.max(...baselineRates))} |`,
-    `| plain COPY of the same rows into tables keyed on id, as the loader's are | ${fmt(median(keyedRates))} | ${fmt(median(keyedRates) / baseline, 2)} | ${fmt(Math.min(...keyedRates))}–${fmt(Math.max(...keyedRates))} |`,
-    `| the loader: staged rows grouped, then PostgresWarehouse.load (COPY; loaded ids looked up only when the key refuses one) | ${fmt(loader)} | ${fmt(loader / baseline, 2)} (${fmt(loader / median(keyedRates), 2)} of keyed COPY) | ${fmt(Math.min(...loaderRates))}–${fmt(Math.max(...loaderRates))} |`,
+    `| plain COPY of the encoded rows (no key, no merge) | ${fmt(baseline)} | 1.00 | ${range(baselineRates)} |`,
+    `| plain COPY of the same rows into tables keyed on id, as the loader's are | ${fmt(median(keyedRates))} | ${fmt(median(keyedRates) / baseline, 2)} | ${range(keyedRates)} |`,
+    `| the loader: staged rows grouped, then PostgresWarehouse.load (COPY; loaded ids looked up only when the key refuses one) | ${fmt(loader)} | ${fmt(loader / baseline, 2)} (${fmt(loader / median(keyedRates), 2)} of keyed COPY) | ${range(loaderRates)} |`,
     `| the stager: eventRows and the staged text (at delivery, before any load; not in the figures above) | ${fmt(median(transformRates))} | | |`,
     "",
     `${fmt(eventsPerRound)} track events a round (${EVENT_NAMES} names × ${PROPERTIES} properties: ${fmt(rowsPerRound)} rows in ${tablesPerRound} tables, \`tracks\` and one wide table per name), ${rounds} rounds after a first that creates the tables, into one schema that keeps growing (${fmt(eventsPerRound * (rounds + 1))} events at the end). PostgreSQL ${PG.host}:${PG.port}, same machine. Goal: ≥ 50,000 events/s, for a whole load by the binary${binaryLines.length ? " (below)" : " (not run: --no-binary)"}; the loader row is its PostgreSQL part, run in this process on one page into a schema that keeps growing.`,
