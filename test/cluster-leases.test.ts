@@ -13,14 +13,13 @@ import { partitionOfKey, Rendezvous } from "../src/cluster/hash";
 import { fenceCte, LeaseCluster, singletonFenceCte, type LeaseClusterOptions } from "../src/cluster/leases";
 import { SingleNodeCluster } from "../src/cluster/single-node";
 import type { SingletonName } from "../src/cluster/types";
-import { PG, havePostgres, requirePostgres, testSql, waitFor } from "./pg";
+import { PG_URL as url, havePostgres, requirePostgres, testSql, waitFor } from "./pg";
 
 requirePostgres("cluster-leases.test.ts");
 
 const P = 256;
 const SINGLETONS: SingletonName[] = ["deletions", "maintenance", "warehouse"];
 const FAST = { ttlMs: 3000, renewMs: 500, acquireMs: 250 } as const;
-const url = `postgres://${encodeURIComponent(PG.user)}${PG.password ? ":" + encodeURIComponent(PG.password) : ""}@${PG.host}:${PG.port}/${PG.database}`;
 
 describe("without a database", () => {
   test("the single-node twin holds partition 0 and runs every singleton between start and stop", async () => {

@@ -16,11 +16,10 @@ import { Metrics } from "../src/lib/metrics";
 import { LiveEvents } from "../src/pipeline/live-events";
 import { cancelRegulation, createRegulations, type RegulationDeps } from "../src/regulations/regulations";
 import { waitFor } from "./helpers";
-import { PG, havePostgres, requirePostgres, testSql } from "./pg";
+import { PG_URL as url, havePostgres, requirePostgres, testSql } from "./pg";
 
 requirePostgres("cluster-runtime.test.ts");
 
-const url = `postgres://${encodeURIComponent(PG.user)}${PG.password ? ":" + encodeURIComponent(PG.password) : ""}@${PG.host}:${PG.port}/${PG.database}`;
 const admin = havePostgres ? testSql() : null;
 const runtimes: ClusterRuntime[] = [];
 const schemas: string[] = [];

@@ -16,12 +16,11 @@ import { AppError } from "../src/lib/errors";
 import { migrateToPostgres, migrationPlan } from "../src/ops/migrate-to-postgres";
 import { dedupKey } from "../src/storage/postgres/event-log";
 import { ADMIN_EMAIL, ADMIN_TOKEN, api, cleanup, spawnSluice, startSink, tempDir, type SluiceProcess } from "./helpers";
-import { PG, havePostgres, requirePostgres, testSql, waitFor } from "./pg";
+import { PG, PG_URL as url, havePostgres, requirePostgres, testSql, waitFor } from "./pg";
 
 requirePostgres("migrate-to-postgres.test.ts");
 
 const ROOT = join(import.meta.dir, "..");
-const url = `postgres://${encodeURIComponent(PG.user)}${PG.password ? ":" + encodeURIComponent(PG.password) : ""}@${PG.host}:${PG.port}/${PG.database}`;
 const plan = migrationPlan();
 const USERS = Array.from({ length: 12 }, (_, i) => `user-${i}`);
 

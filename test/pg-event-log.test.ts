@@ -17,11 +17,10 @@ import { type IntakeDeps, acceptCalls } from "../src/gateway/intake";
 import { silentLogger } from "../src/lib/logger";
 import { Metrics } from "../src/lib/metrics";
 import { LiveEvents } from "../src/pipeline/live-events";
-import { PG, havePostgres, requirePostgres, testSql } from "./pg";
+import { PG_URL as url, havePostgres, requirePostgres, testSql } from "./pg";
 
 requirePostgres("pg-event-log.test.ts");
 
-const url = `postgres://${encodeURIComponent(PG.user)}${PG.password ? ":" + encodeURIComponent(PG.password) : ""}@${PG.host}:${PG.port}/${PG.database}`;
 const admin = havePostgres ? testSql() : null;
 const open: PgDb[] = [];
 const schemas: string[] = [];

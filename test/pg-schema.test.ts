@@ -12,7 +12,7 @@ import pgJournal from "../db/pg/migrations/meta/_journal.json";
 import { DatabaseRefused, MIGRATIONS_TABLE, closePostgres, migratePostgres, openPostgres, schema as pg } from "../db/pg";
 import * as lite from "../db/schema";
 import { renderMigrationIndex } from "../scripts/embed-migrations";
-import { PG, havePostgres, requirePostgres, testSql } from "./pg";
+import { PG_URL as url, havePostgres, requirePostgres, testSql } from "./pg";
 
 requirePostgres("pg-schema.test.ts");
 
@@ -104,8 +104,6 @@ describe("the pg schema mirrors the SQLite one (no database)", () => {
     expect(seed.match(/generate_series\(0, (\d+)\)/g)).toEqual([`generate_series(0, ${pg.PARTITIONS - 1})`, `generate_series(0, ${pg.PARTITIONS - 1})`]);
   });
 });
-
-const url = `postgres://${encodeURIComponent(PG.user)}${PG.password ? ":" + encodeURIComponent(PG.password) : ""}@${PG.host}:${PG.port}/${PG.database}`;
 
 describe.if(havePostgres)("openPostgres", () => {
   const admin = havePostgres ? testSql() : null!;
