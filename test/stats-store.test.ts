@@ -9,9 +9,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
-import { join } from "node:path";
-import { openDatabase } from "../db";
-import { closePostgres, openPostgres } from "../db/pg";
+import { closePostgres } from "../db/pg";
 import type { ControlPlaneStore } from "../src/control-plane/store";
 import type { ScopedContext } from "../src/lib/context";
 import { storageHealth } from "../src/lib/storage-health";
@@ -22,14 +20,12 @@ import { PgControlPlaneStore } from "../src/storage/postgres/control-plane";
 import { PgStatsStore } from "../src/storage/postgres/stats";
 import { SqliteControlPlaneStore } from "../src/storage/sqlite/control-plane";
 import { SqliteStatsStore } from "../src/storage/sqlite/stats";
-import { cleanup, tempDir } from "./helpers";
-import { PG_URL as url, havePostgres, requirePostgres } from "./pg";
+import { havePostgres, requirePostgres } from "./pg";
 import { storeScratch } from "./stores";
 
 requirePostgres("stats-store.test.ts");
 
 const scratch = storeScratch("t_stats");
-const admin = havePostgres ? scratch.admin : null;
 
 type Row = Record<string, unknown>;
 
@@ -56,18 +52,7 @@ interface Opened {
 }
 
 async function openSqlite(): Promise<Opened> {
-  const dir = tempDir();
-  const path = join(dir, "sluice.db");
-  const db = openDatabase(path, { synchronous: "FULL" });
-  let open = true;
-  const close = () => {
-    if (open) db.$client.close();
-    open = false;
-  };
-  scratch.onStop(() => {
-    close();
-    cleanup(dir);
-  });
+  const { db, file: path } = scratch.sqlite();
   const c = db.$client;
   return {
     store: new SqliteStatsStore(db),
@@ -105,7 +90,7 @@ async function openSqlite(): Promise<Opened> {
         .get(id) as any;
     },
     async close() {
-      close();
+      c.close();
     },
     path,
     freePages: () => (c.query("PRAGMA freelist_count").get() as { freelist_count: number }).freelist_count,
@@ -115,17 +100,7 @@ async function openSqlite(): Promise<Opened> {
 const PG_JSON = new Set(["settings", "config", "attributes", "source_ids", "destination_ids"]);
 
 async function openPg(): Promise<Opened> {
-  const schema = `t_stats_${crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`;
-  const db = await openPostgres(url, { searchPath: schema, max: 4 });
-  let open = true;
-  const close = async () => {
-    if (open) await closePostgres(db);
-    open = false;
-  };
-  scratch.onStop(async () => {
-    await close();
-    await admin!.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  });
+  const db = await scratch.pgSchema().open();
   const sql = db.$client;
   let dedup = 0;
   return {
@@ -175,7 +150,7 @@ async function openPg(): Promise<Opened> {
       );
       return { ...r, nextAttemptAt: Number(r.nextAttemptAt), updatedAt: Number(r.updatedAt), firstAttemptAt: r.firstAttemptAt === null ? null : Number(r.firstAttemptAt) };
     },
-    close,
+    close: () => closePostgres(db),
   };
 }
 
