@@ -336,7 +336,11 @@ describe("user transformations in delivery", () => {
     await waitFor(() => tracks(sink).some((r) => r.body.event === "last"), { what: "the last event" });
     expect(tracks(sink).map((r) => r.body.event)).toEqual(["keep", "copy 1", "copy 2", "last"]);
     expect(tracks(sink)[0].body.properties).toEqual({ tagged: true, dest: dst.id });
-    const stats = (await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`)).json;
+    // The sink has the last request before its outcome's group commit has run.
+    const stats = await waitFor(async () => {
+      const st = (await api(s.url, "GET", `/v2/destinations/${dst.id}/stats`)).json;
+      return st.counts.pending + st.counts.retrying === 0 ? st : undefined;
+    }, { what: "every outcome recorded" });
     expect(stats.counts).toMatchObject({ succeeded: 3, filtered: 1 });
     sink.stop();
   });
