@@ -137,8 +137,8 @@ export class PgEventLog {
     try {
       result = await this.insert(group, epoch);
     } catch (err) {
-      // Two instances inserting the same keys in different orders can deadlock; PostgreSQL
-      // aborts one, and its group is sent once more.
+      // Groups go in key order (insert), so two of them do not deadlock each other; should a
+      // deadlock with other work happen, PostgreSQL aborts one side and this group is sent once more.
       if (sqlState(err) !== DEADLOCK) return this.fail(group, err);
       try {
         result = await this.insert(group, epoch);
@@ -185,16 +185,22 @@ export class PgEventLog {
       }
     }
     const guarded = epoch !== undefined;
-    // ORDER BY ord: identity ids follow the order the calls came in.
+    // Ids are taken in the order the calls came in (each user's order rests on them), then the
+    // rows go in by dedup key: two instances inserting some of the same keys wait on each other
+    // in one order, never in a cycle (a deadlock failed both groups' calls). Of a key twice in
+    // the group, the first call's copy is stored. The CTE calls nextval, so it is materialized
+    // in ord order.
     const [row] = await this.sql.unsafe(
       `WITH guard AS (SELECT 1 FROM cluster_epochs WHERE name = 'suppression' AND value = $10::bigint OR NOT $11::boolean),
+       numbered AS (
+         SELECT nextval('events_id_seq') AS id, x.*
+           FROM (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::smallint[], $6::text[], $7::text[], $8::text[], $9::bigint[])
+                   WITH ORDINALITY AS u(ws, src, mid, dk, p, uk, ty, pl, at, ord)
+                 ORDER BY ord) x
+          WHERE EXISTS (SELECT 1 FROM guard)),
        ins AS (
-         INSERT INTO events (workspace_id, source_id, message_id, dedup_key, partition, user_key, type, payload, received_at)
-         SELECT ws, src, mid, dk, p, uk, ty, pl, at
-           FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::smallint[], $6::text[], $7::text[], $8::text[], $9::bigint[])
-                WITH ORDINALITY AS x(ws, src, mid, dk, p, uk, ty, pl, at, ord)
-          WHERE EXISTS (SELECT 1 FROM guard)
-          ORDER BY ord
+         INSERT INTO events (id, workspace_id, source_id, message_id, dedup_key, partition, user_key, type, payload, received_at)
+         SELECT id, ws, src, mid, dk, p, uk, ty, pl, at FROM numbered ORDER BY dk, ord
          ON CONFLICT (dedup_key) DO NOTHING
          RETURNING dedup_key)
        SELECT EXISTS (SELECT 1 FROM guard) AS epoch_ok, coalesce(array_agg(dedup_key::text), '{}') AS stored FROM ins`,
