@@ -19,7 +19,7 @@
 import { SQL } from "bun";
 import { PostgresWarehouse } from "../src/warehouse/postgres";
 import { columnKind, copyEncoder } from "../src/warehouse/postgres-values";
-import { POSTGRES_TYPES, eventRows } from "../src/warehouse/schema";
+import { POSTGRES_TYPES, defaultNamespace, eventRows } from "../src/warehouse/schema";
 import { batchesByNamespace, stagedRowText } from "../src/warehouse/staged-rows";
 import type { TableBatch } from "../src/warehouse/types";
 import { Database } from "bun:sqlite";
@@ -207,7 +207,8 @@ async function binaryPart(): Promise<string[]> {
   await ensureBinary();
   const server = await startSluice();
   const pgAdmin = new SQL({ hostname: PG.host, port: PG.port, database: PG.database, username: PG.user, password: PG.password, max: 1 });
-  const whNs = `${ns}_bin`;
+  // The schema as Sluice names it (snake case, digits set apart), so reset() drops the one loaded into.
+  const whNs = defaultNamespace(`${ns}_bin`);
   try {
     const loaded = await adminApi(server.url, "POST", "/v2/sources", { name: "bench warehouse" });
     const quiet = await adminApi(server.url, "POST", "/v2/sources", { name: "bench intake" });
@@ -258,6 +259,8 @@ async function binaryPart(): Promise<string[]> {
           const { syncs } = await adminApi(server.url, "GET", `/v2/destinations/${dest.id}/syncs`);
           const l = syncs.find((x: any) => x.id === id);
           if (l?.status === "failed") throw new Error(`load failed: ${l.error}`);
+          // Each load writes every staged event into the emptied schema; fewer rows would mean ids were skipped as loaded before.
+          if (l?.status === "succeeded" && l.rows?.tracks !== stagedEvents) throw new Error(`load wrote ${l.rows?.tracks ?? 0} tracks rows, not ${stagedEvents}: ${JSON.stringify(l.rows)}`);
           if (l?.status === "succeeded") return l;
           if (Date.now() > deadline) throw new Error("load did not finish");
           await Bun.sleep(100);
