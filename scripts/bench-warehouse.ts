@@ -334,7 +334,7 @@ async function binaryPart(): Promise<string[]> {
     const cpu = (xs: WrkResult[]) => median(xs.map((x) => x.mainCpuUs ?? NaN));
     return [
       "",
-      `The binary (dist/sluice, --sync FULL): ${fmt(stagedEvents)} events staged; each load takes all of them into an empty schema. ${turns} turns, each of a load alone, wrk single track calls to another source (64 connections, 2 s) with the server idle, and the same wrk in one-second windows from a load's start, counting the windows that ended before the load had (its rows marked loaded included), in rotating order. A load's events/s run from its recorded start to its finish (written to PostgreSQL; the marking after is not in it).`,
+      `The binary (dist/sluice, --sync FULL): ${fmt(stagedEvents)} events staged; each load takes all of them into an empty schema. ${turns} turns, each of a load alone, wrk single track calls to another source (64 connections, 2 s) with the server idle, and the same wrk in one-second windows from a load's start, counting the windows that ended before the load had (its rows marked loaded included), in rotating order. A load's events/s run from its recorded start to its finish: its rows written to PostgreSQL and marked loaded in Sluice's database.`,
       "",
       "| What | median | min–max |",
       "| --- | --- | --- |",

@@ -2,7 +2,8 @@
  * The warehouse area's storage seam (cluster mode, issue 24): one contract, run against the
  * SQLite store (a data dir opened as the server opens it) and the PostgreSQL store (its own
  * schema with the pg migrations, dropped after). Staging and reading staged rows, queueing and
- * starting loads, a load's outcome with the rows it loaded and the load after it in one call,
+ * starting loads, the load thread's marks of the rows it loaded, a load's outcome with the load
+ * after it in one call,
  * recovery after a crash, purge and a regulation's deletion, the stager over the store; whole
  * loads (stage → load thread reading this store through its own connection → the user's
  * PostgreSQL, a namespace per test → rows marked); and on PostgreSQL the exact-ids marking of
@@ -15,13 +16,13 @@ import { join } from "node:path";
 import type { ConfigStore, DestinationRuntime, RoutingSnapshot } from "../src/control-plane/config-store";
 import { newId } from "../src/lib/ids";
 import { silentLogger } from "../src/lib/logger";
-import { PgWarehouseStore } from "../src/storage/postgres/warehouse";
-import { SqliteWarehouseStore } from "../src/storage/sqlite/warehouse";
+import { PgStagedReader, PgWarehouseStore } from "../src/storage/postgres/warehouse";
+import { SqliteStagedReader, SqliteWarehouseStore } from "../src/storage/sqlite/warehouse";
 import { LoadThread } from "../src/warehouse/load-thread";
 import { DEFAULT_LOAD_SETTINGS, type LoadView, WarehouseLoads } from "../src/warehouse/loads";
 import { defaultNamespace } from "../src/warehouse/schema";
 import { WarehouseStager } from "../src/warehouse/staging";
-import type { NewLoad, NewStagedRow, StagedRowsLocation, WarehouseStore } from "../src/warehouse/store";
+import type { NewLoad, NewStagedRow, StagedRowsLocation, StagedRowsReader, WarehouseStore } from "../src/warehouse/store";
 import { waitFor } from "./helpers";
 import { PG, PG_URL as url, havePostgres, lockTable as lockTableOn, requirePostgres } from "./pg";
 import { storeScratch } from "./stores";
@@ -35,6 +36,8 @@ interface Opened {
   store: WarehouseStore;
   /** Where a load thread reads this store's staged rows. */
   location: StagedRowsLocation;
+  /** A load thread's own connection there (its reads and marks), closed after the test. */
+  reader: StagedRowsReader;
   /** The staged rows as the database holds them: id → load id. */
   marks(destinationId: string): Promise<Map<number, string | null>>;
   /** PostgreSQL: the same schema through another pool (another instance). */
@@ -43,11 +46,17 @@ interface Opened {
   query(text: string, ...params: unknown[]): Promise<Array<Record<string, unknown>>>;
 }
 
+function readerClosedAfter(reader: StagedRowsReader): StagedRowsReader {
+  scratch.onStop(() => reader.close());
+  return reader;
+}
+
 async function openSqlite(): Promise<Opened> {
   const { db, file } = scratch.sqlite();
   return {
     store: new SqliteWarehouseStore(db),
     location: { kind: "sqlite", file },
+    reader: readerClosedAfter(new SqliteStagedReader(file)),
     async marks(destinationId) {
       const rows = db.$client.query("SELECT id, load_id AS loadId FROM warehouse_staged WHERE destination_id = ? ORDER BY id").all(destinationId) as Array<{ id: number; loadId: string | null }>;
       return new Map(rows.map((r) => [r.id, r.loadId]));
@@ -64,6 +73,7 @@ async function openPg(): Promise<Opened> {
   return {
     store: new PgWarehouseStore(db),
     location: { kind: "postgres", url, schema },
+    reader: readerClosedAfter(new PgStagedReader(url, schema)),
     async marks(destinationId) {
       const rows = await db.$client.unsafe("SELECT id, load_id FROM warehouse_staged WHERE destination_id = $1 ORDER BY id", [destinationId]);
       return new Map((rows as Array<{ id: string; load_id: string | null }>).map((r) => [Number(r.id), r.load_id]));
@@ -260,8 +270,8 @@ for (const kind of stores) {
       expect(await store.nextDueAt()).toBe(Math.min(sooner + 1, (await store.listLoads(dst, 1))[0]!.dueAt));
     });
 
-    test("finishLoad marks exactly the ids read, of the namespaces that committed, records the outcome and queues the next load in the same call", async () => {
-      const { store, marks } = await kind.open();
+    test("the load thread marks exactly the ids read, of the namespaces that committed; finishLoad records the outcome and queues the next load in one call", async () => {
+      const { store, reader, marks } = await kind.open();
       const dst = newId("dst");
       await store.stage([staged(dst), staged(dst, { namespace: "app" }), staged(dst)]);
       const loadId = await store.queueLoad(load(dst));
@@ -269,6 +279,7 @@ for (const kind of stores) {
       const read = await ids(store, dst);
       // Staged after the load read: not the load's, whatever its id.
       await store.stage([staged(dst)]);
+      await reader.markLoaded(loadId, dst, { namespaces: ["web"], ids: read });
       const finishedAt = tick();
       await store.finishLoad({
         loadId,
@@ -278,7 +289,6 @@ for (const kind of stores) {
         rows: { tracks: 2 },
         discards: 1,
         error: "namespace app: connection refused",
-        loaded: { namespaces: ["web"], ids: read },
         next: load(dst, { trigger: "retry", attempt: 2, dueAt: finishedAt + 10_000 }),
       });
 
@@ -309,7 +319,8 @@ for (const kind of stores) {
       const second = await store.queueLoad(load(dst, { dueAt: 0 }));
       expect(second).toBe(retry!.id);
       await store.startLoad(second, tick());
-      await store.finishLoad({ loadId: second, destinationId: dst, status: "succeeded", finishedAt: tick(), rows: {}, discards: 0, error: null, loaded: { namespaces: ["web", "app"], ids: [first!, app!] } });
+      await reader.markLoaded(second, dst, { namespaces: ["web", "app"], ids: [first!, app!] });
+      await store.finishLoad({ loadId: second, destinationId: dst, status: "succeeded", finishedAt: tick(), rows: {}, discards: 0, error: null });
       const after = await marks(dst);
       expect([after.get(first!), after.get(app!), after.get(late!)]).toEqual([loadId, second, null]);
       expect((await store.listLoads(dst, 1))[0]).toMatchObject({ id: second, status: "succeeded", error: null, rows: "{}" });
@@ -363,7 +374,7 @@ for (const kind of stores) {
     });
 
     test("a load of more rows than a statement marks: the event loop turns meanwhile, every row is marked, and purge removes them all", async () => {
-      const { store, marks } = await kind.open();
+      const { store, reader, marks } = await kind.open();
       const dst = newId("dst");
       await store.stage(Array.from({ length: 9_001 }, () => staged(dst)));
       const read = await store.readStaged(dst, 10_000);
@@ -371,12 +382,11 @@ for (const kind of stores) {
       await store.startLoad(loadId, tick());
       const finishedAt = tick();
       let done = false;
-      const finishing = store
-        .finishLoad({ loadId, destinationId: dst, status: "succeeded", finishedAt, rows: {}, discards: 0, error: null, loaded: { namespaces: ["web"], ids: read.map((r) => r.id) } })
-        .then(() => (done = true));
-      // One statement for all of them held the main thread (intake) for seconds on a big load.
+      const marking = reader.markLoaded(loadId, dst, { namespaces: ["web"], ids: read.map((r) => r.id) }).then(() => (done = true));
+      // One statement for all of them held SQLite's write lock, which intake's commits wait for, for seconds on a big load.
       expect(await new Promise((resolve) => setImmediate(() => resolve(done)))).toBe(false);
-      await finishing;
+      await marking;
+      await store.finishLoad({ loadId, destinationId: dst, status: "succeeded", finishedAt, rows: {}, discards: 0, error: null });
       expect(new Set((await marks(dst)).values())).toEqual(new Set([loadId]));
       expect((await store.listLoads(dst, 1))[0]!.status).toBe("succeeded");
       await store.purgeLoaded(dst, finishedAt + 1);
@@ -384,7 +394,7 @@ for (const kind of stores) {
     });
 
     test("purge removes rows of loads that finished before the cutoff, failed ones included (their marked rows were loaded); a regulation deletes a user's rows, loaded or not", async () => {
-      const { store, marks } = await kind.open();
+      const { store, reader, marks } = await kind.open();
       const dst = newId("dst");
       const other = newId("dst");
       await store.stage([staged(dst, { userKey: "u1" }), staged(dst, { userKey: "u2" }), staged(other, { userKey: "u1" })]);
@@ -392,13 +402,15 @@ for (const kind of stores) {
       await store.startLoad(loadId, tick());
       const [r1] = await ids(store, dst);
       const finishedAt = tick();
-      await store.finishLoad({ loadId, destinationId: dst, status: "succeeded", finishedAt, rows: {}, discards: 0, error: null, loaded: { namespaces: ["web"], ids: [r1!] } });
+      await reader.markLoaded(loadId, dst, { namespaces: ["web"], ids: [r1!] });
+      await store.finishLoad({ loadId, destinationId: dst, status: "succeeded", finishedAt, rows: {}, discards: 0, error: null });
       await store.stage([staged(dst, { userKey: "u1" }), staged(dst, { userKey: "u3" })]);
       // A load that loaded one namespace and failed on another.
       const failedId = await store.queueLoad(load(dst));
       await store.startLoad(failedId, tick());
       const r4 = (await ids(store, dst)).at(-1)!;
-      await store.finishLoad({ loadId: failedId, destinationId: dst, status: "failed", finishedAt, rows: {}, discards: 0, error: "boom", loaded: { namespaces: ["web"], ids: [r4] } });
+      await reader.markLoaded(failedId, dst, { namespaces: ["web"], ids: [r4] });
+      await store.finishLoad({ loadId: failedId, destinationId: dst, status: "failed", finishedAt, rows: {}, discards: 0, error: "boom" });
 
       await store.purgeLoaded(dst, finishedAt);
       expect((await marks(dst)).size).toBe(4);
@@ -611,7 +623,8 @@ for (const kind of stores) {
         expect(read[0]!).toBeGreaterThan(early);
         release();
         await slow;
-        await o.store.finishLoad({ loadId, destinationId: dst, status: "succeeded", finishedAt: tick(), rows: {}, discards: 0, error: null, loaded: { namespaces: ["web"], ids: read } });
+        await o.reader.markLoaded(loadId, dst, { namespaces: ["web"], ids: read });
+        await o.store.finishLoad({ loadId, destinationId: dst, status: "succeeded", finishedAt: tick(), rows: {}, discards: 0, error: null });
         const m = await o.marks(dst);
         expect(m.get(early)).toBeNull();
         expect(m.get(read[0]!)).toBe(loadId);

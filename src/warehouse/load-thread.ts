@@ -3,8 +3,8 @@
  * them for COPY and waits on PostgreSQL for seconds; on the main thread that work would hold
  * up intake (event calls share that thread). So WarehouseLoads (loads.ts) asks this thread,
  * which reads the staged rows itself (load-worker.ts) from whichever store Sluice runs on,
- * through a connection of its own, loads them and answers with the outcome and the exact staged
- * ids it loaded; the main thread only records it.
+ * through a connection of its own, loads them, marks there the exact staged rows it loaded, and
+ * answers with the outcome; the main thread only records it.
  *
  * The thread starts with the first load and ends after a minute without work, so a Sluice
  * without warehouse destinations never has it. If it dies, the calls in flight fail (a load
@@ -38,13 +38,9 @@ export interface LoadOutcome {
   /** Rows written per table, over the namespaces that loaded. */
   rows: Record<string, number>;
   discards: number;
-  /** Namespaces whose transaction committed. */
-  loaded: string[];
   failures: NamespaceFailure[];
   /** Staged rows read (a full load, rowsPerLoad of them, means more may wait). */
   count: number;
-  /** The staged ids of the namespaces that loaded: exactly what the load marks (design §3.8). */
-  ids: number[];
 }
 
 export type WorkerRequest =

@@ -2,8 +2,8 @@
  * The warehouse load thread (started by load-thread.ts): reads a destination's staged rows
  * from Sluice's own database (SQLite or PostgreSQL) through a connection of its own, groups
  * them into one TableBatch per namespace and table (staged-rows.ts), and loads each namespace with
- * PostgresWarehouse. It answers the staged ids of the namespaces that loaded; the main thread
- * records the outcome and marks exactly those rows loaded.
+ * PostgresWarehouse. After each page it marks that page's rows of the namespaces that committed
+ * (exactly those ids, design §3.8); the main thread records the outcome.
  */
 import { AppError } from "../lib/errors";
 import { PgStagedReader } from "../storage/postgres/warehouse";
@@ -73,15 +73,16 @@ async function readPage(reader: StagedRowsReader, destinationId: string, afterId
 /**
  * Loads the destination's waiting rows, up to rowsPerLoad, page by page: each namespace of a
  * page by one PostgresWarehouse.load. A namespace that fails is not tried again
- * in the later pages of this load; the pages it committed before count as loaded (their ids are
- * answered, so they are marked), and the rest wait for the retry.
+ * in the later pages of this load; the pages it committed before count as loaded (they are
+ * marked), and the rest wait for the retry.
  */
 async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOutcome> {
   const reader = readerFor(location);
-  const outcome: LoadOutcome = { rows: {}, discards: 0, loaded: [], failures: [], count: 0, ids: [] };
+  const outcome: LoadOutcome = { rows: {}, discards: 0, failures: [], count: 0 };
   const client = clientFor(job.connection);
   const failed = new Set<string>();
-  const loaded = new Set<string>();
+  // Marks run behind the loading, in page order: the next page need not wait for them.
+  let marking: Promise<void> = Promise.resolve();
   const loadPage = async ({ rows: page, batches: grouped }: Page) => {
     const committed = new Set<string>();
     for (const [namespace, batches] of grouped) {
@@ -91,14 +92,15 @@ async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOut
         for (const [t, n] of Object.entries(result.rows)) outcome.rows[t] = (outcome.rows[t] ?? 0) + n;
         outcome.discards += result.discards;
         committed.add(namespace);
-        loaded.add(namespace);
       } catch (err) {
         const e = err instanceof AppError ? err : new AppError("INTERNAL", (err as Error)?.message ?? String(err));
         failed.add(namespace);
         outcome.failures.push({ namespace, code: e.code, message: e.message });
       }
     }
-    for (const r of page) if (committed.has(r.namespace)) outcome.ids.push(r.id);
+    const ids = page.filter((r) => committed.has(r.namespace)).map((r) => r.id);
+    // A crash before this mark loads these rows again, and the loader skips their ids.
+    marking = marking.then(() => reader.markLoaded(job.loadId, job.destinationId, { namespaces: [...committed], ids }));
   };
   const pageRows = Math.max(1, job.pageRows);
   const read = async (afterId: number, limit: number): Promise<Page> => {
@@ -121,7 +123,7 @@ async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOut
     if (next.status === "rejected") throw next.reason;
     page = next.value;
   }
-  outcome.loaded = [...loaded];
+  await marking;
   return outcome;
 }
 

@@ -4,9 +4,9 @@
  *
  * Every load is a `warehouse_loads` row: queued → running → succeeded | failed. A load takes
  * the destination's staged rows not yet loaded (up to `rowsPerLoad`) and loads them per
- * namespace, on the load thread (load-thread.ts) so that intake's thread never waits for it. On
- * success the rows are marked loaded in the same transaction that records the load (one
- * `finishLoad` of the warehouse store, store.ts).
+ * namespace, on the load thread (load-thread.ts) so that intake's thread never waits for it.
+ * That thread also marks the rows it loaded, page by page; the outcome is then recorded with the
+ * load queued after it (one `finishLoad` of the warehouse store, store.ts).
  *
  * Nothing is lost and nothing is loaded twice: a failed load leaves its rows staged for the
  * next one, and a load whose PostgreSQL commit went through but whose marking did not
@@ -300,9 +300,9 @@ export class WarehouseLoads {
       // The load thread died or could not read the staged rows: nothing was marked loaded, so
       // the rows wait for the retry.
       const message = (err as Error)?.message ?? String(err);
-      outcome = { rows: {}, discards: 0, loaded: [], count: 0, ids: [], failures: [{ namespace: "", code: "UNAVAILABLE", message }] };
+      outcome = { rows: {}, discards: 0, count: 0, failures: [{ namespace: "", code: "UNAVAILABLE", message }] };
     }
-    const { rows, discards, loaded, ids } = outcome;
+    const { rows, discards } = outcome;
     for (const f of outcome.failures) {
       this.log.warn("warehouse load failed", { error: f.message, destinationId: dest.id, loadId: load.id, namespace: f.namespace });
     }
@@ -325,9 +325,6 @@ export class WarehouseLoads {
         rows,
         discards,
         error,
-        // Exactly the ids loaded, never "up to the last id": on PostgreSQL a row committed late
-        // below it was not read, and must wait for the next load (design §3.8).
-        loaded: loaded.length ? { namespaces: loaded, ids } : undefined,
         next,
       });
     } catch (err) {

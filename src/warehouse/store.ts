@@ -9,7 +9,8 @@
  * A unit of work is one call with plain data, per batch: on SQLite a transaction cannot span an
  * `await` (one main connection), so a caller decides first and hands the store the whole step,
  * which it applies in one transaction (a load's outcome and the load queued after it are one
- * `finishLoad`, which on SQLite first marks the rows loaded in chunks).
+ * `finishLoad`). The rows a load took are marked by the load thread, page by page, through its
+ * own connection (StagedRowsReader.markLoaded), not by the main thread.
  *
  * Two instances may call the PostgreSQL store at once (loads run under the warehouse singleton
  * later, but any instance answers POST /sync): queueing a load is serialized per destination,
@@ -84,9 +85,9 @@ export interface LoadedRows {
 }
 
 /**
- * A load's outcome, recorded with the rows it loaded and the load queued after it: on
- * PostgreSQL in one transaction; on SQLite the rows are marked first, in chunks, so a big load
- * does not hold the main thread.
+ * A load's outcome, recorded with the load queued after it in one transaction. Its rows were
+ * marked before (markLoaded): a restart in between finds the load running and records it
+ * failed, and the rows it marked stay marked, because they were loaded.
  */
 export interface LoadFinish {
   loadId: string;
@@ -97,7 +98,6 @@ export interface LoadFinish {
   rows: Record<string, number>;
   discards: number;
   error: string | null;
-  loaded?: LoadedRows;
   /** The retry after a retryable failure, or the next load when this one left rows behind. */
   next?: NewLoad;
 }
@@ -152,9 +152,11 @@ export type StagedRowsLocation =
   /** `schema`: the search_path Sluice's tables are in (openPostgres's searchPath). */
   | { kind: "postgres"; url: string; schema?: string };
 
-/** The load thread's own read-only view of the staged rows: what `readStaged` answers, off the main thread. */
+/** The load thread's own view of the staged rows: what `readStaged` answers, and their marks, off the main thread. */
 export interface StagedRowsReader {
   readStaged(destinationId: string, limit: number, afterId?: number): Promise<StagedRow[]>;
+  /** Marks the rows a load committed with its id (see LoadedRows); rows no longer waiting stay as they are. */
+  markLoaded(loadId: string, destinationId: string, loaded: LoadedRows): Promise<void>;
   close(): Promise<void>;
 }
 

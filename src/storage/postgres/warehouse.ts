@@ -15,7 +15,7 @@
  */
 import { SQL } from "bun";
 import type { PgDb } from "../../../db/pg";
-import type { LoadFinish, LoadRow, LoadStatus, NewLoad, NewStagedRow, StagedRow, StagedRowsReader, WarehouseStore } from "../../warehouse/store";
+import type { LoadFinish, LoadRow, LoadStatus, LoadedRows, NewLoad, NewStagedRow, StagedRow, StagedRowsReader, WarehouseStore } from "../../warehouse/store";
 import { ColumnsCache, columnsHash, newLoadId } from "../../warehouse/store";
 
 /** The advisory lock's first key for queueing loads ("SLWh"); the second is a hash of the destination id. */
@@ -161,15 +161,7 @@ export class PgWarehouseStore implements WarehouseStore {
   }
 
   async finishLoad(f: LoadFinish): Promise<void> {
-    const loaded = f.loaded;
     await this.sql.begin(async (tx) => {
-      if (loaded?.namespaces.length && loaded.ids.length) {
-        await tx.unsafe(
-          `UPDATE warehouse_staged SET load_id = $1
-            WHERE destination_id = $2 AND load_id IS NULL AND id = ANY($3::bigint[]) AND namespace = ANY($4::text[])`,
-          [f.loadId, f.destinationId, loaded.ids, loaded.namespaces],
-        );
-      }
       await tx.unsafe(`UPDATE warehouse_loads SET status = $1, finished_at = $2, rows = $3, discards = $4, error = $5 WHERE id = $6`, [
         f.status,
         f.finishedAt,
@@ -245,23 +237,31 @@ async function readStagedIn(sql: SQL, cache: ColumnsCache, destinationId: string
 }
 
 /**
- * The load thread's reader: one connection of its own on Sluice's schema, opened once and kept
- * while the thread lives. It reads only: the main thread's pool applied the migrations, and
- * the main thread marks what the load took.
+ * The load thread's connection on Sluice's schema, opened once and kept while the thread lives.
+ * It reads the staged rows and marks those a load committed; the main thread's pool applied the
+ * migrations and records the loads.
  */
 export class PgStagedReader implements StagedRowsReader {
   private readonly sql: SQL;
   private readonly columns = new ColumnsCache();
 
   constructor(url: string, schema?: string) {
-    // Read-only like the SQLite reader's connection: the main thread does every write.
-    const connection: Record<string, string> = { application_name: "sluice load thread", default_transaction_read_only: "on" };
+    const connection: Record<string, string> = { application_name: "sluice load thread" };
     if (schema) connection.search_path = schema;
     this.sql = new SQL(url, { max: 1, connection });
   }
 
   readStaged(destinationId: string, limit: number, afterId = 0): Promise<StagedRow[]> {
     return readStagedIn(this.sql, this.columns, destinationId, limit, afterId);
+  }
+
+  async markLoaded(loadId: string, destinationId: string, loaded: LoadedRows): Promise<void> {
+    if (loaded.namespaces.length === 0 || loaded.ids.length === 0) return;
+    await this.sql.unsafe(
+      `UPDATE warehouse_staged SET load_id = $1
+        WHERE destination_id = $2 AND load_id IS NULL AND id = ANY($3::bigint[]) AND namespace = ANY($4::text[])`,
+      [loadId, destinationId, loaded.ids, loaded.namespaces],
+    );
   }
 
   async close(): Promise<void> {
