@@ -389,7 +389,7 @@ for (const kind of stores) {
       await store.finishLoad({ loadId, destinationId: dst, status: "succeeded", finishedAt, rows: {}, discards: 0, error: null });
       expect(new Set((await marks(dst)).values())).toEqual(new Set([loadId]));
       expect((await store.listLoads(dst, 1))[0]!.status).toBe("succeeded");
-      await store.purgeLoaded(dst, finishedAt + 1);
+      await reader.purgeLoaded(dst, finishedAt + 1);
       expect((await marks(dst)).size).toBe(0);
     });
 
@@ -412,11 +412,11 @@ for (const kind of stores) {
       await reader.markLoaded(failedId, dst, { namespaces: ["web"], ids: [r4] });
       await store.finishLoad({ loadId: failedId, destinationId: dst, status: "failed", finishedAt, rows: {}, discards: 0, error: "boom" });
 
-      await store.purgeLoaded(dst, finishedAt);
+      await reader.purgeLoaded(dst, finishedAt);
       expect((await marks(dst)).size).toBe(4);
-      await store.purgeLoaded(other, finishedAt + 1);
+      await reader.purgeLoaded(other, finishedAt + 1);
       expect((await marks(dst)).size).toBe(4);
-      await store.purgeLoaded(dst, finishedAt + 1);
+      await reader.purgeLoaded(dst, finishedAt + 1);
       expect([...(await marks(dst)).values()]).toEqual([null, null]);
 
       await store.deleteStaged(dst, ["u1", "u9"]);
@@ -470,6 +470,31 @@ for (const kind of stores) {
       expect(await o.store.readStaged(w.dest.id, 10)).toEqual([]);
       // The thread opened one connection of its own to read, and kept it across both loads.
       if (kind.name === "PostgreSQL") expect(await readerPids()).toEqual(pidsAfterFirst);
+    });
+
+    test("a load purges, on its thread, the staged rows of loads that finished before the kept time; rows still waiting and its own stay", async () => {
+      const o = await kind.open();
+      // Kept for no time: every load finished before the next one starts is purged by it.
+      const w = await warehouseOn(o, { ...DEFAULT_LOAD_SETTINGS, keepLoadedMs: -1 });
+      await w.stage(["m1", "m2"]);
+      const first = await w.sync();
+      expect(first.status).toBe("succeeded");
+      expect([...(await o.marks(w.dest.id)).values()]).toEqual([first.id, first.id, first.id, first.id]);
+      // Another destination's loaded rows are not this load's to purge.
+      const other = newId("dst");
+      await o.store.stage([staged(other)]);
+      const [otherRow] = await ids(o.store, other);
+      const otherLoad = await o.store.queueLoad(load(other));
+      await o.store.startLoad(otherLoad, tick());
+      await o.reader.markLoaded(otherLoad, other, { namespaces: ["web"], ids: [otherRow!] });
+      await o.store.finishLoad({ loadId: otherLoad, destinationId: other, status: "succeeded", finishedAt: 0, rows: {}, discards: 0, error: null });
+
+      await w.stage(["m3"]);
+      const second = await w.sync();
+      expect(second).toMatchObject({ status: "succeeded", rows: { tracks: 1, product_viewed: 1 } });
+      expect([...(await o.marks(w.dest.id)).values()]).toEqual([second.id, second.id]);
+      expect([...(await o.marks(other)).values()]).toEqual([otherLoad]);
+      expect(await w.inWarehouse("tracks")).toEqual(["m1", "m2", "m3"]);
     });
 
     test("a load that reads rowsPerLoad rows queues the next at once; each row is loaded once, by exactly one load", async () => {

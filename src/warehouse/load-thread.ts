@@ -25,6 +25,8 @@ export interface LoadJob {
   rowsPerLoad: number;
   /** Rows read, and loaded (PostgresWarehouse.load per namespace), at a time. */
   pageRows: number;
+  /** Staged rows of loads that finished before this time are deleted (kept until then for inspection). */
+  purgeBefore: number;
 }
 
 /** A namespace whose load failed, and why. */

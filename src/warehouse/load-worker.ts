@@ -81,6 +81,11 @@ async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOut
   const outcome: LoadOutcome = { rows: {}, discards: 0, failures: [], count: 0 };
   const client = clientFor(job.connection);
   const failed = new Set<string>();
+  // Work that runs behind the loading; its first error fails the load once the loading is done.
+  let behindError: { err: unknown } | undefined;
+  const behind = (p: Promise<void>) => p.catch((err) => void (behindError ??= { err }));
+  // Rows of earlier loads go while this one reads and loads others.
+  const purging = behind(reader.purgeLoaded(job.destinationId, job.purgeBefore));
   // Marks run behind the loading, in page order: the next page need not wait for them.
   let marking: Promise<void> = Promise.resolve();
   const loadPage = async ({ rows: page, batches: grouped }: Page) => {
@@ -100,7 +105,7 @@ async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOut
     }
     const ids = page.filter((r) => committed.has(r.namespace)).map((r) => r.id);
     // A crash before this mark loads these rows again, and the loader skips their ids.
-    marking = marking.then(() => reader.markLoaded(job.loadId, job.destinationId, { namespaces: [...committed], ids }));
+    marking = behind(marking.then(() => reader.markLoaded(job.loadId, job.destinationId, { namespaces: [...committed], ids })));
   };
   const pageRows = Math.max(1, job.pageRows);
   const read = async (afterId: number, limit: number): Promise<Page> => {
@@ -108,22 +113,27 @@ async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOut
     // Grouped here, while the page before is still loading, not in between two pages.
     return { rows, batches: batchesByNamespace(rows, job.uuidTs) };
   };
-  // The first page is smaller: nothing loads while it is read.
-  let wanted = Math.min(Math.ceil(pageRows / 5), job.rowsPerLoad);
-  let page = await read(0, wanted);
-  while (page.rows.length > 0) {
-    outcome.count += page.rows.length;
-    const more = page.rows.length === wanted && outcome.count < job.rowsPerLoad;
-    wanted = Math.min(pageRows, job.rowsPerLoad - outcome.count);
-    const [loading, next] = await Promise.allSettled([
-      loadPage(page),
-      more ? read(page.rows[page.rows.length - 1]!.id, wanted) : Promise.resolve({ rows: [], batches: new Map() }),
-    ]);
-    if (loading.status === "rejected") throw loading.reason;
-    if (next.status === "rejected") throw next.reason;
-    page = next.value;
+  try {
+    // The first page is smaller: nothing loads while it is read.
+    let wanted = Math.min(Math.ceil(pageRows / 5), job.rowsPerLoad);
+    let page = await read(0, wanted);
+    while (page.rows.length > 0) {
+      outcome.count += page.rows.length;
+      const more = page.rows.length === wanted && outcome.count < job.rowsPerLoad;
+      wanted = Math.min(pageRows, job.rowsPerLoad - outcome.count);
+      const [loading, next] = await Promise.allSettled([
+        loadPage(page),
+        more ? read(page.rows[page.rows.length - 1]!.id, wanted) : Promise.resolve({ rows: [], batches: new Map() }),
+      ]);
+      if (loading.status === "rejected") throw loading.reason;
+      if (next.status === "rejected") throw next.reason;
+      page = next.value;
+    }
+  } finally {
+    // The answer waits for them: a load after this one must not read rows still being marked.
+    await Promise.all([marking, purging]);
   }
-  await marking;
+  if (behindError) throw behindError.err;
   return outcome;
 }
 

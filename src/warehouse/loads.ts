@@ -285,7 +285,6 @@ export class WarehouseLoads {
 
   private async run(dest: DestinationRuntime, load: LoadRow): Promise<void> {
     const started = this.now();
-    await this.store.purgeLoaded(dest.id, started - this.settings.keepLoadedMs);
     let outcome: LoadOutcome;
     try {
       outcome = await this.thread.load({
@@ -295,6 +294,7 @@ export class WarehouseLoads {
         uuidTs: new Date(started).toISOString(),
         rowsPerLoad: this.settings.rowsPerLoad,
         pageRows: this.settings.pageRows,
+        purgeBefore: started - this.settings.keepLoadedMs,
       });
     } catch (err) {
       // The load thread died or could not read the staged rows: nothing was marked loaded, so

@@ -134,8 +134,6 @@ export interface WarehouseStore {
 
   /** The destination's waiting rows in id order after `afterId`, at most `limit`: what a load takes. */
   readStaged(destinationId: string, limit: number, afterId?: number): Promise<StagedRow[]>;
-  /** Deletes staged rows of loads that finished before `finishedBefore` (kept until then for inspection); a failed load's marked rows were loaded too. */
-  purgeLoaded(destinationId: string, finishedBefore: number): Promise<void>;
   /** Namespaces the destination has staged rows in, loaded or not. */
   stagedNamespaces(destinationId: string): Promise<string[]>;
   /** Deletes the users' staged rows of the destination, loaded or not (a regulation). */
@@ -152,11 +150,17 @@ export type StagedRowsLocation =
   /** `schema`: the search_path Sluice's tables are in (openPostgres's searchPath). */
   | { kind: "postgres"; url: string; schema?: string };
 
-/** The load thread's own view of the staged rows: what `readStaged` answers, and their marks, off the main thread. */
+/**
+ * The load thread's own view of the staged rows: what `readStaged` answers, and the bulk writes
+ * on them (marks, purge), off the main thread.
+ */
 export interface StagedRowsReader {
   readStaged(destinationId: string, limit: number, afterId?: number): Promise<StagedRow[]>;
   /** Marks the rows a load committed with its id (see LoadedRows); rows no longer waiting stay as they are. */
   markLoaded(loadId: string, destinationId: string, loaded: LoadedRows): Promise<void>;
+  /** Deletes staged rows of loads that finished before `finishedBefore` (kept until then for inspection); a failed load's marked rows were loaded too. */
+  purgeLoaded(destinationId: string, finishedBefore: number): Promise<void>;
+
   close(): Promise<void>;
 }
 

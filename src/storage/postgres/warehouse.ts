@@ -194,14 +194,6 @@ export class PgWarehouseStore implements WarehouseStore {
     return readStagedIn(this.sql, this.columns, destinationId, limit, afterId);
   }
 
-  async purgeLoaded(destinationId: string, finishedBefore: number): Promise<void> {
-    await this.sql.unsafe(
-      `DELETE FROM warehouse_staged WHERE load_id IN
-         (SELECT id FROM warehouse_loads WHERE destination_id = $1 AND status IN ('succeeded', 'failed') AND finished_at < $2)`,
-      [destinationId, finishedBefore],
-    );
-  }
-
   async stagedNamespaces(destinationId: string): Promise<string[]> {
     const rows = (await this.sql.unsafe(`SELECT DISTINCT namespace FROM warehouse_staged WHERE destination_id = $1`, [destinationId])) as Array<{ namespace: string }>;
     return rows.map((r) => r.namespace);
@@ -261,6 +253,15 @@ export class PgStagedReader implements StagedRowsReader {
       `UPDATE warehouse_staged SET load_id = $1
         WHERE destination_id = $2 AND load_id IS NULL AND id = ANY($3::bigint[]) AND namespace = ANY($4::text[])`,
       [loadId, destinationId, loaded.ids, loaded.namespaces],
+    );
+  }
+
+  // Rows of a failed load that were marked were loaded too: they go the same way.
+  async purgeLoaded(destinationId: string, finishedBefore: number): Promise<void> {
+    await this.sql.unsafe(
+      `DELETE FROM warehouse_staged WHERE load_id IN
+         (SELECT id FROM warehouse_loads WHERE destination_id = $1 AND status IN ('succeeded', 'failed') AND finished_at < $2)`,
+      [destinationId, finishedBefore],
     );
   }
 

@@ -27,15 +27,17 @@ function withColumns(rows: ReadRow[], cache: ColumnsCache, text: Statement): Pro
   return cache.fill(rows, async (ids) => text.all(JSON.stringify(ids)) as Array<{ id: number; columns: string }>);
 }
 
-/** Staged rows purged per statement: about 20 ms of the main thread each, here. */
-const PURGE_ROWS = 4_000;
-
 /**
- * Rows the load thread marks per statement: about 5 ms of holding SQLite's write lock, which
- * intake's commits wait for meanwhile (a marked row is rewritten whole, about 4.5 µs here).
+ * Rows the load thread marks or purges per statement: about 5 ms of holding SQLite's write lock,
+ * which intake's commits wait for meanwhile (a marked row is rewritten whole, about 4.5 µs here;
+ * a purged one about 3 µs).
  */
 const MARK_ROWS = 1_000;
 // The ids as one JSON array (a chunk of MARK_ROWS of them), each found through the waiting index.
+// Rows of a load that failed after marking (a namespace failed, or a restart cut it off) were
+// loaded too: they go the same way.
+const PURGE_LOADED = `DELETE FROM warehouse_staged WHERE id IN (SELECT id FROM warehouse_staged WHERE load_id IN
+  (SELECT id FROM warehouse_loads WHERE destination_id = ? AND status IN ('succeeded', 'failed') AND finished_at < ?) LIMIT ${MARK_ROWS})`;
 const MARK_IDS = `UPDATE warehouse_staged SET load_id = ? WHERE destination_id = ? AND load_id IS NULL AND id IN (SELECT value FROM json_each(?))
   AND namespace IN (SELECT value FROM json_each(?))`;
 
@@ -55,7 +57,6 @@ type StatementName =
   | "markRunning"
   | "finish"
   | "interrupted"
-  | "purgeLoaded"
   | "list"
   | "readStaged"
   | "namespaces"
@@ -91,12 +92,6 @@ export class SqliteWarehouseStore implements WarehouseStore {
       interrupted: c.prepare(
         `UPDATE warehouse_loads SET status = 'failed', finished_at = ?, error = ?
           WHERE status = 'running' RETURNING destination_id AS destinationId, workspace_id AS workspaceId`,
-      ),
-      // Rows of a load that failed after marking (a namespace failed, or a restart cut it off)
-      // were loaded too: they go the same way.
-      purgeLoaded: c.prepare(
-        `DELETE FROM warehouse_staged WHERE id IN (SELECT id FROM warehouse_staged WHERE load_id IN
-           (SELECT id FROM warehouse_loads WHERE destination_id = ? AND status IN ('succeeded', 'failed') AND finished_at < ?) LIMIT ${PURGE_ROWS})`,
       ),
       list: c.prepare(`SELECT ${LOAD_COLUMNS} FROM warehouse_loads WHERE destination_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`),
       readStaged: c.prepare(READ_STAGED),
@@ -173,11 +168,6 @@ export class SqliteWarehouseStore implements WarehouseStore {
     return withColumns(this.s.readStaged.all(destinationId, afterId, limit) as ReadRow[], this.columns, this.s.columnsText);
   }
 
-  /** A chunk at a time, like marking. */
-  async purgeLoaded(destinationId: string, finishedBefore: number): Promise<void> {
-    while (this.s.purgeLoaded.run(destinationId, finishedBefore).changes === PURGE_ROWS) await nextTurn();
-  }
-
   async stagedNamespaces(destinationId: string): Promise<string[]> {
     return (this.s.namespaces.all(destinationId) as Array<{ namespace: string }>).map((r) => r.namespace);
   }
@@ -204,11 +194,22 @@ export class SqliteWarehouseStore implements WarehouseStore {
  * lives. WAL lets it read while intake writes. It writes only the marks: on the main thread,
  * marking 200,000 rows took 0.9 s of intake's time.
  */
+/**
+ * Runs one statement (its own transaction) and answers a pause as long as it took: intake's
+ * commits wait for SQLite's write lock while a statement holds it, and must find it free often.
+ */
+function paced(statement: () => unknown): Promise<void> {
+  const started = performance.now();
+  statement();
+  return Bun.sleep(Math.max(1, performance.now() - started));
+}
+
 export class SqliteStagedReader implements StagedRowsReader {
   private readonly db: Database;
   private readonly read: Statement;
   private readonly text: Statement;
   private readonly mark: Statement;
+  private readonly purge: Statement;
   private readonly columns = new ColumnsCache();
 
   constructor(file: string) {
@@ -218,6 +219,7 @@ export class SqliteStagedReader implements StagedRowsReader {
       this.read = this.db.prepare(READ_STAGED);
       this.text = this.db.prepare(COLUMNS_TEXT);
       this.mark = this.db.prepare(MARK_IDS);
+      this.purge = this.db.prepare(PURGE_LOADED);
     } catch (e) {
       this.db.close();
       throw e;
@@ -228,17 +230,23 @@ export class SqliteStagedReader implements StagedRowsReader {
     return withColumns(this.read.all(destinationId, afterId, limit) as ReadRow[], this.columns, this.text);
   }
 
-  /**
-   * A chunk at a time, each its own transaction, pausing after each as long as it took: intake's
-   * commits wait for SQLite's write lock while a chunk holds it, and must find it free often.
-   */
+  /** MARK_ROWS at a time (paced). */
   async markLoaded(loadId: string, destinationId: string, loaded: LoadedRows): Promise<void> {
     if (loaded.namespaces.length === 0) return;
     const namespaces = JSON.stringify(loaded.namespaces);
     for (let i = 0; i < loaded.ids.length; i += MARK_ROWS) {
-      const started = performance.now();
-      this.mark.run(loadId, destinationId, JSON.stringify(loaded.ids.slice(i, i + MARK_ROWS)), namespaces);
-      if (i + MARK_ROWS < loaded.ids.length) await Bun.sleep(Math.max(1, performance.now() - started));
+      const pause = paced(() => this.mark.run(loadId, destinationId, JSON.stringify(loaded.ids.slice(i, i + MARK_ROWS)), namespaces));
+      if (i + MARK_ROWS < loaded.ids.length) await pause;
+    }
+  }
+
+  /** MARK_ROWS at a time (paced), until a statement deletes fewer. */
+  async purgeLoaded(destinationId: string, finishedBefore: number): Promise<void> {
+    for (;;) {
+      let deleted = 0;
+      const pause = paced(() => (deleted = this.purge.run(destinationId, finishedBefore).changes));
+      if (deleted < MARK_ROWS) return;
+      await pause;
     }
   }
 
