@@ -14,6 +14,8 @@ import { batchesByNamespace } from "./staged-rows";
 import type { StagedRow, StagedRowsLocation, StagedRowsReader } from "./store";
 import type { TableBatch } from "./types";
 import { setImmediate as nextTurn } from "node:timers/promises";
+import { readlinkSync } from "node:fs";
+import { setPriority } from "node:os";
 
 declare const self: Worker;
 
@@ -151,6 +153,25 @@ async function handle(msg: WorkerRequest): Promise<unknown> {
     }
   }
 }
+
+/** The niceness this thread runs at: intake's thread keeps 0. */
+const LOAD_NICENESS = 10;
+
+/**
+ * A load is background work and its rows wait safely on disk, while event calls are answered
+ * live: on a busy machine this thread yields its core to intake's (a nice of 10 weighs a tenth of
+ * 0), and at full speed when the machine is idle. Linux sets a niceness per thread: the thread's
+ * id is the last part of /proc/thread-self. Elsewhere the thread keeps its parent's.
+ */
+function yieldToIntake(): void {
+  try {
+    setPriority(Number(readlinkSync("/proc/thread-self").split("/").pop()), LOAD_NICENESS);
+  } catch {
+    // No /proc (macOS), or not allowed: loads then compete with intake as equals.
+  }
+}
+
+yieldToIntake();
 
 self.onmessage = (e: MessageEvent<WorkerRequest>) => {
   const msg = e.data;
