@@ -258,12 +258,13 @@ async function binaryPart(): Promise<string[]> {
     }
 
     // Each load loads the same staged rows into an empty schema: the rows are marked unloaded
-    // again and the schema dropped (the loader notices and reads it afresh).
+    // again (their marks and loaded ranges gone) and the schema dropped (the loader notices and reads it afresh).
     const db = new Database(join(server.dir, "sluice.db"));
     db.exec("PRAGMA busy_timeout = 5000");
     const reset = async () => {
       await pgAdmin.unsafe(`DROP SCHEMA IF EXISTS ${ident(whNs)} CASCADE`);
       db.run("UPDATE warehouse_staged SET load_id = NULL WHERE destination_id = ?", [dest.id]);
+      db.run("DELETE FROM warehouse_loaded_ranges WHERE destination_id = ?", [dest.id]);
     };
     const loadRecord = async (id: string) => (await adminApi(server.url, "GET", `/v2/destinations/${dest.id}/syncs`)).syncs.find((x: any) => x.id === id);
     /**

@@ -58,7 +58,14 @@ async function openSqlite(): Promise<Opened> {
     location: { kind: "sqlite", file },
     reader: readerClosedAfter(new SqliteStagedReader(file)),
     async marks(destinationId) {
-      const rows = db.$client.query("SELECT id, load_id AS loadId FROM warehouse_staged WHERE destination_id = ? ORDER BY id").all(destinationId) as Array<{ id: number; loadId: string | null }>;
+      // A row's own mark, else the loaded range it falls in (SQLite marks whole pages so).
+      const rows = db.$client
+        .query(
+          `SELECT s.id, coalesce(s.load_id, (SELECT r.load_id FROM warehouse_loaded_ranges r
+             WHERE r.destination_id = s.destination_id AND s.id BETWEEN r.from_id AND r.to_id)) AS loadId
+           FROM warehouse_staged s WHERE s.destination_id = ? ORDER BY s.id`,
+        )
+        .all(destinationId) as Array<{ id: number; loadId: string | null }>;
       return new Map(rows.map((r) => [r.id, r.loadId]));
     },
     async query(text, ...params) {
@@ -552,6 +559,45 @@ for (const kind of stores) {
       expect(await w.inWarehouse("tracks")).toEqual(["m1"]);
       expect([...(await o.marks(w.dest.id)).values()]).toEqual([load.id, load.id, null, null, null, null, null]);
     });
+
+    if (kind.name === "SQLite") {
+      test("SQLite: a page taken whole is one range row, not a mark per row; nothing up to the destination's highest range is read again; purge takes the range's rows, then the range", async () => {
+        const o = await kind.open();
+        const dst = newId("dst");
+        const other = newId("dst");
+        await o.store.stage([staged(dst), staged(other), staged(dst), staged(dst), staged(dst)]);
+        const [a, b, c, d] = await ids(o.store, dst);
+        const [elsewhere] = await ids(o.store, other);
+        const first = await o.store.queueLoad(load(dst));
+        await o.store.startLoad(first, tick());
+        await o.reader.markLoaded(first, dst, { namespaces: ["web"], ids: [a!, b!], whole: true });
+        expect(await o.query(`SELECT count(*) AS n FROM warehouse_staged WHERE load_id IS NOT NULL`)).toEqual([{ n: 0 }]);
+        expect(await o.query(`SELECT load_id AS loadId, from_id AS fromId, to_id AS toId FROM warehouse_loaded_ranges WHERE destination_id = $1`, dst)).toEqual([
+          { loadId: first, fromId: a!, toId: b! },
+        ]);
+        // The other destination's row between a and b is its own, still waiting.
+        expect(await ids(o.store, other)).toEqual([elsewhere!]);
+        expect(await ids(o.store, dst)).toEqual([c!, d!]);
+        // Not whole (a namespace failed in this page): c is marked by itself.
+        await o.reader.markLoaded(first, dst, { namespaces: ["web"], ids: [c!] });
+        expect((await o.reader.readStaged(dst, 10)).map((r) => r.id)).toEqual([d!]);
+        const finishedAt = tick();
+        await o.store.finishLoad({ loadId: first, destinationId: dst, status: "failed", finishedAt, rows: {}, discards: 0, error: "namespace app failed" });
+
+        // A later load takes d whole, its range reaching past c's own mark.
+        const second = await o.store.queueLoad(load(dst));
+        await o.store.startLoad(second, tick());
+        await o.reader.markLoaded(second, dst, { namespaces: ["web"], ids: [d!], whole: true });
+        expect(await ids(o.store, dst)).toEqual([]);
+        await o.store.finishLoad({ loadId: second, destinationId: dst, status: "succeeded", finishedAt: tick(), rows: {}, discards: 0, error: null });
+
+        // The first load's rows go, by its range and by its own mark; the second's stay, and so does its range.
+        await o.reader.purgeLoaded(dst, finishedAt + 1);
+        expect([...(await o.marks(dst))]).toEqual([[d!, second]]);
+        expect(await o.query(`SELECT load_id AS loadId FROM warehouse_loaded_ranges WHERE destination_id = $1`, dst)).toEqual([{ loadId: second }]);
+        expect(await ids(o.store, other)).toEqual([elsewhere!]);
+      });
+    }
 
     if (kind.name === "PostgreSQL") {
       test("PostgreSQL: a staged row committed late with a lower id, while a load runs, is loaded by the next load, not lost (design §3.8)", async () => {

@@ -8,6 +8,7 @@ import m4 from "./0004_events-ids-by-intake.sql" with { type: "text" };
 import m5 from "./0005_dashboard-sessions.sql" with { type: "text" };
 import m6 from "./0006_warehouse.sql" with { type: "text" };
 import m7 from "./0007_warehouse-columns.sql" with { type: "text" };
+import m8 from "./0008_warehouse-loaded-ranges.sql" with { type: "text" };
 
 export const migrationSql: Record<string, string> = {
   "0000_init": m0,
@@ -18,6 +19,7 @@ export const migrationSql: Record<string, string> = {
   "0005_dashboard-sessions": m5,
   "0006_warehouse": m6,
   "0007_warehouse-columns": m7,
+  "0008_warehouse-loaded-ranges": m8,
 };
 
 export { journal };

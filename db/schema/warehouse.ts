@@ -3,8 +3,8 @@ import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
  * Warehouse rows waiting for (or done with) a load: one row per (event, table) for a warehouse
- * destination. The router writes them instead of sending the event; a load reads the ones
- * without a load id and sets it in the same transaction that records the load as succeeded.
+ * destination. The router writes them instead of sending the event; a load reads the waiting
+ * ones: no load id and above the destination's last loaded range (warehouseLoadedRanges).
  */
 export const warehouseStaged = sqliteTable(
   "warehouse_staged",
@@ -28,7 +28,10 @@ export const warehouseStaged = sqliteTable(
     /** userId, else anonymousId: what a regulation deletes by. */
     userKey: text("user_key").notNull(),
     stagedAt: integer("staged_at").notNull(),
-    /** Set when a load committed this row to the warehouse. */
+    /**
+     * Set when a load committed this row to the warehouse, row by row: where a range could not
+     * say it (a page of the load where a namespace failed). Otherwise the range says it.
+     */
     loadId: text("load_id"),
   },
   (t) => [
@@ -37,6 +40,27 @@ export const warehouseStaged = sqliteTable(
     index("warehouse_staged_load").on(t.loadId),
     index("warehouse_staged_user").on(t.destinationId, t.userKey),
   ],
+);
+
+/**
+ * SQLite only: ids a load took whole. Every staged row of the destination with from_id ≤ id ≤
+ * to_id and no load id of its own was loaded by `load_id`, and no row below the destination's
+ * highest to_id waits. One row per page a load committed in full, instead of rewriting each
+ * staged row (about 4.5 µs each, 0.9 s of a load of 100,000 events). Exact on SQLite, where ids
+ * are given in commit order by one writer; PostgreSQL's concurrent writers commit ids out of
+ * order, so its store marks each row (design §3.8), and `sluice migrate-to-postgres` turns
+ * these ranges into row marks.
+ */
+export const warehouseLoadedRanges = sqliteTable(
+  "warehouse_loaded_ranges",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    destinationId: text("destination_id").notNull(),
+    loadId: text("load_id").notNull(),
+    fromId: integer("from_id").notNull(),
+    toId: integer("to_id").notNull(),
+  },
+  (t) => [index("warehouse_loaded_ranges_destination").on(t.destinationId, t.toId), index("warehouse_loaded_ranges_load").on(t.loadId)],
 );
 
 /**

@@ -64,6 +64,8 @@ interface TableRule {
   skipConflictsOn?: string;
   /** Tables copied before this one beside its foreign keys' (a reference the schema does not declare). */
   after?: string[];
+  /** Copied columns read through an SQL expression of the SQLite row instead of as stored. */
+  read?: Record<string, string>;
 }
 
 const TABLE_RULES: Record<string, TableRule> = {
@@ -83,10 +85,21 @@ const TABLE_RULES: Record<string, TableRule> = {
     after: ["events"],
   },
   regulations: { computed: { seq: (_r, run) => run.suppressionEpoch } },
+  // A row in a loaded range (SQLite marks whole pages so) takes that range's load as its own
+  // mark: PostgreSQL marks each row (design §3.8).
+  warehouse_staged: {
+    read: {
+      load_id: `coalesce(load_id, (SELECT r.load_id FROM warehouse_loaded_ranges r
+        WHERE r.destination_id = warehouse_staged.destination_id AND warehouse_staged.id BETWEEN r.from_id AND r.to_id))`,
+    },
+  },
 };
 
-/** SQLite's own tables and drizzle's journal: PostgreSQL keeps its own of each. */
-const NOT_COPIED = (name: string) => name.startsWith("sqlite_") || name === "__drizzle_migrations";
+/** Tables only SQLite has: what they say is copied into other tables' rows (TABLE_RULES). */
+export const SQLITE_ONLY: ReadonlySet<string> = new Set(["warehouse_loaded_ranges"]);
+
+/** SQLite's own tables, drizzle's journal (PostgreSQL keeps its own of each) and SQLITE_ONLY. */
+const NOT_COPIED = (name: string) => name.startsWith("sqlite_") || name === "__drizzle_migrations" || SQLITE_ONLY.has(name);
 
 const BATCH_ROWS = 1000;
 /** A batch is also sent once its text reaches this size (events of 32 KB make 1,000 rows large). */
@@ -120,6 +133,7 @@ export function migrationPlan(): TablePlan[] {
   for (const lite of Object.values(sqliteSchema)) {
     if (!is(lite, SQLiteTable)) continue;
     const l = sqliteTableConfig(lite);
+    if (SQLITE_ONLY.has(l.name)) continue;
     const twin = pgTables.get(l.name);
     if (!twin) throw new Error(`migrate-to-postgres: SQLite table ${l.name} has no PostgreSQL twin in db/pg/schema`);
     const p = pgTableConfig(twin);
@@ -491,7 +505,7 @@ async function copyAll(lite: Db, db: PgDb, plan: TablePlan[], input: MigrateInpu
 }
 
 async function copyTable(c: Database, tx: SQL, p: TablePlan, run: RunState, batchRows: number): Promise<{ rows: number; skipped: number }> {
-  const liteColumns = p.columns.filter((col) => !col.compute).map((col) => ident(col.name));
+  const liteColumns = p.columns.filter((col) => !col.compute).map((col) => (p.rule.read?.[col.name] ? `${p.rule.read[col.name]} AS ${ident(col.name)}` : ident(col.name)));
   const read = c.query(`SELECT ${liteColumns.join(", ")} FROM ${ident(p.table)} ORDER BY rowid`);
   const statement = insertStatement(p);
   let rows = 0;

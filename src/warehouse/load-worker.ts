@@ -90,6 +90,8 @@ async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOut
   const purging = behind(reader.purgeLoaded(job.destinationId, job.purgeBefore));
   // Marks run behind the loading, in page order: the next page need not wait for them.
   let marking: Promise<void> = Promise.resolve();
+  // Every namespace of every page so far committed (LoadedRows.whole).
+  let whole = true;
   const loadPage = async ({ rows: page, batches: grouped }: Page) => {
     const committed = new Set<string>();
     for (const [namespace, batches] of grouped) {
@@ -106,8 +108,10 @@ async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOut
       }
     }
     const ids = page.filter((r) => committed.has(r.namespace)).map((r) => r.id);
+    if (committed.size < grouped.size) whole = false;
+    const loaded = { namespaces: [...committed], ids, whole };
     // A crash before this mark loads these rows again, and the loader skips their ids.
-    marking = behind(marking.then(() => reader.markLoaded(job.loadId, job.destinationId, { namespaces: [...committed], ids })));
+    marking = behind(marking.then(() => reader.markLoaded(job.loadId, job.destinationId, loaded)));
   };
   const pageRows = Math.max(1, job.pageRows);
   const read = async (afterId: number, limit: number): Promise<Page> => {

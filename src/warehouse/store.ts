@@ -82,6 +82,12 @@ export interface NewLoad {
 export interface LoadedRows {
   namespaces: string[];
   ids: number[];
+  /**
+   * The load took every row it read up to the last of `ids` (this page and all before it
+   * committed every namespace): a store whose ids commit in order (SQLite) records the range
+   * instead of marking each row.
+   */
+  whole?: boolean;
 }
 
 /**

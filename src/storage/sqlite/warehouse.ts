@@ -13,11 +13,13 @@ import { Database, type Statement } from "bun:sqlite";
 import type { Db } from "../../../db";
 import type { LoadFinish, LoadRow, LoadedRows, NewLoad, NewStagedRow, StagedRow, StagedRowsReader, WarehouseStore } from "../../warehouse/store";
 import { ColumnsCache, columnsHash, newLoadId } from "../../warehouse/store";
-import { setImmediate as nextTurn } from "node:timers/promises";
 
 // `columns` is empty where `columns_id` names the text in warehouse_columns (rows staged before it carry it inline).
+// Rows at or below the destination's highest loaded range were loaded (warehouse_loaded_ranges).
 const READ_STAGED = `SELECT id, namespace, table_name AS tableName, columns, columns_id AS columnsId, row FROM warehouse_staged
-  WHERE destination_id = ? AND load_id IS NULL AND id > ? ORDER BY id LIMIT ?`;
+  WHERE destination_id = ?1 AND load_id IS NULL
+    AND id > max(?2, coalesce((SELECT max(to_id) FROM warehouse_loaded_ranges WHERE destination_id = ?1), 0))
+  ORDER BY id LIMIT ?3`;
 const COLUMNS_TEXT = `SELECT id, columns FROM warehouse_columns WHERE id IN (SELECT value FROM json_each(?))`;
 
 type ReadRow = StagedRow & { columnsId: number | null };
@@ -34,12 +36,18 @@ function withColumns(rows: ReadRow[], cache: ColumnsCache, text: Statement): Pro
  */
 const MARK_ROWS = 1_000;
 // The ids as one JSON array (a chunk of MARK_ROWS of them), each found through the waiting index.
-// Rows of a load that failed after marking (a namespace failed, or a restart cut it off) were
-// loaded too: they go the same way.
-const PURGE_LOADED = `DELETE FROM warehouse_staged WHERE id IN (SELECT id FROM warehouse_staged WHERE load_id IN
-  (SELECT id FROM warehouse_loads WHERE destination_id = ? AND status IN ('succeeded', 'failed') AND finished_at < ?) LIMIT ${MARK_ROWS})`;
 const MARK_IDS = `UPDATE warehouse_staged SET load_id = ? WHERE destination_id = ? AND load_id IS NULL AND id IN (SELECT value FROM json_each(?))
   AND namespace IN (SELECT value FROM json_each(?))`;
+const MARK_RANGE = `INSERT INTO warehouse_loaded_ranges (destination_id, load_id, from_id, to_id) VALUES (?, ?, ?, ?)`;
+// Rows of loads that finished before the cutoff; a failed load's marked rows were loaded too.
+const PURGE_MARKED = `DELETE FROM warehouse_staged WHERE id IN (SELECT id FROM warehouse_staged WHERE load_id IN
+  (SELECT id FROM warehouse_loads WHERE destination_id = ? AND status IN ('succeeded', 'failed') AND finished_at < ?) LIMIT ${MARK_ROWS})`;
+const RANGES_TO_PURGE = `SELECT r.id, r.from_id AS fromId, r.to_id AS toId FROM warehouse_loaded_ranges r JOIN warehouse_loads l ON l.id = r.load_id
+  WHERE r.destination_id = ? AND l.status IN ('succeeded', 'failed') AND l.finished_at < ? ORDER BY r.to_id`;
+// A row of the range with a load id of its own is another load's, and goes with it.
+const PURGE_RANGE_ROWS = `DELETE FROM warehouse_staged WHERE id IN (SELECT id FROM warehouse_staged
+  WHERE destination_id = ? AND load_id IS NULL AND id BETWEEN ? AND ? LIMIT ${MARK_ROWS})`;
+const DELETE_RANGE = `DELETE FROM warehouse_loaded_ranges WHERE id = ?`;
 
 const LOAD_COLUMNS = `id, workspace_id AS workspaceId, destination_id AS destinationId, status, trigger, attempt, due_at AS dueAt,
   created_at AS createdAt, started_at AS startedAt, finished_at AS finishedAt, rows, discards, error`;
@@ -209,7 +217,11 @@ export class SqliteStagedReader implements StagedRowsReader {
   private readonly read: Statement;
   private readonly text: Statement;
   private readonly mark: Statement;
-  private readonly purge: Statement;
+  private readonly markRange: Statement;
+  private readonly purgeMarked: Statement;
+  private readonly rangesToPurge: Statement;
+  private readonly purgeRangeRows: Statement;
+  private readonly deleteRange: Statement;
   private readonly columns = new ColumnsCache();
 
   constructor(file: string) {
@@ -219,7 +231,11 @@ export class SqliteStagedReader implements StagedRowsReader {
       this.read = this.db.prepare(READ_STAGED);
       this.text = this.db.prepare(COLUMNS_TEXT);
       this.mark = this.db.prepare(MARK_IDS);
-      this.purge = this.db.prepare(PURGE_LOADED);
+      this.markRange = this.db.prepare(MARK_RANGE);
+      this.purgeMarked = this.db.prepare(PURGE_MARKED);
+      this.rangesToPurge = this.db.prepare(RANGES_TO_PURGE);
+      this.purgeRangeRows = this.db.prepare(PURGE_RANGE_ROWS);
+      this.deleteRange = this.db.prepare(DELETE_RANGE);
     } catch (e) {
       this.db.close();
       throw e;
@@ -230,9 +246,16 @@ export class SqliteStagedReader implements StagedRowsReader {
     return withColumns(this.read.all(destinationId, afterId, limit) as ReadRow[], this.columns, this.text);
   }
 
-  /** MARK_ROWS at a time (paced). */
+  /**
+   * A page taken whole is one range row; otherwise the rows are marked MARK_ROWS at a time
+   * (paced). Ids are read in order, so the page's range is from its first id to its last.
+   */
   async markLoaded(loadId: string, destinationId: string, loaded: LoadedRows): Promise<void> {
-    if (loaded.namespaces.length === 0) return;
+    if (loaded.namespaces.length === 0 || loaded.ids.length === 0) return;
+    if (loaded.whole) {
+      this.markRange.run(destinationId, loadId, loaded.ids[0]!, loaded.ids.at(-1)!);
+      return;
+    }
     const namespaces = JSON.stringify(loaded.namespaces);
     for (let i = 0; i < loaded.ids.length; i += MARK_ROWS) {
       const pause = paced(() => this.mark.run(loadId, destinationId, JSON.stringify(loaded.ids.slice(i, i + MARK_ROWS)), namespaces));
@@ -240,11 +263,21 @@ export class SqliteStagedReader implements StagedRowsReader {
     }
   }
 
-  /** MARK_ROWS at a time (paced), until a statement deletes fewer. */
+  /** Rows marked one by one, then each range's rows and the range; MARK_ROWS at a time (paced). */
   async purgeLoaded(destinationId: string, finishedBefore: number): Promise<void> {
+    await this.deleteInChunks(() => this.purgeMarked.run(destinationId, finishedBefore).changes);
+    const ranges = this.rangesToPurge.all(destinationId, finishedBefore) as Array<{ id: number; fromId: number; toId: number }>;
+    for (const r of ranges) {
+      await this.deleteInChunks(() => this.purgeRangeRows.run(destinationId, r.fromId, r.toId).changes);
+      this.deleteRange.run(r.id);
+    }
+  }
+
+  /** Runs `chunk` (paced) until it deletes fewer than MARK_ROWS. */
+  private async deleteInChunks(chunk: () => number): Promise<void> {
     for (;;) {
       let deleted = 0;
-      const pause = paced(() => (deleted = this.purge.run(destinationId, finishedBefore).changes));
+      const pause = paced(() => (deleted = chunk()));
       if (deleted < MARK_ROWS) return;
       await pause;
     }
