@@ -12,6 +12,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { ConfigStore, DestinationRuntime, RoutingSnapshot } from "../src/control-plane/config-store";
 import { newId } from "../src/lib/ids";
@@ -117,6 +118,15 @@ function staged(destinationId: string, over: Partial<NewStagedRow> = {}): NewSta
 function load(destinationId: string, over: Partial<NewLoad> = {}): NewLoad {
   const at = tick();
   return { workspaceId: "ws_1", destinationId, trigger: "api", attempt: 1, dueAt: at, createdAt: at, ...over };
+}
+
+/** Linux: each thread of this process, with its niceness (field 19 of its stat). */
+function threadNiceness(): Array<{ tid: number; name: string; nice: number }> {
+  return readdirSync("/proc/self/task").map((tid) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { tid: Number(tid), name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), nice: Number(fields[16]) };
+  });
 }
 
 const ids = async (store: WarehouseStore, destinationId: string) => (await store.readStaged(destinationId, 1000)).map((r) => r.id);
@@ -463,6 +473,12 @@ for (const kind of stores) {
       expect(await w.inWarehouse("tracks")).toEqual(["m1", "m2"]);
       expect(await w.inWarehouse("product_viewed")).toEqual(["m1", "m2"]);
       expect([...(await o.marks(w.dest.id)).values()]).toEqual([first.id, first.id, first.id, first.id]);
+      // Linux: the load thread runs below intake's priority; the main thread keeps its own.
+      if (existsSync("/proc/thread-self")) {
+        const threads = threadNiceness();
+        expect(threads.find((t) => t.tid === process.pid)?.nice).toBe(0);
+        expect(threads.some((t) => t.name === "Worker" && t.nice === 10)).toBe(true);
+      }
       const readerPids = async () => (await admin!.unsafe(`SELECT pid FROM pg_stat_activity WHERE application_name = 'sluice load thread'`)).map((r: { pid: number }) => r.pid);
       const pidsAfterFirst = kind.name === "PostgreSQL" ? await readerPids() : [];
       if (kind.name === "PostgreSQL") expect(pidsAfterFirst.length).toBe(1);
