@@ -297,8 +297,8 @@ export class WarehouseLoads {
         purgeBefore: started - this.settings.keepLoadedMs,
       });
     } catch (err) {
-      // The load thread died or could not read the staged rows: nothing was marked loaded, so
-      // the rows wait for the retry.
+      // The load thread died, or could not read or mark the staged rows (a full disk, say): the
+      // rows it did not mark wait for the retry, which skips the ids already loaded.
       const message = (err as Error)?.message ?? String(err);
       outcome = { rows: {}, discards: 0, count: 0, failures: [{ namespace: "", code: "UNAVAILABLE", message }] };
     }
