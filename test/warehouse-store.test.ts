@@ -495,14 +495,16 @@ for (const kind of stores) {
       if (kind.name === "PostgreSQL") expect(await readerPids()).toEqual(pidsAfterFirst);
     });
 
-    test("a load purges, on its thread, the staged rows of loads that finished before the kept time; rows still waiting and its own stay", async () => {
+    test("after a load, its thread purges the staged rows of loads that finished the kept time before it started; rows still waiting and its own stay", async () => {
       const o = await kind.open();
-      // Kept for no time: every load finished before the next one starts is purged by it.
-      const w = await warehouseOn(o, { ...DEFAULT_LOAD_SETTINGS, keepLoadedMs: -1 });
+      // Kept for no time: every load finished before the next one starts is purged after it.
+      const w = await warehouseOn(o, { ...DEFAULT_LOAD_SETTINGS, keepLoadedMs: 0 });
       await w.stage(["m1", "m2"]);
       const first = await w.sync();
       expect(first.status).toBe("succeeded");
       expect([...(await o.marks(w.dest.id)).values()]).toEqual([first.id, first.id, first.id, first.id]);
+      // This clock stands still: the first load finished a moment before the second starts.
+      await o.query(`UPDATE warehouse_loads SET finished_at = finished_at - 1 WHERE id = $1`, first.id);
       // Another destination's loaded rows are not this load's to purge.
       const other = newId("dst");
       await o.store.stage([staged(other)]);
@@ -515,6 +517,8 @@ for (const kind of stores) {
       await w.stage(["m3"]);
       const second = await w.sync();
       expect(second).toMatchObject({ status: "succeeded", rows: { tracks: 1, product_viewed: 1 } });
+      // The purge runs after the load is recorded.
+      await waitFor(async () => (await o.marks(w.dest.id)).size === 2, { what: "the first load's staged rows to be purged", timeoutMs: 4_000 });
       expect([...(await o.marks(w.dest.id)).values()]).toEqual([second.id, second.id]);
       expect([...(await o.marks(other)).values()]).toEqual([otherLoad]);
       expect(await w.inWarehouse("tracks")).toEqual(["m1", "m2", "m3"]);

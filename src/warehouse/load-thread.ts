@@ -25,8 +25,6 @@ export interface LoadJob {
   rowsPerLoad: number;
   /** Rows read, and loaded (PostgresWarehouse.load per namespace), at a time. */
   pageRows: number;
-  /** Staged rows of loads that finished before this time are deleted (kept until then for inspection). */
-  purgeBefore: number;
 }
 
 /** A namespace whose load failed, and why. */
@@ -48,6 +46,7 @@ export interface LoadOutcome {
 export type WorkerRequest =
   | { type: "load"; seq: number; staged: StagedRowsLocation; job: LoadJob }
   | { type: "deleteUsers"; seq: number; connection: PostgresConfig; namespace: string; userIds: string[] }
+  | { type: "purge"; seq: number; staged: StagedRowsLocation; destinationId: string; finishedBefore: number }
   | { type: "close"; seq: number };
 
 export type WorkerReply = { seq: number; ok: true; value: unknown } | { seq: number; ok: false; code: ErrorCode; message: string };
@@ -65,6 +64,15 @@ export class LoadThread {
 
   load(job: LoadJob): Promise<LoadOutcome> {
     return this.call({ type: "load", staged: this.staged, job }) as Promise<LoadOutcome>;
+  }
+
+  /**
+   * Deletes the destination's staged rows of loads that finished before `finishedBefore`,
+   * slowly: it is background work with hours of slack (StagedRowsReader.purgeLoaded). While one
+   * runs for the destination, another is not started.
+   */
+  purgeLoaded(destinationId: string, finishedBefore: number): Promise<void> {
+    return this.call({ type: "purge", staged: this.staged, destinationId, finishedBefore }) as Promise<void>;
   }
 
   deleteUsers(connection: PostgresConfig, namespace: string, userIds: string[]): Promise<number> {

@@ -83,12 +83,9 @@ async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOut
   const outcome: LoadOutcome = { rows: {}, discards: 0, failures: [], count: 0 };
   const client = clientFor(job.connection);
   const failed = new Set<string>();
-  // Work that runs behind the loading; its first error fails the load once the loading is done.
-  let behindError: { err: unknown } | undefined;
-  const behind = (p: Promise<void>) => p.catch((err) => void (behindError ??= { err }));
-  // Rows of earlier loads go while this one reads and loads others.
-  const purging = behind(reader.purgeLoaded(job.destinationId, job.purgeBefore));
-  // Marks run behind the loading, in page order: the next page need not wait for them.
+  // Marks run behind the loading, in page order: the next page need not wait for them. The
+  // first mark that fails fails the load once the loading is done.
+  let markError: { err: unknown } | undefined;
   let marking: Promise<void> = Promise.resolve();
   // Every namespace of every page so far committed (LoadedRows.whole).
   let whole = true;
@@ -111,7 +108,7 @@ async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOut
     if (committed.size < grouped.size) whole = false;
     const loaded = { namespaces: [...committed], ids, whole };
     // A crash before this mark loads these rows again, and the loader skips their ids.
-    marking = behind(marking.then(() => reader.markLoaded(job.loadId, job.destinationId, loaded)));
+    marking = marking.then(() => reader.markLoaded(job.loadId, job.destinationId, loaded)).catch((err) => void (markError ??= { err }));
   };
   const pageRows = Math.max(1, job.pageRows);
   const read = async (afterId: number, limit: number): Promise<Page> => {
@@ -137,19 +134,41 @@ async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOut
     }
   } finally {
     // The answer waits for them: a load after this one must not read rows still being marked.
-    await Promise.all([marking, purging]);
+    await marking;
   }
-  if (behindError) throw behindError.err;
+  if (markError) throw markError.err;
   return outcome;
+}
+
+// Per destination, the purge running now.
+const purges = new Map<string, Promise<void>>();
+// Set by "close": a purge cut off by the closing connection has failed at nothing (the next load's purge goes on).
+let closing = false;
+
+function purge(location: StagedRowsLocation, destinationId: string, finishedBefore: number): Promise<void> {
+  let running = purges.get(destinationId);
+  if (!running) {
+    running = readerFor(location)
+      .purgeLoaded(destinationId, finishedBefore)
+      .catch((err) => {
+        if (!closing) throw err;
+      })
+      .finally(() => purges.delete(destinationId));
+    purges.set(destinationId, running);
+  }
+  return running;
 }
 
 async function handle(msg: WorkerRequest): Promise<unknown> {
   switch (msg.type) {
     case "load":
       return load(msg.staged, msg.job);
+    case "purge":
+      return purge(msg.staged, msg.destinationId, msg.finishedBefore);
     case "deleteUsers":
       return clientFor(msg.connection).deleteUsers(msg.namespace, msg.userIds);
     case "close": {
+      closing = true;
       await Promise.allSettled([...clients.values()].map((c) => c.close()));
       clients.clear();
       await closeReader();

@@ -294,7 +294,6 @@ export class WarehouseLoads {
         uuidTs: new Date(started).toISOString(),
         rowsPerLoad: this.settings.rowsPerLoad,
         pageRows: this.settings.pageRows,
-        purgeBefore: started - this.settings.keepLoadedMs,
       });
     } catch (err) {
       // The load thread died, or could not read or mark the staged rows (a full disk, say): the
@@ -334,6 +333,11 @@ export class WarehouseLoads {
       this.log.error("could not record a warehouse load's outcome; it will be loaded again", { err, destinationId: dest.id, loadId: load.id });
       this.unrecorded.set(load.id, { workspaceId: dest.workspaceId, destinationId: dest.id, attempt: load.attempt, error: (err as Error)?.message ?? String(err) });
     }
+    // Staged rows of loads finished keepLoadedMs ago go after the load, not in its time: deleting
+    // them costs about as much as loading them, with a day of slack. Loads may run meanwhile.
+    this.thread
+      .purgeLoaded(dest.id, started - this.settings.keepLoadedMs)
+      .catch((err) => this.log.warn("could not delete a warehouse destination's loaded staged rows; the next load tries again", { err, destinationId: dest.id }));
   }
 }
 

@@ -198,14 +198,18 @@ export class SqliteWarehouseStore implements WarehouseStore {
 }
 
 /**
- * Runs one statement (its own transaction) and answers a pause as long as it took: intake's
- * commits wait for SQLite's write lock while a statement holds it, and must find it free often.
+ * Runs one statement (its own transaction) and answers a pause of `rest` times as long as it
+ * took: intake's commits wait for SQLite's write lock while a statement holds it, and must find
+ * it free often.
  */
-function paced(statement: () => unknown): Promise<void> {
+function paced(statement: () => unknown, rest = 1): Promise<void> {
   const started = performance.now();
   statement();
-  return Bun.sleep(Math.max(1, performance.now() - started));
+  return Bun.sleep(Math.max(1, (performance.now() - started) * rest));
 }
+
+/** A purge holds the write lock a quarter of its time: it has hours of slack, a load has not. */
+const PURGE_REST = 3;
 
 /**
  * The load thread's connection to the data dir's file, opened once and kept while the thread
@@ -263,7 +267,7 @@ export class SqliteStagedReader implements StagedRowsReader {
     }
   }
 
-  /** Rows marked one by one, then each range's rows and the range; MARK_ROWS at a time (paced). */
+  /** Rows marked one by one, then each range's rows and the range; MARK_ROWS at a time (paced slowly). */
   async purgeLoaded(destinationId: string, finishedBefore: number): Promise<void> {
     await this.deleteInChunks(() => this.purgeMarked.run(destinationId, finishedBefore).changes);
     const ranges = this.rangesToPurge.all(destinationId, finishedBefore) as Array<{ id: number; fromId: number; toId: number }>;
@@ -273,11 +277,11 @@ export class SqliteStagedReader implements StagedRowsReader {
     }
   }
 
-  /** Runs `chunk` (paced) until it deletes fewer than MARK_ROWS. */
+  /** Runs `chunk` (paced for a purge) until it deletes fewer than MARK_ROWS. */
   private async deleteInChunks(chunk: () => number): Promise<void> {
     for (;;) {
       let deleted = 0;
-      const pause = paced(() => (deleted = chunk()));
+      const pause = paced(() => (deleted = chunk()), PURGE_REST);
       if (deleted < MARK_ROWS) return;
       await pause;
     }
