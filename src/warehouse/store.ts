@@ -166,7 +166,6 @@ export interface StagedRowsReader {
   markLoaded(loadId: string, destinationId: string, loaded: LoadedRows): Promise<void>;
   /** Deletes staged rows of loads that finished before `finishedBefore` (kept until then for inspection); a failed load's marked rows were loaded too. */
   purgeLoaded(destinationId: string, finishedBefore: number): Promise<void>;
-
   close(): Promise<void>;
 }
 

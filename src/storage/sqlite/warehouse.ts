@@ -39,11 +39,11 @@ const MARK_ROWS = 1_000;
 const MARK_IDS = `UPDATE warehouse_staged SET load_id = ? WHERE destination_id = ? AND load_id IS NULL AND id IN (SELECT value FROM json_each(?))
   AND namespace IN (SELECT value FROM json_each(?))`;
 const MARK_RANGE = `INSERT INTO warehouse_loaded_ranges (destination_id, load_id, from_id, to_id) VALUES (?, ?, ?, ?)`;
-// Rows of loads that finished before the cutoff; a failed load's marked rows were loaded too.
-const PURGE_MARKED = `DELETE FROM warehouse_staged WHERE id IN (SELECT id FROM warehouse_staged WHERE load_id IN
-  (SELECT id FROM warehouse_loads WHERE destination_id = ? AND status IN ('succeeded', 'failed') AND finished_at < ?) LIMIT ${MARK_ROWS})`;
-const RANGES_TO_PURGE = `SELECT r.id, r.from_id AS fromId, r.to_id AS toId FROM warehouse_loaded_ranges r JOIN warehouse_loads l ON l.id = r.load_id
-  WHERE r.destination_id = ? AND l.status IN ('succeeded', 'failed') AND l.finished_at < ? ORDER BY r.to_id`;
+// The destination's loads that finished before the cutoff: their rows go, by their own marks and
+// by their ranges. A failed load's marked rows were loaded too.
+const FINISHED_LOADS = `SELECT id FROM warehouse_loads WHERE destination_id = ? AND status IN ('succeeded', 'failed') AND finished_at < ?`;
+const PURGE_MARKED = `DELETE FROM warehouse_staged WHERE id IN (SELECT id FROM warehouse_staged WHERE load_id IN (${FINISHED_LOADS}) LIMIT ${MARK_ROWS})`;
+const RANGES_TO_PURGE = `SELECT id, from_id AS fromId, to_id AS toId FROM warehouse_loaded_ranges WHERE load_id IN (${FINISHED_LOADS}) ORDER BY to_id`;
 // A row of the range with a load id of its own is another load's, and goes with it.
 const PURGE_RANGE_ROWS = `DELETE FROM warehouse_staged WHERE id IN (SELECT id FROM warehouse_staged
   WHERE destination_id = ? AND load_id IS NULL AND id BETWEEN ? AND ? LIMIT ${MARK_ROWS})`;
