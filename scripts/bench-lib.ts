@@ -1,5 +1,5 @@
 /** Shared pieces of the benchmarks: processes, wrk runs, and BENCHMARKS.md. */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -107,6 +107,39 @@ export function cpuTimeUs(pid: number, tid?: number): number {
   return (ticks * 1_000_000) / 100;
 }
 
+/** The CPUs a process may run on, as taskset lists them ("0,1"). */
+export function cpuList(pid: number): string {
+  const r = Bun.spawnSync(["taskset", "-c", "-p", String(pid)]);
+  if (r.exitCode !== 0) throw new Error(`taskset -p ${pid}: ${r.stderr.toString().trim()}`);
+  return r.stdout.toString().trim().split(": ").pop()!;
+}
+
+/** Pins every thread of each process to the CPUs listed (taskset -a); threads made later inherit it. */
+export function pinTo(pids: number[], cpus: string) {
+  for (const pid of pids) {
+    const r = Bun.spawnSync(["taskset", "-a", "-c", "-p", cpus, String(pid)]);
+    // A process that ended meanwhile (a PostgreSQL backend) has nothing left to pin.
+    if (r.exitCode !== 0 && existsSync(`/proc/${pid}`)) throw new Error(`taskset -p ${cpus} ${pid}: ${r.stderr.toString().trim()}`);
+  }
+}
+
+/** The parent of a process, from /proc; undefined when it has ended. */
+export function parentOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The field after the parenthesised command name and the state.
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A process and its children, e.g. PostgreSQL's postmaster and its backends. */
+export function processFamily(parent: number): number[] {
+  const children = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => parentOf(pid) === parent);
+  return [parent, ...children];
+}
+
 /** In a body given to wrk(), stands for a value unique to each request. */
 export const REQUEST_ID = "@@REQ@@";
 
@@ -126,7 +159,7 @@ let wrkRuns = 0;
 /** Runs wrk against url with a POST body; returns requests/s and latency percentiles. */
 export function wrk(
   url: string,
-  opts: { body: string; bodies?: string[]; headers: Record<string, string>; connections: number; seconds: number; threads?: number; pid?: number },
+  opts: { body: string; bodies?: string[]; headers: Record<string, string>; connections: number; seconds: number; threads?: number; pid?: number; cpus?: string },
 ): WrkResult {
   const script = join(mkdtempSync(join(tmpdir(), "wrk-")), "post.lua");
   const hdrs = Object.entries(opts.headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join("\n");
@@ -147,7 +180,7 @@ export function wrk(
   );
   const cpuBefore = opts.pid ? cpuTimeUs(opts.pid) : 0;
   const mainBefore = opts.pid ? cpuTimeUs(opts.pid, opts.pid) : 0;
-  const r = Bun.spawnSync(["wrk", "-t", String(opts.threads ?? 2), "-c", String(opts.connections), "-d", `${opts.seconds}s`, "--latency", "-s", script, url]);
+  const r = Bun.spawnSync([...(opts.cpus ? ["taskset", "-c", opts.cpus] : []), "wrk", "-t", String(opts.threads ?? 2), "-c", String(opts.connections), "-d", `${opts.seconds}s`, "--latency", "-s", script, url]);
   const out = r.stdout.toString();
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
   const pct = (p: string) => {

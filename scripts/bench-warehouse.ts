@@ -11,8 +11,12 @@
  *    disk. Each turn has a load alone (POST /sync; its rate from its recorded start and finish:
  *    the goal's figure), wrk single track calls (to another source) with the server idle, and
  *    the same wrk during a load, so intake's rate during a load is a ratio to the same server idle.
+ *    Then `--split-turns` more turns (idle and during a load) with PostgreSQL pinned to one CPU
+ *    and Sluice and wrk to the other: the warehouse's own work off intake's CPU, as when it runs
+ *    on another host, so what is left is what the load costs Sluice itself. Needs taskset and
+ *    the right to pin PostgreSQL's processes (root, or its user); otherwise that part is skipped.
  *
- *   npm run bench:warehouse [-- --events 50000 --rounds 5 --staged 100000 --turns 4 --no-binary --no-record]
+ *   npm run bench:warehouse [-- --events 50000 --rounds 5 --staged 100000 --turns 4 --split-turns 4 --no-binary --no-record]
  *
  * PostgreSQL: PGHOST/PGPORT/PGUSER/PGDATABASE, default 127.0.0.1:5432, user postgres, database test.
  */
@@ -24,12 +28,13 @@ import { batchesByNamespace, stagedRowText } from "../src/warehouse/staged-rows"
 import type { TableBatch } from "../src/warehouse/types";
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
-import { INTAKE_BODIES, type WrkResult, adminApi, basicAuth, ensureBinary, fmt, median, numberArg, range, record, requireWrk, startSluice, wrk } from "./bench-lib";
+import { INTAKE_BODIES, type WrkResult, adminApi, basicAuth, cpuList, ensureBinary, fmt, median, numberArg, parentOf, pinTo, processFamily, range, record, requireWrk, startSluice, wrk } from "./bench-lib";
 
 const eventsPerRound = numberArg("--events", 50_000);
 const rounds = numberArg("--rounds", 5);
 const stagedEvents = numberArg("--staged", 100_000);
 const turns = numberArg("--turns", 4);
+const splitTurns = numberArg("--split-turns", turns);
 const EVENT_NAMES = 20;
 const PROPERTIES = 30;
 
@@ -201,14 +206,22 @@ try {
   await sql.close();
 }
 
-/** wrk windows of one second each as one: requests/s and main-thread CPU over all, the worst p99. */
+/** A taskset CPU list ("0-1,3") as CPU numbers. */
+function expandCpus(list: string): number[] {
+  return list.split(",").flatMap((part) => {
+    const [from, to = from] = part.split("-").map(Number);
+    return Array.from({ length: to! - from! + 1 }, (_, k) => from! + k);
+  });
+}
+
+/** wrk windows of one second each as one: requests/s and main-thread CPU over all; p50 and p99 of the median window. */
 function pooled(windows: WrkResult[]): WrkResult {
   const requests = windows.reduce((n, w) => n + w.requests, 0);
   const cpu = (pick: (w: WrkResult) => number | undefined) => windows.reduce((t, w) => t + (pick(w) ?? NaN) * w.requests, 0) / requests;
   return {
     rps: windows.reduce((t, w) => t + w.rps, 0) / windows.length,
     p50ms: median(windows.map((w) => w.p50ms)),
-    p99ms: Math.max(...windows.map((w) => w.p99ms)),
+    p99ms: median(windows.map((w) => w.p99ms)),
     non2xx: windows.reduce((n, w) => n + w.non2xx, 0),
     cpuUs: cpu((w) => w.cpuUs),
     mainCpuUs: cpu((w) => w.mainCpuUs),
@@ -294,48 +307,90 @@ async function binaryPart(): Promise<string[]> {
     const intake = { body: INTAKE_BODIES.track, headers: { authorization: basicAuth(quiet.writeKey), "content-type": "application/json" }, connections: 64, seconds: 1, pid: server.pid };
     wrk(`${server.url}/v1/track`, intake);
 
-    const idle: WrkResult[] = [];
-    const during: WrkResult[] = [];
-    const loadRates: number[] = [];
-    const aloneRates: number[] = [];
-    for (let turn = 0; turn < turns; turn++) {
-      const measureIdle = async () => {
-        idle.push(wrk(`${server.url}/v1/track`, { ...intake, seconds: 2 }));
-      };
-      // wrk in one-second windows from the load's start; a window counts when the load (its
-      // rows marked loaded too) was still running at its end, so it lies wholly inside the load.
-      const measureLoad = async () => {
-        await reset();
-        const { id, done } = await startLoad();
-        const inside: WrkResult[] = [];
-        for (;;) {
-          const w = wrk(`${server.url}/v1/track`, intake);
-          const l = await loadRecord(id);
-          if (l?.status !== "queued" && l?.status !== "running") break;
-          inside.push(w);
+    /** Turns of wrk with the server idle and during a load, and (unless `split`) of a load alone, in rotating order. */
+    const runTurns = async (count: number, split?: { wrkCpus: string }) => {
+      const idle: WrkResult[] = [];
+      const during: WrkResult[] = [];
+      const loadRates: number[] = [];
+      const aloneRates: number[] = [];
+      const windowed = { ...intake, cpus: split?.wrkCpus };
+      for (let turn = 0; turn < count; turn++) {
+        const measureIdle = async () => {
+          // Two one-second windows, pooled as those during a load are.
+          idle.push(pooled([wrk(`${server.url}/v1/track`, windowed), wrk(`${server.url}/v1/track`, windowed)]));
+        };
+        // wrk in one-second windows from the load's start; a window counts when the load (its
+        // rows marked loaded too) was still running at its end, so it lies wholly inside the load.
+        const measureLoad = async () => {
+          await reset();
+          const { id, done } = await startLoad();
+          const inside: WrkResult[] = [];
+          for (;;) {
+            const w = wrk(`${server.url}/v1/track`, windowed);
+            const l = await loadRecord(id);
+            if (l?.status !== "queued" && l?.status !== "running") break;
+            inside.push(w);
+          }
+          if (inside.length === 0) throw new Error("the load ended within wrk's first second: stage more events (--staged)");
+          during.push(pooled(inside));
+          loadRates.push((stagedEvents / loadMs(await done)) * 1000);
+        };
+        // The goal's figure: a load with nothing else asked of the server.
+        const measureAlone = async () => {
+          await reset();
+          aloneRates.push((stagedEvents / loadMs(await (await startLoad()).done)) * 1000);
+        };
+        const order = split ? [measureIdle, measureLoad] : [measureIdle, measureLoad, measureAlone];
+        for (let k = 0; k < order.length; k++) await order[(k + turn) % order.length]!();
+        console.log(
+          `${split ? "split CPUs, " : ""}turn ${turn}: intake idle ${fmt(idle.at(-1)!.rps)}/s, during a load ${fmt(during.at(-1)!.rps)}/s; ` +
+            `${split ? "" : `load alone ${fmt(aloneRates.at(-1)!)} events/s, `}during intake ${fmt(loadRates.at(-1)!)} events/s`,
+        );
+      }
+      return { idle, during, loadRates, aloneRates, ratios: during.map((d, i) => d.rps / idle[i]!.rps) };
+    };
+    const shared = await runTurns(turns);
+
+    // The same with the warehouse on a CPU of its own, as it is when it runs on another host:
+    // PostgreSQL (postmaster, backends, and those it starts later) on the last CPU; Sluice (all
+    // its threads, the load thread too) and wrk on the first. Put back as they were after.
+    let apart: Awaited<ReturnType<typeof runTurns>> | undefined;
+    let apartCpus = "";
+    if (splitTurns > 0) {
+      const [{ pid: backend }] = await pgAdmin`SELECT pg_backend_pid() AS pid`;
+      const postmaster = parentOf(backend);
+      const cpus = postmaster === undefined ? [] : expandCpus(cpuList(postmaster));
+      if (cpus.length < 2) {
+        console.log(`split CPUs: skipped: PostgreSQL may run on ${cpus.length ? `CPU ${cpus[0]} only` : "CPUs this process cannot see (another host?)"}`);
+      } else {
+        const all = cpus.join(",");
+        const [sluiceCpu, pgCpu] = [String(cpus[0]), String(cpus.at(-1))];
+        apartCpus = `PostgreSQL on CPU ${pgCpu}; Sluice and wrk on CPU ${sluiceCpu}`;
+        // PostgreSQL is the machine's, not this benchmark's: it gets all its CPUs back, on ^C too.
+        const unpin = () => pinTo(processFamily(postmaster!), all);
+        const interrupted = () => {
+          unpin();
+          process.exit(130);
+        };
+        process.once("SIGINT", interrupted);
+        try {
+          pinTo(processFamily(postmaster!), pgCpu);
+          pinTo([server.pid], sluiceCpu);
+          apart = await runTurns(splitTurns, { wrkCpus: sluiceCpu });
+        } finally {
+          unpin();
+          process.off("SIGINT", interrupted);
+          pinTo([server.pid], all);
         }
-        if (inside.length === 0) throw new Error("the load ended within wrk's first second: stage more events (--staged)");
-        during.push(pooled(inside));
-        loadRates.push((stagedEvents / loadMs(await done)) * 1000);
-      };
-      // The goal's figure: a load with nothing else asked of the server.
-      const measureAlone = async () => {
-        await reset();
-        aloneRates.push((stagedEvents / loadMs(await (await startLoad()).done)) * 1000);
-      };
-      const order = [measureIdle, measureLoad, measureAlone];
-      for (let k = 0; k < order.length; k++) await order[(k + turn) % order.length]!();
-      console.log(
-        `turn ${turn}: intake idle ${fmt(idle.at(-1)!.rps)}/s, during a load ${fmt(during.at(-1)!.rps)}/s; load alone ${fmt(aloneRates.at(-1)!)} events/s, during intake ${fmt(loadRates.at(-1)!)} events/s`,
-      );
+      }
     }
     db.close();
-    const ratios = during.map((d, i) => d.rps / idle[i]!.rps);
+    const { idle, during, loadRates, aloneRates, ratios } = shared;
     const rps = (xs: WrkResult[]) => xs.map((x) => x.rps);
     const cpu = (xs: WrkResult[]) => median(xs.map((x) => x.mainCpuUs ?? NaN));
     return [
       "",
-      `The binary (dist/sluice, --sync FULL): ${fmt(stagedEvents)} events staged; each load takes all of them into an empty schema. ${turns} turns, each of a load alone, wrk single track calls to another source (64 connections, 2 s) with the server idle, and the same wrk in one-second windows from a load's start, counting the windows that ended before the load had (its rows marked loaded included), in rotating order. A load's events/s run from its recorded start to its finish: its rows written to PostgreSQL and marked loaded in Sluice's database.`,
+      `The binary (dist/sluice, --sync FULL): ${fmt(stagedEvents)} events staged; each load takes all of them into an empty schema. ${turns} turns, each of a load alone, wrk single track calls to another source (64 connections) in two one-second windows with the server idle, and the same wrk in one-second windows from a load's start, counting the windows that ended before the load had (its rows marked loaded included), in rotating order. A load's events/s run from its recorded start to its finish: its rows written to PostgreSQL and marked loaded in Sluice's database.`,
       "",
       "| What | median | min–max |",
       "| --- | --- | --- |",
@@ -344,8 +399,23 @@ async function binaryPart(): Promise<string[]> {
       `| intake while idle: requests/s | ${fmt(median(rps(idle)))} | ${range(rps(idle))} |`,
       `| intake during a load: requests/s | ${fmt(median(rps(during)))} | ${range(rps(during))} |`,
       `| intake during / idle, per turn | ${fmt(median(ratios), 2)} | ${range(ratios, 2)} |`,
-      `| intake p99 ms: idle → during a load | ${fmt(median(idle.map((x) => x.p99ms)), 1)} → ${fmt(median(during.map((x) => x.p99ms)), 1)} | |`,
+      `| intake p99 ms (of the median window): idle → during a load | ${fmt(median(idle.map((x) => x.p99ms)), 1)} → ${fmt(median(during.map((x) => x.p99ms)), 1)} | |`,
       `| main-thread CPU µs per call: idle → during a load | ${fmt(cpu(idle), 1)} → ${fmt(cpu(during), 1)} | |`,
+      ...(apart
+        ? [
+            "",
+            `The warehouse on a CPU of its own, as on another host (${apartCpus}; pinned with taskset, put back after): ${splitTurns} turns of the same wrk idle and during a load, in rotating order.`,
+            "",
+            "| What | median | min–max |",
+            "| --- | --- | --- |",
+            `| intake while idle: requests/s | ${fmt(median(rps(apart.idle)))} | ${range(rps(apart.idle))} |`,
+            `| intake during a load: requests/s | ${fmt(median(rps(apart.during)))} | ${range(rps(apart.during))} |`,
+            `| intake during / idle, per turn | ${fmt(median(apart.ratios), 2)} | ${range(apart.ratios, 2)} |`,
+            `| intake p99 ms (of the median window): idle → during a load | ${fmt(median(apart.idle.map((x) => x.p99ms)), 1)} → ${fmt(median(apart.during.map((x) => x.p99ms)), 1)} | |`,
+            `| main-thread CPU µs per call: idle → during a load | ${fmt(cpu(apart.idle), 1)} → ${fmt(cpu(apart.during), 1)} | |`,
+            `| the load while wrk sends single calls: events/s | ${fmt(median(apart.loadRates))} | ${range(apart.loadRates)} |`,
+          ]
+        : []),
     ];
   } finally {
     await pgAdmin.unsafe(`DROP SCHEMA IF EXISTS ${ident(whNs)} CASCADE`).catch(() => {});
