@@ -225,17 +225,47 @@ export function rssMb(pid: number): { rss: number; peak: number } {
 }
 
 /** Appends a dated section with the command and its table to BENCHMARKS.md. */
+const HEADER =
+  "# Benchmarks\n\nFigures from `scripts/`. Each benchmark has one section: its latest recorded run, then a short history of its earlier runs and notes. Each run measures a bare baseline in the same run, so compare ratios, not absolute numbers: the machine (2 cores, shared) is noisy.\n";
+
+/**
+ * Writes a run into BENCHMARKS.md as the section `## {title} — {now}`, in place of the run of
+ * the same title, so the file stays one section per benchmark. The section's `### ` parts
+ * (History, Notes) are kept: the run replaced stays in git's history, and a row for it in
+ * History is written by hand where it matters. With --no-record, only prints.
+ */
 export async function record(title: string, command: string, lines: string[]) {
+  const body = `Command: \`${command}\` (commit ${gitHead()})\n\n${lines.join("\n")}`;
   if (process.argv.includes("--no-record")) {
-    console.log(lines.join("\n"));
+    console.log(body);
     return;
   }
+  console.log(await replaceSection(title, body));
+}
+
+/** `record` for a body of its own (no command line). */
+export async function replaceSection(title: string, body: string): Promise<string> {
   const file = join(ROOT, "BENCHMARKS.md");
-  const existing = (await Bun.file(file).exists()) ? await Bun.file(file).text() : "# Benchmarks\n\nFigures from `scripts/`, newest last. Each run measures a bare baseline in the same run, so compare ratios, not absolute numbers: the machine (2 cores, shared) is noisy.\n";
   const when = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-  const section = `\n## ${title} — ${when}\n\nCommand: \`${command}\` (commit ${gitHead()})\n\n${lines.join("\n")}\n`;
-  await Bun.write(file, existing + section);
-  console.log(section);
+  const run = `## ${title} — ${when}\n\n${body.trim()}\n`;
+  const text = (await Bun.file(file).exists()) ? await Bun.file(file).text() : HEADER;
+  const lines = text.split("\n");
+  const start = lines.findIndex((l) => l.startsWith(`## ${title} —`));
+  let out: string;
+  if (start < 0) {
+    out = `${text.trimEnd()}\n\n${run}`;
+  } else {
+    const next = lines.findIndex((l, i) => i > start && l.startsWith("## "));
+    const end = next < 0 ? lines.length : next;
+    const kept = lines.findIndex((l, i) => i > start && i < end && l.startsWith("### "));
+    const parts = kept < 0 ? "" : `\n${lines.slice(kept, end).join("\n").trimEnd()}\n`;
+    const before = lines.slice(0, start).join("\n").trimEnd();
+    const after = next < 0 ? "" : `\n${lines.slice(next).join("\n")}`;
+    out = `${before}\n\n${run}${parts}${after}`;
+    console.log(`BENCHMARKS.md: replaced the run of ${lines[start]!.slice(3)}; add it to the section's History if it matters.`);
+  }
+  await Bun.write(file, out.endsWith("\n") ? out : `${out}\n`);
+  return run;
 }
 
 export function gitHead(): string {

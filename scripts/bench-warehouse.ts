@@ -430,7 +430,7 @@ const loader = median(loaderRates);
 const baseline = median(baselineRates);
 await record(
   "Warehouse load (PostgreSQL)",
-  `npm run bench:warehouse -- --events ${eventsPerRound} --rounds ${rounds} --staged ${stagedEvents} --turns ${turns}`,
+  `npm run bench:warehouse -- --events ${eventsPerRound} --rounds ${rounds} --staged ${stagedEvents} --turns ${turns} --split-turns ${splitTurns}`,
   [
     "| What | events/s (median of rounds) | ratio to plain COPY | min–max |",
     "| --- | --- | --- | --- |",

@@ -18,8 +18,7 @@
 import { Database } from "bun:sqlite";
 import { rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { adminApi, BINARY, basicAuth, cpuTimeUs, ensureBinary, fmt, gitHead, mean, numberArg, ROOT, rssMb, startProcess, startSluice } from "./bench-lib";
-import { replaceSection } from "./lib/benchmarks-section";
+import { adminApi, BINARY, basicAuth, cpuTimeUs, ensureBinary, fmt, gitHead, mean, numberArg, ROOT, replaceSection, rssMb, startProcess, startSluice } from "./bench-lib";
 import { CHROMIUM, renderPng } from "./lib/chromium";
 import { chartPageHtml } from "./lib/line-charts";
 import { type LoadRun, type LoadSummary, type LoadTarget, type LoadTool, pacedConnections, startLoad, USERS } from "./lib/soak-load";
