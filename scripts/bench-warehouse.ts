@@ -9,7 +9,8 @@
  *    on id (no merge), so the loader's rate is also a ratio to what PostgreSQL itself does.
  * 2. The binary: dist/sluice with a POSTGRES destination and `--staged` events staged on its
  *    disk. Each turn has a load alone (POST /sync; its rate from its recorded start and finish:
- *    the goal's figure), wrk single track calls (to another source) with the server idle, and
+ *    the goal's figure) next to a plain COPY of one round's rows, so that the load's rate is also
+ *    a ratio to what PostgreSQL does in the same minute, wrk single track calls (to another source) with the server idle, and
  *    the same wrk during a load, so intake's rate during a load is a ratio to the same server idle.
  *    Then `--split-turns` more turns (idle and during a load) with PostgreSQL pinned to one CPU
  *    and Sluice and wrk to the other: the warehouse's own work off intake's CPU, as when it runs
@@ -123,6 +124,28 @@ function copyText(b: TableBatch): string {
 }
 
 const ident = (n: string) => `"${n.replaceAll('"', '""')}"`;
+
+/** The batches' tables in schemaName, as plain tables (keyed: a primary key on id, as the loader's). */
+async function createTables(client: SQL, schemaName: string, batches: TableBatch[], keyed: boolean): Promise<void> {
+  for (const b of batches) {
+    const defs = Object.keys(b.columns).map((c) => `${ident(c)} ${POSTGRES_TYPES[b.columns[c]!]}${keyed && c === "id" ? " PRIMARY KEY" : ""}`);
+    await client.unsafe(`CREATE TABLE IF NOT EXISTS ${ident(schemaName)}.${ident(b.table)} (${defs.join(", ")})`);
+  }
+}
+
+/** Plain COPY of the batches' COPY texts (encoded before) into their tables, one transaction on one connection; answers the ms it took. */
+async function plainCopy(client: SQL, schemaName: string, batches: TableBatch[], texts: string[]): Promise<number> {
+  const t = performance.now();
+  await client.begin(async (tx) => {
+    for (let k = 0; k < batches.length; k++) {
+      const b = batches[k]!;
+      const w = tx.unsafe(`COPY ${ident(schemaName)}.${ident(b.table)} (${Object.keys(b.columns).map(ident).join(", ")}) FROM STDIN`).writable().getWriter();
+      await w.write(texts[k]!);
+      await w.close();
+    }
+  });
+  return performance.now() - t;
+}
 const ns = `sluice_bench_${crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`;
 const baselineNs = `${ns}_copy`;
 const keyedNs = `${ns}_keyed`;
@@ -155,23 +178,8 @@ try {
     // the loader's are (the key is what makes a retried load exactly once; it is PostgreSQL's
     // own cost, and the ceiling for the loader).
     const runBaseline = async (schemaName: string, keyed: boolean) => {
-      const texts = batches.map(copyText);
-      const t = performance.now();
-      await sql.begin(async (tx) => {
-        for (let k = 0; k < batches.length; k++) {
-          const b = batches[k]!;
-          const target = `${ident(schemaName)}.${ident(b.table)}`;
-          const cols = Object.keys(b.columns);
-          if (round === 0) {
-            const defs = cols.map((c) => `${ident(c)} ${POSTGRES_TYPES[b.columns[c]!]}${keyed && c === "id" ? " PRIMARY KEY" : ""}`);
-            await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${target} (${defs.join(", ")})`);
-          }
-          const w = tx.unsafe(`COPY ${target} (${cols.map(ident).join(", ")}) FROM STDIN`).writable().getWriter();
-          await w.write(texts[k]!);
-          await w.close();
-        }
-      });
-      return performance.now() - t;
+      if (round === 0) await createTables(sql, schemaName, batches, keyed);
+      return plainCopy(sql, schemaName, batches, batches.map(copyText));
     };
     let loaderMs: number, baselineMs: number, keyedMs: number;
     if (round % 2 === 0) {
@@ -307,12 +315,25 @@ async function binaryPart(): Promise<string[]> {
     const intake = { body: INTAKE_BODIES.track, headers: { authorization: basicAuth(quiet.writeKey), "content-type": "application/json" }, connections: 64, seconds: 1, pid: server.pid };
     wrk(`${server.url}/v1/track`, intake);
 
+    // Each load alone has, next to it in the same turn, a plain COPY of one round's rows into
+    // emptied tables keyed on id (PostgreSQL alone, one connection): what the machine gives this
+    // minute, so a slow hour shows in both.
+    const turnRound = batchesOf(98);
+    const turnTexts = turnRound.batches.map(copyText);
+    const turnNs = `${ns}_turn`;
+    const turnCopy = async () => {
+      await pgAdmin.unsafe(`DROP SCHEMA IF EXISTS ${ident(turnNs)} CASCADE`);
+      await pgAdmin.unsafe(`CREATE SCHEMA ${ident(turnNs)}`);
+      await createTables(pgAdmin, turnNs, turnRound.batches, true);
+      return (eventsPerRound / (await plainCopy(pgAdmin, turnNs, turnRound.batches, turnTexts))) * 1000;
+    };
     /** Turns of wrk with the server idle and during a load, and (unless `split`) of a load alone, in rotating order. */
     const runTurns = async (count: number, split?: { wrkCpus: string }) => {
       const idle: WrkResult[] = [];
       const during: WrkResult[] = [];
       const loadRates: number[] = [];
       const aloneRates: number[] = [];
+      const copyRates: number[] = [];
       const windowed = { ...intake, cpus: split?.wrkCpus };
       for (let turn = 0; turn < count; turn++) {
         const measureIdle = async () => {
@@ -337,17 +358,26 @@ async function binaryPart(): Promise<string[]> {
         };
         // The goal's figure: a load with nothing else asked of the server.
         const measureAlone = async () => {
-          await reset();
-          aloneRates.push((stagedEvents / loadMs(await (await startLoad()).done)) * 1000);
+          const alone = async () => {
+            await reset();
+            aloneRates.push((stagedEvents / loadMs(await (await startLoad()).done)) * 1000);
+          };
+          if (turn % 2 === 0) {
+            await alone();
+            copyRates.push(await turnCopy());
+          } else {
+            copyRates.push(await turnCopy());
+            await alone();
+          }
         };
         const order = split ? [measureIdle, measureLoad] : [measureIdle, measureLoad, measureAlone];
         for (let k = 0; k < order.length; k++) await order[(k + turn) % order.length]!();
         console.log(
           `${split ? "split CPUs, " : ""}turn ${turn}: intake idle ${fmt(idle.at(-1)!.rps)}/s, during a load ${fmt(during.at(-1)!.rps)}/s; ` +
-            `${split ? "" : `load alone ${fmt(aloneRates.at(-1)!)} events/s, `}during intake ${fmt(loadRates.at(-1)!)} events/s`,
+            `${split ? "" : `load alone ${fmt(aloneRates.at(-1)!)} events/s (plain COPY ${fmt(copyRates.at(-1)!)}), `}during intake ${fmt(loadRates.at(-1)!)} events/s`,
         );
       }
-      return { idle, during, loadRates, aloneRates, ratios: during.map((d, i) => d.rps / idle[i]!.rps) };
+      return { idle, during, loadRates, aloneRates, copyRates, ratios: during.map((d, i) => d.rps / idle[i]!.rps) };
     };
     const shared = await runTurns(turns);
 
@@ -385,16 +415,19 @@ async function binaryPart(): Promise<string[]> {
       }
     }
     db.close();
-    const { idle, during, loadRates, aloneRates, ratios } = shared;
+    const { idle, during, loadRates, aloneRates, copyRates, ratios } = shared;
+    const aloneToCopy = aloneRates.map((r, i) => r / copyRates[i]!);
     const rps = (xs: WrkResult[]) => xs.map((x) => x.rps);
     const cpu = (xs: WrkResult[]) => median(xs.map((x) => x.mainCpuUs ?? NaN));
     return [
       "",
-      `The binary (dist/sluice, --sync FULL): ${fmt(stagedEvents)} events staged; each load takes all of them into an empty schema. ${turns} turns, each of a load alone, wrk single track calls to another source (64 connections) in two one-second windows with the server idle, and the same wrk in one-second windows from a load's start, counting the windows that ended before the load had (its rows marked loaded included), in rotating order. A load's events/s run from its recorded start to its finish: its rows written to PostgreSQL and marked loaded in Sluice's database.`,
+      `The binary (dist/sluice, --sync FULL): ${fmt(stagedEvents)} events staged; each load takes all of them into an empty schema. ${turns} turns, each of a load alone with a plain COPY of one round's rows right before or after it, wrk single track calls to another source (64 connections) in two one-second windows with the server idle, and the same wrk in one-second windows from a load's start, counting the windows that ended before the load had (its rows marked loaded included), in rotating order. A load's events/s run from its recorded start to its finish: its rows written to PostgreSQL and marked loaded in Sluice's database.`,
       "",
       "| What | median | min–max |",
       "| --- | --- | --- |",
       `| load by the binary, alone (staged rows read from SQLite, grouped, loaded): events/s | ${fmt(median(aloneRates))} | ${range(aloneRates)} |`,
+      `| plain COPY in the same turn (${fmt(eventsPerRound)} events' rows into emptied tables keyed on id, one connection): events/s | ${fmt(median(copyRates))} | ${range(copyRates)} |`,
+      `| the load alone / that plain COPY, per turn | ${fmt(median(aloneToCopy), 2)} | ${range(aloneToCopy, 2)} |`,
       `| the same load while wrk sends single calls: events/s | ${fmt(median(loadRates))} | ${range(loadRates)} |`,
       `| intake while idle: requests/s | ${fmt(median(rps(idle)))} | ${range(rps(idle))} |`,
       `| intake during a load: requests/s | ${fmt(median(rps(during)))} | ${range(rps(during))} |`,
@@ -419,6 +452,7 @@ async function binaryPart(): Promise<string[]> {
     ];
   } finally {
     await pgAdmin.unsafe(`DROP SCHEMA IF EXISTS ${ident(whNs)} CASCADE`).catch(() => {});
+    await pgAdmin.unsafe(`DROP SCHEMA IF EXISTS ${ident(`${ns}_turn`)} CASCADE`).catch(() => {});
     await pgAdmin.close();
     await server.stop();
   }
