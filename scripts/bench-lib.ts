@@ -224,7 +224,7 @@ export function rssMb(pid: number): { rss: number; peak: number } {
   }
 }
 
-/** Appends a dated section with the command and its table to BENCHMARKS.md. */
+/** A new BENCHMARKS.md's opening. */
 const HEADER =
   "# Benchmarks\n\nFigures from `scripts/`. Each benchmark has one section: its latest recorded run, then a short history of its earlier runs and notes. Each run measures a bare baseline in the same run, so compare ratios, not absolute numbers: the machine (2 cores, shared) is noisy.\n";
 
