@@ -10,8 +10,9 @@
  * 2. The binary: dist/sluice with a POSTGRES destination and `--staged` events staged on its
  *    disk. Each turn has a load alone (POST /sync; its rate from its recorded start and finish:
  *    the goal's figure) next to a plain COPY of one round's rows, so that the load's rate is also
- *    a ratio to what PostgreSQL does in the same minute, wrk single track calls (to another source) with the server idle, and
- *    the same wrk during a load, so intake's rate during a load is a ratio to the same server idle.
+ *    a ratio to what PostgreSQL does in the same minute; wrk single track calls (to another
+ *    source) with the server idle, and the same wrk during a load, so intake's rate during a
+ *    load is a ratio to the same server idle.
  *    Then `--split-turns` more turns (idle and during a load) with PostgreSQL pinned to one CPU
  *    and Sluice and wrk to the other: the warehouse's own work off intake's CPU, as when it runs
  *    on another host, so what is left is what the load costs Sluice itself. Needs taskset and
