@@ -98,11 +98,18 @@ export interface WrkResult {
   requests: number;
 }
 
+/**
+ * The fields of a /proc stat file after the parenthesised command name (which may hold spaces):
+ * [0] is the state (field 3 of proc(5)), [1] the parent, [11] and [12] utime and stime.
+ */
+function procStatFields(path: string): string[] {
+  const stat = readFileSync(path, "utf8");
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+}
+
 /** User + system CPU time of a process and all its threads so far, or of one thread, in µs (from /proc). */
 export function cpuTimeUs(pid: number, tid?: number): number {
-  const stat = require("node:fs").readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8") as string;
-  // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const fields = procStatFields(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`);
   const ticks = Number(fields[11]) + Number(fields[12]);
   return (ticks * 1_000_000) / 100;
 }
@@ -126,9 +133,7 @@ export function pinTo(pids: number[], cpus: string) {
 /** The parent of a process, from /proc; undefined when it has ended. */
 export function parentOf(pid: number): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The field after the parenthesised command name and the state.
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    return Number(procStatFields(`/proc/${pid}/stat`)[1]);
   } catch {
     return undefined;
   }
