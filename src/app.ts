@@ -165,7 +165,8 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     timeoutMs: settings.destinationTimeoutMs,
   }, now, backend.work);
   router.useWarehouseStager(new WarehouseStager(backend.warehouse, config, now));
-  const warehouseLoads = new WarehouseLoads(backend.warehouse, new LoadThread(backend.stagedRows), config, log, DEFAULT_LOAD_SETTINGS, now);
+  const loadSettings = { ...DEFAULT_LOAD_SETTINGS, intakeYield: { ...DEFAULT_LOAD_SETTINGS.intakeYield, sendShare: settings.warehouseLoadShare } };
+  const warehouseLoads = new WarehouseLoads(backend.warehouse, new LoadThread(backend.stagedRows), config, log, loadSettings, now);
   const queues = backend.connect(processor, router, outcomes);
   processor.onDeliveries((ids) => router.wake(ids));
   // Events committed before a crash but not yet fanned out are picked up here.

@@ -30,6 +30,8 @@ export interface Settings {
   transformMemoryMb: number;
   transformTimeoutMs: number;
   transformWorkers: number;
+  /** Share of the time a warehouse load sends rows while event intake is busy; 1: it never pauses. */
+  warehouseLoadShare: number;
   /** Memory (MB) JavaScriptCore's collector paces the heap against; 0 keeps its own guess. */
   gcMemoryMb: number;
   /** Destination kind → base URL replacing the service's scheme and host (for offline tests). */
@@ -63,6 +65,11 @@ const int = (min: number, max: number) => (raw: string, name: string) => {
 const positive = (raw: string, name: string) => {
   const n = Number(raw);
   if (!Number.isFinite(n) || n <= 0) throw new SettingsError(`${name} must be a positive number, got '${raw}'`);
+  return n;
+};
+const share = (raw: string, name: string) => {
+  const n = Number(raw);
+  if (raw.trim() === "" || !Number.isFinite(n) || n <= 0 || n > 1) throw new SettingsError(`${name} must be a number above 0 and at most 1, got '${raw}'`);
   return n;
 };
 const oneOf = (...values: string[]) => (raw: string, name: string) => {
@@ -128,6 +135,7 @@ export const SETTINGS: Spec[] = [
   { key: "transformMemoryMb", flag: "transform-memory-mb", env: "SLUICE_TRANSFORM_MEMORY_MB", default: "64", help: "Memory limit of a user transformation's sandbox.", parse: int(1, 4096) },
   { key: "transformTimeoutMs", flag: "transform-timeout-ms", env: "SLUICE_TRANSFORM_TIMEOUT_MS", default: "1000", help: "Time limit of one user transformation call.", parse: int(1, 600000) },
   { key: "transformWorkers", flag: "transform-workers", env: "SLUICE_TRANSFORM_WORKERS", default: "2", help: "Worker threads running user transformations.", parse: int(1, 64) },
+  { key: "warehouseLoadShare", flag: "warehouse-load-share", env: "SLUICE_WAREHOUSE_LOAD_SHARE", default: "0.1", help: "While event intake keeps its thread busy, a warehouse load sends rows this share of the time and pauses the rest, so that PostgreSQL's work does not slow event calls; 1: loads never pause.", parse: share },
   { key: "gcMemoryMb", flag: "gc-memory-mb", env: "SLUICE_GC_MEMORY_MB", default: "128", help: "Memory the garbage collector paces itself against (BUN_JSC_forceRAMSize, which wins when set); not a limit. 0: JavaScriptCore's own guess from the machine's memory.", parse: int(0, 1_048_576) },
   { key: "sessionHours", flag: "session-hours", env: "SLUICE_SESSION_HOURS", default: "12", help: "How long a dashboard sign-in lasts before the browser must sign in again.", parse: positive },
   { key: "dashboardDir", flag: "dashboard-dir", env: "SLUICE_DASHBOARD_DIR", help: "Serve the dashboard from this folder (the output of npm run build:dashboard) instead of the built-in one: for working on its pages.", parse: nonEmpty },

@@ -14,9 +14,10 @@ import { describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { ConfigStore, DestinationRuntime, RoutingSnapshot } from "../src/control-plane/config-store";
 import { newId } from "../src/lib/ids";
-import { silentLogger } from "../src/lib/logger";
+import { createLogger, silentLogger } from "../src/lib/logger";
 import { PgStagedReader, PgWarehouseStore } from "../src/storage/postgres/warehouse";
 import { SqliteStagedReader, SqliteWarehouseStore } from "../src/storage/sqlite/warehouse";
 import { LoadThread } from "../src/warehouse/load-thread";
@@ -135,7 +136,7 @@ const ids = async (store: WarehouseStore, destinationId: string) => (await store
  * A POSTGRES destination loading into its own namespace of the test PostgreSQL (dropped after),
  * with WarehouseLoads over the store and a LoadThread reading the store's staged rows.
  */
-async function warehouseOn(o: Opened, settings = DEFAULT_LOAD_SETTINGS) {
+async function warehouseOn(o: Opened, settings = DEFAULT_LOAD_SETTINGS, log = silentLogger) {
   const letters = Array.from(crypto.getRandomValues(new Uint8Array(10)), (b) => String.fromCharCode(97 + (b % 26))).join("");
   const namespace = defaultNamespace(`sluice_whstore_${letters}`);
   scratch.onStop(() => admin!.unsafe(`DROP SCHEMA IF EXISTS "${namespace}" CASCADE`).then(() => {}));
@@ -158,7 +159,7 @@ async function warehouseOn(o: Opened, settings = DEFAULT_LOAD_SETTINGS) {
   const config = { snapshot: () => snapshot } as unknown as ConfigStore;
   // A clock that stands still: no scheduled load (every syncFrequency) comes in between the test's own.
   const now = Date.now();
-  const loads = new WarehouseLoads(o.store, new LoadThread(o.location), config, silentLogger, settings, () => now);
+  const loads = new WarehouseLoads(o.store, new LoadThread(o.location), config, log, settings, () => now);
   scratch.onStop(() => loads.stop());
   await loads.start();
   const stager = new WarehouseStager(o.store, config, () => now);
@@ -179,6 +180,10 @@ async function warehouseOn(o: Opened, settings = DEFAULT_LOAD_SETTINGS) {
     },
     async sync(): Promise<LoadView> {
       return finished((await loads.requestSync(dest.workspaceId, dest.id)).id);
+    },
+    /** Starts a load without waiting for it. */
+    async requestSync(): Promise<string> {
+      return (await loads.requestSync(dest.workspaceId, dest.id)).id;
     },
     finished,
     /** Message ids in a table of the user's warehouse. */
@@ -463,6 +468,41 @@ for (const kind of stores) {
       expect(await stager.stage(dest, [{ sourceId: "src_1", userKey: "u1", events: [{ ...track, messageId: "m3" }] }])).toEqual([{ kind: "staged" }]);
       expect((await store.readStaged(dest.id, 10)).length).toBe(4);
     });
+
+    test.skipIf(!existsSync(`/proc/${process.pid}/task/${process.pid}/schedstat`))(
+      "Linux: a load pauses for intake while the main thread is busy, and not while it is idle",
+      async () => {
+        const o = await kind.open();
+        const logged: Array<Record<string, unknown>> = [];
+        // Pauses as long as the work, so the test is quick.
+        const settings = { ...DEFAULT_LOAD_SETTINGS, intakeYield: { busyAbove: 0.5, sendShare: 0.5 } };
+        const w = await warehouseOn(o, settings, createLogger("info", {}, (line) => logged.push(JSON.parse(line))));
+        const yieldedMs = (loadId: string) => logged.find((l) => l.msg === "warehouse load finished" && l.loadId === loadId)?.yieldedMs;
+        // Long ids make rows of about 1 and 2 KB: each table's COPY is several chunks, and a pause follows each.
+        const ids = (prefix: string) => Array.from({ length: 6000 }, (_, i) => `${prefix}-${i}-${"x".repeat(1000)}`);
+        await w.stage(ids("quiet"));
+        const quiet = await w.sync();
+        expect(quiet.status).toBe("succeeded");
+        expect(yieldedMs(quiet.id)).toBe(0);
+
+        await w.stage(ids("busy"));
+        const id = await w.requestSync();
+        let done: LoadView | undefined;
+        const finishing = w.finished(id).then((l) => (done = l));
+        // The main thread works as intake under load does, giving other work a turn every 20 ms.
+        while (!done) {
+          const until = performance.now() + 20;
+          while (performance.now() < until) {
+            // busy, as intake answering event calls
+          }
+          await nextTurn();
+        }
+        expect((await finishing).status).toBe("succeeded");
+        expect(yieldedMs(id)).toBeGreaterThan(0);
+        expect((await w.inWarehouse("tracks")).length).toBe(12_000);
+      },
+      60_000,
+    );
 
     test("a whole load: the load thread reads this store's staged rows, loads them into the user's PostgreSQL, and exactly those are marked", async () => {
       const o = await kind.open();

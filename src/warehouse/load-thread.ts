@@ -12,6 +12,7 @@
  */
 import { AppError, type ErrorCode } from "../lib/errors";
 import { locateWorkerFile } from "../lib/worker-file";
+import type { IntakeYieldSettings } from "./intake-yield";
 import type { PostgresConfig } from "./postgres";
 import type { StagedRowsLocation } from "./store";
 
@@ -25,6 +26,8 @@ export interface LoadJob {
   rowsPerLoad: number;
   /** Rows read, and loaded (PostgresWarehouse.load per namespace), at a time. */
   pageRows: number;
+  /** When a load pauses for intake (intake-yield.ts); the thread keeps the first it is given. */
+  intakeYield: IntakeYieldSettings;
 }
 
 /** A namespace whose load failed, and why. */
@@ -41,6 +44,8 @@ export interface LoadOutcome {
   failures: NamespaceFailure[];
   /** Staged rows read (a full load, rowsPerLoad of them, means more may wait). */
   count: number;
+  /** Milliseconds the thread's loads paused for intake while this one ran. */
+  yieldedMs: number;
 }
 
 export type WorkerRequest =

@@ -8,6 +8,7 @@
 import { AppError } from "../lib/errors";
 import { PgStagedReader } from "../storage/postgres/warehouse";
 import { SqliteStagedReader } from "../storage/sqlite/warehouse";
+import { IntakeYield } from "./intake-yield";
 import type { LoadJob, LoadOutcome, WorkerReply, WorkerRequest } from "./load-thread";
 import { type PostgresConfig, PostgresWarehouse } from "./postgres";
 import { batchesByNamespace } from "./staged-rows";
@@ -23,11 +24,13 @@ declare const self: Worker;
 let reader: { key: string; reader: StagedRowsReader } | undefined;
 // One client per connection setting: a PATCH that fixes a port gets a new one.
 const clients = new Map<string, PostgresWarehouse>();
+// Made with the first load's settings, which are the process's (WarehouseLoadSettings).
+let yielding: IntakeYield | undefined;
 
 function clientFor(connection: PostgresConfig): PostgresWarehouse {
   const key = JSON.stringify(connection);
   let client = clients.get(key);
-  if (!client) clients.set(key, (client = new PostgresWarehouse(connection)));
+  if (!client) clients.set(key, (client = new PostgresWarehouse(connection, yielding)));
   return client;
 }
 
@@ -80,7 +83,10 @@ async function readPage(reader: StagedRowsReader, destinationId: string, afterId
  */
 async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOutcome> {
   const reader = readerFor(location);
-  const outcome: LoadOutcome = { rows: {}, discards: 0, failures: [], count: 0 };
+  yielding ??= new IntakeYield(job.intakeYield);
+  yielding.begin();
+  const yieldedBefore = yielding.yieldedMs;
+  const outcome: LoadOutcome = { rows: {}, discards: 0, failures: [], count: 0, yieldedMs: 0 };
   const client = clientFor(job.connection);
   const failed = new Set<string>();
   // Marks run behind the loading, in page order: the next page need not wait for them. The
@@ -137,6 +143,7 @@ async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOut
     await marking;
   }
   if (markError) throw markError.err;
+  outcome.yieldedMs = Math.round(yielding.yieldedMs - yieldedBefore);
   return outcome;
 }
 

@@ -19,6 +19,7 @@ import { postgresConnection, syncFrequencyMinutes } from "../destinations/postgr
 import { badRequest, notFound } from "../lib/errors";
 import type { Logger } from "../lib/logger";
 import { SerialPass } from "../lib/serial-pass";
+import { DEFAULT_INTAKE_YIELD, type IntakeYieldSettings } from "./intake-yield";
 import type { LoadOutcome, LoadThread } from "./load-thread";
 import type { PostgresConfig } from "./postgres";
 import { isWarehouseKind, namespaceFor } from "./staging";
@@ -51,6 +52,8 @@ export interface WarehouseLoadSettings {
   connectTimeoutSeconds: number;
   /** How long staged rows stay after their load succeeded (for inspection), then go. */
   keepLoadedMs: number;
+  /** When a load pauses for intake. */
+  intakeYield: IntakeYieldSettings;
 }
 
 export const DEFAULT_LOAD_SETTINGS: WarehouseLoadSettings = {
@@ -59,6 +62,7 @@ export const DEFAULT_LOAD_SETTINGS: WarehouseLoadSettings = {
   retryBackoffMs: 10_000,
   connectTimeoutSeconds: 10,
   keepLoadedMs: 24 * 3600_000,
+  intakeYield: DEFAULT_INTAKE_YIELD,
 };
 
 /** The scheduler looks again at least this often (config changes, new destinations). */
@@ -294,12 +298,13 @@ export class WarehouseLoads {
         uuidTs: new Date(started).toISOString(),
         rowsPerLoad: this.settings.rowsPerLoad,
         pageRows: this.settings.pageRows,
+        intakeYield: this.settings.intakeYield,
       });
     } catch (err) {
       // The load thread died, or could not read or mark the staged rows (a full disk, say): the
       // rows it did not mark wait for the retry, which skips the ids already loaded.
       const message = (err as Error)?.message ?? String(err);
-      outcome = { rows: {}, discards: 0, count: 0, failures: [{ namespace: "", code: "UNAVAILABLE", message }] };
+      outcome = { rows: {}, discards: 0, count: 0, yieldedMs: 0, failures: [{ namespace: "", code: "UNAVAILABLE", message }] };
     }
     const { rows, discards } = outcome;
     for (const f of outcome.failures) {
@@ -308,6 +313,8 @@ export class WarehouseLoads {
     const failure = outcome.failures[0];
     const finished = this.now();
     const error = failure?.message ?? null;
+    // yieldedMs: how long it paused for busy intake (intake-yield.ts), part of its time.
+    if (error === null) this.log.info("warehouse load finished", { destinationId: dest.id, loadId: load.id, stagedRows: outcome.count, ms: finished - started, yieldedMs: outcome.yieldedMs });
     let next: NewLoad | undefined;
     if (failure !== undefined) {
       // Retryable (isRetryableLoadError): the database was unreachable or busy.

@@ -22,6 +22,7 @@ import { UNIQUE_VIOLATION, isConnectionFailure, sqlState } from "../lib/postgres
 import { MAPPINGS_TABLE, MERGE_RULES_TABLE, applyMergeRules, type MergeRule } from "./identity.ts";
 import type { EncodedRows, TableBatch, WarehouseType } from "./types.ts";
 import { COPY_NULL, POSTGRES_TYPES, columnKind, copyEncoder, copyField, discardText, fitValue, type ColumnKind } from "./postgres-values.ts";
+import type { IntakeYield } from "./intake-yield.ts";
 import { decodeStagedLine, linePlan, planLine } from "./staged-rows.ts";
 
 export { POSTGRES_TYPES } from "./postgres-values.ts";
@@ -81,7 +82,11 @@ export class PostgresWarehouse {
    */
   private readonly keyedTables = new Map<string, Set<string>>();
 
-  constructor(config: PostgresConfig) {
+  /** `yielding`: the load thread's, so that loads pause while intake is busy (intake-yield.ts). */
+  constructor(
+    config: PostgresConfig,
+    private readonly yielding?: IntakeYield,
+  ) {
     const port = config.port ?? 5432;
     this.where = `PostgreSQL at ${config.host}:${port}/${config.database}`;
     this.sql = new SQL({
@@ -262,7 +267,7 @@ export class PostgresWarehouse {
         const kinds = names.map((n) => columnKind(columns.get(n)!));
         const rows = foldUsers([...batch.rows, ...decodeAll(batch.encoded ?? [], batch.uuidTs ?? uuidTs)]);
         await tx.unsafe(`CREATE TEMPORARY TABLE sluice_stage_users (${names.map((n) => `${ident(n)} ${columns.get(n)}`).join(", ")}) ON COMMIT DROP`);
-        await copyInto(tx, "sluice_stage_users", names, copyChunks(rows, [], names, kinds, batch.uuidTs ?? uuidTs, misfitsInto(discardRows, batch.table, uuidTs)));
+        await copyInto(tx, "sluice_stage_users", names, copyChunks(rows, [], names, kinds, batch.uuidTs ?? uuidTs, misfitsInto(discardRows, batch.table, uuidTs)), this.yielding);
         result.rows[batch.table] = await mergeUsers(tx, qualified(namespace, batch.table), "sluice_stage_users", names, columns);
       }
 
@@ -273,7 +278,7 @@ export class PostgresWarehouse {
         const rows = discardRows.map((d) => ({ ...d, uuid_ts: d.uuid_ts ?? uuidTs }));
         const text = copyChunks(rows, [], names, kinds, uuidTs, () => {});
         await tx.unsafe(`CREATE TEMPORARY TABLE sluice_stage_discards (${names.map((n) => `${ident(n)} ${columns.get(n)}`).join(", ")}) ON COMMIT DROP`);
-        await copyInto(tx, "sluice_stage_discards", names, text);
+        await copyInto(tx, "sluice_stage_discards", names, text, this.yielding);
         // A retried load finds its discards already there: keep one per (table, row, column).
         const r = await tx.unsafe(
           `INSERT INTO ${qualified(namespace, DISCARDS_TABLE)} (${names.map(ident).join(", ")})
@@ -325,7 +330,7 @@ export class PostgresWarehouse {
       encoded = [];
       if (keyed) rows = latestPerId(rows);
       if (existed && keyed) rows = await withoutLoadedIds(tx, target, rows);
-      await copyInto(tx, target, names, copyChunks(rows, [], names, kinds, batchUuidTs, onMisfit));
+      await copyInto(tx, target, names, copyChunks(rows, [], names, kinds, batchUuidTs, onMisfit), this.yielding);
       return rows.length;
     }
     // Event tables take new ids only, straight into the table by COPY: about half of
@@ -337,7 +342,7 @@ export class PostgresWarehouse {
     const mark = discards.length;
     await tx.unsafe("SAVEPOINT sluice_copy");
     try {
-      await copyInto(tx, target, names, copyChunks(rows, encoded, names, kinds, batchUuidTs, onMisfit));
+      await copyInto(tx, target, names, copyChunks(rows, encoded, names, kinds, batchUuidTs, onMisfit), this.yielding);
       await tx.unsafe("RELEASE SAVEPOINT sluice_copy");
       return encoded.reduce((n, g) => n + g.lines.length, rows.length);
     } catch (err) {
@@ -346,7 +351,7 @@ export class PostgresWarehouse {
       discards.length = mark;
       // An id loaded before, or repeated within this batch (the latest received wins).
       rows = await withoutLoadedIds(tx, target, latestPerId([...rows, ...decodeAll(encoded, batchUuidTs)]));
-      await copyInto(tx, target, names, copyChunks(rows, [], names, kinds, batchUuidTs, onMisfit));
+      await copyInto(tx, target, names, copyChunks(rows, [], names, kinds, batchUuidTs, onMisfit), this.yielding);
       return rows.length;
     }
   }
@@ -557,14 +562,17 @@ function decodeAll(encoded: EncodedRows[], uuidTs: string): Array<Record<string,
   return encoded.flatMap((g) => g.lines.map((line) => decodeStagedLine(line, g.layout, uuidTs)));
 }
 
-/** COPY into `target` (quoted, maybe schema-qualified) of the given columns. */
-async function copyInto(tx: SQL, target: string, names: string[], chunks: Iterable<string>): Promise<void> {
+/** COPY into `target` (quoted, maybe schema-qualified) of the given columns; pausing after each chunk while intake is busy. */
+async function copyInto(tx: SQL, target: string, names: string[], chunks: Iterable<string>, yielding: IntakeYield | undefined): Promise<void> {
   const stream = tx.unsafe(`COPY ${target} (${names.map(ident).join(", ")}) FROM STDIN`).writable();
   const writer = stream.getWriter();
   try {
+    const pace = yielding?.forCopy();
     for (const c of chunks) {
       // PostgreSQL parses this chunk while the next one is encoded.
+      const started = performance.now();
       await writer.write(c);
+      await pace?.sent(c.length, performance.now() - started);
     }
     await writer.close();
   } catch (err) {
