@@ -29,6 +29,16 @@ describe("settings", () => {
     expect(() => parseSettings([], { SLUICE_ADMIN_EMAIL: "not-an-email" })).toThrow(/SLUICE_ADMIN_EMAIL/);
   });
 
+  test("the warehouse load share: 0.05 by default, above 0 and at most 1", () => {
+    expect(parseSettings([], {}).warehouseLoadShare).toBe(0.05);
+    expect(parseSettings(["--warehouse-load-share", "1"], {}).warehouseLoadShare).toBe(1);
+    expect(parseSettings([], { SLUICE_WAREHOUSE_LOAD_SHARE: "0.25" }).warehouseLoadShare).toBe(0.25);
+    for (const bad of ["0", "-0.1", "1.5", "half", " "]) {
+      expect(() => parseSettings([`--warehouse-load-share=${bad}`], {})).toThrow(/--warehouse-load-share must be a number above 0 and at most 1/);
+    }
+    expect(() => parseSettings([], { SLUICE_WAREHOUSE_LOAD_SHARE: "2" })).toThrow(/SLUICE_WAREHOUSE_LOAD_SHARE must be/);
+  });
+
   test("destination base URLs parse as KIND=URL pairs", () => {
     expect(parseSettings([], { SLUICE_DESTINATION_BASE_URLS: "am=http://127.0.0.1:9/x, MP=http://127.0.0.1:8" }).destinationBaseUrls).toEqual({
       AM: "http://127.0.0.1:9/x",

@@ -68,6 +68,18 @@ describe("intake's demand", () => {
     expect(blind.y.intakeBusy()).toBe(false);
   });
 
+  test("a load's start brings its own settings: a thread made before any load paces by them", () => {
+    const s = yieldingOn({ busyAbove: 0, sendShare: 1 });
+    s.y.begin({ busyAbove: 0.5, sendShare: 0.1 });
+    s.at.ms = 100;
+    s.at.demandMs = 100;
+    expect(s.y.intakeBusy()).toBe(true);
+    s.y.begin({ busyAbove: 0, sendShare: 1 });
+    s.at.ms = 200;
+    s.at.demandMs = 200;
+    expect(s.y.intakeBusy()).toBe(false);
+  });
+
   test.skipIf(!existsSync(`/proc/${process.pid}/task/${process.pid}/schedstat`))("Linux: the main thread's demand grows while it works", () => {
     const demand = mainThreadDemand();
     const before = demand()!;

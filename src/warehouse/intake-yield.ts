@@ -6,9 +6,9 @@
  * per 100,000 events, and when the warehouse shares the machine (the usual small VM, or a
  * sidecar) that CPU is taken from the thread answering event calls. Sluice cannot lower
  * PostgreSQL's priority, but it decides how fast PostgreSQL gets rows: while the intake thread
- * is busy, a load sends a COPY chunk and then waits several times as long as that chunk took.
- * Events wait safely on Sluice's disk, so a load that takes longer loses nothing; when intake
- * is quiet it runs at full speed again.
+ * is busy, a load pauses after each COPY chunk so that PostgreSQL works on it `sendShare` of
+ * the time (CopyPace). Events wait safely on Sluice's disk, so a load that takes longer loses
+ * nothing; when intake is quiet it runs at full speed again.
  *
  * Busy: the intake (main) thread wanted a CPU for more than `busyAbove` of the last window,
  * running or waiting to run (Linux's /proc/<pid>/task/<tid>/schedstat; the waiting counts too,
@@ -25,7 +25,7 @@ export interface IntakeYieldSettings {
   sendShare: number;
 }
 
-export const DEFAULT_INTAKE_YIELD: IntakeYieldSettings = { busyAbove: 0.5, sendShare: 0.1 };
+export const DEFAULT_INTAKE_YIELD: IntakeYieldSettings = { busyAbove: 0.5, sendShare: 0.05 };
 
 /**
  * How often the intake thread's demand is read again: long enough that a collection or a
@@ -63,13 +63,14 @@ export class IntakeYield {
   yieldedMs = 0;
 
   constructor(
-    private readonly settings: IntakeYieldSettings,
+    private settings: IntakeYieldSettings,
     private readonly demand: DemandReader = mainThreadDemand(),
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** At a load's start: the first window starts now, not at the end of the last load. */
-  begin(): void {
+  /** At a load's start, with its settings: the first window starts now, not at the end of the last load. */
+  begin(settings = this.settings): void {
+    this.settings = settings;
     const demand = this.demand();
     this.windowStart = demand === undefined ? undefined : { at: this.now(), demand };
     this.busy = false;

@@ -8,7 +8,7 @@
 import { AppError } from "../lib/errors";
 import { PgStagedReader } from "../storage/postgres/warehouse";
 import { SqliteStagedReader } from "../storage/sqlite/warehouse";
-import { IntakeYield } from "./intake-yield";
+import { DEFAULT_INTAKE_YIELD, IntakeYield } from "./intake-yield";
 import type { LoadJob, LoadOutcome, WorkerReply, WorkerRequest } from "./load-thread";
 import { type PostgresConfig, PostgresWarehouse } from "./postgres";
 import { batchesByNamespace } from "./staged-rows";
@@ -24,8 +24,8 @@ declare const self: Worker;
 let reader: { key: string; reader: StagedRowsReader } | undefined;
 // One client per connection setting: a PATCH that fixes a port gets a new one.
 const clients = new Map<string, PostgresWarehouse>();
-// Made with the first load's settings, which are the process's (WarehouseLoadSettings).
-let yielding: IntakeYield | undefined;
+// Every client pauses through this one; each load gives it its settings (begin).
+const yielding = new IntakeYield(DEFAULT_INTAKE_YIELD);
 
 function clientFor(connection: PostgresConfig): PostgresWarehouse {
   const key = JSON.stringify(connection);
@@ -83,8 +83,7 @@ async function readPage(reader: StagedRowsReader, destinationId: string, afterId
  */
 async function load(location: StagedRowsLocation, job: LoadJob): Promise<LoadOutcome> {
   const reader = readerFor(location);
-  yielding ??= new IntakeYield(job.intakeYield);
-  yielding.begin();
+  yielding.begin(job.intakeYield);
   const yieldedBefore = yielding.yieldedMs;
   const outcome: LoadOutcome = { rows: {}, discards: 0, failures: [], count: 0, yieldedMs: 0 };
   const client = clientFor(job.connection);
