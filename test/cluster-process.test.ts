@@ -7,7 +7,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { ADMIN_EMAIL, ADMIN_TOKEN, type SluiceProcess, api, sendEvent, spawnSluice, startSink, waitFor } from "./helpers";
+import { ADMIN_EMAIL, ADMIN_TOKEN, type SluiceProcess, api, cleanup, sendEvent, spawnSluice, startSink, waitFor } from "./helpers";
 import { PG_URL, havePostgres, pgScratch, requirePostgres } from "./pg";
 
 requirePostgres("cluster-process.test.ts");
@@ -23,11 +23,12 @@ describe.if(havePostgres)("cluster mode: real processes on one PostgreSQL", () =
     const started = await Promise.all(
       Array.from({ length: n }, () => spawnSluice({ args: ["--database", PG_URL, "--database-schema", schema, "--retry-backoff-ms", "100"] })),
     );
-    // Stopped after the test, before its schema is dropped.
+    // Stopped after the test, before its schema is dropped; their data dirs (empty: state is in PostgreSQL) go too.
     for (const p of started) {
       scratch.onStop(async () => {
         p.proc.kill(9);
         await p.proc.exited;
+        await cleanup(p.dataDir);
       });
     }
     const sink = startSink(respond);
