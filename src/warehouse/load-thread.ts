@@ -26,7 +26,7 @@ export interface LoadJob {
   rowsPerLoad: number;
   /** Rows read, and loaded (PostgresWarehouse.load per namespace), at a time. */
   pageRows: number;
-  /** When a load pauses for intake (intake-yield.ts); the thread keeps the first it is given. */
+  /** When a load pauses for intake (intake-yield.ts). */
   intakeYield: IntakeYieldSettings;
 }
 
