@@ -250,7 +250,11 @@ describe.if(havePostgres)("sluice migrate-to-postgres", () => {
   }, 90_000);
 
   afterEach(async () => {
-    for (const s of servers.splice(0)) await stop(s);
+    // A server on PostgreSQL was given an empty data dir of its own: it goes too.
+    for (const s of servers.splice(0)) {
+      await stop(s);
+      await cleanup(s.dataDir);
+    }
     for (const s of schemas.splice(0)) await admin.unsafe(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
     for (const d of dirs.splice(0)) cleanup(d);
   });
