@@ -93,14 +93,17 @@ export class IntakeYield {
     return new CopyPace(this);
   }
 
-  /** Waits `ms` for intake, and counts it. */
-  async wait(ms: number): Promise<void> {
-    await sleep(ms);
-    this.yieldedMs += ms;
-  }
-
-  get sendShare(): number {
-    return this.settings.sendShare;
+  /**
+   * After `workMs` of PostgreSQL's work on a load: while intake is busy, waits so that the work
+   * is `sendShare` of the time (at most MAX_PAUSE_MS at once), and counts the wait.
+   */
+  async pauseAfter(workMs: number): Promise<void> {
+    const share = this.settings.sendShare;
+    if (share >= 1 || !this.intakeBusy()) return;
+    const wait = Math.min(MAX_PAUSE_MS, (workMs * (1 - share)) / share);
+    if (wait < 1) return;
+    await sleep(wait);
+    this.yieldedMs += wait;
   }
 }
 
@@ -119,9 +122,6 @@ export class CopyPace {
   /** After a chunk of `size` characters whose write took `writeMs`. */
   async sent(size: number, writeMs: number): Promise<void> {
     if (writeMs > WAITED_MS) this.rate = (this.rate + size / writeMs) / 2;
-    if (!this.yielding.intakeBusy()) return;
-    const share = this.yielding.sendShare;
-    const wait = Math.min(MAX_PAUSE_MS, ((size / this.rate) * (1 - share)) / share);
-    if (wait >= 1) await this.yielding.wait(wait);
+    await this.yielding.pauseAfter(size / this.rate);
   }
 }
