@@ -3,6 +3,7 @@
  * once at start; nothing else in the program reads process.env.
  */
 import { parseArgs } from "node:util";
+import { hostPatternProblem } from "./lib/address-policy";
 import { databaseUrlProblem } from "./lib/postgres-url";
 
 export interface Settings {
@@ -44,10 +45,22 @@ export interface Settings {
   backupDir?: string;
   backupEveryHours: number;
   backupKeep: number;
+  /** Hosts, IPs and CIDRs that destinations may reach although the outbound policy refuses them by default. */
+  allowDestinationHosts: string[];
+  /** More hosts, IPs and CIDRs destinations may never reach. */
+  denyDestinationHosts: string[];
+  /** Believe X-Forwarded-Host, X-Forwarded-Proto and X-Forwarded-For: only behind a proxy that sets them. */
+  trustProxy: boolean;
+  /** A bearer token /metrics requires; open without it. */
+  metricsToken?: string;
+  /** Largest output of one user transformation call for one event, in bytes. */
+  transformOutputMaxBytes: number;
 }
 
 type Spec = {
   key: keyof Settings;
+  /** A flag that takes no value (`--trust-proxy`); its environment twin takes true/false. */
+  boolean?: true;
   flag?: string;
   env?: string;
   default?: string;
@@ -97,9 +110,24 @@ const email = (raw: string, name: string) => {
   if (!/^[^\s@]+@[^\s@]+$/.test(raw.trim())) throw new SettingsError(`${name} must be an e-mail address, got '${raw}'`);
   return raw.trim();
 };
-const token = (raw: string, name: string) => {
-  if (raw.length < 16) throw new SettingsError(`${name} must be at least 16 characters`);
+const minLength = (min: number) => (raw: string, name: string) => {
+  if (raw.length < min) throw new SettingsError(`${name} must be at least ${min} characters`);
   return raw;
+};
+const bool = (raw: string, name: string) => {
+  const v = raw.trim().toLowerCase();
+  if (["1", "true", "yes", "on"].includes(v)) return true;
+  if (["0", "false", "no", "off"].includes(v)) return false;
+  throw new SettingsError(`${name} must be true or false, got '${raw}'`);
+};
+/** Comma-separated hosts, IPs and CIDRs; each is checked by the outbound policy's own parser. */
+const hostList = (raw: string, name: string) => {
+  const out = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  for (const entry of out) {
+    const problem = hostPatternProblem(entry);
+    if (problem) throw new SettingsError(`${name}: '${entry}' ${problem}`);
+  }
+  return out;
 };
 const baseUrls = (raw: string, name: string) => {
   const out: Record<string, string> = {};
@@ -108,6 +136,8 @@ const baseUrls = (raw: string, name: string) => {
     const kind = part.slice(0, eq).trim().toUpperCase();
     const url = part.slice(eq + 1).trim();
     if (eq <= 0 || !URL.canParse(url)) throw new SettingsError(`${name} takes KIND=URL pairs separated by commas, got '${part}'`);
+    const scheme = new URL(url).protocol;
+    if (scheme !== "http:" && scheme !== "https:") throw new SettingsError(`${name}: the URL of ${kind} must be http or https, got '${url}'`);
     out[kind] = url;
   }
   return out;
@@ -123,7 +153,7 @@ export const SETTINGS: Spec[] = [
   { key: "databasePool", flag: "database-pool", env: "SLUICE_DATABASE_POOL", default: "10", help: "Connections each instance keeps open to --database, besides one for LISTEN; PostgreSQL's max_connections must cover every instance's.", parse: int(2, 1000) },
   { key: "config", flag: "config", env: "SLUICE_CONFIG", help: "Workspace file (YAML or JSON, or RudderStack's workspaceConfig.json) applied at every start.", parse: nonEmpty },
   { key: "adminEmail", env: "SLUICE_ADMIN_EMAIL", default: "admin@localhost", help: "E-mail of the owner account created on first start.", parse: email },
-  { key: "adminToken", env: "SLUICE_ADMIN_TOKEN", help: "Personal access token of the owner on first start (else one is generated and printed once).", parse: token },
+  { key: "adminToken", env: "SLUICE_ADMIN_TOKEN", help: "Personal access token of the owner on first start, at least 24 characters (else one is generated and printed once).", parse: minLength(24) },
   { key: "logLevel", flag: "log-level", env: "LOG_LEVEL", default: "info", help: "debug, info, warn or error.", parse: oneOf("debug", "info", "warn", "error") },
   { key: "synchronous", flag: "sync", env: "SLUICE_SYNC", default: "FULL", help: "FULL: every commit is fsynced, an acknowledged event survives a power cut. NORMAL: survives a process crash, not a power cut; faster.", parse: oneOf("FULL", "NORMAL") },
   { key: "retentionHours", flag: "retention-hours", env: "SLUICE_RETENTION_HOURS", default: "24", help: "How long delivered events are kept (replay, debugging, deduplication window).", parse: positive },
@@ -142,6 +172,11 @@ export const SETTINGS: Spec[] = [
   { key: "backupDir", flag: "backup-dir", env: "SLUICE_BACKUP_DIR", help: "Make scheduled backups of the database into this folder, named sluice-YYYYMMDDTHHMMSSZ.db (none without it).", parse: nonEmpty },
   { key: "backupEveryHours", flag: "backup-every-hours", env: "SLUICE_BACKUP_EVERY_HOURS", default: "24", help: "Hours between scheduled backups (fractions allowed); the first one is made this long after start.", parse: positive },
   { key: "backupKeep", flag: "backup-keep", env: "SLUICE_BACKUP_KEEP", default: "7", help: "Scheduled backups kept in --backup-dir; older ones are deleted after each new one succeeds.", parse: int(1, 100_000) },
+  { key: "allowDestinationHosts", flag: "allow-destination-hosts", env: "SLUICE_ALLOW_DESTINATION_HOSTS", help: "HOST,IP,CIDR...: addresses destinations may reach although they are refused by default (loopback, link-local and cloud metadata, unspecified, multicast, broadcast), e.g. 127.0.0.0/8,::1 for a service on this machine.", parse: hostList },
+  { key: "denyDestinationHosts", flag: "deny-destination-hosts", env: "SLUICE_DENY_DESTINATION_HOSTS", help: "HOST,IP,CIDR...: more addresses destinations may never reach, e.g. 10.0.0.0/8; a deny wins over an allow.", parse: hostList },
+  { key: "trustProxy", flag: "trust-proxy", env: "SLUICE_TRUST_PROXY", boolean: true, default: "false", help: "Believe X-Forwarded-Host, X-Forwarded-Proto and X-Forwarded-For (set only behind a reverse proxy that overwrites them).", parse: bool },
+  { key: "metricsToken", flag: "metrics-token", env: "SLUICE_METRICS_TOKEN", help: "Require 'Authorization: Bearer <this>' on /metrics, at least 16 characters (open without it).", parse: minLength(16) },
+  { key: "transformOutputMaxBytes", flag: "transform-output-max-kb", env: "SLUICE_TRANSFORM_OUTPUT_MAX_KB", default: "4096", help: "Largest output (KB of JSON) of a user transformation for one event; a larger one fails that event with an error naming the cap.", parse: (raw, name) => int(1, 1_048_576)(raw, name) * 1024 },
   { key: "destinationBaseUrls", flag: "destination-base-url", env: "SLUICE_DESTINATION_BASE_URLS", help: "KIND=URL[,KIND=URL...]: send a destination kind's requests to another base URL (tests, proxies).", parse: baseUrls },
 ];
 
@@ -150,8 +185,8 @@ export const SETTINGS: Spec[] = [
  * line naming the setting at fault.
  */
 export function parseSettings(args: string[], env: Record<string, string | undefined>): Settings {
-  const options: Record<string, { type: "string" }> = {};
-  for (const s of SETTINGS) if (s.flag) options[s.flag] = { type: "string" };
+  const options: Record<string, { type: "string" | "boolean" }> = {};
+  for (const s of SETTINGS) if (s.flag) options[s.flag] = { type: s.boolean ? "boolean" : "string" };
   let values: Record<string, string | undefined>;
   try {
     values = parseArgs({ args, options, strict: true, allowPositionals: false }).values as Record<string, string>;
@@ -160,13 +195,16 @@ export function parseSettings(args: string[], env: Record<string, string | undef
   }
   const out: Record<string, unknown> = {};
   for (const s of SETTINGS) {
-    const fromFlag = s.flag ? values[s.flag] : undefined;
+    const flagValue = s.flag ? (values[s.flag] as string | boolean | undefined) : undefined;
+    const fromFlag = typeof flagValue === "boolean" ? String(flagValue) : flagValue;
     const fromEnv = s.env ? env[s.env] : undefined;
     const raw = fromFlag ?? (fromEnv !== undefined && fromEnv !== "" ? fromEnv : undefined) ?? s.default;
     const name = fromFlag !== undefined ? `--${s.flag}` : fromEnv ? s.env! : (s.flag ? `--${s.flag}` : s.env!);
     if (raw !== undefined) out[s.key] = s.parse(raw, name);
   }
   out.destinationBaseUrls ??= {};
+  out.allowDestinationHosts ??= [];
+  out.denyDestinationHosts ??= [];
   return out as unknown as Settings;
 }
 

@@ -15,6 +15,12 @@ import { parseSettings } from "../src/settings";
 
 export const ADMIN_EMAIL = "owner@example.com";
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
+/**
+ * The sinks standing in for destinations listen on 127.0.0.1, which the outbound address policy
+ * refuses by default: the test servers allow loopback, as the README's walk does. A test about
+ * the policy itself passes its own value.
+ */
+export const ALLOW_LOOPBACK = { SLUICE_ALLOW_DESTINATION_HOSTS: "127.0.0.0/8,::1" };
 
 export function tempDir(prefix = "sluice-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -77,6 +83,7 @@ export async function startSluice(opts: { args?: string[]; env?: Record<string, 
   const settings = parseSettings(["--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...(await storeArgs(dataDir, args)), ...args], {
     SLUICE_ADMIN_EMAIL: ADMIN_EMAIL,
     SLUICE_ADMIN_TOKEN: ADMIN_TOKEN,
+    ...ALLOW_LOOPBACK,
     ...opts.env,
   });
   const sluice = await createSluice(settings, { log: silentLogger });
@@ -218,7 +225,7 @@ export async function spawnSluice(opts: { dataDir?: string; args?: string[]; env
   const proc = Bun.spawn([...cmd, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...(await storeArgs(dataDir, args)), ...args], {
     cwd: opts.cwd ?? root,
     // An entry set to undefined removes that variable.
-    env: Object.fromEntries(Object.entries({ ...process.env, SLUICE_ADMIN_EMAIL: ADMIN_EMAIL, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN, LOG_LEVEL: "info", ...opts.env }).filter(([, v]) => v !== undefined)),
+    env: Object.fromEntries(Object.entries({ ...process.env, SLUICE_ADMIN_EMAIL: ADMIN_EMAIL, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN, LOG_LEVEL: "info", ...ALLOW_LOOPBACK, ...opts.env }).filter(([, v]) => v !== undefined)),
     stdout: "pipe",
     stderr: "pipe",
   });
