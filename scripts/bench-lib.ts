@@ -67,6 +67,8 @@ export async function startSluice(args: string[] = [], env: Record<string, strin
   const p = await startProcess([binary, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dir, ...args], {
     SLUICE_ADMIN_TOKEN: TOKEN,
     LOG_LEVEL: "info",
+    // The benchmarks' sinks listen on 127.0.0.1, which the outbound policy refuses by default.
+    SLUICE_ALLOW_DESTINATION_HOSTS: "127.0.0.0/8,::1",
     ...env,
   }, dir);
   return {

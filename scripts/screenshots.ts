@@ -33,7 +33,7 @@ await buildDashboard(dashboardDir);
 let n = 0;
 const sink = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok", { status: n++ % 5 === 4 ? 500 : 200 }) });
 const proc = Bun.spawn([process.execPath, join(ROOT, "src/main.ts"), "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, "--dashboard-dir", dashboardDir], {
-  env: { ...process.env, SLUICE_ADMIN_EMAIL: EMAIL, SLUICE_ADMIN_TOKEN: TOKEN, LOG_LEVEL: "info" },
+  env: { ...process.env, SLUICE_ADMIN_EMAIL: EMAIL, SLUICE_ADMIN_TOKEN: TOKEN, LOG_LEVEL: "info", SLUICE_ALLOW_DESTINATION_HOSTS: "127.0.0.0/8,::1" },
   stdout: "pipe",
   stderr: "pipe",
 });

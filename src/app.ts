@@ -24,6 +24,7 @@ import { opsRoutes, readyRoutes } from "./ops";
 import { Readiness } from "./readiness";
 import type { LiveEvents } from "./pipeline/live-events";
 import { OutcomeWriter } from "./pipeline/outcomes";
+import { Outbound } from "./pipeline/outbound";
 import { Processor } from "./pipeline/processor";
 import { startMaintenance } from "./pipeline/retention";
 import type { RetryPolicy } from "./pipeline/retry-policy";
@@ -150,7 +151,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     timeoutMs: settings.transformTimeoutMs,
     workers: settings.transformWorkers,
   });
-  const stages = { sandbox, baseUrls: settings.destinationBaseUrls };
+  const stages = { sandbox, baseUrls: settings.destinationBaseUrls, outbound: new Outbound(settings) };
   const outcomes = new OutcomeWriter(deliveries, log, backend.work);
   const processor = new Processor(deliveries, config, log, now, backend.work);
   const retry: RetryPolicy = {
@@ -175,6 +176,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   const deletions = new DeletionRunner(regulations, config, queues, log, {
     ...retry,
     baseUrls: settings.destinationBaseUrls,
+    outbound: stages.outbound,
     timeoutMs: settings.destinationTimeoutMs,
   }, now, async () => {
     await backend.settled();

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Outbound } from "../src/pipeline/outbound";
 import type { DestinationRuntime, RoutingSnapshot } from "../src/control-plane/config-store";
 import { findDefinition } from "../src/destinations/registry";
 import { DestinationNotTestable, testDestination, testSource } from "../src/test-api/service";
@@ -159,7 +160,7 @@ describe("testDestination: stages", () => {
 
     const gone = await hook(sink.url);
     const down = await call(`/v0/testDestination/${gone.id}`, { message: track, stage: { send_to_destination: true } });
-    expect(down.json.data[0].destination_response[0]).toStartWith("connection error");
+    expect(down.json.data[0].destination_response[0]).toStartWith("could not connect to 127.0.0.1:");
     expect(down.json.data[0].destination_response_status).toEqual([500]);
   });
 
@@ -364,7 +365,7 @@ describe("errors", () => {
       bySource: new Map([["src_q", [queue]]]),
     };
     const scope = { ...s.sluice.ctx, workspaceId: s.sluice.workspaceId, config: { snapshot: () => snapshot } as any };
-    const deps = { stages: { sandbox: s.sluice.sandbox, baseUrls: {} }, timeoutMs: 1000 };
+    const deps = { stages: { sandbox: s.sluice.sandbox, baseUrls: {}, outbound: new Outbound({ allowDestinationHosts: [], denyDestinationHosts: [] }) }, timeoutMs: 1000 };
     const body = { message: track };
     const err = await testDestination(scope, deps, { destinationId: "dst_queue", body, force: true }).catch((e) => e);
     expect(err).toBeInstanceOf(DestinationNotTestable);

@@ -522,7 +522,7 @@ export class Router {
     for (const { request, messageId } of sends) {
       await this.acquireConnection(q);
       try {
-        last = await sendRequest(request, { timeoutMs: this.settings.timeoutMs, messageId });
+        last = await sendRequest(request, { outbound: this.stages.outbound, timeoutMs: this.settings.timeoutMs, messageId });
       } finally {
         this.releaseConnection(q);
       }

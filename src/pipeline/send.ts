@@ -3,6 +3,7 @@
  * values, not exceptions: delivered, retry (with an optional server-given delay) or abort.
  */
 import type { DestinationRequest } from "../destinations/types";
+import type { Outbound } from "./outbound";
 
 export type Outcome =
   /** `body`: the whole answer, for the kind's checkResponse; only `response` (its first KB) is stored. */
@@ -11,6 +12,10 @@ export type Outcome =
   | { kind: "abort"; status?: number; response: string; error: string; ms: number };
 
 export const RESPONSE_KEEP_BYTES = 1024;
+/** What the Test API shows of an answer: enough to debug, not a way to read a large resource. */
+export const TEST_RESPONSE_KEEP_BYTES = 4096;
+/** The most of an answer that is read at all (a kind's checkResponse reads it); the rest is dropped unread. */
+const RESPONSE_READ_BYTES = 1024 * 1024;
 
 export function requestUrl(req: DestinationRequest): string {
   const params = Object.entries(req.params ?? {});
@@ -65,10 +70,21 @@ const RETRYABLE = (status: number) => status === 408 || status === 429 || status
 
 export async function sendRequest(
   req: DestinationRequest,
-  /** `keepBytes`: how much of the answer to keep (the Test API shows it whole); the first KB by default. */
-  opts: { timeoutMs: number; messageId?: string; keepBytes?: number },
+  /**
+   * `outbound`: the scheme and address check every request passes;
+   * `keepBytes`: how much of the answer to keep (the Test API shows 4 KB); the first KB by default.
+   */
+  opts: { outbound: Outbound; timeoutMs: number; messageId?: string; keepBytes?: number },
 ): Promise<Outcome> {
   const started = performance.now();
+  let url: string;
+  try {
+    url = requestUrl(req);
+  } catch {
+    return { kind: "abort", response: "", error: `destination URL '${String(req.endpoint).slice(0, 80)}' is not a valid URL`, ms: performance.now() - started };
+  }
+  const target = await opts.outbound.target(url);
+  if (!target.ok) return { kind: target.retry ? "retry" : "abort", response: "", error: target.error, ms: performance.now() - started };
   const { body, contentType } = requestBody(req);
   // Defaults only where the kind set no header of that name in any case: fetch would join two
   // spellings of one name into a list ("Sluice, RudderStack").
@@ -78,22 +94,55 @@ export async function sendRequest(
   if (contentType && !has("content-type")) headers["content-type"] = contentType;
   // Receivers deduplicate redeliveries (at least once) by this id.
   if (opts.messageId) headers["x-sluice-message-id"] = opts.messageId;
+  if (target.host) {
+    for (const h of Object.keys(headers)) if (h.toLowerCase() === "host") delete headers[h];
+    headers.host = target.host;
+  }
   let res: Response;
   try {
-    res = await fetch(requestUrl(req), { method: req.method, headers, body, signal: AbortSignal.timeout(opts.timeoutMs), redirect: "manual", keepalive: true });
+    res = await fetch(target.url, {
+      method: req.method,
+      headers,
+      body,
+      signal: AbortSignal.timeout(opts.timeoutMs),
+      redirect: "manual",
+      keepalive: true,
+      ...(target.serverName ? { tls: { serverName: target.serverName } } : {}),
+    });
   } catch (err) {
     const e = err as Error;
-    const error = e.name === "TimeoutError" ? `timed out after ${opts.timeoutMs} ms` : `connection error: ${e.message}`;
+    // One message for refused, reset and TLS failures alike: telling them apart would make the
+    // Test API a port scanner of whatever network the server sits in.
+    const error = e.name === "TimeoutError" ? `timed out after ${opts.timeoutMs} ms` : `could not connect to ${target.host ?? new URL(target.url).host}`;
     return { kind: "retry", response: "", error, ms: performance.now() - started };
   }
-  let text = "";
-  try {
-    text = await res.text();
-  } catch {}
+  const text = await readBounded(res, RESPONSE_READ_BYTES);
   const keep = opts.keepBytes ?? RESPONSE_KEEP_BYTES;
   const response = text.length > keep ? text.slice(0, keep) : text;
   const ms = performance.now() - started;
   if (res.status >= 200 && res.status < 300) return { kind: "delivered", status: res.status, response, body: text, ms };
   if (RETRYABLE(res.status)) return { kind: "retry", status: res.status, response, error: `destination answered ${res.status}`, retryAfterMs: parseRetryAfter(res.headers.get("retry-after")), ms };
   return { kind: "abort", status: res.status, response, error: `destination answered ${res.status}`, ms };
+}
+
+/** The answer's text, at most `max` bytes of it: a destination cannot make Sluice hold a huge answer. */
+async function readBounded(res: Response, max: number): Promise<string> {
+  const declared = res.headers.get("content-length");
+  try {
+    if (declared !== null && /^\d+$/.test(declared) && Number(declared) <= max) return await res.text();
+    if (!res.body) return "";
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    const reader = res.body.getReader();
+    while (size < max) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
+    }
+    if (size >= max) await reader.cancel().catch(() => {});
+    return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, max));
+  } catch {
+    return "";
+  }
 }

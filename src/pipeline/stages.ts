@@ -6,11 +6,14 @@ import type { DestinationRuntime } from "../control-plane/config-store";
 import { TransformError, type DestinationContext, type DestinationRequest, type SluiceEvent } from "../destinations/types";
 import type { EventMetadata, TransformationResult } from "../transformations/contract";
 import type { SandboxPool } from "../transformations/sandbox";
+import type { Outbound } from "./outbound";
 
 export interface StageContext {
   sandbox: SandboxPool;
   /** Destination kind → base URL override (settings). */
   baseUrls: Record<string, string>;
+  /** The scheme and address check of every request sent for a destination. */
+  outbound: Outbound;
 }
 
 /** What a kind's transform, batch() and deleteUsers() are given about their destination. */

@@ -10,6 +10,7 @@ import { TransformError } from "../destinations/types";
 import type { Logger } from "../lib/logger";
 import { SerialPass } from "../lib/serial-pass";
 import { type RetryPolicy, retriesExhausted, retryDelay } from "../pipeline/retry-policy";
+import type { Outbound } from "../pipeline/outbound";
 import { sendRequest } from "../pipeline/send";
 import { destinationContext } from "../pipeline/stages";
 import type { DeletionStatus } from "./schemas";
@@ -31,6 +32,8 @@ export interface QueueForgetter {
 export interface DeletionSettings extends RetryPolicy {
   /** Destination kind → base URL override, as for deliveries. */
   baseUrls: Record<string, string>;
+  /** The scheme and address check of every request sent for a destination. */
+  outbound: Outbound;
   timeoutMs: number;
 }
 
@@ -229,7 +232,7 @@ export class DeletionRunner {
       return { kind: "abort", reason: message };
     }
     for (const req of requests) {
-      const out = await sendRequest(req, { timeoutMs: this.settings.timeoutMs });
+      const out = await sendRequest(req, { outbound: this.settings.outbound, timeoutMs: this.settings.timeoutMs });
       if (this.stopped) return { kind: "retry", reason: "stopped" };
       // The destination does not know the user: nothing of theirs is left there.
       if (out.kind === "delivered" || out.status === 404) continue;

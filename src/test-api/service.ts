@@ -12,7 +12,7 @@ import { LenientCallSchemas } from "../gateway/schemas";
 import type { ScopedContext } from "../lib/context";
 import { badRequest, notFound } from "../lib/errors";
 import { parseWith } from "../lib/schema";
-import { sendRequest } from "../pipeline/send";
+import { TEST_RESPONSE_KEEP_BYTES, sendRequest } from "../pipeline/send";
 import { type StageContext, destinationTransform, userTransform } from "../pipeline/stages";
 import type {
   DestinationNotTested,
@@ -124,7 +124,7 @@ async function send(deps: TestApiDeps, requests: DestinationRequest[], messageId
   const responses: unknown[] = [];
   const statuses: number[] = [];
   for (const req of requests) {
-    const outcome = await sendRequest(req, { timeoutMs: deps.timeoutMs, messageId, keepBytes: Number.POSITIVE_INFINITY });
+    const outcome = await sendRequest(req, { outbound: deps.stages.outbound, timeoutMs: deps.timeoutMs, messageId, keepBytes: TEST_RESPONSE_KEEP_BYTES });
     // No HTTP answer (refused connection, time-out): RudderStack reports these as 500 with the error text.
     responses.push(outcome.status === undefined ? ("error" in outcome ? outcome.error : "") : parseAnswer(outcome.response));
     statuses.push(outcome.status ?? 500);
