@@ -177,7 +177,7 @@ describe("the sender", () => {
 
   test("a closed port and a connection reset give the same error", async () => {
     const closed = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
-    const closedPort = closed.port;
+    const closedPort = closed.port!;
     closed.stop(true);
     const reset = createServer((socket) => socket.resetAndDestroy());
     await new Promise<void>((r) => reset.listen(0, "127.0.0.1", () => r()));

@@ -1,5 +1,6 @@
 /** Destinations: where events go, each of a kind from the destination registry. */
-import { findDefinition, listDefinitions } from "../destinations/registry";
+import { findDefinition, listDefinitions, urlKeysOf } from "../destinations/registry";
+import type { DestinationDefinition } from "../destinations/types";
 import { AppError, badRequest, notFound } from "../lib/errors";
 import type { ScopedContext } from "../lib/context";
 import { newId } from "../lib/ids";
@@ -32,14 +33,50 @@ export async function findDestinationRow(ctx: ScopedContext, id: string): Promis
   return row;
 }
 
-/** Checks the type names a known kind and the config fits its schema; throws a 400 naming the field. */
+/**
+ * The scheme a URL parser would see: it drops leading and trailing control characters and
+ * spaces and every tab and newline, so ` file:` and `fi\nle:` are file URLs too.
+ */
+function schemeOf(value: string, hostMayFollow = false): string | undefined {
+  const url = value.replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, "").replace(/[\t\n\r]/g, "");
+  // Where a bare host is allowed, `host:8080` is a host and port, not a scheme.
+  const m = (hostMayFollow ? /^([a-z][a-z0-9+.-]*):(?!\d)/i : /^([a-z][a-z0-9+.-]*):/i).exec(url);
+  return m?.[1]?.toLowerCase();
+}
+
+const isWebScheme = (scheme: string | undefined) => scheme === "http" || scheme === "https";
+
+/**
+ * Destinations are called over http or https only: any other scheme (file:, ftp:, gopher:,
+ * data:) could make the server read local files or speak other protocols for whoever writes
+ * the config. Empty values are left to the schema and the kind's required keys.
+ */
+function urlProblem(def: DestinationDefinition, config: Record<string, unknown>, prefix: string): string | undefined {
+  for (const key of urlKeysOf(def)) {
+    const v = config[key];
+    if (typeof v === "string" && v.trim() !== "" && !isWebScheme(schemeOf(v))) return `${prefix}.${key}: must be an http or https URL`;
+  }
+  for (const key of def.config.hostKeys ?? []) {
+    const v = config[key];
+    const scheme = typeof v === "string" ? schemeOf(v, true) : undefined;
+    if (scheme !== undefined && !isWebScheme(scheme)) return `${prefix}.${key}: must be a host name or an http or https URL`;
+  }
+  return undefined;
+}
+
+/**
+ * Checks the type names a known kind and the config fits its schema, calls only http(s) URLs
+ * and names no path that reaches a prototype; throws a 400 naming the field.
+ */
 export function validateDestinationConfig(type: string, config: Record<string, unknown>, prefix = "config") {
   const def = findDefinition(type);
   if (!def) {
     throw badRequest(`type: unknown destination type '${type}' (known: ${listDefinitions().map((d) => d.name).join(", ")})`);
   }
-  const err = firstError(def.configSchema, config, prefix);
+  const err = firstError(def.configSchema, config, prefix) ?? urlProblem(def, config, prefix);
   if (err) throw badRequest(err);
+  const problem = def.checkConfig?.(config);
+  if (problem) throw badRequest(`${prefix}.${problem.key}: ${problem.message}`);
 }
 
 async function assertNameFree(ctx: ScopedContext, name: string, exceptId?: string) {

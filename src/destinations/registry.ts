@@ -95,6 +95,15 @@ export function isSecretKey(key: string): boolean {
   return /(apikey|apikeyvalue|secret|token|password|passcode|writekey)$/i.test(key) && !/^public/i.test(key);
 }
 
+/**
+ * The config keys of a kind that hold a request URL: those it lists, and every key of its
+ * schema named `…Url`/`…URL`, so a kind that forgets to list its webhook URL is still checked.
+ */
+export function urlKeysOf(d: DestinationDefinition): string[] {
+  const named = Object.keys((d.configSchema as any).properties ?? {}).filter((k) => /url$/i.test(k));
+  return [...new Set([...(d.config.urlKeys ?? []), ...named])];
+}
+
 /** A JSON Schema property (TypeBox) as a form field type; anything not plainly one scalar is edited as JSON. */
 function fieldType(schema: any): Pick<ConfigField, "type" | "options"> {
   if (!schema || typeof schema !== "object") return { type: "json" };

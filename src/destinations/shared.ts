@@ -3,17 +3,22 @@
  * event filtering, flattening, and merging consecutive requests into batches.
  */
 import { t } from "elysia";
-import { type DestinationRequest, type SluiceEvent, TransformError } from "./types";
+import { prototypeSegment, prototypeSegmentMessage, readKey, setOwn } from "../lib/safe-keys";
+import { type ConfigProblem, type DestinationRequest, type SluiceEvent, TransformError } from "./types";
 
 type Obj = Record<string, any>;
 
-/** Reads `a.b.0.c` (or `a.b[0].c`) from a value; undefined when any step is missing. */
+/**
+ * Reads `a.b.0.c` (or `a.b[0].c`) from a value; undefined when any step is missing. Paths come
+ * from configs too, so a step never climbs into a prototype (`constructor`, `__proto__` are
+ * followed only where the data itself holds such a key).
+ */
 export function getPath(value: unknown, path: string): any {
   if (!path) return undefined;
   let cur: any = value;
   for (const part of path.replace(/\[(\d+)\]/g, ".$1").split(".")) {
     if (cur === null || cur === undefined || typeof cur !== "object") return undefined;
-    cur = cur[part];
+    cur = readKey(cur, part);
   }
   return cur;
 }
@@ -54,9 +59,15 @@ export function withoutUndefined(obj: Obj): Obj {
   return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
 }
 
-/** Sets `a.b.c` on an object, creating intermediate objects. */
+/**
+ * Sets `a.b.c` on an object, creating intermediate objects. A path through `__proto__`,
+ * `constructor` or `prototype` would write into every object of the process, so it aborts the
+ * event (RudderStack's safe setter refuses the same keys).
+ */
 export function setPath(target: Obj, path: string, value: unknown): void {
   const parts = path.split(".");
+  const unsafe = prototypeSegment(parts);
+  if (unsafe !== undefined) throw new TransformError(`Cannot set unsafe key: "${unsafe}" (at ${path})`);
   let cur = target;
   for (const part of parts.slice(0, -1)) {
     if (cur[part] === null || typeof cur[part] !== "object") cur[part] = {};
@@ -68,7 +79,7 @@ export function setPath(target: Obj, path: string, value: unknown): void {
 /** A copy without top-level undefined/null values (RudderStack's removeUndefinedAndNullValues). */
 export function compact<T extends Obj>(obj: T): T {
   const out: Obj = {};
-  for (const [k, v] of Object.entries(obj)) if (v !== undefined && v !== null) out[k] = v;
+  for (const [k, v] of Object.entries(obj)) if (v !== undefined && v !== null) setOwn(out, k, v);
   return out as T;
 }
 
@@ -77,7 +88,7 @@ export function compactDeep<T>(value: T): T {
   if (Array.isArray(value)) return value.filter((v) => v !== undefined && v !== null).map(compactDeep) as T;
   if (value && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
     const out: Obj = {};
-    for (const [k, v] of Object.entries(value)) if (v !== undefined && v !== null) out[k] = compactDeep(v);
+    for (const [k, v] of Object.entries(value)) if (v !== undefined && v !== null) setOwn(out, k, compactDeep(v));
     return out as T;
   }
   return value;
@@ -111,14 +122,14 @@ export function flattenJson(value: unknown, separator = ".", strict = false): Ob
   const out: Obj = {};
   const walk = (cur: unknown, prefix: string) => {
     if (Array.isArray(cur)) {
-      if (cur.length === 0 && prefix) out[prefix] = [];
+      if (cur.length === 0 && prefix) setOwn(out, prefix, []);
       cur.forEach((v, i) => walk(v, strict ? `${prefix}${separator}${i}` : `${prefix}[${i}]`));
     } else if (cur !== null && typeof cur === "object") {
       const keys = Object.keys(cur);
-      if (keys.length === 0 && prefix) out[prefix] = {};
+      if (keys.length === 0 && prefix) setOwn(out, prefix, {});
       for (const k of keys) walk((cur as Obj)[k], prefix ? `${prefix}${separator}${k}` : k);
     } else if (prefix) {
-      out[prefix] = cur;
+      setOwn(out, prefix, cur);
     }
   };
   walk(value, "");
@@ -157,7 +168,7 @@ export function isAppleFamily(platform: unknown): boolean {
 export function copyFieldsExcept(sources: unknown[], into: Obj, exclude: ReadonlySet<string>): Obj {
   for (const source of sources) {
     if (!isPlainObject(source)) continue;
-    for (const [k, v] of Object.entries(source)) if (!exclude.has(k) && v !== undefined) into[k] = v;
+    for (const [k, v] of Object.entries(source)) if (!exclude.has(k) && v !== undefined) setOwn(into, k, v);
   }
   return into;
 }
@@ -292,3 +303,33 @@ export const eventFilteringSchema = {
 };
 
 export const EVENT_FILTERING_KEYS = ["blacklistedEvents", "whitelistedEvents", "eventFilteringOption"];
+
+/** `a.b[0].c` as the segments getPath and setPath follow. */
+export const dottedSegments = (path: string): string[] => path.replace(/\[(\d+)\]/g, ".$1").split(".");
+
+/** A value used as one key, not a path: its only segment is itself. */
+export const wholeKey = (key: string): string[] => [key];
+
+/** A config value (a path or a key, read by `segmentsOf`) refused when it reaches a prototype. */
+export function refusedConfigPath(key: string, value: unknown, segmentsOf: (v: string) => string[] = dottedSegments): ConfigProblem | undefined {
+  if (typeof value !== "string") return undefined;
+  const bad = prototypeSegment(segmentsOf(value));
+  return bad === undefined ? undefined : { key, message: prototypeSegmentMessage(bad) };
+}
+
+/** The first entry of the config list `listKey` whose `field` is refused by refusedConfigPath. */
+export function refusedListField(
+  config: Obj,
+  listKey: string,
+  field: string,
+  segmentsOf: (v: string) => string[] = dottedSegments,
+): ConfigProblem | undefined {
+  const list = config[listKey];
+  if (!Array.isArray(list)) return undefined;
+  for (let i = 0; i < list.length; i++) {
+    const item = list[i];
+    const problem = isPlainObject(item) ? refusedConfigPath(`${listKey}[${i}].${field}`, item[field], segmentsOf) : undefined;
+    if (problem) return problem;
+  }
+  return undefined;
+}

@@ -53,9 +53,23 @@ export interface DestinationDefinition {
     supportedMessageTypes: MessageType[];
     /** Keys that must be present; a missing one aborts the event naming the key. */
     requiredKeys?: string[];
+    /**
+     * Keys whose value is a request URL (or its start): refused on save unless http or https,
+     * as a `file:` or `gopher:` URL would make the server read or call what the user may not.
+     * A key named `…Url` is one whether listed or not (registry.ts `urlKeysOf`).
+     */
+    urlKeys?: string[];
+    /** Keys whose value becomes a request URL's host (a bare host, or an http(s) URL): any other scheme is refused on save. */
+    hostKeys?: string[];
   };
   /** TypeBox schema of the config, used to validate destinations on save. */
   configSchema: TSchema;
+  /**
+   * Optional: what the schema cannot say about a config, checked on save and by the Test API:
+   * above all, that no path or key the config names reaches a prototype (`$.__proto__.x`).
+   * Returns the first problem: its key within the config (`propertiesMapping[0].to`) and why.
+   */
+  checkConfig?(config: Record<string, any>): ConfigProblem | undefined;
   /**
    * Turns one event into zero or more requests. Throws a TransformError for config
    * problems or events the kind cannot send; that aborts the event with its message.
@@ -79,6 +93,12 @@ export interface DestinationDefinition {
   serverDelivered?: boolean;
   /** Set for key-value-store and object-storage kinds: deletion takes userId only (spec §4.2 rule 2). */
   deletionByUserIdOnly?: boolean;
+}
+
+/** A config refused on save: `key` is where (`headers[2].from`), `message` why. */
+export interface ConfigProblem {
+  key: string;
+  message: string;
 }
 
 /** What a 2xx answer means for the events of one request: delivered, or failed with this message. */

@@ -393,6 +393,8 @@ function addColumn(ctx: Ctx, acc: Acc, key: string, value: unknown): void {
   let name = ctx.columnNames.get(key);
   if (name === undefined) name = cachedName(ctx.columnNames, key, (k) => columnName(k, ctx.naming));
   if (name === "" || RESERVED_COLUMNS[ctx.type].has(name)) return;
+  // Safe as a plain key: transformName leaves letters, digits and underscores and never a
+  // trailing `_`, so a property `__proto__` becomes the column `__proto`, never the prototype.
   const inferred = inferValue(value);
   acc.data[name] = inferred.value;
   acc.types[name] = inferred.type;

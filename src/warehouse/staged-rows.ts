@@ -15,6 +15,7 @@
  * `users`, identity merge rules and discards stay JSON: their rows are merged by value. So does
  * a row whose value does not fit its own inferred type, and every row staged before this format.
  */
+import { ownValue } from "../lib/safe-keys.ts";
 import { COPY_NULL, type ColumnKind, copyEncoder } from "./postgres-values.ts";
 import type { StagedRow } from "./store.ts";
 import type { EncodedRows, StagedLayout, TableBatch, WarehouseType } from "./types.ts";
@@ -66,11 +67,14 @@ function layoutOf(columns: Record<string, WarehouseType>): StagedLayout {
   return { names, types, uuidTs: UUID_TS in columns };
 }
 
-/** The union of the rows' columns; a column seen as int and as float becomes float. */
+/**
+ * The union of the rows' columns; a column seen as int and as float becomes float. Only own
+ * keys count as seen: a property named `constructor` is a column, not Object's constructor.
+ */
 function mergeColumns(into: Record<string, WarehouseType>, columns: Record<string, WarehouseType>) {
   for (const name in columns) {
     const type = columns[name]!;
-    const seen = into[name];
+    const seen = ownValue(into, name);
     if (seen === undefined) into[name] = type;
     else if (seen === "int" && type === "float") into[name] = "float";
   }

@@ -17,6 +17,8 @@ import {
   isDefined,
   isEventAllowed,
   isPlainObject,
+  refusedConfigPath,
+  refusedListField,
   timestampOf,
   toMillis,
   traitsOf,
@@ -274,6 +276,14 @@ export const amplitude: DestinationDefinition = {
     requiredKeys: ["apiKey"],
   },
   configSchema: AmplitudeConfig,
+  // Trait names in these lists and the group traits are dotted paths into the traits.
+  checkConfig: (c) =>
+    refusedListField(c, "traitsToIncrement", "traits") ??
+    refusedListField(c, "traitsToSetOnce", "traits") ??
+    refusedListField(c, "traitsToAppend", "traits") ??
+    refusedListField(c, "traitsToPrepend", "traits") ??
+    refusedConfigPath("groupTypeTrait", c.groupTypeTrait) ??
+    refusedConfigPath("groupValueTrait", c.groupValueTrait),
   transform(event, ctx) {
     const apiKey = String(requireConfig(ctx, "apiKey"));
     if (!isEventAllowed(event, ctx.config)) return [];

@@ -4,8 +4,9 @@
  * spread to top-level fields, `$unset` from `integrations.Amplitude.fieldsToUnset`, and, with
  * `enableEnhancedUserOperations`, every plain property moved under `$set`.
  */
+import { setOwn } from "../../lib/safe-keys";
 import { getPath, isPlainObject, setPath } from "../shared";
-import { type SluiceEvent, TransformError } from "../types";
+import type { SluiceEvent } from "../types";
 
 type Obj = Record<string, any>;
 
@@ -18,15 +19,12 @@ const OPERATION_CONFIG: Array<[string, string]> = [
 /** The operations `$set` must not repeat: a key under one of these is not also set. */
 const OPERATIONS = ["$setOnce", "$add", "$unset", "$append", "$prepend"];
 const ADDRESS_FIELDS = ["city", "country", "postalCode", "state", "street"];
-const UNSAFE_KEYS = new Set(["__proto__", "constructor", "prototype"]);
 
 /**
- * Sets a dotted path as RudderStack's set-value does (trait `a.b` becomes `{a: {b}}`), refusing
- * the keys that would reach an object's prototype: those abort the event, as in RudderStack.
+ * Sets a dotted path as RudderStack's set-value does (trait `a.b` becomes `{a: {b}}`); setPath
+ * refuses the keys that would reach an object's prototype: those abort the event, as in RudderStack.
  */
 export function setDotted(target: Obj, path: string, value: unknown): void {
-  const unsafe = path.split(".").find((part) => UNSAFE_KEYS.has(part));
-  if (unsafe !== undefined) throw new TransformError(`Cannot set unsafe key: "${unsafe}" (at ${path})`);
   setPath(target, path, value);
 }
 
@@ -49,7 +47,7 @@ export function applyTraitOperations(traits: Obj, config: Obj): Obj {
     for (const item of list) {
       const name = item?.traits;
       if (typeof name !== "string" || name === "") continue;
-      moved[name] = getPath(out, name);
+      setOwn(moved, name, getPath(out, name));
       deleteDotted(out, name);
     }
     if (Object.keys(moved).length > 0) out[op] = moved;
@@ -91,7 +89,7 @@ export function moveToSet(props: Obj): Obj {
   const set: Obj = {};
   for (const [key, value] of Object.entries(props)) {
     if (OPERATIONS.includes(key)) out[key] = value;
-    else if (!named.has(key)) set[key] = value;
+    else if (!named.has(key)) setOwn(set, key, value);
   }
   if (Object.keys(set).length > 0) out.$set = set;
   return out;

@@ -3,6 +3,7 @@
  * names itself, every other trait as a custom attribute, and (when enabled) the nested
  * array operations $add / $update / $remove on object traits.
  */
+import { ownValue, setOwn } from "../../lib/safe-keys";
 import { firstPresent, getPath, isPlainObject } from "../shared";
 import { type SluiceEvent, TransformError } from "../types";
 
@@ -56,7 +57,7 @@ export function userAttributes(event: SluiceEvent, config: Obj): Obj {
     const value = getPath(traits, path);
     if (value || (value === null && CONSUMED_TRAITS.includes(name))) data[name] = standardAttribute(name, value);
   }
-  for (const [key, value] of Object.entries(traits)) if (!CONSUMED_TRAITS.includes(key) && value !== undefined) data[key] = value;
+  for (const [key, value] of Object.entries(traits)) if (!CONSUMED_TRAITS.includes(key) && value !== undefined) setOwn(data, key, value);
   if (config.enableNestedArrayOperations) applyNestedOperations(traits, data, event.properties?.mergeObjectsUpdateOperation);
   return data;
 }
@@ -85,11 +86,12 @@ function applyNestedOperations(traits: Obj, data: Obj, mergeObjects: unknown): v
       target = { $update: update.map(updateEntry) };
       data._merge_objects = mergeObjects !== undefined && mergeObjects !== null ? mergeObjects : false;
     } else {
-      if (!isPlainObject(data[key])) continue;
-      target = { ...data[key] };
+      const own = ownValue(data, key);
+      if (!isPlainObject(own)) continue;
+      target = { ...own };
     }
     if (remove && Array.isArray(remove)) target.$remove = remove.map(identified);
     if (add) target.$add = add;
-    data[key] = target;
+    setOwn(data, key, target);
   }
 }

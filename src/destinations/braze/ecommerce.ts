@@ -3,6 +3,7 @@
  * ecommerce track events become `ecommerce.*` custom events whose properties follow Braze's
  * schema. Like RudderStack, missing required fields never drop the event: Braze reports them.
  */
+import { ownValue } from "../../lib/safe-keys";
 import { firstPresent, isPlainObject } from "../shared";
 import type { SluiceEvent } from "../types";
 
@@ -92,7 +93,8 @@ const RESERVED = ["time", "event_name"];
 
 /** The Braze recommended event for a track event's name, if it is one. */
 export function ecommerceEventFor(name: unknown): EcommerceEvent | undefined {
-  return typeof name === "string" ? EVENTS[name.trim().toLowerCase()] : undefined;
+  // An event named `constructor` must not find Object's constructor in the table.
+  return typeof name === "string" ? ownValue(EVENTS, name.trim().toLowerCase()) : undefined;
 }
 
 /** Only conversions that lose nothing: numeric strings to numbers, finite numbers to strings. */

@@ -4,6 +4,7 @@
  * /users/identify, merges through /users/merge, subscription groups, and /users/delete.
  */
 import { t } from "elysia";
+import { ownValue } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { EVENT_FILTERING_KEYS, chunkItems, compact, eventFilteringSchema, firstPresent, getPath, isDefined, isEventAllowed } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, restRequest } from "../types";
@@ -38,7 +39,9 @@ export function brazeBaseUrl(dataCenter: unknown): string {
   // RudderStack's own message for a missing data center, not the generic missing-key one.
   if (!dataCenter || typeof dataCenter !== "string") throw new TransformError("Invalid Data Center: valid values are EU, US, AU");
   const [region, number] = dataCenter.trim().toLowerCase().split("-");
-  const host = { us: `iad-${number}.braze.com`, eu: `fra-${number}.braze.eu`, au: `au-${number}.braze.com` }[region ?? ""];
+  const hosts: Record<string, string> = { us: `iad-${number}.braze.com`, eu: `fra-${number}.braze.eu`, au: `au-${number}.braze.com` };
+  // Own keys only: a data center `constructor-01` must not find Object's constructor.
+  const host = ownValue(hosts, region ?? "");
   if (!host || !number) throw new TransformError(`Invalid Data Center: ${dataCenter}, valid values are EU, US, AU`);
   return `https://rest.${host}`;
 }

@@ -6,6 +6,7 @@
  * users are deleted through `/1/delete/profiles.json`.
  */
 import { t } from "elysia";
+import { assignOwn, setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { genericField } from "../generic-fields";
 import { batchConsecutive, chunkItems, compact, copyFieldsExcept, EVENT_FILTERING_KEYS, firstPresent, getPath, isAppleFamily, integrationsObject, isEventAllowed, isPlainObject, isPresent, traitValue, requestKey, eventFilteringSchema } from "../shared";
@@ -61,7 +62,7 @@ function unixSeconds(ts: unknown): unknown {
 /** Arrays and objects travel as JSON text (CleverTap's property values are flat), except Charged's Items. */
 function flattenValues(data: Obj, eventName?: string): Obj {
   const out: Obj = {};
-  for (const [k, v] of Object.entries(data)) out[k] = v && typeof v === "object" ? JSON.stringify(v) : v;
+  for (const [k, v] of Object.entries(data)) setOwn(out, k, v && typeof v === "object" ? JSON.stringify(v) : v);
   if (eventName === "Charged" && out.Items) {
     const items = data.Items;
     if (!Array.isArray(items) || typeof items[0] !== "object") throw new TransformError("Products property value must be an array of objects");
@@ -98,7 +99,7 @@ function profileOf(event: SluiceEvent): Obj {
   profile = flattenValues(copyFieldsExcept([event.traits, event.context?.traits], profile, PROFILE_EXCLUSIONS));
   // overrideFields are sent as given, whatever their shape.
   const overrides = getPath(event, "traits.overrideFields") ?? getPath(event, "context.traits.overrideFields");
-  if (isPlainObject(overrides)) Object.assign(profile, overrides);
+  if (isPlainObject(overrides)) assignOwn(profile, overrides);
   return compact(profile);
 }
 
@@ -190,6 +191,7 @@ export const clevertap: DestinationDefinition = {
     ],
     supportedMessageTypes: ["identify", "track", "page", "screen", "alias"],
     requiredKeys: ["accountId", "passcode"],
+    hostKeys: ["region"],
   },
   configSchema: ClevertapConfig,
   transform(event, ctx) {

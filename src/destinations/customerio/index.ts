@@ -7,6 +7,7 @@
  * v1 calls are what a live event produces there.
  */
 import { t } from "elysia";
+import { prototypeSegment } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { basicAuth, batchConsecutive, chunkItems, EVENT_FILTERING_KEYS, firstPresent, getPath, isAppleFamily, isEventAllowed, eventFilteringSchema, withoutUndefined } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
@@ -59,8 +60,6 @@ function truncateBytes(s: string, max: number): string {
 
 type Built = { method: "PUT" | "POST" | "DELETE"; url: string; body: Obj };
 
-const UNSAFE_KEYS = new Set(["__proto__", "constructor", "prototype"]);
-
 /**
  * RudderStack escapes only the first dot of a trait name before writing it as a path, so
  * `a.b` stays one attribute and `a.b.c` becomes `{"a.b": {c}}`; names that could reach an
@@ -72,7 +71,7 @@ function setTraitAttribute(body: Obj, key: string, value: unknown): void {
 }
 
 function setAttributePath(body: Obj, parts: string[], value: unknown): void {
-  if (parts.some((p) => UNSAFE_KEYS.has(p))) return;
+  if (prototypeSegment(parts) !== undefined) return;
   let cur = body;
   for (const part of parts.slice(0, -1)) {
     const next = cur[part];

@@ -170,6 +170,7 @@ export const freshsales: DestinationDefinition = {
     defaultConfig: ["apiKey", "domain", "rudderEventsToFreshsalesEvents", "oneTrustCookieCategories"],
     supportedMessageTypes: ["identify", "track", "group"],
     requiredKeys: ["apiKey", "domain"],
+    hostKeys: ["domain"],
   },
   configSchema: FreshsalesConfig,
   transform(event, ctx): DestinationRequest[] {

@@ -6,6 +6,7 @@
  * validation server's complaints abort the event (response.ts).
  */
 import { t } from "elysia";
+import { setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { destinationExternalId } from "../generic-fields";
 import {
@@ -82,7 +83,7 @@ function customParams(sources: unknown[], excluded: string[]): Obj {
   const merged: Obj = {};
   for (const source of sources) {
     if (!isPlainObject(source)) continue;
-    for (const [k, v] of Object.entries(source)) if (!excluded.includes(k) && v !== undefined) merged[k] = v;
+    for (const [k, v] of Object.entries(source)) if (!excluded.includes(k) && v !== undefined) setOwn(merged, k, v);
   }
   return flattenJson(merged, "_", true);
 }

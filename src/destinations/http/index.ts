@@ -4,6 +4,7 @@
  * value can be a constant or a JSON path into the event (`$.properties.id`).
  */
 import { t } from "elysia";
+import { isPrototypeKey, prototypeSegmentMessage, setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import {
   EVENT_FILTERING_KEYS,
@@ -13,9 +14,12 @@ import {
   compactDeep,
   eventFilteringSchema,
   isEventAllowed,
+  refusedConfigPath,
   requestKey,
+  wholeKey,
 } from "../shared";
 import {
+  type ConfigProblem,
   type DestinationContext,
   type DestinationDefinition,
   type DestinationRequest,
@@ -24,7 +28,7 @@ import {
   requireConfig,
   restRequest,
 } from "../types";
-import { parsePath, readPath, writePath } from "./json-path";
+import { parsePath, prototypeSegmentOf, readPath, writePath } from "./json-path";
 
 type Mapping = { from?: string; to?: string };
 
@@ -88,6 +92,47 @@ function applyMappings(event: SluiceEvent, mappings: unknown): Record<string, an
   return out;
 }
 
+const PLACEHOLDER = /\{\{\s*(\$[^}]*?)\s*\}\}/g;
+const isJsonPath = (v: unknown): v is string => typeof v === "string" && v.trim().startsWith("$");
+
+function refusedJsonPath(key: string, path: string): ConfigProblem | undefined {
+  const bad = prototypeSegmentOf(path);
+  return bad === undefined ? undefined : { key, message: prototypeSegmentMessage(bad) };
+}
+
+/**
+ * Every path and key the config names, checked before it is saved or tested: mapping sources
+ * and targets, path parameters, apiUrl placeholders and the API key's header name. A `to`
+ * that is not a path is a key of the built object, so it is checked as one.
+ */
+function checkHttpConfig(c: Record<string, any>): ConfigProblem | undefined {
+  for (const list of ["propertiesMapping", "queryParams", "headers"]) {
+    const rows: unknown = c[list];
+    if (!Array.isArray(rows)) continue;
+    for (const [i, row] of rows.entries()) {
+      const from = row?.from;
+      const to = row?.to;
+      const problem =
+        (isJsonPath(from) ? refusedJsonPath(`${list}[${i}].from`, from) : undefined) ??
+        (isJsonPath(to) ? refusedJsonPath(`${list}[${i}].to`, to) : refusedConfigPath(`${list}[${i}].to`, to, wholeKey));
+      if (problem) return problem;
+    }
+  }
+  if (Array.isArray(c.pathParams)) {
+    for (const [i, row] of c.pathParams.entries()) {
+      const problem = isJsonPath(row?.path) ? refusedJsonPath(`pathParams[${i}].path`, row.path) : undefined;
+      if (problem) return problem;
+    }
+  }
+  if (typeof c.apiUrl === "string") {
+    for (const [, path] of c.apiUrl.matchAll(PLACEHOLDER)) {
+      const problem = refusedJsonPath("apiUrl", path!);
+      if (problem) return problem;
+    }
+  }
+  return isPrototypeKey(c.apiKeyName) ? { key: "apiKeyName", message: prototypeSegmentMessage(c.apiKeyName) } : undefined;
+}
+
 /** A config value the chosen auth needs, refused in RudderStack's words when it is empty. */
 function needed(ctx: DestinationContext, key: string, message: string): string {
   const v = ctx.config[key];
@@ -120,7 +165,7 @@ const CONTENT_TYPES = { JSON: "application/json", XML: "application/xml", FORM: 
  * pathParams (even an empty one) also collapses repeated slashes in the path.
  */
 function buildUrl(event: SluiceEvent, apiUrl: string, pathParams: unknown): string {
-  const url = apiUrl.replace(/\{\{\s*(\$[^}]*?)\s*\}\}/g, (_, path: string) => {
+  const url = apiUrl.replace(PLACEHOLDER, (_, path: string) => {
     const v = jsonPath(event, path);
     if (v === undefined || v === null || typeof v === "object") {
       throw new TransformError(`HTTP apiUrl placeholder '${path}' has no value in the event`);
@@ -177,8 +222,10 @@ export const http: DestinationDefinition = {
     // RudderStack's HTTP definition restricts no message type.
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias", "merge"],
     requiredKeys: ["apiUrl"],
+    urlKeys: ["apiUrl"],
   },
   configSchema: HttpConfig,
+  checkConfig: checkHttpConfig,
   transform(event, ctx) {
     const apiUrl = needed(ctx, "apiUrl", "API URL is required. Aborting");
     if (!isEventAllowed(event, ctx.config)) return [];
@@ -186,7 +233,7 @@ export const http: DestinationDefinition = {
     const method = String(c.method || "POST").toUpperCase() as DestinationRequest["method"];
     if (!METHODS.includes(method as any)) throw new TransformError(`destination config 'method' must be one of ${METHODS.join(", ")}`);
     const format = (c.format || "JSON") as keyof typeof CONTENT_TYPES;
-    if (!(format in CONTENT_TYPES)) throw new TransformError("destination config 'format' must be one of JSON, XML, FORM");
+    if (!Object.hasOwn(CONTENT_TYPES, format)) throw new TransformError("destination config 'format' must be one of JSON, XML, FORM");
 
     const extra = applyMappings(event, c.headers);
     for (const [k, v] of Object.entries(extra)) {
@@ -196,7 +243,7 @@ export const http: DestinationDefinition = {
 
     const params: Record<string, string> = {};
     for (const [k, v] of Object.entries(applyMappings(event, c.queryParams))) {
-      if (v !== null) params[k] = typeof v === "string" ? v : JSON.stringify(v);
+      if (v !== null) setOwn(params, k, typeof v === "string" ? v : JSON.stringify(v));
     }
 
     const useWholeEvent = c.isDefaultMapping === true || (c.isDefaultMapping === undefined && !Array.isArray(c.propertiesMapping));
@@ -209,7 +256,7 @@ export const http: DestinationDefinition = {
     }
     if (format === "FORM") {
       const form: Record<string, string> = {};
-      for (const [k, v] of Object.entries(payload)) form[k] = typeof v === "string" ? v : JSON.stringify(v);
+      for (const [k, v] of Object.entries(payload)) setOwn(form, k, typeof v === "string" ? v : JSON.stringify(v));
       return [restRequest({ method, endpoint, headers, params, form })];
     }
     return [restRequest({ method, endpoint, headers, params, json: payload })];

@@ -3,6 +3,7 @@
  * mapping: `$`, `$.a.b`, `$.a[0]`, `$['a b']`, `$.'a-b'` and the `[*]` / `.*` wildcard that
  * maps one array onto another (`$.products[*].id` → `$.items[*].item_id`).
  */
+import { assignOwn, isPrototypeKey, prototypeSegmentMessage, readKey } from "../../lib/safe-keys";
 import { TransformError } from "../types";
 
 export type Segment = { key: string } | { index: number } | { wild: true };
@@ -19,10 +20,25 @@ export function parsePath(path: string): Segment[] {
     const m = SEGMENT.exec(rest);
     if (!m) throw new TransformError(`HTTP mapping path '${path}' is not supported (use $.a.b, $.a[0], $['a b'] or $.a[*].b)`);
     const key = m[1] ?? m[2] ?? m[3] ?? m[5] ?? m[6];
+    if (isPrototypeKey(key)) throw new TransformError(`HTTP mapping path '${path}': ${prototypeSegmentMessage(key!)}`);
     segments.push(m[4] !== undefined ? { index: Number(m[4]) } : key !== undefined ? { key } : { wild: true });
     rest = rest.slice(m[0].length);
   }
   return segments;
+}
+
+/**
+ * The segment of a path that would reach a prototype (`$.__proto__.x`, `$['constructor']`),
+ * for refusing a config when it is saved; a path that does not parse is left to the transform.
+ */
+export function prototypeSegmentOf(path: string): string | undefined {
+  let rest = path.trim().slice(1);
+  for (let m = SEGMENT.exec(rest); m && rest !== ""; m = SEGMENT.exec(rest)) {
+    const key = m[1] ?? m[2] ?? m[3] ?? m[5] ?? m[6];
+    if (isPrototypeKey(key)) return key;
+    rest = rest.slice(m[0].length);
+  }
+  return undefined;
 }
 
 const isWild = (s: Segment): s is { wild: true } => "wild" in s;
@@ -40,16 +56,21 @@ export function readPath(value: unknown, segments: Segment[]): unknown {
       return items.map((item) => readPath(item, segments.slice(i + 1)));
     }
     if (cur === null || cur === undefined || typeof cur !== "object") return segments.slice(i).some(isWild) ? [] : undefined;
-    cur = "index" in s ? cur[s.index] : cur[s.key];
+    cur = readKey(cur, "index" in s ? s.index : s.key);
   }
   return cur;
 }
 
-/** Sets a value, creating objects for keys and arrays for indexes on the way. */
+/**
+ * Sets a value, creating objects for keys and arrays for indexes on the way. Refuses a
+ * prototype key itself, whatever built the segments: the last line of defence for a config
+ * saved before such paths were refused, or one the Test API runs unsaved.
+ */
 function setAt(target: any, segments: Segment[], value: unknown): void {
   let cur = target;
   segments.forEach((s, i) => {
     const k = "index" in s ? s.index : (s as { key: string }).key;
+    if (isPrototypeKey(k)) throw new TransformError(`HTTP mapping target: ${prototypeSegmentMessage(k as string)}`);
     if (i === segments.length - 1) {
       cur[k] = value;
       return;
@@ -66,7 +87,7 @@ function setAt(target: any, segments: Segment[], value: unknown): void {
  */
 export function writePath(out: Record<string, any>, segments: Segment[], value: unknown): void {
   if (segments.length === 0) {
-    if (value !== null && typeof value === "object" && !Array.isArray(value)) Object.assign(out, structuredClone(value));
+    if (value !== null && typeof value === "object" && !Array.isArray(value)) assignOwn(out, structuredClone(value));
     return;
   }
   const w = segments.findIndex(isWild);

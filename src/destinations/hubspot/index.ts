@@ -6,10 +6,11 @@
  * custom behavioral events `/events/v3/send` from the `hubspotEvents` mapping.
  */
 import { t } from "elysia";
+import { setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { GENERIC_PATHS, destinationExternalId } from "../generic-fields";
-import { batchConsecutive, chunkItems, eventFilteringSchema, firstPresent, getPath, isEventAllowed, isPlainObject, isPresent, traitsOf } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
+import { batchConsecutive, chunkItems, eventFilteringSchema, firstPresent, getPath, isEventAllowed, isPlainObject, isPresent, refusedListField, traitsOf, wholeKey } from "../shared";
+import { type ConfigProblem, type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
 import { isEmail } from "./email";
 
 const API = "https://api.hubapi.com";
@@ -98,7 +99,7 @@ function contactProperties(event: SluiceEvent): Obj {
     if (raw === undefined || NOT_PROPERTIES.has(name) || MAPPED_ALIASES.has(key) || out[key]) continue;
     if (MAPPED_OBJECTS.has(key) && isPlainObject(raw)) continue;
     // HubSpot clears a property given an empty string, which is what a null trait means.
-    out[name] = raw === null ? "" : propertyValue(raw);
+    setOwn(out, name, raw === null ? "" : propertyValue(raw));
   }
   return out;
 }
@@ -226,9 +227,20 @@ function eventMapping(event: SluiceEvent, config: Obj): { eventName: string; pro
   for (const row of (Array.isArray(found.eventProperties) ? found.eventProperties : []) as Obj[]) {
     if (!isFilled(row?.from) || !row.to) continue;
     const value = getPath(event.properties, String(row.from));
-    if (isFilled(value)) properties[row.to] = value;
+    if (isFilled(value)) setOwn(properties, String(row.to), value);
   }
   return { eventName: String(found.hubspotEventName).trim(), properties };
+}
+
+/** Each event mapping's property rows read a path of the properties (`from`) and write a key (`to`). */
+function checkHubspotConfig(c: Obj): ConfigProblem | undefined {
+  const rows: unknown[] = Array.isArray(c.hubspotEvents) ? c.hubspotEvents : [];
+  for (const [i, row] of rows.entries()) {
+    if (!isPlainObject(row)) continue;
+    const problem = refusedListField(row, "eventProperties", "from") ?? refusedListField(row, "eventProperties", "to", wholeKey);
+    if (problem) return { ...problem, key: `hubspotEvents[${i}].${problem.key}` };
+  }
+  return undefined;
 }
 
 function newApiTrack(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
@@ -338,6 +350,7 @@ export const hubspot: DestinationDefinition = {
     supportedMessageTypes: ["identify", "track"],
   },
   configSchema: HubspotConfig,
+  checkConfig: checkHubspotConfig,
   transform(event, ctx) {
     if (!isEventAllowed(event, ctx.config)) return [];
     if (!event.type) throw new TransformError("Message type is not present. Aborting message.");

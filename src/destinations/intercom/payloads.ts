@@ -3,6 +3,7 @@
  * v1 (Intercom-Version 1.4: users, events, companies) and v2 (2.10: contacts, events, companies).
  */
 import { createHash } from "node:crypto";
+import { setOwn } from "../../lib/safe-keys";
 import { genericField } from "../generic-fields";
 import { compact, firstPresent, flattenJson, getPath, isPlainObject } from "../shared";
 import type { SluiceEvent } from "../types";
@@ -90,7 +91,7 @@ function companiesOf(company: unknown): Obj[] | undefined {
   const custom: Obj = {};
   for (const [key, value] of Object.entries(company)) {
     if (COMPANY_STANDARD_KEYS.includes(key) || value === undefined || value === null) continue;
-    custom[key] = value === Object(value) ? JSON.stringify(value) : value;
+    setOwn(custom, key, value === Object(value) ? JSON.stringify(value) : value);
   }
   return [
     compact({
@@ -114,7 +115,7 @@ export function isMappedToDestination(event: SluiceEvent): boolean {
 export function mappedTraits(event: SluiceEvent): Obj {
   const traits: Obj = { ...(firstPresent(event, ["traits", "context.traits"]) ?? {}) };
   const external = getPath(event, "context.externalId.0");
-  if (external?.identifierType && external.id !== undefined) traits[external.identifierType] = external.id;
+  if (external?.identifierType && external.id !== undefined) setOwn(traits, String(external.identifierType), external.id);
   return traits;
 }
 
@@ -180,7 +181,7 @@ function eventMetadata(properties: unknown): Obj | undefined {
   for (const [key, value] of Object.entries(properties)) {
     const special =
       isPlainObject(value) && (("amount" in value && "currency" in value) || ("url" in value && "value" in value));
-    (special ? reserved : rest)[key] = value;
+    setOwn(special ? reserved : rest, key, value);
   }
   return { ...reserved, ...flattenJson(rest) };
 }

@@ -3,10 +3,9 @@
  * typed `ITERABLE-users` makes the identify a user update with the first external id copied into
  * the traits; any other `ITERABLE-<catalog>` type makes it an upsert of that catalog's item.
  */
+import { prototypeSegment } from "../../lib/safe-keys";
 import { firstOf, getPath, isPlainObject, setPath } from "../shared";
 import { type SluiceEvent, TransformError } from "../types";
-
-const UNSAFE_KEYS = new Set(["__proto__", "constructor", "prototype"]);
 
 export const isRetl = (event: SluiceEvent): boolean => !!getPath(event, "context.mappedToDestination");
 
@@ -26,7 +25,7 @@ export function iterableExternalId(event: SluiceEvent): { id: unknown; objectTyp
 export function withExternalIdInTraits(event: SluiceEvent): SluiceEvent {
   const type = getPath(event, "context.externalId.0.identifierType");
   if (typeof type !== "string" || type === "") return event;
-  const unsafe = type.split(".").find((part) => UNSAFE_KEYS.has(part));
+  const unsafe = prototypeSegment(type.split("."));
   if (unsafe !== undefined) throw new TransformError(`Cannot set unsafe key: "${unsafe}" (at ${type})`);
   const copy: SluiceEvent = structuredClone(event);
   // RudderStack sets the id on the traits its generic field finds (top-level, else context.traits); with neither it has nowhere to put it.

@@ -2,6 +2,7 @@
  * What KLAVIYO's two request families share: the API versions and their revisions, headers,
  * trait exclusion lists, and the value rules of RudderStack's mapping files.
  */
+import { setOwn } from "../../lib/safe-keys";
 import { GENERIC_PATHS } from "../generic-fields";
 import { copyFieldsExcept, firstPresent, isDefined, isPlainObject, isPresent } from "../shared";
 import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
@@ -87,13 +88,13 @@ export function customTraits(event: SluiceEvent, exclude: string[]): Obj {
 export function flatten(value: unknown): Obj {
   const out: Obj = {};
   const walk = (cur: unknown, prefix: string) => {
-    if (Array.isArray(cur) && prefix && cur.every((v) => v === null || typeof v !== "object")) out[prefix] = cur;
+    if (Array.isArray(cur) && prefix && cur.every((v) => v === null || typeof v !== "object")) setOwn(out, prefix, cur);
     else if (Array.isArray(cur)) cur.forEach((v, i) => walk(v, `${prefix}[${i}]`));
     else if (cur !== null && typeof cur === "object") {
       const keys = Object.keys(cur);
-      if (keys.length === 0 && prefix) out[prefix] = {};
+      if (keys.length === 0 && prefix) setOwn(out, prefix, {});
       for (const k of keys) walk((cur as Obj)[k], prefix ? `${prefix}.${k}` : k);
-    } else if (prefix && cur !== undefined) out[prefix] = cur;
+    } else if (prefix && cur !== undefined) setOwn(out, prefix, cur);
   };
   walk(value, "");
   return out;

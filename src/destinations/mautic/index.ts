@@ -149,6 +149,7 @@ export const mautic: DestinationDefinition = {
     defaultConfig: ["userName", "password", "subDomainName", "domainMethod", "domainName", "lookUpField"],
     supportedMessageTypes: ["identify", "group"],
     requiredKeys: ["userName", "password"],
+    hostKeys: ["subDomainName", "domainName"],
   },
   configSchema: MauticConfig,
   transform(event, ctx): DestinationRequest[] {

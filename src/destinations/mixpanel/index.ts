@@ -15,6 +15,7 @@ import {
   isEventAllowed,
   isPlainObject,
   jsonArrayItems,
+  refusedListField,
   requestKey,
   withoutUndefined,
 } from "../shared";
@@ -203,6 +204,12 @@ export const mixpanel: DestinationDefinition = {
     requiredKeys: ["token"],
   },
   configSchema: MixpanelConfig,
+  // Profile-operation properties and group keys are dotted paths into the traits.
+  checkConfig: (c) =>
+    refusedListField(c, "setOnceProperties", "property") ??
+    refusedListField(c, "unionProperties", "property") ??
+    refusedListField(c, "appendProperties", "property") ??
+    refusedListField(c, "groupKeySettings", "groupKey"),
   transform(event, ctx) {
     const token = String(requireConfig(ctx, "token"));
     if (!isEventAllowed(event, ctx.config)) return [];

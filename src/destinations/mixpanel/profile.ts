@@ -3,6 +3,7 @@
  * of mapped ($email, $first_name, …) and custom traits with device fields, and the
  * config-driven `$set_once` / `$union` / `$append` operations, whose traits then leave `$set`.
  */
+import { setOwn } from "../../lib/safe-keys";
 import { copyFieldsExcept, firstPresent, getPath, isAppleFamily, isPlainObject, traitPaths, withoutUndefined } from "../shared";
 import { type SluiceEvent, TransformError } from "../types";
 import { parseUserAgent } from "../user-agent";
@@ -176,11 +177,11 @@ export function takeOperationTraits(event: SluiceEvent, list: unknown): { props:
     const fromTraits = getPath(traits, path);
     const fromContext = getPath(contextTraits, path);
     if (nonEmpty(fromTraits)) {
-      picked[name] = fromTraits;
+      setOwn(picked, name, fromTraits);
       unsetPath(traits, path);
     }
     if (nonEmpty(fromContext)) {
-      if (!Object.hasOwn(picked, name)) picked[name] = fromContext;
+      if (!Object.hasOwn(picked, name)) setOwn(picked, name, fromContext);
       unsetPath(contextTraits, path);
     }
   }

@@ -224,6 +224,7 @@ export const posthog: DestinationDefinition = {
     ],
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
     requiredKeys: ["teamApiKey"],
+    urlKeys: ["yourInstance"],
   },
   configSchema: PostHogConfig,
   transform(event, ctx) {

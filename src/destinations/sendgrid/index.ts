@@ -4,9 +4,10 @@
  * DELETE /v3/marketing/contacts?ids=... (Bearer apiKey throughout).
  */
 import { t } from "elysia";
+import { ownValue, setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { type GenericField, genericField } from "../generic-fields";
-import { batchConsecutive, chunkItems, compact, firstPresent, isPlainObject, isPresent, traitPaths, withoutUndefined } from "../shared";
+import { batchConsecutive, chunkItems, compact, firstPresent, isPlainObject, isPresent, refusedListField, traitPaths, withoutUndefined } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -118,10 +119,13 @@ function customFieldsOf(event: SluiceEvent, config: Obj): Obj {
   for (const row of config.customFieldsMapping) {
     const from = typeof row?.from === "string" ? row.from.trim() : "";
     const to = typeof row?.to === "string" ? row.to.trim() : "";
-    if (from && to && traits[from]) out[to] = traits[from];
+    const value = ownValue(traits, from);
+    if (from && to && value) setOwn(out, to, value);
   }
   return out;
 }
+
+const trimmedKey = (key: string) => [key.trim()];
 
 function contactOf(event: SluiceEvent, config: Obj): Obj {
   const contact: Obj = {};
@@ -340,6 +344,8 @@ export const sendgrid: DestinationDefinition = {
     requiredKeys: ["apiKey"],
   },
   configSchema: SendgridConfig,
+  // A custom field mapping names a trait (`from`) and the key it is sent under (`to`), both trimmed.
+  checkConfig: (c) => refusedListField(c, "customFieldsMapping", "from", trimmedKey) ?? refusedListField(c, "customFieldsMapping", "to", trimmedKey),
   transform(event, ctx) {
     if (!event.type) throw new TransformError("Event type is required");
     const apiKey = requireApiKey(ctx);

@@ -3,9 +3,11 @@
  * Config keys follow RudderStack's WEBHOOK definition so workspace files carry over.
  */
 import { t } from "elysia";
+import { isPrototypeKey, prototypeSegmentMessage, setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { flattenJson, integrationsObject, isPlainObject } from "../shared";
 import {
+  type ConfigProblem,
   type DestinationDefinition,
   type DestinationRequest,
   type SluiceEvent,
@@ -33,12 +35,27 @@ function configHeaders(headers: unknown): Record<string, string> {
   const out: Record<string, string> = {};
   if (Array.isArray(headers)) {
     for (const h of headers) {
-      if (h && typeof h.from === "string" && h.from.trim()) out[h.from.toLowerCase()] = String(h.to ?? "");
+      if (h && typeof h.from === "string" && h.from.trim()) setOwn(out, h.from.toLowerCase(), String(h.to ?? ""));
     }
   } else if (headers && typeof headers === "object") {
-    for (const [k, v] of Object.entries(headers)) out[k] = String(v);
+    for (const [k, v] of Object.entries(headers)) setOwn(out, k, String(v));
   }
   return out;
+}
+
+/** Header names are keys of the headers object: one that names a prototype is refused on save. */
+function checkWebhookConfig(config: Record<string, any>): ConfigProblem | undefined {
+  const { headers } = config;
+  if (Array.isArray(headers)) {
+    for (const [i, h] of headers.entries()) {
+      const name = typeof h?.from === "string" ? h.from.toLowerCase() : undefined;
+      if (isPrototypeKey(name)) return { key: `headers[${i}].from`, message: prototypeSegmentMessage(name!) };
+    }
+  } else if (isPlainObject(headers)) {
+    const name = Object.keys(headers).find(isPrototypeKey);
+    if (name !== undefined) return { key: `headers.${name}`, message: prototypeSegmentMessage(name) };
+  }
+  return undefined;
 }
 
 /** `integrations.WEBHOOK` (or `webhook` / `Webhook`) of the event: where fullPath/appendPath may also come from. */
@@ -63,7 +80,7 @@ function steeredEndpoint(event: SluiceEvent, url: string): string {
 function eventHeaders(event: SluiceEvent): Record<string, string> {
   const out: Record<string, string> = {};
   if (event.header && typeof event.header === "object" && !Array.isArray(event.header)) {
-    for (const [k, v] of Object.entries(event.header)) if (typeof v === "string") out[k] = v;
+    for (const [k, v] of Object.entries(event.header)) if (typeof v === "string") setOwn(out, k, v);
   }
   return out;
 }
@@ -71,7 +88,7 @@ function eventHeaders(event: SluiceEvent): Record<string, string> {
 /** The body: the event without the steering keys and top-level nulls, with `context.ip` from `request_ip` when it has none. */
 function webhookBody(event: SluiceEvent): Record<string, unknown> {
   const body: Record<string, any> = {};
-  for (const [k, v] of Object.entries(event)) if (!STEERING_KEYS.has(k) && v !== undefined && v !== null) body[k] = v;
+  for (const [k, v] of Object.entries(event)) if (!STEERING_KEYS.has(k) && v !== undefined && v !== null) setOwn(body, k, v);
   const ip = event.context?.ip ?? event.request_ip;
   if (ip !== undefined && ip !== null && ip !== "") body.context = { ...(isPlainObject(body.context) ? body.context : {}), ip };
   return body;
@@ -90,8 +107,10 @@ export const webhook: DestinationDefinition = {
     defaultConfig: ["webhookUrl", "webhookMethod", "headers", "oneTrustCookieCategories"],
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias", "merge"],
     requiredKeys: ["webhookUrl"],
+    urlKeys: ["webhookUrl"],
   },
   configSchema: WebhookConfig,
+  checkConfig: checkWebhookConfig,
   transform(event: SluiceEvent, ctx): DestinationRequest[] {
     const url = String(requireConfig(ctx, "webhookUrl"));
     const method = String(ctx.config.webhookMethod || "POST").toUpperCase() as DestinationRequest["method"];

@@ -137,6 +137,7 @@ export const zendesk: DestinationDefinition = {
     ],
     supportedMessageTypes: ["identify", "track", "group"],
     requiredKeys: ["email", "apiToken", "domain"],
+    hostKeys: ["domain"],
   },
   configSchema: ZendeskConfig,
   transform(event, ctx) {

@@ -3,6 +3,7 @@
  * a few traits map to Zendesk's own fields, the other scalar traits become custom
  * `user_fields` / `organization_fields`, and the external id is repeated as the `id` field.
  */
+import { assignOwn, setOwn } from "../../lib/safe-keys";
 import { TransformError } from "../types";
 import { getPath, isPresent } from "../shared";
 
@@ -45,7 +46,7 @@ function customFields(traits: Obj, own: string[]): Obj {
   const out: Obj = {};
   for (const [k, v] of Object.entries(traits)) {
     if (own.includes(k) || typeof v === "object" || v === undefined) continue;
-    out[k] = v;
+    setOwn(out, k, v);
   }
   return out;
 }
@@ -58,7 +59,7 @@ export function userPayload(traits: Obj | undefined, userId: unknown, verified: 
   const externalId = t.userId || t.id || userId;
   if (externalId !== undefined && externalId !== null) user.external_id = externalId;
   const fields: Obj = externalId ? { id: externalId } : {};
-  Object.assign(fields, customFields(t, USER_OWN_TRAITS));
+  assignOwn(fields, customFields(t, USER_OWN_TRAITS));
   if (Object.keys(fields).length > 0) user.user_fields = fields;
   if (verified) user.verified = true;
   return { user };
@@ -68,7 +69,7 @@ export function userPayload(traits: Obj | undefined, userId: unknown, verified: 
 export function organizationPayload(event: Obj): Obj {
   const organization = mapped(event, ORG_MAPPING);
   const fields: Obj = organization.external_id ? { id: organization.external_id } : {};
-  Object.assign(fields, customFields(event.traits, ORG_OWN_TRAITS));
+  assignOwn(fields, customFields(event.traits, ORG_OWN_TRAITS));
   if (Object.keys(fields).length > 0) organization.organization_fields = fields;
   return { organization };
 }
