@@ -7,6 +7,7 @@ import { Database } from "bun:sqlite";
 import { existsSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import { tightenDatabaseFiles, withPrivateUmask } from "../src/lib/private-files";
 import { VERSION, versionName, versionNumber } from "../src/version";
 import { journal, migrationSql } from "./migrations";
 import * as schema from "./schema";
@@ -36,7 +37,10 @@ export function openDatabase(path: string, opts: { synchronous?: SyncMode } = {}
   if (existed && statSync(path).size === 0) throw damaged(path, dir, "the file is empty (0 bytes)");
   let sqlite: Database | undefined;
   try {
-    sqlite = new Database(path, { create: true, strict: true });
+    // Private whatever the umask: SQLite makes the -wal and -shm with the database file's mode,
+    // and an existing file an older Sluice made 0644 is tightened (secureDataDir says so in the log).
+    sqlite = withPrivateUmask(() => new Database(path, { create: true, strict: true }));
+    tightenDatabaseFiles(path);
     return prepare(sqlite, path, dir, existed, opts);
   } catch (e) {
     sqlite?.close();

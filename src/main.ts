@@ -4,10 +4,11 @@
  */
 import { redactUrl } from "./lib/postgres-url";
 import { join } from "node:path";
-import { mkdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import type { ControlPlaneStore } from "./control-plane/store";
 import { AppError } from "./lib/errors";
 import { type Logger, createLogger } from "./lib/logger";
+import { makePrivateDir } from "./lib/private-files";
 import { backupDatabase, restoreDatabase } from "./ops/backup";
 import { startBackupSchedule } from "./ops/backup-schedule";
 import { type DataDirHold, holdDataDir } from "./ops/data-dir-hold";
@@ -262,7 +263,7 @@ async function openControlPlaneStore(settings: Settings): Promise<{ store: Contr
   }
   const { openDatabase } = await import("../db");
   const { SqliteControlPlaneStore } = await import("./storage/sqlite/control-plane");
-  mkdirSync(settings.dataDir, { recursive: true });
+  makePrivateDir(settings.dataDir);
   const db = openDatabase(join(settings.dataDir, "sluice.db"), { synchronous: settings.synchronous });
   return { store: new SqliteControlPlaneStore(db), close: () => db.$client.close() };
 }

@@ -12,10 +12,11 @@
  * Only files with that exact name pattern are ever deleted, and only after a backup
  * succeeded: a failing backup never thins out the good ones.
  */
-import { mkdirSync, readdirSync, statSync, unlinkSync } from "node:fs";
+import { readdirSync, statSync, unlinkSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Logger } from "../lib/logger";
 import { Counter, Gauge, type Metrics } from "../lib/metrics";
+import { makePrivateDir } from "../lib/private-files";
 import { fileStamp } from "./backup";
 
 const BACKUP_NAME = /^sluice-\d{8}T\d{6}Z\.db$/;
@@ -55,7 +56,8 @@ export function listBackups(dir: string): string[] {
 export function startBackupSchedule(opts: BackupScheduleOptions): BackupSchedule {
   const now = opts.now ?? Date.now;
   const dir = resolve(opts.dir);
-  mkdirSync(dir, { recursive: true });
+  // The backups are 0600 (backup.ts); a new dir hides even their names.
+  makePrivateDir(dir);
   for (const name of readdirSync(dir)) {
     if (PARTIAL_NAME.test(name)) {
       try {

@@ -21,7 +21,6 @@ import {
   existsSync,
   fsyncSync,
   linkSync,
-  mkdirSync,
   openSync,
   readdirSync,
   renameSync,
@@ -30,6 +29,7 @@ import {
 } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { AppError } from "../lib/errors";
+import { createPrivateFile, makeFilePrivate, makePrivateDir } from "../lib/private-files";
 
 export const DB_FILE = "sluice.db";
 
@@ -101,8 +101,10 @@ export function checkDatabaseFile(path: string, what: string): { events: number 
   }
 }
 
-/** A consistent copy of `source` (its WAL included) as `dest`, through SQLite. */
+/** A consistent copy of `source` (its WAL included) as `dest`, through SQLite; `dest` is 0600. */
 function vacuumInto(source: string, dest: string) {
+  // SQLite would create `dest` 0644 less the umask; an empty file of ours it fills as it is.
+  createPrivateFile(dest);
   let db: Database;
   try {
     db = new Database(source, { readwrite: true, create: false });
@@ -199,7 +201,7 @@ export function restoreDatabase(input: { from: string; dataDir: string; now?: nu
   if (!existsSync(from)) throw new AppError("NOT_FOUND", `there is no backup at ${from}`);
   if (!statSync(from).isFile()) throw new AppError("BAD_REQUEST", `--from ${from} is not a file`);
   const dataDir = resolve(input.dataDir);
-  mkdirSync(dataDir, { recursive: true });
+  makePrivateDir(dataDir);
   const target = join(dataDir, DB_FILE);
   if (existsSync(target)) refuseIfOpenElsewhere(target);
   const incoming = join(dataDir, `.${DB_FILE}.restore-${process.pid}`);
@@ -211,7 +213,11 @@ export function restoreDatabase(input: { from: string; dataDir: string; now?: nu
     // A database with a WAL beside it (a kept sluice.db.before-restore-*, a copy of a stopped
     // server's data dir) holds part of its content there: only SQLite reads both.
     if (existsSync(`${from}-wal`) && statSync(`${from}-wal`).size > 0) vacuumInto(from, incoming);
-    else copyFileSync(from, incoming);
+    else {
+      copyFileSync(from, incoming);
+      // A copy takes the backup's mode, whoever made it.
+      makeFilePrivate(incoming);
+    }
     fsyncPath(incoming);
     // The copy is checked, not `from`: it is what goes in place.
     ({ events } = checkDatabaseFile(incoming, from));
@@ -233,6 +239,8 @@ export function restoreDatabase(input: { from: string; dataDir: string; now?: nu
       // A file system without hard links.
       copyFileSync(target, previous);
     }
+    // One inode with the database when linked: private like it (an older Sluice's may not be).
+    makeFilePrivate(previous);
   }
   // The old database's WAL (and a rollback journal) would be applied to the new file.
   for (const suffix of ["-wal", "-journal"]) {

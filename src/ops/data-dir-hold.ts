@@ -4,9 +4,10 @@
  * kill -9 leaves the file behind, so a holder counts only while its pid is alive and, on
  * Linux, is still the same process (its start time in /proc matches: pids are reused).
  */
-import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AppError } from "../lib/errors";
+import { PRIVATE_FILE_MODE, makePrivateDir } from "../lib/private-files";
 
 export const HOLD_FILE = "sluice.pid";
 
@@ -69,12 +70,12 @@ export function dataDirHolder(dataDir: string): Holder | undefined {
  * holds it. A file left by a dead process is taken over.
  */
 export function holdDataDir(dataDir: string, command: string): DataDirHold {
-  mkdirSync(dataDir, { recursive: true });
+  makePrivateDir(dataDir);
   const path = join(dataDir, HOLD_FILE);
   const me: Holder = { pid: process.pid, command, since: new Date().toISOString(), startTicks: procStat(process.pid)?.startTicks };
   for (let attempt = 0; ; attempt++) {
     try {
-      writeFileSync(path, JSON.stringify(me) + "\n", { flag: "wx" });
+      writeFileSync(path, JSON.stringify(me) + "\n", { flag: "wx", mode: PRIVATE_FILE_MODE });
       break;
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;

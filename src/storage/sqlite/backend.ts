@@ -3,7 +3,6 @@
  * group commit writes events on its own connection and reports each commit to the processor;
  * the single node holds partition 0 and runs every background job.
  */
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { openDatabase } from "../../../db";
 import type { SingletonName } from "../../cluster/types";
@@ -13,6 +12,7 @@ import { RecentMessageIds } from "../../gateway/dedup";
 import { SqliteEventLog } from "../../gateway/event-log";
 import { GroupCommitWriter } from "../../gateway/group-commit";
 import type { Logger } from "../../lib/logger";
+import { secureDataDir } from "../../lib/private-files";
 import type { Metrics } from "../../lib/metrics";
 import { storageHealth } from "../../lib/storage-health";
 import { SINGLE_NODE_PARTITION } from "../../pipeline/deliveries-store";
@@ -28,8 +28,8 @@ import { SqliteStatsStore } from "./stats";
 import { SqliteWarehouseStore } from "./warehouse";
 
 export async function openSqliteBackend(settings: Settings, log: Logger, metrics: Metrics, now: () => number): Promise<Backend> {
-  mkdirSync(settings.dataDir, { recursive: true });
   const file = join(settings.dataDir, "sluice.db");
+  secureDataDir(settings.dataDir, file, log);
   const db = openDatabase(file, { synchronous: settings.synchronous });
   // Checkpoints are run by gateway/checkpoints.ts, never automatically by a connection.
   db.$client.exec("PRAGMA wal_autocheckpoint = 0");
