@@ -307,24 +307,24 @@ for (const kind of stores) {
       expect((await store.write([{ op: "insertSource", row: s }])).changes).toEqual([1]);
     });
 
-    test("a unique index hit is the service's 409, and the write is undone: names per workspace, write keys everywhere", async () => {
+    test("a unique index hit is the service's error, and the write is undone: names per workspace (409), write keys everywhere (400 that does not say the key is in use)", async () => {
       const { store, ws, other } = await kind.open();
       const web = sourceRow(ws, "web");
       const hook = destinationRow(ws, "hook");
       const tag = transformationRow(ws, "tag");
       await store.write([{ op: "insertSource", row: web }, { op: "insertDestination", row: hook }, { op: "insertTransformation", row: tag, code: CODE }]);
 
-      const cases: Array<[ControlPlaneWrite, string]> = [
-        [{ op: "insertSource", row: sourceRow(ws, "web") }, "name: a source named 'web' already exists"],
-        [{ op: "insertSource", row: sourceRow(other, "elsewhere", { writeKey: web.writeKey }) }, "writeKey: already used by another source"],
-        [{ op: "insertDestination", row: destinationRow(ws, "hook") }, "name: a destination named 'hook' already exists"],
-        [{ op: "insertTransformation", row: transformationRow(ws, "tag"), code: CODE }, "name: a transformation named 'tag' already exists"],
+      const cases: Array<[ControlPlaneWrite, string, string]> = [
+        [{ op: "insertSource", row: sourceRow(ws, "web") }, "CONFLICT", "name: a source named 'web' already exists"],
+        [{ op: "insertSource", row: sourceRow(other, "elsewhere", { writeKey: web.writeKey }) }, "BAD_REQUEST", "writeKey: choose another write key"],
+        [{ op: "insertDestination", row: destinationRow(ws, "hook") }, "CONFLICT", "name: a destination named 'hook' already exists"],
+        [{ op: "insertTransformation", row: transformationRow(ws, "tag"), code: CODE }, "CONFLICT", "name: a transformation named 'tag' already exists"],
       ];
-      for (const [op, message] of cases) {
+      for (const [op, code, message] of cases) {
         const fresh = sourceRow(ws, `fresh-${crypto.randomUUID()}`);
         const err = await store.write([{ op: "insertSource", row: fresh }, op]).catch((e) => e);
         expect(err).toBeInstanceOf(AppError);
-        expect(err).toMatchObject({ code: "CONFLICT", message });
+        expect(err).toMatchObject({ code, message });
         await nothingOf(store, ws, { sources: [fresh.name] });
       }
       // Renaming onto a taken name (an update's own name is in the message).
@@ -344,7 +344,7 @@ for (const kind of stores) {
       expect(dst).toMatchObject({ name: "hook", sourceIds: [src.id], transformationId: null });
       expect((await getSource(ctx, src.id)).destinationIds).toEqual([dst.id]);
       await expect(createSource(ctx, { name: "web" })).rejects.toMatchObject({ code: "CONFLICT" });
-      await expect(createSource(ctx, { name: "web2", writeKey: src.writeKey })).rejects.toMatchObject({ code: "CONFLICT", message: "writeKey: already used by another source" });
+      await expect(createSource(ctx, { name: "web2", writeKey: src.writeKey })).rejects.toMatchObject({ code: "BAD_REQUEST", message: "writeKey: choose another write key" });
       await expect(createDestination(ctx, { name: "d2", type: "WEBHOOK", config: { webhookUrl: "http://h/" }, sourceIds: ["src_nope"] })).rejects.toMatchObject({
         code: "BAD_REQUEST",
         message: "sourceIds: source 'src_nope' not found in this workspace",
@@ -407,7 +407,7 @@ transformations:
       writeFileSync(file, `sources:\n  - { name: fresh }\n  - { name: clash, writeKey: taken-key-456 }\ndestinations:\n  - { name: hook2, type: WEBHOOK, config: { webhookUrl: "http://h/" }, sources: [fresh] }\n`);
       const err = await applyWorkspaceFile(ctx, file).catch((e) => e);
       expect(err).toBeInstanceOf(WorkspaceFileError);
-      expect(err.message).toBe(`${file}: writeKey: already used by another source`);
+      expect(err.message).toBe(`${file}: writeKey: choose another write key`);
       await nothingOf(o.store, o.ws, { sources: ["fresh", "clash"], destinations: ["hook2"] });
 
       // Within one file, a key handed from one source to another is free once the first gives it up.

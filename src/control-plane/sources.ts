@@ -4,7 +4,7 @@ import type { ScopedContext } from "../lib/context";
 import { newId, newWriteKey } from "../lib/ids";
 import type { SourceCreate, SourceUpdate } from "./schemas";
 import type { ControlPlaneWrite, SourceRow } from "./store";
-import { commit } from "./store";
+import { commit, writeKeyTaken } from "./store";
 
 function present(row: SourceRow, destinationIds: string[]) {
   return {
@@ -58,7 +58,7 @@ function storeLookup(ctx: ScopedContext): SourceLookup {
 
 async function assertWriteKeyFree(lookup: SourceLookup, writeKey: string, exceptId?: string) {
   const other = await lookup.byWriteKey(writeKey);
-  if (other && other.id !== exceptId) throw new AppError("CONFLICT", "writeKey: already used by another source");
+  if (other && other.id !== exceptId) throw writeKeyTaken();
 }
 
 async function assertNameFree(lookup: SourceLookup, name: string, exceptId?: string) {

@@ -211,9 +211,18 @@ export interface ControlPlaneStore {
 export type UniqueConstraint = "sources_workspace_name" | "sources_write_key_unique" | "destinations_workspace_name" | "transformations_workspace_name";
 
 /**
- * The 409 for an operation that hit a unique index: the message the service's own check gives,
- * so a concurrent writer that got there first (another request, another instance) is told apart
- * from a bug. Undefined for a constraint that no input can break (a primary key).
+ * A write key is unique across all workspaces, so its refusal must not tell a workspace that
+ * some other workspace uses that key: the answer is the 400 of any unusable key, and its text
+ * says what to do, not why. (Sending an event with the key tells as much, so this is about not
+ * advertising it, not about hiding it.)
+ */
+export const writeKeyTaken = () => new AppError("BAD_REQUEST", "writeKey: choose another write key");
+
+/**
+ * The error for an operation that hit a unique index: the one the service's own check gives (a
+ * 409 for a name, writeKeyTaken's 400 for a write key), so a concurrent writer that got there
+ * first (another request, another instance) is told apart from a bug. Undefined for a
+ * constraint that no input can break (a primary key).
  */
 export function uniqueViolation(op: ControlPlaneWrite, constraint: string): AppError | undefined {
   const name = "row" in op ? (op.row as { name?: string }).name : "set" in op ? op.set.name : undefined;
@@ -221,7 +230,7 @@ export function uniqueViolation(op: ControlPlaneWrite, constraint: string): AppE
     case "sources_workspace_name":
       return new AppError("CONFLICT", `name: a source named '${name}' already exists`);
     case "sources_write_key_unique":
-      return new AppError("CONFLICT", "writeKey: already used by another source");
+      return writeKeyTaken();
     case "destinations_workspace_name":
       return new AppError("CONFLICT", `name: a destination named '${name}' already exists`);
     case "transformations_workspace_name":
