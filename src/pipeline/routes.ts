@@ -51,8 +51,32 @@ const DeliveryList = t.Object({
   next: t.Union([t.Integer(), t.Null()], { description: "Pass as `before` for the next page; null on the last" }),
 });
 
+const LIVE_LIMITS_NOTE =
+  "A token holds at most 20 open live-event streams (source and destination streams together, its dashboard sessions included) and a server at most 500: beyond that the request is answered 429 with `Retry-After` and a message saying which limit was reached. A stream's slot is given back when its client goes away.";
+
+/** Seconds a refused stream is told to wait: streams of a dashboard tab end when it closes. */
+const LIVE_RETRY_AFTER_SECONDS = 10;
+
+/**
+ * A stream's slot under the live-event caps, or the 429 that refuses it. The slot goes back
+ * when the stream ends or the client goes away, whichever comes first (the stream's `finally`
+ * runs only if the stream was ever read).
+ */
+function admitStream(live: LiveEvents, tokenId: string, signal: AbortSignal, set: { status?: number | string; headers: Record<string, string | number> }) {
+  const slot = live.admit(tokenId);
+  if ("refused" in slot) {
+    set.status = 429;
+    set.headers["retry-after"] = String(LIVE_RETRY_AFTER_SECONDS);
+    return { refused: { message: slot.refused } };
+  }
+  // A client gone before this point fires no abort event any more.
+  if (signal.aborted) slot.release();
+  else signal.addEventListener("abort", slot.release, { once: true });
+  return { release: slot.release };
+}
+
 /** Turns a pub/sub topic into an async stream that ends when the client goes away. */
-async function* subscribe(live: LiveEvents, topic: string, signal: AbortSignal, event: string) {
+async function* subscribe(live: LiveEvents, topic: string, signal: AbortSignal, event: string, release: () => void) {
   const buffer: unknown[] = [];
   let wake: (() => void) | undefined;
   const unsubscribe = live.subscribe(topic, (data) => {
@@ -74,6 +98,7 @@ async function* subscribe(live: LiveEvents, topic: string, signal: AbortSignal, 
     }
   } finally {
     unsubscribe();
+    release();
   }
 }
 
@@ -102,18 +127,22 @@ export function pipelineRoutes(ctx: ServiceContext, router: Pick<Router, "reload
     })
     .get(
       "/v2/sources/:id/live-events",
-      async ({ scope, params, request }) => {
+      async ({ scope, principal, params, request, set }) => {
         await findSourceRow(scope, params.id);
-        return subscribe(live, `source:${params.id}`, request.signal, "event");
+        const slot = admitStream(live, principal.tokenId, request.signal, set);
+        if (slot.refused) return slot.refused;
+        return subscribe(live, `source:${params.id}`, request.signal, "event", slot.release);
       },
-      { params: IdParams, detail: detail("Live events", "Server-Sent Events: each event accepted from this source (suppressed events never appear)") },
+      { params: IdParams, detail: detail("Live events", "Server-Sent Events: each event accepted from this source (suppressed events never appear)", LIVE_LIMITS_NOTE) },
     )
     .get(
       "/v2/destinations/:id/live-events",
-      async ({ scope, params, request }) => {
+      async ({ scope, principal, params, request, set }) => {
         await findDestinationRow(scope, params.id);
-        return subscribe(live, `destination:${params.id}`, request.signal, "attempt");
+        const slot = admitStream(live, principal.tokenId, request.signal, set);
+        if (slot.refused) return slot.refused;
+        return subscribe(live, `destination:${params.id}`, request.signal, "attempt", slot.release);
       },
-      { params: IdParams, detail: detail("Live events", "Server-Sent Events: each delivery attempt to this destination, with its status and response") },
+      { params: IdParams, detail: detail("Live events", "Server-Sent Events: each delivery attempt to this destination, with its status and response", LIVE_LIMITS_NOTE) },
     );
 }
