@@ -4,9 +4,10 @@
  * and texts follow RudderStack's SLACK destination so workspace files carry over.
  */
 import { type TSchema, t } from "elysia";
+import { configRegexProblem, configRegexTest } from "../../lib/config-regex";
 import { endpointFor } from "../base-url";
 import { traitsOf } from "../shared";
-import { type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { type ConfigProblem, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
 import { escapedText, renderTemplate } from "./handlebars";
 
 export { renderTemplate } from "./handlebars";
@@ -85,13 +86,40 @@ function defaultIdentifyText(input: Record<string, unknown>, whitelist: string[]
   return `Identified ${escapedText(input.name)}${keys.map((k) => `${k}: ${escapedText(own(k))} `).join("")}`;
 }
 
+/**
+ * An `eventRegex` name matches anywhere in the event name, as RudderStack's
+ * `new RegExp(name, "g").test(event)` does, but on the linear-time engine of config-regex.ts:
+ * a pattern that backtracks for seconds in JavaScript must not stall the main thread.
+ */
 function nameMatches(configName: string, isRegex: boolean | undefined, eventName: string): boolean {
   if (!isRegex) return configName === eventName;
   try {
-    return new RegExp(configName, "g").test(eventName);
+    return configRegexTest(configName, eventName);
   } catch {
     throw new TransformError(`destination config has an invalid event regex '${configName}'`);
   }
+}
+
+/** The settings lists whose `eventName` is a regex when `eventRegex` is set. */
+const REGEX_LISTS = ["eventTemplateSettings", "eventChannelSettings"] as const;
+
+/**
+ * The first `eventRegex` name of a SLACK config that cannot run (invalid, or needing
+ * backreferences or lookaround), with its key (`eventTemplateSettings[0].eventName`); undefined
+ * when all can. Checked on save (checkConfig), so the mistake is a 400 there rather than every
+ * matching event aborted later.
+ */
+export function slackEventRegexProblem(config: Record<string, unknown>): ConfigProblem | undefined {
+  for (const list of REGEX_LISTS) {
+    const entries = config[list];
+    if (!Array.isArray(entries)) continue;
+    for (const [i, entry] of entries.entries()) {
+      if (entry?.eventRegex !== true || typeof entry.eventName !== "string" || entry.eventName.trim() === "") continue;
+      const problem = configRegexProblem(entry.eventName);
+      if (problem) return { key: `${list}[${i}].eventName`, message: `'${entry.eventName}' ${problem}` };
+    }
+  }
+  return undefined;
 }
 
 function slackRequest(ctx: Parameters<DestinationDefinition["transform"]>[1], url: string, payload: Record<string, unknown>) {
@@ -118,6 +146,7 @@ export const slack: DestinationDefinition = {
     requiredKeys: ["webhookUrl"],
   },
   configSchema: SlackConfig,
+  checkConfig: slackEventRegexProblem,
   transform(event, ctx) {
     const webhookUrl = String(requireConfig(ctx, "webhookUrl"));
     const c = ctx.config;
