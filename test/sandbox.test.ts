@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import {
   SandboxPool,
   validateTransformationCode,
@@ -6,6 +6,7 @@ import {
   type TransformationInput,
   type TransformationResult,
 } from "../src/transformations/sandbox";
+import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, basic, cleanup, createSource, sendEvent, startSink, startSluice, waitFor } from "./helpers";
 
 const TIMEOUT_MS = 200;
 const pool = new SandboxPool({ memoryBytes: 32 * 1024 * 1024, timeoutMs: TIMEOUT_MS, workers: 2 });
@@ -293,6 +294,117 @@ describe("failures", () => {
   test("events that cannot be serialized fail the call instead of rejecting", async () => {
     const result = await run(`function transformEvent(e) { return e; }`, [{ event: { big: 1n } as Record<string, unknown>, metadata: meta(0) }]);
     expect(result.error).toContain("could not be serialized");
+  });
+});
+
+describe("output cap", () => {
+  const BIG = `function transformEvent(e) { e.big = "x".repeat(50 * 1024 * 1024); return e; }`;
+
+  test("a 50 MB output event fails with the default 4096 KB cap named, never reaching the host: RSS stays within the sandbox's own memory", async () => {
+    // A memory limit roomy enough for the guest to build the string and its JSON, so only the cap can stop it.
+    const roomy = new SandboxPool({ memoryBytes: 256 * 1024 * 1024, timeoutMs: 10_000, workers: 1 });
+    pools.push(roomy);
+    expect(ok(await run(`function transformEvent(e) { return e; }`, events(1), "warm", roomy))).toHaveLength(1);
+    Bun.gc(true);
+    const before = process.memoryUsage().rss;
+    const results: TransformationResult[] = [];
+    for (let i = 0; i < 4; i++) results.push(await run(BIG, events(1), "big", roomy));
+    Bun.gc(true);
+    const rise = process.memoryUsage().rss - before;
+    for (const r of results) {
+      expect(r.error).toBe("transformation output of 50.0 MB is over the 4096 KB limit (--transform-output-max-kb)");
+      expect(r.output).toEqual([]);
+    }
+    // The worker's wasm heap may grow to the memory limit once; four copies of 50 MB per call on the host would be far above.
+    expect(rise).toBeLessThan(256 * 1024 * 1024 + 96 * 1024 * 1024);
+    expect(ok(await run(`function transformEvent(e) { return e; }`, events(1), "after", roomy))).toHaveLength(1);
+  });
+
+  test("a small cap: each output event's JSON is measured in UTF-8 bytes, and one over it fails the call naming the cap", async () => {
+    const small = new SandboxPool({ memoryBytes: 32 * 1024 * 1024, timeoutMs: 2000, workers: 1, outputMaxBytes: 64 * 1024 });
+    pools.push(small);
+    const sized = (chars: number, ch = "x") => `function transformEvent(e) { e.pad = ${JSON.stringify(ch)}.repeat(${chars}); return e; }`;
+    expect(ok(await run(sized(60_000), events(1), undefined, small))[0]!.event.pad).toHaveLength(60_000);
+    const over = await run(sized(100_000), events(1), undefined, small);
+    expect(over.error).toMatch(/^transformation output of 97\.\d KB is over the 64 KB limit \(--transform-output-max-kb\)$/);
+    expect(over.output).toEqual([]);
+    // 40,000 characters of two bytes each: under the cap in characters, over it in bytes.
+    expect((await run(sized(40_000, "é"), events(1), undefined, small)).error).toMatch(/^transformation output of 78\.\d KB is over the 64 KB limit/);
+    expect(ok(await run(sized(30_000, "é"), events(1), undefined, small))).toHaveLength(1);
+  });
+
+  test("the cap is per output event: fan-out and transformBatch outputs are each measured", async () => {
+    const small = new SandboxPool({ memoryBytes: 32 * 1024 * 1024, timeoutMs: 2000, workers: 1, outputMaxBytes: 16 * 1024 });
+    pools.push(small);
+    const fanOut = `function transformEvent(e) { return [1, 2, 3].map((n) => ({ ...e, pad: "y".repeat(10_000) })); }`;
+    expect(ok(await run(fanOut, events(2), undefined, small))).toHaveLength(6);
+    const oneTooBig = `function transformEvent(e) { return [e, { ...e, pad: "y".repeat(20_000) }]; }`;
+    expect((await run(oneTooBig, events(1), undefined, small)).error).toContain("is over the 16 KB limit");
+    const batch = `function transformBatch(events) { return events.map((e, i) => ({ ...e, pad: "z".repeat(i === 1 ? 20_000 : 10) })); }`;
+    expect((await run(batch, events(3), undefined, small)).error).toContain("is over the 16 KB limit");
+  });
+
+  test("a thrown 50 MB message comes back cut to a readable length", async () => {
+    const roomy = new SandboxPool({ memoryBytes: 256 * 1024 * 1024, timeoutMs: 10_000, workers: 1 });
+    pools.push(roomy);
+    const thrown = await run(`function transformEvent(e) { throw new Error("z".repeat(50 * 1024 * 1024)); }`, events(1), undefined, roomy);
+    expect(thrown.error!.startsWith("Error: zzz")).toBe(true);
+    expect(thrown.error!.length).toBeLessThan(20_000);
+  });
+});
+
+describe("output cap in the server (--transform-output-max-kb)", () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startSluice({ args: ["--transform-output-max-kb", "64", "--retry-backoff-ms", "20"] });
+  });
+  afterAll(async () => {
+    await s.stop();
+    await cleanup(s.dataDir);
+  });
+  // Pads the events named "Big" past the 64 KB cap; the others pass untouched.
+  const CODE = `function transformEvent(e) { if (e.event === "Big") e.pad = "x".repeat(100000); return e; }`;
+
+  test("POST /v2/transformations/test: 200 with the error naming the cap in errors", async () => {
+    const res = await api(s.url, "POST", "/v2/transformations/test", { code: CODE, events: [{ type: "track", event: "Big", messageId: "m1" }] });
+    expect(res.status).toBe(200);
+    expect(res.json.output).toEqual([]);
+    expect(res.json.errors).toHaveLength(1);
+    expect(res.json.errors[0]).toMatch(/^transformation output of 97\.\d KB is over the 64 KB limit \(--transform-output-max-kb\)$/);
+  });
+
+  test("the Test API shows the error as the user_transform stage's, and aborts the later stages", async () => {
+    const sink = startSink();
+    const dst = await api(s.url, "POST", "/v2/destinations", { name: "capped", type: "WEBHOOK", config: { webhookUrl: `${sink.url}/hook` }, sourceIds: [] });
+    expect((await api(s.url, "POST", "/v2/transformations", { name: "pad", code: CODE, destinationIds: [dst.json.id] })).status).toBe(201);
+    const res = await fetch(`${s.url}/v0/testDestination/${dst.json.id}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: basic(ADMIN_EMAIL, ADMIN_TOKEN) },
+      body: JSON.stringify({ message: { type: "track", userId: "u1", event: "Big" } }),
+    });
+    expect(res.status).toBe(200);
+    const [entry] = ((await res.json()) as any).data;
+    expect(entry.user_transformed_payload.error).toContain("is over the 64 KB limit (--transform-output-max-kb)");
+    expect(entry.destination_response).toEqual({ error: "aborted: user_transform stage failed" });
+    expect(sink.received).toHaveLength(0);
+    sink.stop();
+  });
+
+  test("a delivery: the over-sized event is aborted naming the cap, the other events of the same transformation are delivered", async () => {
+    const sink = startSink();
+    const src = await createSource(s.url);
+    const dst = await api(s.url, "POST", "/v2/destinations", { name: "capped-2", type: "WEBHOOK", config: { webhookUrl: `${sink.url}/hook` }, sourceIds: [src.id] });
+    expect((await api(s.url, "POST", "/v2/transformations", { name: "pad-2", code: CODE, destinationIds: [dst.json.id] })).status).toBe(201);
+    for (const event of ["Small 1", "Big", "Small 2"]) await sendEvent(s.url, src.writeKey, "track", { userId: event, event });
+    await waitFor(async () => {
+      const c = (await api(s.url, "GET", `/v2/destinations/${dst.json.id}/stats`)).json.counts;
+      return c.succeeded === 2 && c.aborted === 1;
+    }, { what: "two delivered, one aborted" });
+    const aborted = await api(s.url, "GET", `/v2/destinations/${dst.json.id}/deliveries?state=aborted`);
+    expect(aborted.json.deliveries.map((d: any) => d.event.event)).toEqual(["Big"]);
+    expect(aborted.json.deliveries[0].lastError).toMatch(/^user transformation failed: transformation output of 9\d\.\d KB is over the 64 KB limit/);
+    expect(sink.received.map((r) => r.body.event).sort()).toEqual(["Small 1", "Small 2"]);
+    sink.stop();
   });
 });
 

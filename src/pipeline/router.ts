@@ -418,7 +418,7 @@ export class Router {
         const event = JSON.parse(item.payload);
         if (!dest.transformation) return { sourceId: item.sourceId, userKey: item.userKey, events: [event] };
         const transformed = await this.transforms.run(dest, item.sourceId, event);
-        if (transformed.error) return { kind: "abort" as const, response: "", error: `user transformation failed: ${transformed.error}`, ms: 0 };
+        if (transformed.error) return { kind: transformed.retryable ? ("retry" as const) : ("abort" as const), response: "", error: `user transformation failed: ${transformed.error}`, ms: 0 };
         if (!transformed.output.length) return { kind: "filtered" as const, ms: 0 };
         return { sourceId: item.sourceId, userKey: item.userKey, events: transformed.output.map((o) => o.event) };
       }),
@@ -497,7 +497,8 @@ export class Router {
   ): Promise<{ requests: Array<{ request: DestinationRequest; messageId: string }> } | { outcome: Outcome | { kind: "filtered" } }> {
     const event = JSON.parse(item.payload);
     const transformed = await this.transforms.run(dest, item.sourceId, event);
-    if (transformed.error) return { outcome: { kind: "abort", response: "", error: `user transformation failed: ${transformed.error}`, ms: 0 } };
+    // A busy sandbox (its queue full) is retried later; an error of the code itself aborts.
+    if (transformed.error) return { outcome: { kind: transformed.retryable ? "retry" : "abort", response: "", error: `user transformation failed: ${transformed.error}`, ms: 0 } };
     const requests: Array<{ request: DestinationRequest; messageId: string }> = [];
     for (const out of transformed.output) {
       const dt = destinationTransform(this.stages, dest, out.event);

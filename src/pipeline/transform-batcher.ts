@@ -66,6 +66,11 @@ export class TransformBatcher {
       return;
     }
     const res = await userTransform(this.stages, dest, chunk.map((c) => ({ sourceId: c.sourceId, event: c.event })));
+    if (res.error && res.retryable) {
+      // The sandbox was too busy to take the call: each event alone would only queue more.
+      for (const c of chunk) c.resolve(res);
+      return;
+    }
     if (res.error) {
       // Find the culprit: each event alone, so the others are not failed with it.
       await Promise.all(chunk.map((c) => this.runChunk(dest, [c])));

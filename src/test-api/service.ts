@@ -10,7 +10,7 @@ import type { DestinationRequest } from "../destinations/types";
 import { enrichEvent, stringifyNumericIds } from "../gateway/enrich";
 import { LenientCallSchemas } from "../gateway/schemas";
 import type { ScopedContext } from "../lib/context";
-import { badRequest, notFound } from "../lib/errors";
+import { AppError, badRequest, notFound } from "../lib/errors";
 import { parseWith } from "../lib/schema";
 import { TEST_RESPONSE_KEEP_BYTES, sendRequest } from "../pipeline/send";
 import { type StageContext, destinationTransform, userTransform } from "../pipeline/stages";
@@ -144,6 +144,8 @@ export async function runDestinationTest(
   let items: Array<{ entry: TestEntry; event: Record<string, any> }>;
   if (stages.user_transform) {
     const ut = await userTransform(deps.stages, d, [{ sourceId: input.sourceId, event }]);
+    // A full sandbox queue says nothing about the code: the caller may try again in a moment.
+    if (ut.error && ut.retryable) throw new AppError("UNAVAILABLE", ut.error, undefined, { retryAfterSeconds: 1 });
     if (ut.error) {
       const entry: TestEntry = { user_transformed_payload: { error: ut.error } };
       if (stages.dest_transform) entry.dest_transformed_payload = { error: aborted("user_transform") };

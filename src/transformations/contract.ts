@@ -8,6 +8,8 @@ export interface SandboxLimits {
   memoryBytes: number;
   timeoutMs: number;
   workers: number;
+  /** Largest JSON (UTF-8 bytes) of one output event; a larger one fails the call. Default DEFAULT_OUTPUT_MAX_BYTES. */
+  outputMaxBytes?: number;
 }
 
 export interface EventMetadata {
@@ -30,13 +32,18 @@ export interface TransformationResult {
   /** One entry per output event, with the metadata of the input event it came from (fan-out repeats it). */
   output: Array<{ event: Record<string, unknown>; metadata: EventMetadata }>;
   logs: string[];
-  /** Set when the whole call failed (throw, wrong return type, timeout, OOM): no output then. */
+  /** Set when the whole call failed (throw, wrong return type, timeout, OOM, output over the cap): no output then. */
   error?: string;
+  /** Set with `error` when nothing ran because the pool's queue is full: the same call may succeed later. */
+  retryable?: boolean;
 }
 
 export type TransformationKind = "transformEvent" | "transformBatch";
 
 export const DEFAULT_LIMITS: SandboxLimits = { memoryBytes: 64 * 1024 * 1024, timeoutMs: 1000, workers: 2 };
+
+/** The default of --transform-output-max-kb: far above any real event, far below what would strain the host. */
+export const DEFAULT_OUTPUT_MAX_BYTES = 4 * 1024 * 1024;
 
 /** Compiled contexts kept per worker; each holds a QuickJS runtime, so the bound is on memory, not speed. */
 export const CONTEXT_CACHE_SIZE = 64;
@@ -45,6 +52,8 @@ export const CONTEXT_CACHE_SIZE = 64;
 export const MAX_LOG_LINES = 1000;
 export const MAX_LOG_LINE_CHARS = 10_000;
 export const MAX_LOG_CHARS = 256 * 1024;
+/** An error's message is cut here: customer code chooses what it throws, so it is output too. */
+export const MAX_ERROR_CHARS = 10_000;
 
 /**
  * Everything crosses the thread boundary as flat objects of primitives: Bun's
@@ -60,6 +69,8 @@ export interface RunRequest {
   input: string;
   memoryBytes: number;
   timeoutMs: number;
+  /** Checked inside the sandbox, so output over it is never copied out of QuickJS. */
+  outputMaxBytes: number;
 }
 
 /** Sent to the dedicated validation worker; the answer is written into `buffer` because the caller blocks on it. */

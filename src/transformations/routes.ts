@@ -48,7 +48,10 @@ export function transformationRoutes(ctx: ServiceContext, sandbox: SandboxPool) 
     )
     .post("/v2/transformations/test", ({ body }) => testTransformation(sandbox, body), {
       body: TransformationTest,
-      detail: detail("Run code over events without saving it", "Answers `{output, logs, errors}`."),
+      detail: detail(
+        "Run code over events without saving it",
+        "Answers `{output, logs, errors}`. An output event whose JSON is over --transform-output-max-kb is an error in `errors`. While the sandbox's queue is full the answer is 503 with Retry-After.",
+      ),
     })
     .get("/v2/transformations/:id", ({ scope, params }) => getTransformation(scope, params.id), { params: IdParams, detail: detail("Get a transformation") })
     .get("/v2/transformations/:id/versions", async ({ scope, params }) => ({ versions: await listTransformationVersions(scope, params.id) }), {

@@ -18,6 +18,7 @@ import {
 } from "quickjs-emscripten-core";
 import {
   CONTEXT_CACHE_SIZE,
+  MAX_ERROR_CHARS,
   MAX_LOG_CHARS,
   MAX_LOG_LINE_CHARS,
   MAX_LOG_LINES,
@@ -106,8 +107,12 @@ const ERROR_FORMAT_MS = 100;
  * Runs inside QuickJS before the customer's code. It captures the built-ins it
  * relies on before customer code can replace them, installs log/console, and
  * returns the driver that the host calls with JSON and that answers with JSON.
+ *
+ * The driver measures each output event's JSON against the cap before anything
+ * leaves QuickJS: an over-sized output then costs only the sandbox's own (bounded)
+ * memory, never a copy in the worker, the message to the main thread and its parse.
  */
-const PRELUDE = String.raw`(function (emit, maxLineChars) {
+const PRELUDE = String.raw`(function (emit, maxLineChars, maxErrorChars, utf8Length) {
   "use strict";
   var G = globalThis;
   var stringify = JSON.stringify;
@@ -136,6 +141,10 @@ const PRELUDE = String.raw`(function (emit, maxLineChars) {
     return e;
   }
   function fmtError(e) {
+    var text = describeThrown(e);
+    return text.length > maxErrorChars ? text.slice(0, maxErrorChars) + " ..." : text;
+  }
+  function describeThrown(e) {
     try {
       if (e !== null && typeof e === "object") {
         var name = e.name, message = e.message;
@@ -204,7 +213,28 @@ const PRELUDE = String.raw`(function (emit, maxLineChars) {
     return hasE ? "transformEvent" : "transformBatch";
   }
 
-  function run(inputJson) {
+  function sizeText(bytes) {
+    return bytes >= 1048576 ? (bytes / 1048576).toFixed(1) + " MB" : (bytes / 1024).toFixed(1) + " KB";
+  }
+
+  function run(inputJson, maxBytes) {
+    var limitText = maxBytes % 1024 === 0 ? maxBytes / 1024 + " KB" : maxBytes + " bytes";
+    var pieces = [];
+    function keep(i, ev) {
+      var json = stringify(ev);
+      // A toJSON answering undefined: the host then refuses the output as unreadable.
+      if (typeof json !== "string") json = "null";
+      var size = json.length;
+      // A UTF-16 unit is one to three bytes of UTF-8, so only in between is counting worth it.
+      if (size <= maxBytes && size * 3 > maxBytes) size = utf8Length(json);
+      if (size > maxBytes) {
+        throw contractError("transformation output of " + sizeText(size) + " is over the " + limitText + " limit (--transform-output-max-kb)");
+      }
+      pieces.push("[" + i + "," + json + "]");
+    }
+    function answer() {
+      return "[" + pieces.join(",") + "]";
+    }
     var items = parse(inputJson);
     var n = items.length;
     var events = [];
@@ -226,7 +256,6 @@ const PRELUDE = String.raw`(function (emit, maxLineChars) {
       }
       return fallback;
     }
-    var out = [];
 
     if (fe !== undefined) {
       var collect = function (i, r) {
@@ -234,12 +263,12 @@ const PRELUDE = String.raw`(function (emit, maxLineChars) {
         if (isArray(r)) {
           for (var j = 0; j < r.length; j++) {
             if (!isEvent(r[j])) throw contractError("transformEvent must return an object, an array of objects, null or undefined (got an array containing " + typeName(r[j]) + ")");
-            out.push([i, r[j]]);
+            keep(i, r[j]);
           }
           return;
         }
         if (!isEvent(r)) throw contractError("transformEvent must return an object, an array of objects, null or undefined (got " + typeName(r) + ")");
-        out.push([i, r]);
+        keep(i, r);
       };
       var next = 0;
       // Synchronous unless the customer's function is async; then each event waits for the previous one.
@@ -255,7 +284,7 @@ const PRELUDE = String.raw`(function (emit, maxLineChars) {
           }
           collect(i, r);
         }
-        return stringify(out);
+        return answer();
       };
       return step();
     }
@@ -268,9 +297,9 @@ const PRELUDE = String.raw`(function (emit, maxLineChars) {
       if (!isArray(r)) throw contractError("transformBatch must return an array of objects (got " + typeName(r) + ")");
       for (var j = 0; j < r.length; j++) {
         if (!isEvent(r[j])) throw contractError("transformBatch must return an array of objects (got an array containing " + typeName(r[j]) + ")");
-        out.push([sourceOf(r[j], j < n ? j : 0), r[j]]);
+        keep(sourceOf(r[j], j < n ? j : 0), r[j]);
       }
-      return stringify(out);
+      return answer();
     };
     var result = fb(events, batchMetadata);
     return result instanceof NativePromise ? result.then(finish) : finish(result);
@@ -447,17 +476,22 @@ class Program {
         this.logs.push(text);
       });
       const maxChars = ctx.newNumber(MAX_LOG_LINE_CHARS);
+      const maxErrorChars = ctx.newNumber(MAX_ERROR_CHARS);
+      // Called only for an output event within three times the cap, so the copy it makes is bounded.
+      const utf8Length = ctx.newFunction("utf8Length", (text) => ctx.newNumber(Buffer.byteLength(ctx.getString(text), "utf8")));
       let api: QuickJSHandle;
       try {
         const factory = ctx.unwrapResult(ctx.evalCode(PRELUDE, "sluice:prelude", { type: "global", strict: true }));
         try {
-          api = ctx.unwrapResult(ctx.callFunction(factory, ctx.undefined, emit, maxChars));
+          api = ctx.unwrapResult(ctx.callFunction(factory, ctx.undefined, emit, maxChars, maxErrorChars, utf8Length));
         } finally {
           factory.dispose();
         }
       } finally {
         emit.dispose();
         maxChars.dispose();
+        maxErrorChars.dispose();
+        utf8Length.dispose();
       }
       let describeFn: QuickJSHandle;
       try {
@@ -598,17 +632,19 @@ class Program {
   }
 
   /** Runs one call: `input` is JSON of [{event, metadata}], the answer JSON of [[inputIndex, event]]. */
-  call(input: string, timeoutMs: number): { outcome: CallOutcome; logs: string[] } {
+  call(input: string, timeoutMs: number, outputMaxBytes: number): { outcome: CallOutcome; logs: string[] } {
     const { ctx } = this;
     const runFn = this.runFn!;
     this.arm(timeoutMs);
     try {
       const arg = ctx.newString(input);
+      const maxBytes = ctx.newNumber(outputMaxBytes);
       let result;
       try {
-        result = ctx.callFunction(runFn, ctx.undefined, arg);
+        result = ctx.callFunction(runFn, ctx.undefined, arg, maxBytes);
       } finally {
         arg.dispose();
+        maxBytes.dispose();
       }
       let outcome: CallOutcome;
       if (result.error) {
@@ -699,7 +735,7 @@ class Engine {
         this.programs.set(req.versionId, entry);
         while (this.programs.size > CONTEXT_CACHE_SIZE) this.drop(this.programs.keys().next().value!);
       }
-      const { outcome, logs: callLogs } = entry.program.call(req.input, req.timeoutMs);
+      const { outcome, logs: callLogs } = entry.program.call(req.input, req.timeoutMs, req.outputMaxBytes);
       logs = logs.length ? logs.concat(callLogs) : callLogs;
       if (!outcome.ok && outcome.discard) this.drop(req.versionId);
       if (qjs.getWasmMemory().buffer.byteLength > heapRecycleBytes(req.memoryBytes)) this.resetModule(true);

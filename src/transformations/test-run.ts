@@ -1,5 +1,5 @@
 /** Runs unsaved code over events in the sandbox, for POST /v2/transformations/test. */
-import { badRequest } from "../lib/errors";
+import { AppError, badRequest } from "../lib/errors";
 import { validateTransformationCode, type SandboxPool } from "./sandbox";
 
 export async function testTransformation(sandbox: SandboxPool, input: { code: string; events: Record<string, unknown>[] }) {
@@ -19,5 +19,7 @@ export async function testTransformation(sandbox: SandboxPool, input: { code: st
     transformationVersionId: versionId,
   });
   const res = await sandbox.run({ versionId, code: input.code, events: input.events.map((event) => ({ event, metadata: meta(event) })) });
+  // A full queue is not the code's fault: say so with 503, as for any overloaded service.
+  if (res.retryable) throw new AppError("UNAVAILABLE", res.error ?? "the transformation sandbox is busy", undefined, { retryAfterSeconds: 1 });
   return { output: res.output.map((o) => o.event), logs: res.logs, errors: res.error ? [res.error] : [] };
 }
