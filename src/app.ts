@@ -6,6 +6,8 @@
 import { openapi } from "@elysiajs/openapi";
 import { Elysia, ValidationError } from "elysia";
 import type { Db } from "../db";
+import { guarded } from "./control-plane/api-guard";
+import { AuthThrottle } from "./control-plane/auth-throttle";
 import { ensureOwner } from "./control-plane/bootstrap";
 import { controlPlaneRoutes } from "./control-plane/routes";
 import { DashboardAssets } from "./dashboard/assets";
@@ -50,6 +52,8 @@ import { VERSION } from "./version";
  */
 export function errorMapping(log: Logger, storage?: StorageHealth) {
   return new Elysia({ name: "errors" }).onError({ as: "global" }, ({ code, error, set, request }) => {
+    // Elysia wraps whatever a parse hook throws; the API's body reader refuses with an AppError (413).
+    if (code === "PARSE" && (error as Error).cause instanceof AppError) error = (error as Error).cause as AppError;
     if (isStorageFailure(error) && !(error instanceof AppError)) {
       if (storage?.failed("api", error)) log.error("an API write failed: the database refuses writes", { err: error, path: new URL(request.url).pathname });
       error = storageUnavailable(error, "could not write to the database");
@@ -136,7 +140,18 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     ? await (await import("./cluster/backend")).openClusterBackend(settings, log)
     : await openSqliteBackend(settings, log, metrics, now);
   const { config, controlPlane, stats, regulations, suppression, deliveries, live } = backend;
-  const ctx: ServiceContext = { db: backend.db, log, config, controlPlane, stats, metrics, now, sessionHours: settings.sessionHours };
+  const ctx: ServiceContext = {
+    db: backend.db,
+    log,
+    config,
+    controlPlane,
+    stats,
+    metrics,
+    now,
+    sessionHours: settings.sessionHours,
+    trustProxy: settings.trustProxy,
+    authThrottle: new AuthThrottle(now, log),
+  };
 
   const owner = await ensureOwner(controlPlane, { email: settings.adminEmail, token: settings.adminToken, now: now() });
   if (owner.created) log.info("first start: workspace and owner account created", { workspaceId: owner.workspaceId, email: settings.adminEmail });
@@ -150,6 +165,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     memoryBytes: settings.transformMemoryMb * 1024 * 1024,
     timeoutMs: settings.transformTimeoutMs,
     workers: settings.transformWorkers,
+    outputMaxBytes: settings.transformOutputMaxBytes,
   });
   const stages = { sandbox, baseUrls: settings.destinationBaseUrls, outbound: new Outbound(settings) };
   const outcomes = new OutcomeWriter(deliveries, log, backend.work);
@@ -194,8 +210,10 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   // Marked ready below, as this function returns: after the migrations (the backend), the
   // workspace file and everything that must run before the first event is accepted.
   const readiness = new Readiness();
-  const api = observed(new Elysia({ name: "api" }), ctx)
-    .use(opsRoutes(ctx))
+  const ops = { metricsToken: settings.metricsToken };
+  // Guarded: bodies are bounded, and credentials checked, before any route reads a body.
+  const api = guarded(observed(new Elysia({ name: "api" }), ctx), ctx)
+    .use(opsRoutes(ctx, ops))
     .use(readyRoutes(readiness))
     .use(controlPlaneRoutes(ctx))
     .use(pipelineRoutes(ctx, queues, live))
@@ -226,7 +244,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     },
   });
   const combined = root(true).use(docs()).use(dataPlane).use(api);
-  const dataPlaneOnly = root(true).use(docs()).use(observed(new Elysia({ name: "ops" }), ctx).use(opsRoutes(ctx)).use(readyRoutes(readiness))).use(dataPlane);
+  const dataPlaneOnly = root(true).use(docs()).use(observed(new Elysia({ name: "ops" }), ctx).use(opsRoutes(ctx, ops)).use(readyRoutes(readiness))).use(dataPlane);
   const apiOnly = root(false).use(docs()).use(api);
 
   readiness.markReady();

@@ -1,10 +1,30 @@
 /** Operations endpoints: health, version, metrics. */
+import { timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
 import type { ServiceContext } from "./lib/context";
+import { AppError } from "./lib/errors";
 import { VERSION } from "./version";
 import { type Readiness, readyAnswer } from "./readiness";
 
-export function opsRoutes(ctx: ServiceContext) {
+const sha256 = (s: string) => new Bun.CryptoHasher("sha256").update(s).digest();
+
+/**
+ * With --metrics-token, /metrics answers only `Authorization: Bearer <token>`. Both sides are
+ * hashed first, so the constant-time comparison also hides the token's length.
+ */
+function metricsGate(token: string | undefined): (header: string | null) => void {
+  if (!token) return () => {};
+  const expected = sha256(token);
+  return (header) => {
+    const presented = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "")?.[1];
+    if (!presented || !timingSafeEqual(sha256(presented), expected)) {
+      throw new AppError("UNAUTHORIZED", "/metrics needs 'Authorization: Bearer <metrics token>' (the server was started with --metrics-token)");
+    }
+  };
+}
+
+export function opsRoutes(ctx: ServiceContext, opts: { metricsToken?: string } = {}) {
+  const checkMetricsToken = metricsGate(opts.metricsToken);
   return new Elysia({ name: "ops" })
     .get(
       "/health",
@@ -27,9 +47,20 @@ export function opsRoutes(ctx: ServiceContext) {
       { detail: { tags: ["Operations"], summary: "Health: 200 when the database answers (status `degraded` and the cause in `storage` while writes fail, e.g. a full disk), 503 when it does not answer" } },
     )
     .get("/version", () => ({ version: VERSION }), { detail: { tags: ["Operations"], summary: "Version" } })
-    .get("/metrics", () => new Response(ctx.metrics.render(), { headers: { "content-type": "text/plain; version=0.0.4" } }), {
-      detail: { tags: ["Operations"], summary: "Prometheus metrics: requests by route and status, latencies, events accepted, duplicate, suppressed, rejected" },
-    });
+    .get(
+      "/metrics",
+      ({ request }) => {
+        checkMetricsToken(request.headers.get("authorization"));
+        return new Response(ctx.metrics.render(), { headers: { "content-type": "text/plain; version=0.0.4" } });
+      },
+      {
+        detail: {
+          tags: ["Operations"],
+          summary: "Prometheus metrics: requests by route and status, latencies, events accepted, duplicate, suppressed, rejected",
+          description: "Open unless the server was started with `--metrics-token` (SLUICE_METRICS_TOKEN): then send `Authorization: Bearer <that token>`, else 401.",
+        },
+      },
+    );
 }
 
 /**

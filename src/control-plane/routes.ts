@@ -10,7 +10,8 @@ import { createSource, deleteSource, getSource, listSources, updateSource } from
 import { type Principal, createToken, listTokens, revokeToken } from "./tokens";
 
 const AUTH_NOTE =
-  "Authenticate with `Authorization: Bearer <access token>` or HTTP Basic `<email>:<access token>` (the dashboard's pages use their session cookie, and must send `Origin` on changes); the token's workspace is the scope.";
+  "Authenticate with `Authorization: Bearer <access token>` or HTTP Basic `<email>:<access token>` (the dashboard's pages use their session cookie, and must send `Origin` on changes); the token's workspace is the scope. " +
+  "Credentials are checked before the body is read, and a body over 1 MB is refused with 413. After 10 failed token checks or sign-ins from one address within a minute, further failures answer 429 with `Retry-After` (a right token is still served).";
 
 /** Adds `scope`: the service context of the caller's workspace (401 before anything else). */
 export function withWorkspace(ctx: ServiceContext) {

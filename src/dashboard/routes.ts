@@ -5,6 +5,7 @@
  */
 import { Elysia, t } from "elysia";
 import { authenticateRequest } from "../control-plane/auth";
+import { clientAddress } from "../control-plane/auth-throttle";
 import type { Principal } from "../control-plane/tokens";
 import type { ServiceContext } from "../lib/context";
 import { DashboardAssets, SECURITY_HEADERS } from "./assets";
@@ -37,6 +38,7 @@ const Session = t.Object({ email: t.String(), workspaceId: t.String(), expiresAt
 const NOT_BUILT = `<!doctype html><meta charset="utf-8"><title>Sluice</title><p>The dashboard is not built in this checkout: run <code>npm run build:dashboard</code> (npm start and npm run build do it for you).</p>`;
 
 export function dashboardRoutes(ctx: ServiceContext, assets: DashboardAssets) {
+  const trustProxy = ctx.trustProxy ?? false;
   const detail = (summary: string, description: string) => ({ tags: ["Dashboard"], summary, description });
 
   const page = async ({ request }: { request: Request }) => {
@@ -52,9 +54,10 @@ export function dashboardRoutes(ctx: ServiceContext, assets: DashboardAssets) {
   const app = new Elysia({ name: "dashboard" })
     .post(
       "/v2/session",
-      async ({ request, body, set }) => {
-        const { id, principal, expiresAt } = await signIn(ctx, body);
-        set.headers["set-cookie"] = sessionCookie(request, id, ctx.sessionHours * 3600);
+      // Its Content-Type (JSON only) and Origin were checked before the body was read (control-plane/api-guard.ts).
+      async ({ request, body, set, server }) => {
+        const { id, principal, expiresAt } = await signIn(ctx, body, clientAddress(request, server, trustProxy));
+        set.headers["set-cookie"] = sessionCookie(request, id, ctx.sessionHours * 3600, trustProxy);
         return { email: principal.email, workspaceId: principal.workspaceId, expiresAt: new Date(expiresAt).toISOString() };
       },
       {
@@ -62,26 +65,26 @@ export function dashboardRoutes(ctx: ServiceContext, assets: DashboardAssets) {
         response: { 200: Session },
         detail: detail(
           "Sign in to the dashboard",
-          "Checks the e-mail and access token and answers with an HttpOnly, SameSite=Strict session cookie valid for `--session-hours`. The token is not kept in the browser; a wrong pair answers 401 without saying which part was wrong.",
+          "Checks the e-mail and access token and answers with an HttpOnly, SameSite=Strict session cookie valid for `--session-hours`. The token is not kept in the browser; a wrong pair answers 401 without saying which part was wrong, and after 10 wrong pairs from one address within a minute 429 with Retry-After. The body must be JSON (`Content-Type: application/json`, else 415, so an HTML form on another site cannot sign a browser in), and an `Origin` header, when sent, must be this server (else 403).",
         ),
       },
     )
     .get(
       "/v2/session",
-      async ({ request }) => {
+      async ({ request, server }) => {
         // authenticateRequest looks the session up and checks it; its principal carries the expiry.
-        const p: Principal & { expiresAt?: number } = await authenticateRequest(ctx, request);
+        const p: Principal & { expiresAt?: number } = await authenticateRequest(ctx, request, "bearer-or-basic", clientAddress(request, server, trustProxy));
         return { email: p.email, workspaceId: p.workspaceId, expiresAt: new Date(p.expiresAt ?? ctx.now()).toISOString() };
       },
       { response: { 200: Session }, detail: detail("Who is signed in", "The session's account and when it expires; 401 when there is no session.") },
     )
     .delete(
       "/v2/session",
-      async ({ request, set }) => {
+      async ({ request, set, server }) => {
         const id = sessionIdFrom(request.headers.get("cookie"));
-        if (id) await authenticateRequest(ctx, request);
+        if (id) await authenticateRequest(ctx, request, "bearer-or-basic", clientAddress(request, server, trustProxy));
         await signOut(ctx, id);
-        set.headers["set-cookie"] = sessionCookie(request, "", 0);
+        set.headers["set-cookie"] = sessionCookie(request, "", 0, trustProxy);
         set.status = 204;
       },
       { detail: detail("Sign out", "Ends the session on the server and clears the cookie.") },

@@ -4,6 +4,7 @@
  * access token typed at sign-in is checked once and never stored in the browser.
  */
 import { timingSafeEqual } from "node:crypto";
+import type { AuthThrottle } from "../control-plane/auth-throttle";
 import { type Principal, touchToken, verifyToken } from "../control-plane/tokens";
 import type { ControlPlaneStore } from "../control-plane/store";
 import { AppError } from "../lib/errors";
@@ -17,12 +18,17 @@ export interface SessionDeps {
   controlPlane: ControlPlaneStore;
   now: () => number;
   sessionHours: number;
+  /** Counts failed sign-ins per client address (absent: not counted). */
+  authThrottle?: AuthThrottle;
 }
 
-/** Opens a session for a matching e-mail and token; the same message for either being wrong. */
-export async function signIn(deps: SessionDeps, input: { email: string; token: string }): Promise<{ id: string; principal: Principal; expiresAt: number }> {
+/**
+ * Opens a session for a matching e-mail and token; the same message for either being wrong. A
+ * wrong pair counts against `client` (its address) in the failure throttle.
+ */
+export async function signIn(deps: SessionDeps, input: { email: string; token: string }, client?: string): Promise<{ id: string; principal: Principal; expiresAt: number }> {
   const principal = await verifyToken(deps.controlPlane, input.token.trim(), input.email.trim());
-  if (!principal) throw new AppError("UNAUTHORIZED", "wrong e-mail or access token");
+  if (!principal) throw deps.authThrottle?.failure(client, "wrong e-mail or access token") ?? new AppError("UNAUTHORIZED", "wrong e-mail or access token");
   const now = deps.now();
   const id = randomSecret(32);
   const expiresAt = now + deps.sessionHours * 3_600_000;
@@ -66,8 +72,11 @@ export function sessionIdFrom(cookieHeader: string | null): string {
   return "";
 }
 
-/** Set-Cookie for a session (`Secure` when the browser came over HTTPS, directly or through a proxy). */
-export function sessionCookie(request: Request, id: string, maxAgeSeconds: number): string {
-  const secure = new URL(request.url).protocol === "https:" || request.headers.get("x-forwarded-proto") === "https";
+/**
+ * Set-Cookie for a session: `Secure` when the browser came over HTTPS, directly or, with
+ * --trust-proxy, through a proxy that says so in X-Forwarded-Proto (anyone can send that header).
+ */
+export function sessionCookie(request: Request, id: string, maxAgeSeconds: number, trustProxy = false): string {
+  const secure = new URL(request.url).protocol === "https:" || (trustProxy && request.headers.get("x-forwarded-proto") === "https");
   return `${SESSION_COOKIE}=${id}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${Math.max(0, Math.floor(maxAgeSeconds))}${secure ? "; Secure" : ""}`;
 }

@@ -5,6 +5,7 @@
  */
 import { gunzipSync } from "node:zlib";
 import { badRequest } from "../lib/errors";
+import { readUpTo } from "../lib/read-up-to";
 
 export class BodyError extends Error {}
 
@@ -18,21 +19,9 @@ async function readLimited(request: Request, readLimit: number, limit: number): 
     if (n > readLimit) throw tooLarge(limit);
     return new Uint8Array(await request.arrayBuffer());
   }
-  if (!request.body) return new Uint8Array(0);
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > readLimit) {
-      reader.cancel().catch(() => {});
-      throw tooLarge(limit);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks);
+  const { bytes, over } = await readUpTo(request.body, readLimit);
+  if (over) throw tooLarge(limit);
+  return bytes;
 }
 
 /**

@@ -25,10 +25,13 @@ export type IntakeHandler = (request: Request, server: PeerAddress) => Promise<R
 /** What Bun sends for a string body without headers, so both kinds of answer look alike. */
 const TEXT = "text/plain;charset=utf-8";
 
-/** Browsers send credentials with the RudderStack SDK, so the origin is echoed, never "*". */
+/**
+ * Any site may send event calls, and the origin is echoed. Never with credentials: the write key
+ * is the authentication, the SDK's XHRs and beacons send no cookies that matter here, and a
+ * credentialed answer would let any page read what the server answers in its visitor's name.
+ */
 function corsHeaders(origin: string, into: Record<string, string | number>) {
   into["access-control-allow-origin"] = origin;
-  into["access-control-allow-credentials"] = "true";
   into.vary = "Origin";
 }
 
@@ -173,19 +176,11 @@ export function gatewayRoutes(deps: IntakeDeps, handlers: Record<string, IntakeH
         tags: ["Event calls"],
       },
     })
-    .options(
-      "/*",
-      ({ request, set }) => {
-        // CORS preflight for any origin: browsers ask before sending Authorization and JSON.
-        allowOrigin(request, set as Set);
-        set.headers["access-control-allow-methods"] = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
-        set.headers["access-control-allow-headers"] = request.headers.get("access-control-request-headers") ?? "authorization, content-type, anonymousid";
-        set.headers["access-control-max-age"] = "86400";
-        set.status = 204;
-        return "";
-      },
-      { detail: { hide: true } },
-    )
+    // CORS preflights for the paths a web page calls; any other OPTIONS is a 404 without CORS
+    // headers, so no page of another origin is ever invited to call the APIs.
+    .options("/v1/*", preflight, { detail: { hide: true } })
+    .options("/beacon/*", preflight, { detail: { hide: true } })
+    .options("/sourceConfig", preflight, { detail: { hide: true } })
     .get(
       "/sourceConfig",
       ({ request, query, set }) => {
@@ -212,6 +207,16 @@ export function gatewayRoutes(deps: IntakeDeps, handlers: Record<string, IntakeH
         },
       },
     );
+}
+
+/** Browsers ask before sending Authorization and JSON to another origin. */
+function preflight({ request, set }: { [k: string]: any }) {
+  allowOrigin(request, set);
+  set.headers["access-control-allow-methods"] = "GET, POST, OPTIONS";
+  set.headers["access-control-allow-headers"] = request.headers.get("access-control-request-headers") ?? "authorization, content-type, anonymousid";
+  set.headers["access-control-max-age"] = "86400";
+  set.status = 204;
+  return "";
 }
 
 function missingWriteKey(): never {

@@ -1,5 +1,6 @@
 import type { Db } from "../../db";
 import type { ConfigStore } from "../control-plane/config-store";
+import type { AuthThrottle } from "../control-plane/auth-throttle";
 import type { ControlPlaneStore } from "../control-plane/store";
 import type { StatsStore } from "../pipeline/stats-store";
 import type { Logger } from "./logger";
@@ -19,6 +20,10 @@ export interface ServiceContext {
   now: () => number;
   /** How long a dashboard sign-in lasts (settings). */
   sessionHours: number;
+  /** Believe X-Forwarded-Host/-Proto/-For (--trust-proxy); absent means no. */
+  trustProxy?: boolean;
+  /** Counts failed sign-ins and token checks per client address; absent (tools, tests) counts nothing. */
+  authThrottle?: AuthThrottle;
 }
 
 /** A service context scoped to the workspace of the caller's token. */

@@ -9,6 +9,8 @@ export type ErrorCode =
   | "NOT_FOUND"
   | "CONFLICT"
   | "PAYLOAD_TOO_LARGE"
+  | "UNSUPPORTED_MEDIA_TYPE"
+  | "TOO_MANY_REQUESTS"
   | "UNAVAILABLE"
   | "INTERNAL";
 
@@ -21,6 +23,8 @@ const STATUS: Record<ErrorCode, number> = {
   // The spec answers oversized event calls with 400, so the gateway maps this code to 400;
   // elsewhere it is 413.
   PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  TOO_MANY_REQUESTS: 429,
   UNAVAILABLE: 503,
   INTERNAL: 500,
 };

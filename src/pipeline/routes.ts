@@ -5,6 +5,7 @@ import { IdParams } from "../control-plane/schemas";
 import { withWorkspace } from "../control-plane/routes";
 import { findSourceRow } from "../control-plane/sources";
 import type { ServiceContext } from "../lib/context";
+import { AppError } from "../lib/errors";
 import { destinationStats, listDeliveries, replayAborted } from "./delivery-service";
 import type { LiveEvents } from "./live-events";
 import type { Router } from "./router";
@@ -62,17 +63,13 @@ const LIVE_RETRY_AFTER_SECONDS = 10;
  * when the stream ends or the client goes away, whichever comes first (the stream's `finally`
  * runs only if the stream was ever read).
  */
-function admitStream(live: LiveEvents, tokenId: string, signal: AbortSignal, set: { status?: number | string; headers: Record<string, string | number> }) {
+function admitStream(live: LiveEvents, tokenId: string, signal: AbortSignal): () => void {
   const slot = live.admit(tokenId);
-  if ("refused" in slot) {
-    set.status = 429;
-    set.headers["retry-after"] = String(LIVE_RETRY_AFTER_SECONDS);
-    return { refused: { message: slot.refused } };
-  }
+  if ("refused" in slot) throw new AppError("TOO_MANY_REQUESTS", slot.refused, undefined, { retryAfterSeconds: LIVE_RETRY_AFTER_SECONDS });
   // A client gone before this point fires no abort event any more.
   if (signal.aborted) slot.release();
   else signal.addEventListener("abort", slot.release, { once: true });
-  return { release: slot.release };
+  return slot.release;
 }
 
 /** Turns a pub/sub topic into an async stream that ends when the client goes away. */
@@ -127,21 +124,19 @@ export function pipelineRoutes(ctx: ServiceContext, router: Pick<Router, "reload
     })
     .get(
       "/v2/sources/:id/live-events",
-      async ({ scope, principal, params, request, set }) => {
+      async ({ scope, principal, params, request }) => {
         await findSourceRow(scope, params.id);
-        const slot = admitStream(live, principal.tokenId, request.signal, set);
-        if (slot.refused) return slot.refused;
-        return subscribe(live, `source:${params.id}`, request.signal, "event", slot.release);
+        const release = admitStream(live, principal.tokenId, request.signal);
+        return subscribe(live, `source:${params.id}`, request.signal, "event", release);
       },
       { params: IdParams, detail: detail("Live events", "Server-Sent Events: each event accepted from this source (suppressed events never appear)", LIVE_LIMITS_NOTE) },
     )
     .get(
       "/v2/destinations/:id/live-events",
-      async ({ scope, principal, params, request, set }) => {
+      async ({ scope, principal, params, request }) => {
         await findDestinationRow(scope, params.id);
-        const slot = admitStream(live, principal.tokenId, request.signal, set);
-        if (slot.refused) return slot.refused;
-        return subscribe(live, `destination:${params.id}`, request.signal, "attempt", slot.release);
+        const release = admitStream(live, principal.tokenId, request.signal);
+        return subscribe(live, `destination:${params.id}`, request.signal, "attempt", release);
       },
       { params: IdParams, detail: detail("Live events", "Server-Sent Events: each delivery attempt to this destination, with its status and response", LIVE_LIMITS_NOTE) },
     );

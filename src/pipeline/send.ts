@@ -3,6 +3,7 @@
  * values, not exceptions: delivered, retry (with an optional server-given delay) or abort.
  */
 import type { DestinationRequest } from "../destinations/types";
+import { readUpTo } from "../lib/read-up-to";
 import type { Outbound } from "./outbound";
 
 export type Outcome =
@@ -130,18 +131,8 @@ async function readBounded(res: Response, max: number): Promise<string> {
   const declared = res.headers.get("content-length");
   try {
     if (declared !== null && /^\d+$/.test(declared) && Number(declared) <= max) return await res.text();
-    if (!res.body) return "";
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    const reader = res.body.getReader();
-    while (size < max) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      size += value.byteLength;
-    }
-    if (size >= max) await reader.cancel().catch(() => {});
-    return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, max));
+    const { bytes } = await readUpTo(res.body, max);
+    return new TextDecoder().decode(bytes.subarray(0, max));
   } catch {
     return "";
   }

@@ -15,7 +15,7 @@ const STAGES =
   "`destination_response` and `destination_response_status` (the requests are really sent; each answer as parsed JSON or text, and its HTTP status). " +
   "`send_to_destination` alone still sends the destination-format request. A failing transformation aborts the later stages with `{\"error\":\"aborted: user_transform stage failed\"}`. " +
   "Nothing is stored, queued, shown in live events or counted in stats. " +
-  "Authenticate with HTTP Basic `<account e-mail>:<personal access token>`.";
+  "Authenticate with HTTP Basic `<account e-mail>:<personal access token>`; credentials are checked before the body is read, and a body over 4 MB is refused with 413.";
 
 const ERRORS =
   "Statuses: 200 with the result; 400 when the request cannot be tested: `{\"message\":\"message type missing or invalid\"}`, `{\"message\":\"message type is unsupported\"}`, another invalid field (`{message}` naming it)";

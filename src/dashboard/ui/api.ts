@@ -60,8 +60,3 @@ export function errorMessage(e: unknown): string {
 
 /** A 404 from the API: the record asked for does not exist (any more). */
 export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.status === 404;
-
-/** A path inside the dashboard to return to after signing in; anything else goes home. */
-export function safeNext(raw: string | null): string {
-  return raw && raw.startsWith("/") && !raw.startsWith("//") && !raw.startsWith("/\\") ? raw : "/";
-}

@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
-import { ApiError, api, safeNext } from "../api";
+import { ApiError, api } from "../api";
+import { safeNext } from "../next-path";
 
 export function Login() {
   const [email, setEmail] = useState("");
@@ -14,7 +15,7 @@ export function Login() {
     try {
       await api("POST", "/v2/session", { email, token });
       // A full load: the pages' data is fetched afresh with the new session.
-      location.assign(safeNext(new URLSearchParams(location.search).get("next")));
+      location.assign(safeNext(new URLSearchParams(location.search).get("next"), location.origin));
     } catch (err) {
       setError(err instanceof ApiError && err.status === 401 ? "Wrong e-mail or access token." : err instanceof Error ? err.message : String(err));
       setBusy(false);

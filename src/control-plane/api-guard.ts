@@ -1,0 +1,105 @@
+/**
+ * What the API decides before it reads a request's body. Elysia reads and parses a body before
+ * every route hook but the parse hook, so without this an unauthenticated client could make the
+ * server buffer any body it liked (six 120 MB sign-ins took 2 GB). The API's parse hook refuses, from
+ * the headers alone, a Content-Length over the route's limit (413) and wrong credentials (401)
+ * and, for the sign-in, a body that is not JSON (415) or a page of another origin (403); then it
+ * reads the body itself, at most up to the limit, whatever the length declared or not.
+ *
+ * Route hooks, not an onRequest hook: the refusals are answered, logged and counted under their
+ * route like any other, and nothing runs for the event calls (/v1, /beacon), which bound their
+ * own bodies (gateway/read-body.ts) on the data plane.
+ */
+import type { Elysia } from "elysia";
+import { AppError } from "../lib/errors";
+import { readUpTo } from "../lib/read-up-to";
+import type { ServiceContext } from "../lib/context";
+import { assertSameOrigin, authenticateRequest } from "./auth";
+import { clientAddress } from "./auth-throttle";
+
+const MB = 1024 * 1024;
+/** Every API body is a small JSON document; the Test API's carry a message and a destination config. */
+export const API_BODY_LIMIT = 1 * MB;
+export const TEST_BODY_LIMIT = 4 * MB;
+
+/** The one route that takes a body without credentials. */
+export const SIGN_IN_PATH = "/v2/session";
+
+/** The Test API and the transformation test run carry whole events and configs: 4 MB; the rest 1 MB. */
+export function bodyLimitFor(route: string): number {
+  return route.startsWith("/v0/test") || route === "/v2/transformations/test" ? TEST_BODY_LIMIT : API_BODY_LIMIT;
+}
+
+const tooLarge = (limit: number) => new AppError("PAYLOAD_TOO_LARGE", `request body is larger than the ${limit / MB} MB this route accepts`);
+
+/** Every /v2 and /v0 route needs credentials, except the sign-in itself. */
+function needsCredentials(route: string): boolean {
+  return (route.startsWith("/v2/") || route.startsWith("/v0/")) && route !== SIGN_IN_PATH;
+}
+
+/** Reads at most `limit` bytes; a body that goes on is cancelled and refused. */
+export async function readCapped(request: Request, limit: number): Promise<Uint8Array> {
+  const { bytes, over } = await readUpTo(request.body, limit);
+  if (over) throw tooLarge(limit);
+  return bytes;
+}
+
+/**
+ * Decodes a body by its Content-Type as Elysia's own parser does, near enough: every API route
+ * takes JSON, the other types only have to fail validation the same way.
+ */
+async function decodeBody(bytes: Uint8Array, contentType: string, fullContentType: string): Promise<unknown> {
+  const text = () => new TextDecoder().decode(bytes);
+  switch (contentType) {
+    case "application/json":
+      // A SyntaxError here reaches the error mapping as Elysia's PARSE error: 400, not valid JSON.
+      return JSON.parse(text());
+    case "application/x-www-form-urlencoded":
+      return Object.fromEntries(new URLSearchParams(text()));
+    case "application/octet-stream":
+      return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+    case "multipart/form-data": {
+      const form = await new Response(bytes, { headers: { "content-type": fullContentType } }).formData();
+      const body: Record<string, unknown> = {};
+      for (const key of new Set(form.keys())) {
+        const values = form.getAll(key);
+        body[key] = values.length === 1 ? values[0] : values;
+      }
+      return body;
+    }
+    default:
+      return contentType.startsWith("text/") ? text() : undefined;
+  }
+}
+
+type Peer = { requestIP(r: Request): { address: string } | null } | null;
+
+/**
+ * Installs the guard on the API app, before its routes: a parse hook (routes that read a body)
+ * and a transform hook (the rest, so every failed credential is counted against its address).
+ * Either authenticates once; the routes' own authentication finds the answer (control-plane/auth.ts).
+ */
+export function guarded<T extends Elysia<any, any, any, any, any, any, any>>(app: T, ctx: ServiceContext): T {
+  const trustProxy = ctx.trustProxy ?? false;
+  const authenticateFirst = async (request: Request, route: string, server: Peer) => {
+    if (needsCredentials(route)) await authenticateRequest(ctx, request, route.startsWith("/v0/") ? "basic" : "bearer-or-basic", clientAddress(request, server, trustProxy));
+  };
+  return app
+    .onParse(async ({ request, route, server }, contentType) => {
+      const limit = bodyLimitFor(route);
+      const declared = request.headers.get("content-length");
+      if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
+      await authenticateFirst(request, route, server);
+      if (route === SIGN_IN_PATH && request.method === "POST") {
+        // An HTML form on another site can post form fields (and sign the browser in to the
+        // attacker's account: login CSRF), never JSON; a page of another origin says so in Origin.
+        if (contentType.toLowerCase() !== "application/json") throw new AppError("UNSUPPORTED_MEDIA_TYPE", "sign-in takes a JSON body: send Content-Type: application/json");
+        assertSameOrigin(request, { trustProxy, originRequired: false });
+      }
+      const bytes = await readCapped(request, limit);
+      return decodeBody(bytes, contentType.toLowerCase(), request.headers.get("content-type") ?? "");
+    })
+    .onTransform(async ({ request, route, server }) => {
+      await authenticateFirst(request, route, server);
+    }) as T;
+}
