@@ -4,16 +4,20 @@
  * In the same run the sink's own capacity is measured with wrk, so the delivery rate
  * is also a ratio. Writes the figures into BENCHMARKS.md.
  *
- *   npm run bench:delivery [-- --events 50000 --seconds 10 --build]
+ *   npm run bench:delivery [-- --events 50000 --seconds 10 --build] [--binary PATH --no-record]
+ *
+ * `--binary` runs another build (an A/B: run each binary in turns, with --no-record).
  */
-import { join } from "node:path";
-import { adminApi, basicAuth, ensureBinary, fmt, numberArg, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
+import { join, resolve } from "node:path";
+import { BINARY, adminApi, basicAuth, ensureBinary, fmt, numberArg, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
 
 const total = numberArg("--events", 50_000);
 const seconds = numberArg("--seconds", 10);
 
+const binaryAt = process.argv.indexOf("--binary");
+const binary = binaryAt > 0 ? resolve(process.argv[binaryAt + 1]!) : BINARY;
 requireWrk();
-await ensureBinary();
+if (binary === BINARY) await ensureBinary();
 
 const sink = await startProcess([process.execPath, join(import.meta.dir, "bare-server.ts"), "--port", "0", "--sink"]);
 const sinkStats = async () => (await (await fetch(`${sink.url}/__stats`)).json()) as { count: number; p50: number; p99: number };
@@ -34,7 +38,7 @@ const variants: Array<{ destinations: number; transformation?: string }> = [
   { destinations: 10 },
 ];
 for (const { destinations, transformation } of variants) {
-  const s = await startSluice(["--destination-concurrency", "16"]);
+  const s = await startSluice(["--destination-concurrency", "16"], {}, undefined, binary);
   const src = await adminApi(s.url, "POST", "/v2/sources", { name: "bench" });
   const destIds: string[] = [];
   for (let d = 0; d < destinations; d++) {
