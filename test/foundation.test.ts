@@ -45,6 +45,24 @@ describe("settings", () => {
       MP: "http://127.0.0.1:8",
     });
     expect(() => parseSettings(["--destination-base-url", "AM"], {})).toThrow(/KIND=URL/);
+    expect(() => parseSettings(["--destination-base-url", "AM=file:///etc/passwd"], {})).toThrow(/--destination-base-url: the URL of AM must be http or https/);
+  });
+
+  test("the security settings: host lists, --trust-proxy as a bare flag, the output cap, a 24-character admin token", () => {
+    const s = parseSettings(["--allow-destination-hosts", "127.0.0.0/8, ::1,*.corp.example", "--trust-proxy"], { SLUICE_DENY_DESTINATION_HOSTS: "10.0.0.0/8" });
+    expect(s.allowDestinationHosts).toEqual(["127.0.0.0/8", "::1", "*.corp.example"]);
+    expect(s.denyDestinationHosts).toEqual(["10.0.0.0/8"]);
+    expect(s.trustProxy).toBe(true);
+    expect(parseSettings([], {}).trustProxy).toBe(false);
+    expect(parseSettings([], { SLUICE_TRUST_PROXY: "yes" }).trustProxy).toBe(true);
+    expect(() => parseSettings([], { SLUICE_TRUST_PROXY: "maybe" })).toThrow(/SLUICE_TRUST_PROXY must be true or false/);
+    expect(() => parseSettings([], { SLUICE_ALLOW_DESTINATION_HOSTS: "10.0.0.0/40" })).toThrow(/SLUICE_ALLOW_DESTINATION_HOSTS: '10.0.0.0\/40'/);
+    expect(() => parseSettings(["--deny-destination-hosts", "not a host"], {})).toThrow(/--deny-destination-hosts: 'not a host'/);
+    expect(parseSettings([], {}).transformOutputMaxBytes).toBe(4096 * 1024);
+    expect(parseSettings(["--transform-output-max-kb", "16"], {}).transformOutputMaxBytes).toBe(16 * 1024);
+    expect(() => parseSettings([], { SLUICE_ADMIN_TOKEN: "x".repeat(23) })).toThrow(/SLUICE_ADMIN_TOKEN must be at least 24 characters/);
+    expect(parseSettings([], { SLUICE_ADMIN_TOKEN: "x".repeat(24) }).adminToken).toBe("x".repeat(24));
+    expect(() => parseSettings(["--metrics-token", "short"], {})).toThrow(/--metrics-token must be at least 16 characters/);
   });
 
   test("README documents every setting", async () => {

@@ -38,6 +38,13 @@ export interface DestinationRuntime {
   config: Record<string, unknown>;
   definition: DestinationDefinition | undefined;
   transformation?: { id: string; versionId: string; code: string };
+  /**
+   * What a RudderStack workspace file said of this destination's definition (its
+   * `destinationDefinition`): its name, display name and config (supportedMessageTypes,
+   * supportedConnectionModes, hybridModeCloudEventsFilter, ...). rudder-server routes by these;
+   * absent for destinations made through Sluice's API, which route by the built-in definition.
+   */
+  rudderDefinition?: { name: string; displayName?: string; config?: Record<string, unknown> };
 }
 
 export interface RoutingSnapshot {
