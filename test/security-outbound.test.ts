@@ -140,7 +140,8 @@ describe("the sender", () => {
   test("DNS rebinding: the request goes to the address that was checked, and a name that later resolves to loopback is refused", async () => {
     // 127.0.0.2 stands in for a public address: it is allowed, the rest of loopback is not.
     const answers = [["127.0.0.2"], ["127.0.0.1"], ["127.0.0.2", "127.0.0.1"]];
-    const outbound = new Outbound({ allowDestinationHosts: ["127.0.0.2"], denyDestinationHosts: [] }, async () => answers.shift() ?? []);
+    // Without the decision cache every request resolves again, as after the cache's 30 s.
+    const outbound = new Outbound({ allowDestinationHosts: ["127.0.0.2"], denyDestinationHosts: [] }, { resolve: async () => answers.shift() ?? [], cacheMs: 0 });
     const seen: Array<{ host: string | null }> = [];
     const server = Bun.serve({ port: 0, hostname: "127.0.0.2", fetch: (r) => (seen.push({ host: r.headers.get("host") }), new Response("public")) });
     try {
@@ -158,6 +159,30 @@ describe("the sender", () => {
       expect(seen).toHaveLength(1);
     } finally {
       server.stop(true);
+    }
+  });
+
+  test("with the decision cache, a name that rebinds to loopback still reaches only the address first checked", async () => {
+    const answers = [["127.0.0.2"], ["127.0.0.1"]];
+    let lookups = 0;
+    const outbound = new Outbound({ allowDestinationHosts: ["127.0.0.2"], denyDestinationHosts: [] }, { resolve: async () => (lookups++, answers.shift() ?? []) });
+    const loopback = startSink(() => new Response("internal"));
+    const server = Bun.serve({ port: 0, hostname: "127.0.0.2", fetch: () => new Response("public") });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const out = await sendRequest(jsonRequest("POST", `http://rebind.test:${server.port}/hook?n=${i}`, {}, {}), { outbound, timeoutMs: 2000 });
+        expect(out).toMatchObject({ kind: "delivered", response: "public" });
+      }
+      expect(lookups).toBe(1);
+      expect(loopback.received).toHaveLength(0);
+      // A refusal is remembered too, and the path of each request is kept as written.
+      const refused = await sendRequest(jsonRequest("POST", "http://127.0.0.1:9/a%2Fb", {}, {}), { outbound, timeoutMs: 2000 });
+      const again = await sendRequest(jsonRequest("POST", "http://127.0.0.1:9/c", {}, {}), { outbound, timeoutMs: 2000 });
+      expect(refused.kind).toBe("abort");
+      expect("error" in again && again.error).toContain("127.0.0.1 is a loopback address");
+    } finally {
+      server.stop(true);
+      loopback.stop();
     }
   });
 

@@ -6,6 +6,7 @@
  * name), so a DNS answer that changes between the check and the connection (rebinding) cannot
  * take it anywhere else.
  */
+import { LRUCache } from "lru-cache";
 import { AddressPolicy, type AddressPolicySettings, parseIp } from "../lib/address-policy";
 
 export type Target =
@@ -16,17 +17,45 @@ export type Target =
 
 export type Resolve = (host: string) => Promise<string[]>;
 
+/** The checked form of one scheme and authority: where its requests go, or why they may not. */
+type Checked = { ok: true; origin?: string; host?: string; serverName?: string } | { ok: false; error: string; retry: false };
+
 /** Bun's resolver, whose answers fetch shares through Bun's DNS cache, so a check costs no extra round trip. */
 const systemResolve: Resolve = async (host) => (await Bun.dns.lookup(host)).map((a) => a.address);
 
 export class Outbound {
   private readonly policy: AddressPolicy;
+  private readonly resolve: Resolve;
+  /**
+   * Each scheme and authority's decision, kept as long as Bun keeps a DNS answer: a delivery
+   * then costs one map lookup instead of a URL parse and the range checks (about 8% of delivery
+   * throughput to a local sink). Safe against rebinding, since requests go to the checked address.
+   */
+  private readonly checked: LRUCache<string, Checked> | undefined;
 
-  constructor(settings: AddressPolicySettings, private readonly resolve: Resolve = systemResolve) {
+  constructor(settings: AddressPolicySettings, opts: { resolve?: Resolve; cacheMs?: number } = {}) {
     this.policy = new AddressPolicy(settings);
+    this.resolve = opts.resolve ?? systemResolve;
+    const ttl = opts.cacheMs ?? 30_000;
+    this.checked = ttl > 0 ? new LRUCache({ max: 1024, ttl }) : undefined;
   }
 
   async target(url: string): Promise<Target> {
+    const authority = AUTHORITY.exec(url)?.[0];
+    // A backslash after the authority is read as a slash by URL parsing: left to the slow path.
+    if (!authority || !this.checked || url.charCodeAt(authority.length) === 92) return this.check(url);
+    let decision = this.checked.get(authority);
+    if (!decision) {
+      const t = await this.check(url);
+      if (!t.ok && t.retry) return t;
+      decision = t.ok ? { ok: true, origin: t.url === url ? undefined : originOf(t.url), host: t.host, serverName: t.serverName } : { ok: false, error: t.error, retry: false };
+      this.checked.set(authority, decision);
+    }
+    if (!decision.ok) return decision;
+    return { ok: true, url: decision.origin ? decision.origin + url.slice(authority.length) : url, host: decision.host, serverName: decision.serverName };
+  }
+
+  private async check(url: string): Promise<Target> {
     let u: URL;
     try {
       u = new URL(url);
@@ -63,6 +92,8 @@ export class Outbound {
 }
 
 const AUTHORITY = /^[a-z][a-z0-9+.-]*:\/\/[^/?#\\]*/i;
+
+const originOf = (url: string) => AUTHORITY.exec(url)![0];
 
 /**
  * `url` with its host replaced by `address`. The path and query are kept as written, not

@@ -219,21 +219,26 @@ const PRELUDE = String.raw`(function (emit, maxLineChars, maxErrorChars, utf8Len
 
   function run(inputJson, maxBytes) {
     var limitText = maxBytes % 1024 === 0 ? maxBytes / 1024 + " KB" : maxBytes + " bytes";
-    var pieces = [];
+    var out = [];
     function keep(i, ev) {
+      out.push([i, ev]);
+    }
+    function measure(ev) {
       var json = stringify(ev);
-      // A toJSON answering undefined: the host then refuses the output as unreadable.
-      if (typeof json !== "string") json = "null";
-      var size = json.length;
+      var size = typeof json === "string" ? json.length : 4;
       // A UTF-16 unit is one to three bytes of UTF-8, so only in between is counting worth it.
       if (size <= maxBytes && size * 3 > maxBytes) size = utf8Length(json);
       if (size > maxBytes) {
         throw contractError("transformation output of " + sizeText(size) + " is over the " + limitText + " limit (--transform-output-max-kb)");
       }
-      pieces.push("[" + i + "," + json + "]");
     }
+    // One stringify of the whole answer, as before the cap: when it is within a third of the
+    // cap no event in it can be over (at most 3 bytes of UTF-8 per unit), so only an answer
+    // that large has each of its events measured, before anything leaves QuickJS.
     function answer() {
-      return "[" + pieces.join(",") + "]";
+      var json = stringify(out);
+      if (json.length * 3 > maxBytes) for (var k = 0; k < out.length; k++) measure(out[k][1]);
+      return json;
     }
     var items = parse(inputJson);
     var n = items.length;
