@@ -467,6 +467,39 @@ describe("compilation cache", () => {
   });
 });
 
+describe("libraries", () => {
+  const strings = "export function shout(s) { return s.toUpperCase() + '!'; }";
+  const uses = `import { shout } from "strings";\nexport function transformEvent(e) { return { ...e, event: shout(e.event) }; }`;
+
+  test("code imports a library by its import name; a library may import another", async () => {
+    const libraries = { strings, "shout-twice": `import { shout } from "strings";\nexport const twice = (s) => shout(shout(s));` };
+    const code = `import * as lib from "shout-twice";\nexport function transformEvent(e) { return { ...e, event: lib.twice(e.event) }; }`;
+    const [out] = ok(await pool.run({ versionId: `v-${++versions}`, code, libraries, events: events(1) }));
+    expect(out!.event.event).toBe("EVENT 0!!");
+  });
+
+  test("an import of a library the version does not have fails naming it; nothing else can be imported", async () => {
+    const missing = await pool.run({ versionId: `v-${++versions}`, code: uses, events: events(1) });
+    expect(missing.error).toContain("no library named 'strings': this transformation has no libraries");
+    const other = await pool.run({ versionId: `v-${++versions}`, code: `import fs from "fs";\nexport function transformEvent(e) { return e; }`, libraries: { strings }, events: events(1) });
+    expect(other.error).toContain("no library named 'fs' (this version has strings)");
+  });
+
+  test("a version runs the library code it was given, even when the same versionId comes with other code", async () => {
+    const versionId = `v-${++versions}`;
+    const first = ok(await pool.run({ versionId, code: uses, libraries: { strings }, events: events(1) }));
+    expect(first[0]!.event.event).toBe("EVENT 0!");
+    const quieter = "export function shout(s) { return s.toLowerCase(); }";
+    const second = ok(await pool.run({ versionId, code: uses, libraries: { strings: quieter }, events: events(1) }));
+    expect(second[0]!.event.event).toBe("event 0");
+  });
+
+  test("validation loads the libraries too", async () => {
+    expect(await validateTransformationCode(uses, {}, { strings })).toBe("transformEvent");
+    await expect(validateTransformationCode(uses)).rejects.toThrow("no library named 'strings'");
+  });
+});
+
 describe("validateTransformationCode", () => {
   test("accepts exactly one of the two functions and says which", async () => {
     expect(await validateTransformationCode(`function transformEvent(event, metadata) { return event; }`)).toBe("transformEvent");

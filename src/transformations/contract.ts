@@ -25,6 +25,11 @@ export interface EventMetadata {
 export interface TransformationInput {
   versionId: string;
   code: string;
+  /**
+   * Libraries the code may import, by import name (`import { f } from "name"`). They are part
+   * of the version: a transformation version pins the library code it was saved with.
+   */
+  libraries?: Record<string, string>;
   events: Array<{ event: Record<string, unknown>; metadata: EventMetadata }>;
 }
 
@@ -65,6 +70,8 @@ export interface RunRequest {
   id: number;
   versionId: string;
   code: string;
+  /** JSON of TransformationInput["libraries"], "" for none: a flat string keeps postMessage's fast path. */
+  libraries: string;
   /** JSON of TransformationInput["events"]. */
   input: string;
   memoryBytes: number;
@@ -78,6 +85,8 @@ export interface ValidateRequest {
   op: "validate";
   buffer: SharedArrayBuffer;
   code: string;
+  /** As in RunRequest. */
+  libraries: string;
   memoryBytes: number;
   timeoutMs: number;
 }

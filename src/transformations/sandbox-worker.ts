@@ -350,10 +350,12 @@ class Program {
   static load(
     qjs: QuickJSWASMModule,
     code: string,
+    libraries: string,
     memoryBytes: number,
     timeoutMs: number,
   ): { program: Program; logs: string[] } | { error: string; logs: string[] } {
     const program = new Program(qjs, memoryBytes);
+    program.useLibraries(libraries);
     let ok = false;
     try {
       const error = program.init(code, timeoutMs);
@@ -467,6 +469,19 @@ class Program {
   }
 
   /** Returns null when loaded, else the message that refuses the code. */
+  /**
+   * The modules `import` may name: the libraries this version was saved with, by import name.
+   * Nothing else can be imported, so an unknown name fails with a message that says which exist.
+   */
+  useLibraries(libraries: string) {
+    const table: Record<string, string> = libraries ? JSON.parse(libraries) : {};
+    this.rt.setModuleLoader((name) => {
+      if (Object.hasOwn(table, name)) return table[name]!;
+      const known = Object.keys(table);
+      return { error: new Error(`no library named '${name}'${known.length ? ` (this version has ${known.join(", ")})` : ": this transformation has no libraries"}`) };
+    });
+  }
+
   private init(code: string, timeoutMs: number): string | null {
     const { ctx } = this;
     this.arm(timeoutMs);
@@ -687,7 +702,7 @@ class Program {
 /** Per-worker state: one QuickJS wasm module and the compiled programs, by version. */
 class Engine {
   private qjs: QuickJSWASMModule | null = null;
-  private programs = new Map<string, { code: string; program: Program }>();
+  private programs = new Map<string, { code: string; libraries: string; program: Program }>();
 
   private async module(): Promise<QuickJSWASMModule> {
     this.qjs ??= await loadQuickJS();
@@ -724,7 +739,7 @@ class Engine {
     try {
       let logs: string[] = [];
       let entry = this.programs.get(req.versionId);
-      if (entry && (entry.code !== req.code || entry.program.memoryBytes !== req.memoryBytes)) {
+      if (entry && (entry.code !== req.code || entry.libraries !== req.libraries || entry.program.memoryBytes !== req.memoryBytes)) {
         this.drop(req.versionId);
         entry = undefined;
       }
@@ -733,10 +748,10 @@ class Engine {
         this.programs.delete(req.versionId);
         this.programs.set(req.versionId, entry);
       } else {
-        const loaded = Program.load(qjs, req.code, req.memoryBytes, req.timeoutMs);
+        const loaded = Program.load(qjs, req.code, req.libraries, req.memoryBytes, req.timeoutMs);
         if ("error" in loaded) return { id: req.id, ok: false, error: loaded.error, logs: loaded.logs };
         logs = loaded.logs;
-        entry = { code: req.code, program: loaded.program };
+        entry = { code: req.code, libraries: req.libraries, program: loaded.program };
         this.programs.set(req.versionId, entry);
         while (this.programs.size > CONTEXT_CACHE_SIZE) this.drop(this.programs.keys().next().value!);
       }
@@ -754,7 +769,7 @@ class Engine {
   async validate(req: ValidateRequest): Promise<ValidateReply> {
     const qjs = await this.module();
     try {
-      const loaded = Program.load(qjs, req.code, req.memoryBytes, req.timeoutMs);
+      const loaded = Program.load(qjs, req.code, req.libraries, req.memoryBytes, req.timeoutMs);
       if ("error" in loaded) return { ok: false, error: loaded.error };
       const kind = loaded.program.kind;
       loaded.program.dispose();

@@ -180,6 +180,7 @@ export class SandboxPool {
           id: this.nextId++,
           versionId,
           code: String(input.code),
+          libraries: input.libraries && Object.keys(input.libraries).length ? JSON.stringify(input.libraries) : "",
           input: json,
           memoryBytes: this.limits.memoryBytes,
           timeoutMs: this.limits.timeoutMs,
@@ -358,6 +359,7 @@ function validationWorker(): Worker {
 export async function validateTransformationCode(
   code: string,
   limits: Partial<Pick<SandboxLimits, "memoryBytes" | "timeoutMs">> = {},
+  libraries?: Record<string, string>,
 ): Promise<TransformationKind> {
   if (typeof code !== "string") throw new Error("code must be a string");
   const memoryBytes = limits.memoryBytes ?? DEFAULT_LIMITS.memoryBytes;
@@ -365,7 +367,7 @@ export async function validateTransformationCode(
   const worker = validationWorker();
   const buffer = new SharedArrayBuffer(VALIDATE_BUFFER_BYTES);
   const header = new Int32Array(buffer, 0, 2);
-  const request: ValidateRequest = { op: "validate", buffer, code, memoryBytes, timeoutMs };
+  const request: ValidateRequest = { op: "validate", buffer, code, libraries: libraries && Object.keys(libraries).length ? JSON.stringify(libraries) : "", memoryBytes, timeoutMs };
   worker.postMessage(request);
   // The pending wait keeps the process alive although the worker itself is unref'd.
   const waiting = Atomics.waitAsync(header, 0, 0, timeoutMs + VALIDATE_MARGIN_MS);
