@@ -1,5 +1,5 @@
 /**
- * The `sluice` command: serve, token create, backup, restore, migrate-to-postgres, --version, --help.
+ * The `sluice` command: serve, token create, backup, restore, migrate-to-postgres, check-config, --version, --help.
  * Settings → database + migrations → listen; signals for a graceful stop.
  */
 import { redactUrl } from "./lib/postgres-url";
@@ -30,6 +30,11 @@ Usage:
                                       while a server holds the data dir. The data dir is left as it
                                       was. Also SLUICE_DATABASE_URL and SLUICE_DATABASE_SCHEMA
                                       (default schema: the server's search_path)
+  sluice check-config FILE            say what a workspace file (Sluice's or RudderStack's
+                                      workspaceConfig.json) will do: for each source, destination
+                                      and transformation, whether it runs, is held and why, or has
+                                      a config error; changes nothing. Exit 1 only for a file that
+                                      cannot be read as a workspace
   sluice --version                    print the version
   sluice --help                       print this help
 
@@ -321,6 +326,22 @@ async function migrateToPostgresCommand(args: string[]) {
   }
 }
 
+async function checkConfigCommand(args: string[]) {
+  const [file, ...extra] = args;
+  if (!file || file.startsWith("-") || extra.length) fail("usage: sluice check-config FILE");
+  const { WorkspaceFileError, parseWorkspaceText, transformationFilesBeside } = await import("./control-plane/workspace-file");
+  const { checkWorkspace, formatWorkspaceCheck } = await import("./control-plane/workspace-check");
+  try {
+    const doc = parseWorkspaceText(readFileSync(file, "utf8"), file);
+    process.stdout.write(formatWorkspaceCheck(file, checkWorkspace(doc, { file, transformationFiles: transformationFilesBeside(file) })));
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (code === "ENOENT" || code === "EISDIR" || code === "EACCES") failed(new Error(`${file}: cannot be read (${code})`));
+    if (e instanceof WorkspaceFileError) failed(e);
+    throw e;
+  }
+}
+
 const argv = process.argv.slice(2);
 const [cmd, ...rest] = argv;
 if (cmd === "--version" || cmd === "-v" || cmd === "version") {
@@ -336,6 +357,8 @@ if (cmd === "--version" || cmd === "-v" || cmd === "version") {
   await restoreCommand(rest);
 } else if (cmd === "migrate-to-postgres") {
   await migrateToPostgresCommand(rest);
+} else if (cmd === "check-config") {
+  await checkConfigCommand(rest);
 } else if (cmd === "serve") {
   await serve(rest);
 } else if (cmd === undefined || cmd.startsWith("--")) {

@@ -9,6 +9,7 @@ import m5 from "./0005_dashboard-sessions.sql" with { type: "text" };
 import m6 from "./0006_warehouse.sql" with { type: "text" };
 import m7 from "./0007_warehouse-columns.sql" with { type: "text" };
 import m8 from "./0008_warehouse-loaded-ranges.sql" with { type: "text" };
+import m9 from "./0009_destinations-rudder-definition.sql" with { type: "text" };
 
 export const migrationSql: Record<string, string> = {
   "0000_init": m0,
@@ -20,6 +21,7 @@ export const migrationSql: Record<string, string> = {
   "0006_warehouse": m6,
   "0007_warehouse-columns": m7,
   "0008_warehouse-loaded-ranges": m8,
+  "0009_destinations-rudder-definition": m9,
 };
 
 export { journal };

@@ -89,9 +89,23 @@ export const destinations = sqliteTable(
     enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
     createdAt: createdAt(),
     updatedAt: integer("updated_at").notNull(),
+    /**
+     * JSON: what an imported RudderStack workspace file said of the kind (its
+     * destinationDefinition). Kept because rudder-server routes by it (connection modes,
+     * message types) and the SDKs' /sourceConfig serves it; null for destinations made
+     * through the API or Sluice's own file, which go by the built-in definition.
+     */
+    rudderDefinition: text("rudder_definition", { mode: "json" }).$type<RudderDefinition>(),
   },
   (t) => [uniqueIndex("destinations_workspace_name").on(t.workspaceId, t.name)],
 );
+
+/** A RudderStack destinationDefinition as its workspace file carries it (the parts Sluice reads). */
+export interface RudderDefinition {
+  name: string;
+  displayName?: string;
+  config?: Record<string, unknown>;
+}
 
 export const connections = sqliteTable(
   "connections",

@@ -71,7 +71,7 @@ export interface ConfigStore {
 /** The columns of the rows routing reads; both variants feed buildSnapshot with them. */
 type RoutingInput = {
   sources: Array<Pick<RoutingRows["sources"][number], "id" | "workspaceId" | "name" | "enabled" | "settings">>;
-  destinations: Array<Pick<RoutingRows["destinations"][number], "id" | "workspaceId" | "name" | "type" | "enabled" | "config">>;
+  destinations: Array<Pick<RoutingRows["destinations"][number], "id" | "workspaceId" | "name" | "type" | "enabled" | "config" | "rudderDefinition">>;
   connections: Array<Pick<RoutingRows["connections"][number], "sourceId" | "destinationId">>;
   attachments: RoutingRows["attachments"];
 };
@@ -94,8 +94,10 @@ function buildSnapshot(rows: RoutingInput, version: number): RoutingSnapshot {
       type: r.type,
       enabled: !!r.enabled,
       config: r.config,
+      // Looked up at every rebuild: a kind a later version adds serves the rows kept for it.
       definition: findDefinition(r.type),
       transformation: transformationByDest.get(r.id),
+      ...(r.rudderDefinition ? { rudderDefinition: r.rudderDefinition } : {}),
     });
   }
   const bySource = new Map<string, DestinationRuntime[]>();
@@ -156,9 +158,10 @@ export class SqliteConfigStore implements ConfigStore {
           ...r,
           settings: json<SourceSettings>(r.settings),
         })),
-        destinations: (c.query("SELECT id, workspace_id AS workspaceId, name, type, enabled, config FROM destinations").all() as any[]).map((r) => ({
+        destinations: (c.query("SELECT id, workspace_id AS workspaceId, name, type, enabled, config, rudder_definition AS rudderDefinition FROM destinations").all() as any[]).map((r) => ({
           ...r,
           config: json<Record<string, unknown>>(r.config),
+          rudderDefinition: r.rudderDefinition ? JSON.parse(r.rudderDefinition) : undefined,
         })),
         connections: c.query("SELECT source_id AS sourceId, destination_id AS destinationId FROM connections ORDER BY created_at").all() as any[],
         attachments: c

@@ -1,4 +1,5 @@
 /** Destinations: where events go, each of a kind from the destination registry. */
+import type { RudderDefinition } from "../../db/schema";
 import { findDefinition, listDefinitions, urlKeysOf } from "../destinations/registry";
 import type { DestinationDefinition } from "../destinations/types";
 import { AppError, badRequest, notFound } from "../lib/errors";
@@ -6,7 +7,7 @@ import type { ScopedContext } from "../lib/context";
 import { newId } from "../lib/ids";
 import { firstError } from "../lib/schema";
 import type { DestinationCreate, DestinationUpdate } from "./schemas";
-import type { ControlPlaneWrite, DestinationRow } from "./store";
+import type { ControlPlaneWrite, DestinationChanges, DestinationRow } from "./store";
 import { commit } from "./store";
 
 function present(row: DestinationRow, sourceIds: string[], transformationId: string | undefined) {
@@ -16,6 +17,8 @@ function present(row: DestinationRow, sourceIds: string[], transformationId: str
     type: row.type,
     enabled: row.enabled,
     config: row.config,
+    // Looked up now, not stored: the version that adds the kind serves the destination as kept.
+    unsupported: findDefinition(row.type) === undefined,
     sourceIds,
     transformationId: transformationId ?? null,
     createdAt: new Date(row.createdAt).toISOString(),
@@ -73,10 +76,29 @@ export function validateDestinationConfig(type: string, config: Record<string, u
   if (!def) {
     throw badRequest(`type: unknown destination type '${type}' (known: ${listDefinitions().map((d) => d.name).join(", ")})`);
   }
+  // A device-mode config is the SDK's, not the server's: it need not have what the server sends
+  // with (GA4's apiSecret). Its URLs are still checked, so switching the mode never reaches a file: URL.
+  if (connectionModeOf(config) === "device") {
+    const err = urlProblem(def, config, prefix);
+    if (err) throw badRequest(err);
+    return;
+  }
   const err = firstError(def.configSchema, config, prefix) ?? urlProblem(def, config, prefix);
   if (err) throw badRequest(err);
   const problem = def.checkConfig?.(config);
   if (problem) throw badRequest(`${prefix}.${problem.key}: ${problem.message}`);
+}
+
+export type ConnectionMode = "cloud" | "device" | "hybrid";
+
+/**
+ * How a destination is sent to, as RudderStack's config says it (`connectionMode`; an import
+ * sets "device" for a connection that was not processor-enabled): cloud, the server delivers;
+ * device, the SDK does (listed in /sourceConfig); hybrid, both. Cloud when unset.
+ */
+export function connectionModeOf(config: Record<string, unknown>): ConnectionMode {
+  const mode = typeof config.connectionMode === "string" ? config.connectionMode.toLowerCase() : "";
+  return mode === "device" || mode === "hybrid" ? mode : "cloud";
 }
 
 async function assertNameFree(ctx: ScopedContext, name: string, exceptId?: string) {
@@ -112,28 +134,46 @@ export async function getDestination(ctx: ScopedContext, id: string) {
 }
 
 /**
- * The operations of a create, after its checks (sourceIds are ids of this workspace's sources).
- * `sourcesChecked`: the workspace file names sources it creates in the same write.
+ * What a workspace file brings to a create or an update. Its sources were resolved in the same
+ * plan; a kind this version lacks is kept (unsupported, it receives nothing) where the API
+ * refuses it, because a RudderStack workspace names ~200 kinds and one missing must not stop
+ * the rest; and a RudderStack file's destinationDefinition is kept with the row.
  */
-export async function planDestinationCreate(ctx: ScopedContext, input: DestinationCreate, sourcesChecked = false): Promise<{ row: DestinationRow; ops: ControlPlaneWrite[] }> {
-  validateDestinationConfig(input.type, input.config);
+export interface FromWorkspaceFile {
+  rudderDefinition?: RudderDefinition;
+}
+
+function checkConfig(type: string, config: Record<string, unknown>, fromFile: FromWorkspaceFile | undefined) {
+  if (fromFile && !findDefinition(type)) return;
+  validateDestinationConfig(type, config);
+}
+
+/** The operations of a create, after its checks (sourceIds are ids of this workspace's sources). */
+export async function planDestinationCreate(ctx: ScopedContext, input: DestinationCreate, fromFile?: FromWorkspaceFile): Promise<{ row: DestinationRow; ops: ControlPlaneWrite[] }> {
+  checkConfig(input.type, input.config, fromFile);
   await assertNameFree(ctx, input.name);
-  if (!sourcesChecked) await assertSourcesInWorkspace(ctx, input.sourceIds ?? []);
+  if (!fromFile) await assertSourcesInWorkspace(ctx, input.sourceIds ?? []);
   const now = ctx.now();
   const row: DestinationRow = { id: newId("dst"), workspaceId: ctx.workspaceId, name: input.name, type: input.type, config: input.config, enabled: input.enabled ?? true, createdAt: now, updatedAt: now };
+  if (fromFile?.rudderDefinition) row.rudderDefinition = fromFile.rudderDefinition;
   return { row, ops: [{ op: "insertDestination", row }, { op: "setDestinationSources", destinationId: row.id, sourceIds: input.sourceIds ?? [], at: now }] };
 }
 
 /** The operations of an update, after its checks; the first is the row's own update. */
-export async function planDestinationUpdate(ctx: ScopedContext, current: DestinationRow, input: DestinationUpdate, sourcesChecked = false): Promise<{ row: DestinationRow; ops: ControlPlaneWrite[] }> {
+export async function planDestinationUpdate(ctx: ScopedContext, current: DestinationRow, input: DestinationUpdate, fromFile?: FromWorkspaceFile): Promise<{ row: DestinationRow; ops: ControlPlaneWrite[] }> {
   const type = input.type ?? current.type;
   const config = input.config ?? current.config;
-  if (input.type !== undefined || input.config !== undefined) validateDestinationConfig(type, config);
+  if (input.type !== undefined || input.config !== undefined) checkConfig(type, config, fromFile);
   if (input.name !== undefined) await assertNameFree(ctx, input.name, current.id);
-  if (input.sourceIds && !sourcesChecked) await assertSourcesInWorkspace(ctx, input.sourceIds);
+  if (input.sourceIds && !fromFile) await assertSourcesInWorkspace(ctx, input.sourceIds);
   const now = ctx.now();
-  const row: DestinationRow = { ...current, name: input.name ?? current.name, type, config, enabled: input.enabled ?? current.enabled, updatedAt: now };
-  const ops: ControlPlaneWrite[] = [{ op: "updateDestination", id: row.id, set: { name: row.name, type, config, enabled: row.enabled, updatedAt: now } }];
+  const { rudderDefinition: kept, ...rest } = current;
+  // The file's definition describes the file's kind: another kind set through the API drops it.
+  const rudderDefinition = fromFile?.rudderDefinition ?? (type === current.type ? kept : undefined);
+  const row: DestinationRow = { ...rest, name: input.name ?? current.name, type, config, enabled: input.enabled ?? current.enabled, updatedAt: now, ...(rudderDefinition ? { rudderDefinition } : {}) };
+  const set: DestinationChanges = { name: row.name, type, config, enabled: row.enabled, updatedAt: now };
+  if (rudderDefinition !== kept) set.rudderDefinition = rudderDefinition ?? null;
+  const ops: ControlPlaneWrite[] = [{ op: "updateDestination", id: row.id, set }];
   if (input.sourceIds) ops.push({ op: "setDestinationSources", destinationId: row.id, sourceIds: input.sourceIds, at: now });
   return { row, ops };
 }

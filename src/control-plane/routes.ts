@@ -5,9 +5,10 @@ import type { ScopedContext, ServiceContext } from "../lib/context";
 import { authenticateRequest } from "./auth";
 import { createConnection, deleteConnection, listConnections } from "./connections";
 import { createDestination, deleteDestination, getDestination, listDestinations, updateDestination } from "./destinations";
-import { Connection, Destination, DestinationCreate, DestinationUpdate, IdParams, Source, SourceCreate, SourceUpdate, Token, TokenCreate, TokenCreated } from "./schemas";
+import { Connection, Destination, DestinationCreate, DestinationUpdate, IdParams, Source, SourceCreate, SourceUpdate, Token, TokenCreate, TokenCreated, WorkspaceCheck } from "./schemas";
 import { createSource, deleteSource, getSource, listSources, updateSource } from "./sources";
 import { type Principal, createToken, listTokens, revokeToken } from "./tokens";
+import { checkWorkspaceBody } from "./workspace-check";
 
 const AUTH_NOTE =
   "Authenticate with `Authorization: Bearer <access token>` or HTTP Basic `<email>:<access token>` (the dashboard's pages use their session cookie, and must send `Origin` on changes); the token's workspace is the scope. " +
@@ -43,6 +44,16 @@ export function controlPlaneRoutes(ctx: ServiceContext) {
     .get("/v2/destinations/:id", ({ scope, params }) => getDestination(scope, params.id), { params: IdParams, detail: tag("Destinations", "Get a destination") })
     .patch("/v2/destinations/:id", ({ scope, params, body }) => updateDestination(scope, params.id, body), { params: IdParams, body: DestinationUpdate, detail: tag("Destinations", "Update a destination (config, enabled, connected sources)") })
     .delete("/v2/destinations/:id", async ({ scope, params, set }) => { await deleteDestination(scope, params.id); set.status = 204; }, { params: IdParams, detail: tag("Destinations", "Delete a destination") })
+    .post("/v2/workspace-check", ({ body }) => checkWorkspaceBody(body), {
+      body: t.Unknown(),
+      response: WorkspaceCheck,
+      detail: {
+        ...tag("Workspace", "Check a workspace file before importing it"),
+        description:
+          "The body is a workspace file as JSON: Sluice's own shape or RudderStack's workspaceConfig.json. Answers, for each source, destination and transformation, what Sluice will do with it (`runs`, `device`, `held`, `error`) and why, the same as `sluice check-config FILE`; nothing is stored. A transformation's code is found only in the body (a `code` field), not in files beside it. 400 for a body that cannot be read as a workspace. " +
+          AUTH_NOTE,
+      },
+    })
     .get("/v2/connections", async ({ scope }) => ({ connections: await listConnections(scope) }), { detail: tag("Connections", "List connections") })
     .post("/v2/connections", ({ scope, body, set }) => { set.status = 201; return createConnection(scope, body); }, { body: Connection, detail: tag("Connections", "Connect a source to a destination (idempotent)") })
     .delete("/v2/connections", async ({ scope, body, set }) => { await deleteConnection(scope, body); set.status = 204; }, { body: Connection, detail: tag("Connections", "Disconnect a source from a destination") })

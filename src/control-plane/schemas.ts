@@ -57,6 +57,10 @@ export const Destination = t.Object({
   type: t.String(),
   enabled: t.Boolean(),
   config: t.Record(t.String(), t.Unknown()),
+  unsupported: t.Boolean({
+    description:
+      "True when this version of Sluice has no destination kind `type`. Only a workspace file makes such a destination (a RudderStack workspace names kinds Sluice lacks, such as S3 or BIGQUERY): it is kept with its config and connections, receives nothing and queues nothing, and starts receiving, as kept, under a version that has the kind. The API refuses such a type (400) on create, and on an update that sets `type` or `config`.",
+  }),
   sourceIds: t.Array(t.String()),
   transformationId: t.Union([t.String(), t.Null()]),
   createdAt: t.String({ format: "date-time" }),
@@ -78,3 +82,21 @@ export const Token = t.Object({
   lastUsedAt: t.Union([t.String({ format: "date-time" }), t.Null()], { description: "Last use, to the minute; null when never used" }),
 });
 export const TokenCreated = t.Composite([Token, t.Object({ token: t.String({ description: "The secret: shown once, store it now" }) })]);
+
+export const WorkspaceCheckEntry = t.Object({
+  kind: t.Union([t.Literal("source"), t.Literal("destination"), t.Literal("transformation")]),
+  name: t.String(),
+  type: t.String({ description: "The source's or destination's kind as the file names it; for a transformation, its version id or name." }),
+  status: t.Union([t.Literal("runs"), t.Literal("device"), t.Literal("held"), t.Literal("error")], {
+    description:
+      "`runs`: Sluice takes or delivers its events. `device`: the SDK sends to it (listed in /sourceConfig); the server delivers nothing. `held`: imported and kept, but nothing flows (see reason). `error`: a config error that stops `sluice serve --config` with this file.",
+  }),
+  reason: t.String({ description: "What will happen and why, for a person." }),
+});
+export const WorkspaceCheck = t.Object({
+  format: t.Union([t.Literal("sluice"), t.Literal("rudderstack")], { description: "Which shape the file has: Sluice's own or RudderStack's workspaceConfig.json." }),
+  entries: t.Array(WorkspaceCheckEntry),
+  counts: t.Object({ runs: t.Integer(), device: t.Integer(), held: t.Integer(), error: t.Integer() }),
+});
+export type WorkspaceCheck = typeof WorkspaceCheck.static;
+export type WorkspaceCheckEntry = typeof WorkspaceCheckEntry.static;

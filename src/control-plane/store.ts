@@ -18,6 +18,7 @@
  * name) surfaces as the same 409 the service's own check gives (`uniqueViolation` below).
  */
 import type {
+  RudderDefinition,
   accessTokens,
   accounts,
   connections,
@@ -34,7 +35,11 @@ import type { ConfigStore } from "./config-store";
 
 // The SQLite schema's row types; the pg schema has the same shapes (test/pg-schema.test.ts).
 export type SourceRow = typeof sources.$inferSelect;
-export type DestinationRow = typeof destinations.$inferSelect;
+/**
+ * `rudderDefinition` is absent for destinations made through the API or Sluice's own file: the
+ * stores read its NULL as absent, so such a row reads back as it was written.
+ */
+export type DestinationRow = Omit<typeof destinations.$inferSelect, "rudderDefinition"> & { rudderDefinition?: RudderDefinition };
 export type ConnectionRow = typeof connections.$inferSelect;
 export type TransformationRow = typeof transformations.$inferSelect;
 export type TransformationVersionRow = typeof transformationVersions.$inferSelect;
@@ -57,7 +62,8 @@ export interface TokenCandidate {
 export type SessionWithEmail = SessionRow & { email: string };
 
 export type SourceChanges = Partial<Pick<SourceRow, "name" | "writeKey" | "enabled" | "settings" | "updatedAt">>;
-export type DestinationChanges = Partial<Pick<DestinationRow, "name" | "type" | "config" | "enabled" | "updatedAt">>;
+/** `rudderDefinition: null` clears it (a new type through the API makes the file's definition wrong). */
+export type DestinationChanges = Partial<Pick<DestinationRow, "name" | "type" | "config" | "enabled" | "updatedAt">> & { rudderDefinition?: RudderDefinition | null };
 export type TransformationChanges = Partial<Pick<TransformationRow, "name" | "versionId" | "updatedAt">>;
 
 /**
@@ -205,6 +211,13 @@ export interface ControlPlaneStore {
    * that cascade with it) fails on every instance from the commit on.
    */
   writeAuth(ops: AuthWrite[]): Promise<number[]>;
+}
+
+/** A destination row as a store reads it: a NULL rudderDefinition becomes absent (see DestinationRow). */
+export function destinationFromStore(row: Omit<DestinationRow, "rudderDefinition"> & { rudderDefinition?: RudderDefinition | null }): DestinationRow {
+  if (row.rudderDefinition != null) return row as DestinationRow;
+  const { rudderDefinition: _, ...rest } = row;
+  return rest;
 }
 
 /** Unique indexes that a user's input can collide with, by the constraint name both schemas give them. */

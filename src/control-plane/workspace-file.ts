@@ -6,11 +6,14 @@
  * what it does not name is left as the API made it.
  */
 import { t } from "elysia";
-import { extname } from "node:path";
+import { readdirSync } from "node:fs";
+import { dirname, extname, join } from "node:path";
 import type { ScopedContext } from "../lib/context";
 import { AppError } from "../lib/errors";
 import { firstError } from "../lib/schema";
-import { planDestinationCreate, planDestinationUpdate, validateDestinationConfig } from "./destinations";
+import type { RudderDefinition } from "../../db/schema";
+import { findDefinition } from "../destinations/registry";
+import { connectionModeOf, planDestinationCreate, planDestinationUpdate, validateDestinationConfig } from "./destinations";
 import { type SourceLookup, planSourceCreate, planSourceUpdate, sourceUpdateOp } from "./sources";
 import type { ControlPlaneWrite, DestinationRow, SourceRow, TransformationRow } from "./store";
 import { commit } from "./store";
@@ -60,19 +63,60 @@ export type WorkspaceFile = typeof WorkspaceFile.static;
 
 export class WorkspaceFileError extends Error {}
 
+/** A source as Sluice imports it; `sourceDefinition` is what a RudderStack file said of its kind. */
+export type FileSource = NonNullable<WorkspaceFile["sources"]>[number] & { sourceDefinition?: { name: string; category: string } };
+
+/** A destination as Sluice imports it; the RudderStack parts are absent for Sluice's own file. */
+export type FileDestination = NonNullable<WorkspaceFile["destinations"]>[number] & {
+  rudderDefinition?: RudderDefinition;
+  /** The transformations RudderStack ran for it: their code stays in RudderStack's control plane unless the file carries it. */
+  transformationRefs?: Array<{ versionId: string; id?: string; code?: string }>;
+};
+
+/** A workspace file of either shape, normalized. */
+export interface Workspace {
+  format: "sluice" | "rudderstack";
+  sources: FileSource[];
+  destinations: FileDestination[];
+  transformations: NonNullable<WorkspaceFile["transformations"]>;
+}
+
 /** RudderStack's workspaceConfig.json nests destinations inside sources; Sluice's file lists them side by side. */
 function isRudderStackConfig(doc: any): boolean {
   return Array.isArray(doc?.sources) && doc.sources.some((s: any) => Array.isArray(s?.destinations) || s?.sourceDefinition);
 }
 
-function fromRudderStack(doc: any, file: string): WorkspaceFile {
-  const out: Required<WorkspaceFile> = { sources: [], destinations: [], transformations: [] };
-  const destByKey = new Map<string, WorkspaceFile["destinations"] extends (infer D)[] | undefined ? D : never>();
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+
+function rudderDefinitionOf(def: any): RudderDefinition {
+  const out: RudderDefinition = { name: def.name };
+  if (typeof def.displayName === "string") out.displayName = def.displayName;
+  if (isObject(def.config)) out.config = def.config;
+  return out;
+}
+
+function transformationRefsOf(list: unknown): FileDestination["transformationRefs"] {
+  if (!Array.isArray(list)) return undefined;
+  const refs = list
+    .filter((x): x is Record<string, unknown> => isObject(x) && typeof x.versionId === "string" && x.versionId !== "")
+    .map((x) => ({ versionId: x.versionId as string, ...(typeof x.id === "string" ? { id: x.id } : {}), ...(typeof x.code === "string" && x.code ? { code: x.code } : {}) }));
+  return refs.length ? refs : undefined;
+}
+
+function fromRudderStack(doc: any, file: string): Workspace {
+  const out: Workspace = { format: "rudderstack", sources: [], destinations: [], transformations: [] };
+  const destByKey = new Map<string, FileDestination>();
   doc.sources.forEach((s: any, i: number) => {
     const where = `sources[${i}]`;
     if (typeof s?.name !== "string" || !s.name) throw new WorkspaceFileError(`${file}: ${where}.name: is required`);
     if (typeof s.writeKey !== "string" || !s.writeKey) throw new WorkspaceFileError(`${file}: ${where}.writeKey: is required`);
-    out.sources.push({ name: s.name, writeKey: s.writeKey, enabled: s.enabled !== false });
+    const def = isObject(s.sourceDefinition) ? s.sourceDefinition : {};
+    out.sources.push({
+      name: s.name,
+      writeKey: s.writeKey,
+      enabled: s.enabled !== false,
+      sourceDefinition: { name: typeof def.name === "string" ? def.name : "", category: typeof def.category === "string" ? def.category : "" },
+    });
     (s.destinations ?? []).forEach((d: any, j: number) => {
       const dw = `${where}.destinations[${j}]`;
       const type = d?.destinationDefinition?.name;
@@ -84,7 +128,13 @@ function fromRudderStack(doc: any, file: string): WorkspaceFile {
         existing.sources!.push(s.name);
         return;
       }
-      const dest = { name, type, config: (d.config ?? {}) as Record<string, unknown>, enabled: d.enabled !== false, sources: [s.name] };
+      const config: Record<string, unknown> = isObject(d.config) ? { ...d.config } : {};
+      // rudder-server's processor skips a destination whose connection is not processor-enabled:
+      // the SDK sends to it from the device. Routing and /sourceConfig read the mode from here.
+      if (typeof config.connectionMode !== "string" && d.isProcessorEnabled === false) config.connectionMode = "device";
+      const dest: FileDestination = { name, type, config, enabled: d.enabled !== false, sources: [s.name], rudderDefinition: rudderDefinitionOf(d.destinationDefinition) };
+      const refs = transformationRefsOf(d.transformations);
+      if (refs) dest.transformationRefs = refs;
       destByKey.set(key, dest);
       out.destinations.push(dest);
     });
@@ -92,43 +142,91 @@ function fromRudderStack(doc: any, file: string): WorkspaceFile {
   return out;
 }
 
-export async function readWorkspaceFile(file: string): Promise<WorkspaceFile> {
+/** The text of a workspace file as a document: YAML for .yaml/.yml, else JSON. */
+export function parseWorkspaceText(text: string, file: string): unknown {
+  const ext = extname(file).toLowerCase();
+  try {
+    return ext === ".yaml" || ext === ".yml" ? Bun.YAML.parse(text) : JSON.parse(text);
+  } catch (e) {
+    throw new WorkspaceFileError(`${file}: not valid ${ext === ".yaml" || ext === ".yml" ? "YAML" : "JSON"}: ${(e as Error).message}`);
+  }
+}
+
+/** Either shape as a Workspace; throws WorkspaceFileError, naming `file` and the path, for what cannot be read as one. */
+export function normalizeWorkspace(doc: unknown, file: string): Workspace {
+  if (!isObject(doc)) throw new WorkspaceFileError(`${file}: expected an object with sources, destinations and transformations`);
+  if (isRudderStackConfig(doc)) return fromRudderStack(doc, file);
+  const err = firstError(WorkspaceFile, doc);
+  if (err) throw new WorkspaceFileError(`${file}: ${err}`);
+  const own = doc as WorkspaceFile;
+  return { format: "sluice", sources: own.sources ?? [], destinations: own.destinations ?? [], transformations: own.transformations ?? [] };
+}
+
+/** The first name a destination or transformation refers to that the file does not define. */
+export function referenceProblem(ws: Workspace): string | undefined {
+  const sourceNames = new Set(ws.sources.map((s) => s.name));
+  const destNames = new Set(ws.destinations.map((d) => d.name));
+  for (const [i, d] of ws.destinations.entries()) {
+    for (const [j, s] of (d.sources ?? []).entries()) if (!sourceNames.has(s)) return `destinations[${i}].sources[${j}]: no source named '${s}' in this file`;
+  }
+  for (const [i, tr] of ws.transformations.entries()) {
+    for (const [j, d] of (tr.destinations ?? []).entries()) if (!destNames.has(d)) return `transformations[${i}].destinations[${j}]: no destination named '${d}' in this file`;
+  }
+  return undefined;
+}
+
+/** Destinations of a kind this version lacks, by kind; they are kept and receive nothing. */
+export function heldKinds(ws: Workspace): Map<string, string[]> {
+  const held = new Map<string, string[]>();
+  for (const d of ws.destinations) {
+    // A device-mode destination is the SDK's to send to: Sluice needs no kind for it.
+    if (findDefinition(d.type) || connectionModeOf(d.config) === "device") continue;
+    const names = held.get(d.type);
+    if (names) names.push(d.name);
+    else held.set(d.type, [d.name]);
+  }
+  return held;
+}
+
+/**
+ * rudder-server takes events only from event-stream sources (no category) and webhooks; cloud,
+ * warehouse and singer sources are pulled by RudderStack's own services, which Sluice does not have.
+ */
+export function isPulledSource(s: FileSource): boolean {
+  const category = s.sourceDefinition?.category.toLowerCase() ?? "";
+  return category !== "" && category !== "webhook";
+}
+
+/**
+ * Version ids of the RudderStack transformations whose code lies beside the file, as
+ * `transformations/<versionId>.js`. Listed rather than looked up by the file's ids, so no path is
+ * ever built from what the file says.
+ */
+export function transformationFilesBeside(file: string): Set<string> {
+  try {
+    return new Set(readdirSync(join(dirname(file), "transformations")).filter((n) => n.endsWith(".js")).map((n) => n.slice(0, -3)));
+  } catch {
+    return new Set();
+  }
+}
+
+export async function readWorkspaceFile(file: string): Promise<Workspace> {
   const f = Bun.file(file);
   if (!(await f.exists())) throw new WorkspaceFileError(`${file}: file not found`);
-  const text = await f.text();
-  const ext = extname(file).toLowerCase();
-  let doc: unknown;
-  try {
-    doc = ext === ".yaml" || ext === ".yml" ? Bun.YAML.parse(text) : JSON.parse(text);
-  } catch (e) {
-    throw new WorkspaceFileError(`${file}: not valid ${ext === ".json" ? "JSON" : "YAML"}: ${(e as Error).message}`);
-  }
-  if (doc === null || typeof doc !== "object" || Array.isArray(doc)) throw new WorkspaceFileError(`${file}: expected an object with sources, destinations and transformations`);
-  const normalized = isRudderStackConfig(doc) ? fromRudderStack(doc, file) : (doc as WorkspaceFile);
-  if (!isRudderStackConfig(doc)) {
-    const err = firstError(WorkspaceFile, normalized);
-    if (err) throw new WorkspaceFileError(`${file}: ${err}`);
-  }
-  // Cross-references and destination configs are checked before anything is written.
-  const sourceNames = new Set((normalized.sources ?? []).map((s) => s.name));
-  const destNames = new Set((normalized.destinations ?? []).map((d) => d.name));
-  (normalized.destinations ?? []).forEach((d, i) => {
+  const ws = normalizeWorkspace(parseWorkspaceText(await f.text(), file), file);
+  // Cross-references and destination configs are checked before anything is written. A kind
+  // this version lacks is not an error: its destinations are kept (heldKinds).
+  ws.destinations.forEach((d, i) => {
+    if (!findDefinition(d.type)) return;
     try {
       validateDestinationConfig(d.type, d.config, `destinations[${i}].config`);
     } catch (e) {
-      const msg = (e as Error).message.replace(/^type:/, `destinations[${i}].type:`);
-      throw new WorkspaceFileError(`${file}: ${msg}`);
+      throw new WorkspaceFileError(`${file}: ${(e as Error).message}`);
     }
-    (d.sources ?? []).forEach((s, j) => {
-      if (!sourceNames.has(s)) throw new WorkspaceFileError(`${file}: destinations[${i}].sources[${j}]: no source named '${s}' in this file`);
-    });
   });
-  (normalized.transformations ?? []).forEach((tr, i) =>
-    (tr.destinations ?? []).forEach((d, j) => {
-      if (!destNames.has(d)) throw new WorkspaceFileError(`${file}: transformations[${i}].destinations[${j}]: no destination named '${d}' in this file`);
-    }),
-  );
-  return normalized;
+  const problem = referenceProblem(ws);
+  if (problem) throw new WorkspaceFileError(`${file}: ${problem}`);
+  return ws;
 }
 
 export interface ApplySummary {
@@ -145,8 +243,17 @@ export interface ApplySummary {
  */
 export async function applyWorkspaceFile(ctx: ScopedContext, file: string): Promise<ApplySummary> {
   const doc = await readWorkspaceFile(file);
+  // One line per kind, not per destination: a workspace may hold dozens of one kind.
+  for (const [kind, destinations] of heldKinds(doc)) {
+    ctx.log.warn("destination kind not in this version of Sluice: its destinations are kept with their config, marked unsupported, and receive nothing", { file, kind, destinations });
+  }
+  const pulled = new Map<string, string[]>();
+  for (const s of doc.sources.filter(isPulledSource)) pulled.set(s.sourceDefinition!.name, [...(pulled.get(s.sourceDefinition!.name) ?? []), s.name]);
+  for (const [kind, sources] of pulled) {
+    ctx.log.warn("source kind that RudderStack pulls from (cloud or warehouse): Sluice pulls nothing; imported as a source whose write key accepts event calls", { file, kind, sources });
+  }
   // Code is checked in the sandbox before anything is planned.
-  for (const [i, tr] of (doc.transformations ?? []).entries()) {
+  for (const [i, tr] of doc.transformations.entries()) {
     try {
       await checkCode(tr.code, `transformations[${i}].code`);
     } catch (e) {
@@ -159,11 +266,11 @@ export async function applyWorkspaceFile(ctx: ScopedContext, file: string): Prom
     if (e instanceof AppError) throw new WorkspaceFileError(`${file}: ${e.message}`);
     throw e;
   }
-  return { sources: doc.sources?.length ?? 0, destinations: doc.destinations?.length ?? 0, transformations: doc.transformations?.length ?? 0 };
+  return { sources: doc.sources.length, destinations: doc.destinations.length, transformations: doc.transformations.length };
 }
 
 /** The file's operations, keyed by name; a name the file repeats updates what its first entry planned. */
-async function planWorkspaceFile(ctx: ScopedContext, doc: WorkspaceFile): Promise<ControlPlaneWrite[]> {
+async function planWorkspaceFile(ctx: ScopedContext, doc: Workspace): Promise<ControlPlaneWrite[]> {
   const store = ctx.controlPlane;
   const ops: ControlPlaneWrite[] = [];
 
@@ -177,7 +284,7 @@ async function planWorkspaceFile(ctx: ScopedContext, doc: WorkspaceFile): Promis
       return row && ![...plannedSources.values()].some((r) => r.id === row.id) ? row : undefined;
     },
   };
-  for (const s of doc.sources ?? []) {
+  for (const s of doc.sources) {
     const existing = await lookup.byName(s.name);
     const row = existing
       ? await planSourceUpdate(ctx, existing, { writeKey: s.writeKey, enabled: s.enabled ?? true, settings: s.settings }, lookup)
@@ -187,17 +294,18 @@ async function planWorkspaceFile(ctx: ScopedContext, doc: WorkspaceFile): Promis
   }
 
   const plannedDestinations = new Map<string, DestinationRow>();
-  for (const d of doc.destinations ?? []) {
+  for (const d of doc.destinations) {
     const existing = plannedDestinations.get(d.name) ?? (await store.destinationByName(ctx.workspaceId, d.name));
     const input = { type: d.type, config: d.config, enabled: d.enabled ?? true, sourceIds: (d.sources ?? []).map((n) => plannedSources.get(n)!.id) };
     // The file's source names were resolved above: no need to look the ids up.
-    const planned = existing ? await planDestinationUpdate(ctx, existing, input, true) : await planDestinationCreate(ctx, { name: d.name, ...input }, true);
+    const fromFile = { rudderDefinition: d.rudderDefinition };
+    const planned = existing ? await planDestinationUpdate(ctx, existing, input, fromFile) : await planDestinationCreate(ctx, { name: d.name, ...input }, fromFile);
     ops.push(...planned.ops);
     plannedDestinations.set(d.name, planned.row);
   }
 
   const plannedTransformations = new Map<string, { row: TransformationRow; code: string | undefined }>();
-  for (const tr of doc.transformations ?? []) {
+  for (const tr of doc.transformations) {
     let current = plannedTransformations.get(tr.name);
     if (!current) {
       const row = await store.transformationByName(ctx.workspaceId, tr.name);

@@ -24,6 +24,7 @@ export const PAGES = [
   "/test",
   "/regulations",
   "/tokens",
+  "/import-check",
 ];
 
 const SignIn = t.Object(

@@ -10,7 +10,7 @@
  */
 import { sql } from "drizzle-orm";
 import { boolean, index, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
-import type { SourceSettings } from "../../schema/control-plane";
+import type { RudderDefinition, SourceSettings } from "../../schema/control-plane";
 import { ms } from "./columns";
 
 const createdAt = () => ms("created_at").notNull();
@@ -85,6 +85,7 @@ export const destinations = pgTable(
     enabled: boolean("enabled").notNull().default(true),
     createdAt: createdAt(),
     updatedAt: ms("updated_at").notNull(),
+    rudderDefinition: jsonb("rudder_definition").$type<RudderDefinition>(),
   },
   (t) => [uniqueIndex("destinations_workspace_name").on(t.workspaceId, t.name)],
 );

@@ -14,6 +14,7 @@ const NAV: Array<{ href: string; label: string }> = [
   { href: "/test", label: "Test API" },
   { href: "/regulations", label: "Regulations" },
   { href: "/tokens", label: "Tokens" },
+  { href: "/import-check", label: "Import check" },
 ];
 
 interface Session {

@@ -16,6 +16,7 @@ const Live = lazy(() => import("./pages/live"));
 const TestApi = lazy(() => import("./pages/test-api"));
 const Regulations = lazy(() => import("./pages/regulations"));
 const Tokens = lazy(() => import("./pages/tokens").then((m) => m.Tokens));
+const ImportCheck = lazy(() => import("./pages/import-check"));
 
 function NotFound() {
   return (
@@ -45,6 +46,7 @@ function App() {
           <Route path="/test" component={TestApi} />
           <Route path="/regulations" component={Regulations} />
           <Route path="/tokens" component={Tokens} />
+          <Route path="/import-check" component={ImportCheck} />
           <Route default component={NotFound} />
         </Router>
       </Layout>

@@ -21,6 +21,8 @@ export interface Destination {
   type: string;
   enabled: boolean;
   config: Record<string, unknown>;
+  /** This server has no kind `type`: kept from a workspace file, it receives nothing. */
+  unsupported: boolean;
   sourceIds: string[];
   transformationId: string | null;
   createdAt: string;

@@ -41,6 +41,7 @@ import {
   type TransformationVersionRow,
   type WorkspaceRow,
   type WriteResult,
+  destinationFromStore,
   uniqueViolation,
 } from "../../control-plane/store";
 import { UNIQUE_VIOLATION } from "../../lib/postgres-errors";
@@ -75,8 +76,12 @@ function sourceValues<T extends { settings?: unknown }>(row: T) {
   return row.settings === undefined ? row : { ...row, settings: jsonb(row.settings) };
 }
 
-function destinationValues<T extends { config?: unknown }>(row: T) {
-  return row.config === undefined ? row : { ...row, config: jsonb(row.config) };
+function destinationValues<T extends { config?: unknown; rudderDefinition?: unknown }>(row: T) {
+  const out: Record<string, unknown> = { ...row };
+  if (row.config !== undefined) out.config = jsonb(row.config);
+  // null clears the column; undefined leaves it (an insert without it stores NULL).
+  if (row.rudderDefinition != null) out.rudderDefinition = jsonb(row.rudderDefinition);
+  return out as T;
 }
 
 /** The unique constraint (or unique index) a statement violated; drizzle puts Bun.sql's error in `cause`. */
@@ -103,7 +108,7 @@ export class PgControlPlaneStore implements ControlPlaneStore {
     return this.db.transaction(
       async (tx) => ({
         sources: await tx.select().from(sources),
-        destinations: await tx.select().from(destinations),
+        destinations: (await tx.select().from(destinations)).map(destinationFromStore),
         connections: await tx.select().from(connections).orderBy(connections.createdAt),
         attachments: await tx
           .select({
@@ -142,16 +147,16 @@ export class PgControlPlaneStore implements ControlPlaneStore {
 
   async destination(workspaceId: string, id: string): Promise<DestinationRow | undefined> {
     const [row] = await this.db.select().from(destinations).where(and(eq(destinations.id, id), eq(destinations.workspaceId, workspaceId)));
-    return row;
+    return row && destinationFromStore(row);
   }
 
   async destinationByName(workspaceId: string, name: string): Promise<DestinationRow | undefined> {
     const [row] = await this.db.select().from(destinations).where(and(eq(destinations.workspaceId, workspaceId), eq(destinations.name, name)));
-    return row;
+    return row && destinationFromStore(row);
   }
 
   async destinations(workspaceId: string): Promise<DestinationRow[]> {
-    return this.db.select().from(destinations).where(eq(destinations.workspaceId, workspaceId)).orderBy(destinations.createdAt, destinations.id);
+    return (await this.db.select().from(destinations).where(eq(destinations.workspaceId, workspaceId)).orderBy(destinations.createdAt, destinations.id)).map(destinationFromStore);
   }
 
   async existingDestinationIds(workspaceId: string, ids: string[]): Promise<Set<string>> {

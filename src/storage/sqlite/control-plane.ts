@@ -39,6 +39,7 @@ import {
   type UniqueConstraint,
   type WorkspaceRow,
   type WriteResult,
+  destinationFromStore,
   uniqueViolation,
 } from "../../control-plane/store";
 import { AppError } from "../../lib/errors";
@@ -72,7 +73,7 @@ export class SqliteControlPlaneStore implements ControlPlaneStore {
   async routing(): Promise<RoutingRows> {
     return {
       sources: this.db.select().from(sources).all(),
-      destinations: this.db.select().from(destinations).all(),
+      destinations: this.db.select().from(destinations).all().map(destinationFromStore),
       connections: this.db.select().from(connections).orderBy(asc(connections.createdAt)).all(),
       attachments: this.db
         .select({
@@ -111,15 +112,17 @@ export class SqliteControlPlaneStore implements ControlPlaneStore {
   }
 
   async destination(workspaceId: string, id: string): Promise<DestinationRow | undefined> {
-    return this.db.select().from(destinations).where(and(eq(destinations.id, id), eq(destinations.workspaceId, workspaceId))).get();
+    const row = this.db.select().from(destinations).where(and(eq(destinations.id, id), eq(destinations.workspaceId, workspaceId))).get();
+    return row && destinationFromStore(row);
   }
 
   async destinationByName(workspaceId: string, name: string): Promise<DestinationRow | undefined> {
-    return this.db.select().from(destinations).where(and(eq(destinations.workspaceId, workspaceId), eq(destinations.name, name))).get();
+    const row = this.db.select().from(destinations).where(and(eq(destinations.workspaceId, workspaceId), eq(destinations.name, name))).get();
+    return row && destinationFromStore(row);
   }
 
   async destinations(workspaceId: string): Promise<DestinationRow[]> {
-    return this.db.select().from(destinations).where(eq(destinations.workspaceId, workspaceId)).orderBy(destinations.createdAt, destinations.id).all();
+    return this.db.select().from(destinations).where(eq(destinations.workspaceId, workspaceId)).orderBy(destinations.createdAt, destinations.id).all().map(destinationFromStore);
   }
 
   async existingDestinationIds(workspaceId: string, ids: string[]): Promise<Set<string>> {

@@ -33,6 +33,15 @@ async function replayAborted(apiPath: string): Promise<string> {
   return `${r.replayed} aborted ${r.replayed === 1 ? "event" : "events"} put back in the queue.`;
 }
 
+/** A destination of a kind this server lacks (imported from a workspace file): it receives nothing. */
+function UnsupportedBadge() {
+  return (
+    <span title="This server has no destination of this kind: it is kept and receives nothing">
+      <Badge tone="warn">Unsupported</Badge>
+    </span>
+  );
+}
+
 /* ------------------------------------------------------------------ list */
 
 export default function DestinationsPage() {
@@ -95,7 +104,7 @@ export default function DestinationsPage() {
                   <td>{displayName(d.type)}</td>
                   <td>{d.sourceIds.length === 0 ? <span class="muted">none</span> : d.sourceIds.length}</td>
                   <td>
-                    <EnabledBadge enabled={d.enabled} />
+                    <EnabledBadge enabled={d.enabled} /> {d.unsupported && <UnsupportedBadge />}
                   </td>
                   <td class="dst-hide-narrow">{formatTime(d.createdAt)}</td>
                 </tr>
@@ -303,6 +312,7 @@ export function DestinationPage({ params }: { params: { id: string } }) {
           <div class="dst-title">
             <h1>{dest.name}</h1>
             <EnabledBadge enabled={dest.enabled} />
+            {dest.unsupported && <UnsupportedBadge />}
           </div>
           <p class="muted dst-kind">
             {def?.displayName ?? dest.type} · <code>{dest.id}</code>
@@ -318,6 +328,11 @@ export function DestinationPage({ params }: { params: { id: string } }) {
         </div>
       </div>
       <TitleOf name={dest.name} />
+      {dest.unsupported && (
+        <p class="card notice">
+          This server has no destination kind <code>{dest.type}</code>. The destination was imported from a workspace file and is kept with its config and sources; it receives nothing and no events are queued for it. A Sluice version that has the kind delivers to it as it is.
+        </p>
+      )}
       <ErrorNote error={error || defsError} />
       <Notice text={notice} />
       <nav class="tabs dst-tabs" aria-label="Destination sections">
