@@ -156,8 +156,13 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   const owner = await ensureOwner(controlPlane, { email: settings.adminEmail, token: settings.adminToken, now: now() });
   if (owner.created) log.info("first start: workspace and owner account created", { workspaceId: owner.workspaceId, email: settings.adminEmail });
   if (settings.config) {
-    const summary = await applyWorkspaceFile({ ...ctx, workspaceId: owner.workspaceId }, settings.config);
-    log.info("workspace file applied", { file: settings.config, ...summary });
+    const file = settings.config;
+    const apply = () => applyWorkspaceFile({ ...ctx, workspaceId: owner.workspaceId }, file);
+    // Instances started together take turns, or all but one fail on the objects the first made.
+    const summary = settings.database
+      ? await (await import("./cluster/workspace-file-lock")).underWorkspaceFileLock({ url: settings.database, schema: settings.databaseSchema, log }, apply)
+      : await apply();
+    log.info("workspace file applied", { file, ...summary });
   }
   const intake: IntakeDeps = { config, events: backend.events, suppressor: suppression, live, metrics, log };
 
@@ -210,7 +215,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   // Marked ready below, as this function returns: after the migrations (the backend), the
   // workspace file and everything that must run before the first event is accepted.
   const readiness = new Readiness();
-  const ops = { metricsToken: settings.metricsToken };
+  const ops = { metricsToken: settings.metricsToken, workspaceFile: !!settings.config };
   // Guarded: bodies are bounded, and credentials checked, before any route reads a body.
   const api = guarded(observed(new Elysia({ name: "api" }), ctx), ctx)
     .use(opsRoutes(ctx, ops))

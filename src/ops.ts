@@ -23,8 +23,37 @@ function metricsGate(token: string | undefined): (header: string | null) => void
   };
 }
 
-export function opsRoutes(ctx: ServiceContext, opts: { metricsToken?: string } = {}) {
+/** RFC 3339 to the second, as rudder-server writes `lastSync`. */
+const rfc3339 = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+
+/**
+ * rudder-server's /health fields, so monitors written for it (`server == "UP"`, `db == "UP"`)
+ * keep working. Its values are upper-case strings, not booleans. `lastRegulationSync` stays ""
+ * as in rudder-server without its enterprise regulation sync: Sluice's regulations are its own.
+ */
+function rudderHealth(db: "UP" | "DOWN", acceptingEvents: boolean, backendConfigMode: "JSON" | "API", lastSync: number) {
+  return {
+    appType: "EMBEDDED",
+    server: "UP",
+    db,
+    acceptingEvents: acceptingEvents ? "TRUE" : "FALSE",
+    routingEvents: "TRUE",
+    mode: "NORMAL",
+    backendConfigMode,
+    lastSync: rfc3339(lastSync),
+    lastRegulationSync: "",
+  };
+}
+
+export function opsRoutes(ctx: ServiceContext, opts: { metricsToken?: string; workspaceFile?: boolean } = {}) {
   const checkMetricsToken = metricsGate(opts.metricsToken);
+  const backendConfigMode = opts.workspaceFile ? "JSON" : "API";
+  // When this instance last took in its configuration: at start, then at each change it sees
+  // (its own API's, or another instance's in cluster mode).
+  let lastSync = ctx.now();
+  ctx.config.onChange(() => {
+    lastSync = ctx.now();
+  });
   return new Elysia({ name: "ops" })
     .get(
       "/health",
@@ -36,15 +65,24 @@ export function opsRoutes(ctx: ServiceContext, opts: { metricsToken?: string } =
           const problem = await ctx.stats.health();
           if (problem) {
             const storage = `${problem.cause}; failing: ${problem.writers.join(", ")}; since ${new Date(problem.since).toISOString()}`;
-            return { status: "degraded", database: "ok", storage, version: VERSION };
+            return { status: "degraded", database: "ok", storage, version: VERSION, ...rudderHealth("UP", !problem.writers.includes("intake"), backendConfigMode, lastSync) };
           }
-          return { status: "ok", database: "ok", storage: "ok", version: VERSION };
+          return { status: "ok", database: "ok", storage: "ok", version: VERSION, ...rudderHealth("UP", true, backendConfigMode, lastSync) };
         } catch (err) {
           set.status = 503;
-          return { status: "unavailable", database: String((err as Error).message), version: VERSION };
+          return { status: "unavailable", database: String((err as Error).message), version: VERSION, ...rudderHealth("DOWN", false, backendConfigMode, lastSync) };
         }
       },
-      { detail: { tags: ["Operations"], summary: "Health: 200 when the database answers (status `degraded` and the cause in `storage` while writes fail, e.g. a full disk), 503 when it does not answer" } },
+      {
+        detail: {
+          tags: ["Operations"],
+          summary: "Health: 200 when the database answers (status `degraded` and the cause in `storage` while writes fail, e.g. a full disk), 503 when it does not answer",
+          description:
+            "Sluice's fields: `status` (ok, degraded, unavailable), `database`, `storage`, `version`. Beside them rudder-server's, for monitors written for it: " +
+            "`appType` (EMBEDDED), `server` (UP), `db` (UP, or DOWN with the 503), `acceptingEvents` (TRUE, FALSE while event calls cannot be stored), `routingEvents` (TRUE), `mode` (NORMAL), " +
+            "`backendConfigMode` (JSON when started with a workspace file, else API), `lastSync` (when this instance last loaded its configuration, RFC 3339) and `lastRegulationSync` (always \"\": Sluice syncs no regulations from elsewhere).",
+        },
+      },
     )
     .get("/version", () => ({ version: VERSION }), { detail: { tags: ["Operations"], summary: "Version" } })
     .get(

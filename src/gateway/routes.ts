@@ -1,6 +1,8 @@
 /**
  * The data plane's HTTP surface (spec §4.1) plus what real SDKs need beside it:
- * the browser SDK's beacon and sourceConfig calls, and CORS. Bodies are read raw
+ * the browser SDK's beacon and sourceConfig calls, and CORS; and the rest of what
+ * rudder-server's gateway serves: /v1/import, /v1/webhook (webhook.ts), the pixels
+ * (pixel.ts) and /robots.txt. Bodies are read raw
  * so size limits and gzip are enforced before anything is buffered whole. Errors are
  * short text/plain messages, as RudderStack's gateway answers.
  *
@@ -14,11 +16,15 @@
 import { Elysia, t } from "elysia";
 import { AppError, badRequest } from "../lib/errors";
 import { Counter, Gauge } from "../lib/metrics";
+import { PIXEL_GIF, pixelCall } from "./pixel";
 import { readJsonBody, writeKeyFromAuthorization } from "./read-body";
+import { readWebhookBody, webhookCall, webhookWriteKey } from "./webhook";
 import { type IntakeDeps, acceptCalls, authenticateSource, parseCalls } from "./intake";
 import { BatchCall, CALL_TYPES, CallSchemas, type CallType, MAX_BATCH_BYTES, MAX_CALL_BYTES } from "./schemas";
+import { sourceConfig } from "./source-config";
 
 type Set = { status?: number | string; headers: Record<string, string | number> };
+type Refusal = { status: number; body: string; retryAfter?: number };
 type PeerAddress = { requestIP(r: Request): { address: string } | null } | null | undefined;
 export type IntakeHandler = (request: Request, server: PeerAddress) => Promise<Response>;
 
@@ -64,7 +70,7 @@ const EVENT_PATHS = [...CALL_TYPES.map((c) => [`/v1/${c}`, c] as const), ["/v1/b
  * One handler per event-call path, keyed by path. `serverRoutes` turns them into the
  * listening server's own routes; `gatewayRoutes` wraps the same ones in Elysia.
  */
-export function intakeHandlers(deps: IntakeDeps): Record<string, IntakeHandler> {
+export function intakeHandlers(deps: IntakeDeps): IntakeHandlers {
   const m = deps.metrics;
   const storageRejected = m.register(
     new Counter("sluice_events_storage_rejected_total", "Event calls refused with 503 because the database could not be written (disk full, I/O error), by route."),
@@ -72,11 +78,35 @@ export function intakeHandlers(deps: IntakeDeps): Record<string, IntakeHandler> 
   const storage = deps.events.storage;
   m.register(new Gauge("sluice_storage_failing", "1 while writes to the database fail (disk full, I/O error; /health names the cause), else 0.", () => (storage.problem ? 1 : 0)));
   const counters = new Map<string, { inc(by?: number): void }>();
-  const count = (route: string, status: number) => {
-    const k = `${route} ${status}`;
+  const count = (route: string, status: number, method = "POST") => {
+    const k = `${method} ${route} ${status}`;
     let c = counters.get(k);
-    if (!c) counters.set(k, (c = m.httpRequests.bind({ route, method: "POST", status: String(status) })));
+    if (!c) counters.set(k, (c = m.httpRequests.bind({ route, method, status: String(status) })));
     c.inc();
+  };
+
+  /** What a refused event call answers; counted, and logged (refusals are rare and worth a line). */
+  const refusal = (err: unknown, route: string, method: string, fields?: Record<string, unknown>): Refusal => {
+    let status: number;
+    let body: string;
+    let retryAfter: number | undefined;
+    if (err instanceof AppError) {
+      status = err.status;
+      body = err.message;
+      retryAfter = err.retryAfterSeconds;
+      m.eventsRejected.inc({ status: String(status) });
+      // Only storage refusals carry a Retry-After here (lib/storage-health.ts).
+      if (retryAfter !== undefined) storageRejected.inc({ route });
+    } else {
+      deps.log.error("intake failed", { err, route });
+      status = 500;
+      body = "internal error";
+    }
+    // Accepted calls are counted, not logged. While the disk is full every call is refused:
+    // those are counted, and intake logs when it starts.
+    const level = retryAfter === undefined ? "info" : "debug";
+    if (deps.log.enabled(level)) deps.log[level]("request", { method, route, status, message: body, ...fields });
+    return { status, body, retryAfter };
   };
 
   const intake = (path: CallType | "batch", route: string, writeKeyFrom: "header" | "query"): IntakeHandler => {
@@ -105,22 +135,7 @@ export function intakeHandlers(deps: IntakeDeps): Record<string, IntakeHandler> 
           batchContext: path === "batch" && value.context && typeof value.context === "object" ? (value.context as Record<string, unknown>) : undefined,
         });
       } catch (err) {
-        if (err instanceof AppError) {
-          status = err.status;
-          body = err.message;
-          retryAfter = err.retryAfterSeconds;
-          m.eventsRejected.inc({ status: String(status) });
-          // Only storage refusals carry a Retry-After here (lib/storage-health.ts).
-          if (retryAfter !== undefined) storageRejected.inc({ route });
-        } else {
-          deps.log.error("intake failed", { err, route });
-          status = 500;
-          body = "internal error";
-        }
-        // Refusals are rare and worth a line; accepted calls are counted, not logged. While the
-        // disk is full every call is refused: those are counted, and intake logs when it starts.
-        const level = retryAfter === undefined ? "info" : "debug";
-        if (deps.log.enabled(level)) deps.log[level]("request", { method: "POST", route, status, message: body });
+        ({ status, body, retryAfter } = refusal(err, route, "POST"));
       }
       if (status === 200) ok.inc();
       else count(route, status);
@@ -129,18 +144,103 @@ export function intakeHandlers(deps: IntakeDeps): Record<string, IntakeHandler> 
     };
   };
 
-  const handlers: Record<string, IntakeHandler> = {};
-  for (const [route, path] of EVENT_PATHS) handlers[route] = intake(path, route, "header");
-  handlers["/beacon/v1/batch"] = intake("batch", "/beacon/v1/batch", "query");
-  return handlers;
+  /** Counts and times a call of the routes below (the event calls above do it inline). */
+  const finish = (route: string, method: string, status: number, started: number) => {
+    count(route, status, method);
+    m.httpDuration.observe({ route }, (performance.now() - started) / 1000);
+  };
+
+  // The webhook body becomes one track call (webhook.ts); limited like a batch, as rudder-server
+  // limits a webhook's body by its request limit (4000 KB), not by one call's.
+  const webhook: IntakeHandler = async (request, server) => {
+    const started = performance.now();
+    const origin = request.headers.get("origin");
+    let status = 200;
+    let body = "OK";
+    let retryAfter: number | undefined;
+    try {
+      const source = authenticateSource(deps, webhookWriteKey(request, new URL(request.url)));
+      const receivedAt = Date.now();
+      const properties = await readWebhookBody(request, MAX_BATCH_BYTES);
+      const calls = parseCalls(source, "track", webhookCall(properties));
+      await acceptCalls(deps, source, calls, { receivedAt, ip: clientIp(request, server) });
+    } catch (err) {
+      ({ status, body, retryAfter } = refusal(err, WEBHOOK_ROUTE, "POST"));
+    }
+    finish(WEBHOOK_ROUTE, "POST", status, started);
+    return intakeResponse(origin, status, body, retryAfter);
+  };
+
+  // rudder-server forwards a webhook's GET only for its Adjust source; for the generic webhook
+  // it checks the write key and answers 200 with nothing stored. So does this.
+  const webhookGet: IntakeHandler = async (request) => {
+    const started = performance.now();
+    let status = 200;
+    let body = "";
+    try {
+      authenticateSource(deps, webhookWriteKey(request, new URL(request.url)));
+    } catch (err) {
+      ({ status, body } = refusal(err, WEBHOOK_ROUTE, "GET"));
+    }
+    finish(WEBHOOK_ROUTE, "GET", status, started);
+    return intakeResponse(request.headers.get("origin"), status, body);
+  };
+
+  // Always the GIF (pixel.ts): what was refused shows only in the log line and the metrics.
+  const pixel = (type: "track" | "page", route: string): IntakeHandler => async (request, server) => {
+    const started = performance.now();
+    const ip = clientIp(request, server);
+    try {
+      const query = new URL(request.url).searchParams;
+      const source = authenticateSource(deps, query.get("writeKey") || missingWriteKey());
+      const receivedAt = Date.now();
+      const calls = parseCalls(source, type, pixelCall(type, query, new Date(receivedAt).toISOString()));
+      await acceptCalls(deps, source, calls, { receivedAt, ip });
+    } catch (err) {
+      refusal(err, route, "GET", { ip });
+    }
+    finish(route, "GET", 200, started);
+    return new Response(PIXEL_GIF, { headers: { "content-type": "image/gif" } });
+  };
+
+  const post: Record<string, IntakeHandler> = {};
+  for (const [route, path] of EVENT_PATHS) post[route] = intake(path, route, "header");
+  post["/beacon/v1/batch"] = intake("batch", "/beacon/v1/batch", "query");
+  // rudder-server's import is its batch call under another name (split by user inside, which
+  // changes nothing here: each user's order holds in any batch).
+  post["/v1/import"] = intake("batch", "/v1/import", "header");
+  post[WEBHOOK_ROUTE] = webhook;
+  const get: Record<string, IntakeHandler> = {
+    [WEBHOOK_ROUTE]: webhookGet,
+    "/pixel/v1/track": pixel("track", "/pixel/v1/track"),
+    "/pixel/v1/page": pixel("page", "/pixel/v1/page"),
+  };
+  return { post, get };
 }
+
+/** Event-call handlers by method and path. */
+export interface IntakeHandlers {
+  post: Record<string, IntakeHandler>;
+  get: Record<string, IntakeHandler>;
+}
+
+const WEBHOOK_ROUTE = "/v1/webhook";
+
+/** rudder-server's robots.txt, byte for byte: no crawler has business on an event endpoint. */
+const ROBOTS_TXT = "User-agent: * \nDisallow: / \n";
+const robots = () => new Response(ROBOTS_TXT, { headers: { "content-type": TEXT } });
 
 /** The handlers as routes of Bun.serve (Elysia passes these to the server it starts). */
-export function serverRoutes(handlers: Record<string, IntakeHandler>) {
-  return Object.fromEntries(Object.entries(handlers).map(([path, h]) => [path, { POST: (req: Request, server: PeerAddress) => h(req, server) }]));
+export function serverRoutes(handlers: IntakeHandlers) {
+  type Route = (req: Request, server: PeerAddress) => Response | Promise<Response>;
+  const routes: Record<string, { POST?: Route; GET?: Route }> = {};
+  for (const [path, h] of Object.entries(handlers.post)) (routes[path] ??= {}).POST = (req, server) => h(req, server);
+  for (const [path, h] of Object.entries(handlers.get)) (routes[path] ??= {}).GET = (req, server) => h(req, server);
+  routes["/robots.txt"] = { GET: robots };
+  return routes;
 }
 
-export function gatewayRoutes(deps: IntakeDeps, handlers: Record<string, IntakeHandler>) {
+export function gatewayRoutes(deps: IntakeDeps, handlers: IntakeHandlers) {
   const doc = (summary: string, schema: unknown, description = "") => ({
     summary,
     description:
@@ -155,7 +255,8 @@ export function gatewayRoutes(deps: IntakeDeps, handlers: Record<string, IntakeH
 
   // Typed loosely: Elysia's route-tree types do not survive a loop of registrations.
   let app: Elysia<any, any, any, any, any, any, any> = new Elysia({ name: "gateway" });
-  const via = (route: string) => (ctx: { [k: string]: any }) => handlers[route]!(ctx.request, ctx.server);
+  const via = (route: string) => (ctx: { [k: string]: any }) => handlers.post[route]!(ctx.request, ctx.server);
+  const viaGet = (route: string) => (ctx: { [k: string]: any }) => handlers.get[route]!(ctx.request, ctx.server);
   for (const call of CALL_TYPES) {
     app = app.post(`/v1/${call}`, via(`/v1/${call}`), {
       parse: "none",
@@ -176,6 +277,42 @@ export function gatewayRoutes(deps: IntakeDeps, handlers: Record<string, IntakeH
         tags: ["Event calls"],
       },
     })
+    .post("/v1/import", via("/v1/import"), {
+      parse: "none",
+      detail: doc(
+        "import call",
+        BatchCall,
+        "RudderStack's import call: the same body, answer and limits as the batch call (4 MB per request, 32 KB per entry). rudder-server applies its 4000 KB limit to each user's events of an import rather than to the request; send a larger import as several requests.",
+      ) as any,
+    })
+    .post(WEBHOOK_ROUTE, via(WEBHOOK_ROUTE), {
+      parse: "none",
+      query: t.Object({ writeKey: t.Optional(t.String()) }, { additionalProperties: true }),
+      detail: {
+        summary: "Webhook: any body becomes a track event",
+        description:
+          "For services that post to a URL of their own (RudderStack's webhook source). The write key is the `writeKey` query parameter, or the user name of Basic auth. " +
+          "The body becomes one track call `webhook_source_event` with the body as `properties` and a new `anonymousId`, then goes through the same validation, suppression, deduplication and commit as every event call. " +
+          "Bodies: JSON (an object; empty means `{}`), `application/x-www-form-urlencoded` (becomes `{name: [values]}`), `multipart/form-data` (`{Value: {name: [values]}, File: {name: [{Filename, Header, Size}]}}`); gzip is honoured. Limit: 4 MB (decoded). " +
+          "Other query parameters are not put into the event. Answers 200 `OK` once committed; errors as the other event calls.",
+        tags: ["Event calls"],
+        requestBody: { required: false, content: { "application/json": { schema: { type: "object" } }, "application/x-www-form-urlencoded": { schema: { type: "object" } } } },
+        responses: { 200: { description: "Stored", content: { "text/plain": { schema: { type: "string", example: "OK" } } } } },
+      } as any,
+    })
+    .get(WEBHOOK_ROUTE, viaGet(WEBHOOK_ROUTE), {
+      query: t.Object({ writeKey: t.Optional(t.String()) }, { additionalProperties: true }),
+      detail: {
+        summary: "Webhook GET: checks the write key, stores nothing",
+        description: "As rudder-server answers a GET to a generic webhook source: 200 with an empty body when the write key is good (a service checking its URL), the usual 400/401/404 otherwise.",
+        tags: ["Event calls"],
+      },
+    })
+    .get("/pixel/v1/track", viaGet("/pixel/v1/track"), { query: t.Object({}, { additionalProperties: true }), detail: pixelDoc("track") })
+    .get("/pixel/v1/page", viaGet("/pixel/v1/page"), { query: t.Object({}, { additionalProperties: true }), detail: pixelDoc("page") })
+    .get("/robots.txt", robots, {
+      detail: { summary: "robots.txt: crawlers are asked to stay away (rudder-server's own text)", tags: ["Operations"] },
+    })
     // CORS preflights for the paths a web page calls; any other OPTIONS is a 404 without CORS
     // headers, so no page of another origin is ever invited to call the APIs.
     .options("/v1/*", preflight, { detail: { hide: true } })
@@ -187,10 +324,7 @@ export function gatewayRoutes(deps: IntakeDeps, handlers: Record<string, IntakeH
         allowOrigin(request, set as Set);
         try {
           const writeKey = query.writeKey || writeKeyFromAuthorization(request.headers.get("authorization"));
-          const source = authenticateSource(deps, writeKey);
-          return {
-            source: { id: source.id, name: source.name, workspaceId: source.workspaceId, enabled: source.enabled, config: {}, destinations: [] },
-          };
+          return sourceConfig(authenticateSource(deps, writeKey), deps.config.snapshot());
         } catch (err) {
           if (!(err instanceof AppError)) throw err;
           set.status = err.status;
@@ -202,11 +336,25 @@ export function gatewayRoutes(deps: IntakeDeps, handlers: Record<string, IntakeH
         query: t.Object({ writeKey: t.Optional(t.String()) }, { additionalProperties: true }),
         detail: {
           summary: "Source configuration for RudderStack's browser SDK",
-          description: "Lets the browser SDK start against Sluice alone (set its configUrl to Sluice). All destinations are delivered by the server (cloud mode), so `destinations` is empty.",
+          description:
+            "Lets RudderStack's SDKs start against Sluice alone (set their configUrl to Sluice). `destinations` lists the source's enabled device-mode and hybrid destinations (config `connectionMode` \"device\" or \"hybrid\"; a RudderStack import sets \"device\" for a connection that was not processor-enabled), in the shape RudderStack's control plane serves, so the SDK loads their integrations; their config keeps only what a browser may see (the definition's `includeKeys` when the import kept it, never its `secretKeys` nor keys named like secrets). Destinations the server delivers (cloud mode) are not listed. Device-mode transformations are not offered (`shouldApplyDeviceModeTransformation` is false).",
           tags: ["Event calls"],
         },
       },
     );
+}
+
+function pixelDoc(type: "track" | "page") {
+  return {
+    summary: `${type} call as an image (a 1×1 GIF)`,
+    description:
+      `For an \`<img>\` tag: the call is the query string. \`writeKey\` authenticates; every other parameter is set at its dotted path (\`${type === "track" ? "event=Email%20Opened&" : "name=Home&"}anonymousId=a1&properties.plan=pro&context.page.url=…\`), values as strings, with \`channel: "web"\` and \`integrations: {All: true}\` unless given. ` +
+      (type === "page" ? "An empty `name` becomes \"Unknown Page\". " : "An empty `event` is refused. ") +
+      "The call then goes through the same validation, suppression, deduplication and commit as POST /v1/" + type + ". " +
+      "The answer is always 200 and the GIF, whether the call was stored or refused (an image cannot show an error); a refusal is logged (`request` at info, with route, status, message and ip) and counted in `sluice_events_rejected_total`.",
+    tags: ["Event calls"],
+    responses: { 200: { description: "Always: a transparent 1×1 GIF", content: { "image/gif": { schema: { type: "string", format: "binary" } } } } },
+  } as any;
 }
 
 /** Browsers ask before sending Authorization and JSON to another origin. */
