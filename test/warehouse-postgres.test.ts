@@ -9,6 +9,8 @@ import { join } from "node:path";
 import { AppError } from "../src/lib/errors";
 import { PostgresWarehouse, isRetryableLoadError } from "../src/warehouse/postgres";
 import { copyField, fitValue } from "../src/warehouse/postgres-values";
+import { eventRows } from "../src/warehouse/schema";
+import { batchesByNamespace, stagedRowText } from "../src/warehouse/staged-rows";
 import type { TableBatch, WarehouseType } from "../src/warehouse/types";
 import { PG, havePostgres, requirePostgres, testSql, waitFor } from "./pg";
 
@@ -102,6 +104,11 @@ describe("values meet columns (no database)", () => {
     ["timestamptz takes a date alone", "datetime", "2026-01-02", "2026-01-02"],
     ["json keeps JSON text", "json", "[1,2]", "[1,2]"],
     ["json quotes other strings", "json", "plain", '"plain"'],
+    // jsonb refuses \u0000, and RudderStack strips NUL from every event before its warehouse sees it.
+    ["json drops NUL from JSON text", "json", '{"a\\u0000":"b\\u0000c"}', '{"a":"bc"}'],
+    ["json drops NUL from a string it quotes", "json", "x\u0000y", '"xy"'],
+    ["json drops NUL from an object", "json", { k: ["\u0000v"] }, '{"k":["v"]}'],
+    ["json keeps an escaped backslash before u0000", "json", '"\\\\u0000"', '"\\\\u0000"'],
     ["null stays null", "int", null, null],
   ] as const)("%s", (_name, kind, value, expected) => {
     expect(fitValue(value, kind)).toEqual(expected);
@@ -152,10 +159,10 @@ describe.if(havePostgres)("PostgresWarehouse", () => {
     expect(cols).toMatchObject({
       id: "text",
       received_at: "timestamp with time zone",
-      price: "double precision",
+      price: "numeric",
       quantity: "bigint",
       in_stock: "boolean",
-      tags: "text",
+      tags: "jsonb",
       context_library_name: "text",
     });
     const [pk] = await sql!.unsafe(
@@ -164,9 +171,9 @@ describe.if(havePostgres)("PostgresWarehouse", () => {
       [`"${ns}"."product_viewed"`],
     );
     expect(pk.attname).toBe("id");
-    const rows = await sql!.unsafe(`SELECT id, price, quantity, in_stock, tags, received_at FROM "${ns}".product_viewed ORDER BY id`);
-    expect(rows.map((r: any) => [r.id, r.price, Number(r.quantity), r.in_stock, r.tags])).toEqual([
-      ["m1", 9.5, 2, true, '["a","b"]'],
+    const rows = await sql!.unsafe(`SELECT id, price::text AS price, quantity, in_stock, tags::text AS tags, received_at FROM "${ns}".product_viewed ORDER BY id`);
+    expect(rows.map((r: any) => [r.id, Number(r.price), Number(r.quantity), r.in_stock, r.tags])).toEqual([
+      ["m1", 9.5, 2, true, '["a", "b"]'],
       ["m2", 3, 1, false, '["c"]'],
     ]);
     expect(new Date(rows[0].received_at).toISOString()).toBe("2026-01-02T03:04:05.678Z");
@@ -247,6 +254,50 @@ describe.if(havePostgres)("PostgresWarehouse", () => {
     expect(await count(ns, "rudder_discards")).toBe(1);
   });
 
+  test("float columns are made numeric and json columns jsonb; columns that exist keep their type", async () => {
+    const ns = newNamespace();
+    // As an earlier Sluice made it: double precision for floats, text for JSON.
+    await sql!.unsafe(`CREATE SCHEMA "${ns}"`);
+    await sql!.unsafe(`CREATE TABLE "${ns}".order_done (id text PRIMARY KEY, received_at timestamptz, uuid_ts timestamptz, total double precision, cart text)`);
+    const wh = newWarehouse();
+    const columns: Record<string, WarehouseType> = { id: "string", received_at: "datetime", uuid_ts: "datetime", total: "float", cart: "json", tax: "float", extra: "json" };
+    const row = (id: string, total: number) => ({ id, received_at: "2026-01-02T03:04:05.678Z", uuid_ts: "2026-01-02T03:05:00.000Z", total, cart: '{"items":2}', tax: 0.19, extra: { note: "n\u0000o" } });
+    const r = await wh.load(ns, [batch("order_done", columns, [row("m1", 10.25)]), batch("order_new", columns, [row("m2", 0.1)])], "l1");
+    expect(r).toEqual({ rows: { order_done: 1, order_new: 1 }, discards: 0 });
+    expect(await columnsOf(ns, "order_done")).toMatchObject({ total: "double precision", cart: "text", tax: "numeric", extra: "jsonb" });
+    expect(await columnsOf(ns, "order_new")).toMatchObject({ total: "numeric", cart: "jsonb", tax: "numeric", extra: "jsonb" });
+    const [old] = await sql!.unsafe(`SELECT total, cart, tax::text AS tax, extra->>'note' AS note FROM "${ns}".order_done`);
+    expect(old).toEqual({ total: 10.25, cart: '{"items":2}', tax: "0.19", note: "no" });
+    // numeric keeps the decimal the event sent (0.1 stays 0.1, not 0.1000000000000000055…).
+    const [fresh] = await sql!.unsafe(`SELECT total::text AS total, cart->>'items' AS items, extra->>'note' AS note FROM "${ns}".order_new`);
+    expect(fresh).toEqual({ total: "0.1", items: "2", note: "no" });
+  });
+
+  test("jsonPaths end to end: an event's object staged as COPY text loads into a jsonb column, NULs stripped", async () => {
+    const ns = newNamespace();
+    const event = {
+      type: "track",
+      event: "Order Completed",
+      messageId: "m-json-1",
+      userId: "u1",
+      receivedAt: "2026-01-02T03:04:05.678Z",
+      properties: { cart: { items: [{ sku: "a\u0000b" }], "no\u0000te": "tab\there" }, total: 12.5 },
+    };
+    const staged = eventRows(event, { uuidTs: "2026-01-02T03:05:00.000Z", jsonPaths: "track.properties.cart" }).map((r) => ({
+      namespace: ns,
+      tableName: r.table,
+      columns: JSON.stringify(r.columns),
+      row: stagedRowText(r.table, r.columns, r.row),
+    }));
+    const batches = batchesByNamespace(staged, "2026-01-02T03:05:00.000Z").get(ns)!;
+    const r = await newWarehouse().load(ns, batches, "l1");
+    expect(r).toEqual({ rows: { tracks: 1, order_completed: 1 }, discards: 0 });
+    expect(await columnsOf(ns, "order_completed")).toMatchObject({ cart: "jsonb", total: "numeric" });
+    const [row] = await sql!.unsafe(`SELECT cart::text AS cart, total::text AS total FROM "${ns}".order_completed`);
+    expect(JSON.parse(row.cart)).toEqual({ items: [{ sku: "ab" }], note: "tab\there" });
+    expect(row.total).toBe("12.5");
+  });
+
   test("an id twice in one batch into a table that exists: one row, the one received last", async () => {
     const ns = newNamespace();
     const wh = newWarehouse();
@@ -259,7 +310,8 @@ describe.if(havePostgres)("PostgresWarehouse", () => {
     );
     expect(r.rows).toEqual({ product_viewed: 2 });
     const rows = await sql!.unsafe(`SELECT id, price FROM "${ns}".product_viewed ORDER BY id`);
-    expect(rows.map((x: { id: string; price: number }) => [x.id, x.price])).toEqual([
+    // numeric comes back as text: it keeps digits a double would lose.
+    expect(rows.map((x: { id: string; price: string }) => [x.id, Number(x.price)])).toEqual([
       ["m1", 1],
       ["m2", 3],
       ["m3", 4],

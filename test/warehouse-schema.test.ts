@@ -148,7 +148,9 @@ describe("types", () => {
     ["year only", "2021", "string", "2021"],
     ["year 0", "0000-01-01", "string", "0000-01-01"],
     ["prose", "tomorrow", "string", "tomorrow"],
-    ["array → JSON text", [1, "a", { b: null }], "json", '[1,"a",{"b":null}]'],
+    // RudderStack types a list `string` for PostgreSQL: its JSON text in a text column.
+    ["array → JSON text in a string column", [1, "a", { b: null }], "string", '[1,"a",{"b":null}]'],
+    ["array with NUL → JSON text without it", ["a\u0000b", "\\u0000"], "string", '["ab","\\\\u0000"]'],
   ];
   for (const [what, value, type, stored] of cases) {
     test(`${what}: ${JSON.stringify(value)} → ${type}`, () => {
@@ -162,14 +164,14 @@ describe("types", () => {
     expect(parseIsoDateTime("1900-02-29")).toBeUndefined();
   });
 
-  test("PostgreSQL types of the warehouse types (issue 22; RudderStack: numeric and jsonb)", () => {
+  test("PostgreSQL types of the warehouse types are RudderStack's: float → numeric, json → jsonb", () => {
     expect(POSTGRES_TYPES).toEqual({
       string: "text",
       int: "bigint",
-      float: "double precision",
+      float: "numeric",
       boolean: "boolean",
       datetime: "timestamp with time zone",
-      json: "text",
+      json: "jsonb",
     });
   });
 });
@@ -302,7 +304,7 @@ describe("rows: edge cases", () => {
     byTable(eventRows({ ...base, type: "track", event: "Order Completed", properties, ...extra }, { uuidTs: UUID_TS }))
       .order_completed!;
 
-  test("nested objects flatten with _, at any depth; arrays become JSON text", () => {
+  test("nested objects flatten with _, at any depth; arrays become JSON text in a string column", () => {
     let deep: any = { leaf: 1 };
     for (let i = 0; i < 100; i++) deep = { n: deep };
     const r = track({ address: { city: "Berlin", geo: { lat: 52.5 } }, tags: ["a", "b"], deep });
@@ -310,7 +312,7 @@ describe("rows: edge cases", () => {
     expect(r.row.address_geo_lat).toBe(52.5);
     expect(r.columns.address_geo_lat).toBe("float");
     expect(r.row.tags).toBe('["a","b"]');
-    expect(r.columns.tags).toBe("json");
+    expect(r.columns.tags).toBe("string");
     const deepColumn = Object.keys(r.row).find((k) => k.startsWith("deep_"))!;
     expect(deepColumn).toBe(("deep_" + "n_".repeat(100) + "leaf").slice(0, 63));
     expect(r.row[deepColumn]).toBe(1);
@@ -441,6 +443,11 @@ describe("rows: edge cases", () => {
     expect(rows[0]!.row.context_source_id).toBe("src_1");
   });
 
+  test("NUL characters never reach a row: dropped from lists' JSON text (and by COPY from strings)", () => {
+    const r = track({ list: ["a\u0000", { "k\u0000": "v" }] });
+    expect(r.row.list).toBe('["a",{"k":"v"}]');
+  });
+
   test("a Sluice-enriched event: context.ip and request_ip give the three ip columns", () => {
     const r = eventRows({ ...base, type: "track", event: "E", context: { ip: "1.2.3.4", library: { name: "x" } } }, { uuidTs: UUID_TS })[0]!;
     expect([r.row.context_ip, r.row.context_passed_ip, r.row.context_request_ip]).toEqual(["1.2.3.4", "1.2.3.4", "5.6.7.8"]);
@@ -464,5 +471,66 @@ describe("rows: edge cases", () => {
     expect(n).toBe(40_000);
     console.log(`warehouse-schema: ${Math.round(perSecond)} track events/s`);
     expect(perSecond).toBeGreaterThan(10_000);
+  });
+});
+
+describe("jsonPaths: named keys become one json column each, as RudderStack's", () => {
+  const order = { cart: { items: [{ sku: "a" }], total: 3 }, coupon: { code: "X" }, plain: "p" };
+  const track = (jsonPaths: string | undefined, extra: Record<string, unknown> = {}) =>
+    byTable(eventRows({ ...base, type: "track", event: "Order Completed", properties: order, ...extra }, { uuidTs: UUID_TS, jsonPaths }));
+
+  test("without jsonPaths objects flatten and nothing is json", () => {
+    const r = track(undefined).order_completed!;
+    expect(r.row.cart_total).toBe(3);
+    expect(Object.values(r.columns)).not.toContain("json");
+  });
+
+  test("track.properties.cart: the whole object as JSON text in a json column; other keys flatten", () => {
+    const r = track("track.properties.cart").order_completed!;
+    expect(r.row.cart).toBe('{"items":[{"sku":"a"}],"total":3}');
+    expect(r.columns.cart).toBe("json");
+    expect(r.row.cart_total).toBeUndefined();
+    expect(r.row.coupon_code).toBe("X");
+  });
+
+  test("the legacy form without the event type (properties only, track only), several paths, spaces trimmed", () => {
+    const r = track(" cart.items , coupon").order_completed!;
+    expect(r.row.cart_items).toBe('[{"sku":"a"}]');
+    expect(r.columns.cart_items).toBe("json");
+    expect(r.row.cart_total).toBe(3);
+    expect(r.row.coupon).toBe('{"code":"X"}');
+    expect(r.columns.coupon).toBe("json");
+    // A legacy path names nothing in other event types.
+    const page = byTable(eventRows({ ...base, type: "page", name: "Home", properties: order }, { uuidTs: UUID_TS, jsonPaths: "coupon" })).pages!;
+    expect(page.columns.coupon_code).toBe("string");
+  });
+
+  test("a path matches at its own depth only: a scalar becomes its JSON text too", () => {
+    const r = track("track.properties.plain,track.properties.total").order_completed!;
+    expect(r.row.plain).toBe('"p"');
+    expect(r.columns.plain).toBe("json");
+    // cart.total is at depth 3, not the depth of track.properties.total.
+    expect(r.columns.cart_total).toBe("int");
+  });
+
+  test("context and other event types by their full path; tracks gets the context column too", () => {
+    const rows = track("track.context.campaign", { context: { campaign: { name: "spring", source: "mail" } } });
+    expect(rows.tracks!.row.context_campaign).toBe('{"name":"spring","source":"mail"}');
+    expect(rows.tracks!.columns.context_campaign).toBe("json");
+    expect(rows.order_completed!.columns.context_campaign).toBe("json");
+    const identify = byTable(eventRows({ ...base, type: "identify", traits: { address: { city: "Berlin" } } }, { uuidTs: UUID_TS, jsonPaths: "identify.traits.address" }));
+    expect(identify.identifies!.row.address).toBe('{"city":"Berlin"}');
+    expect(identify.users!.columns.address).toBe("json");
+  });
+
+  test("paths from integrations.POSTGRES.options and DATA_WAREHOUSE.options add to the destination's", () => {
+    const r = track("track.properties.coupon", { integrations: { POSTGRES: { options: { jsonPaths: ["track.properties.cart"] } }, DATA_WAREHOUSE: { options: { jsonPaths: ["plain"] } } } }).order_completed!;
+    expect([r.columns.cart, r.columns.coupon, r.columns.plain]).toEqual(["json", "json", "json"]);
+  });
+
+  test("NUL characters are stripped from a json column's text (jsonb refuses them)", () => {
+    const r = track("track.properties.cart", { properties: { cart: { "na\u0000me": "a\u0000b", kept: "\\u0000" } } }).order_completed!;
+    expect(r.row.cart).toBe('{"name":"ab","kept":"\\\\u0000"}');
+    expect(JSON.parse(r.row.cart as string)).toEqual({ name: "ab", kept: "\\u0000" });
   });
 });

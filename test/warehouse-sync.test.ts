@@ -99,7 +99,7 @@ describe.if(havePostgres)("POSTGRES destination: staging, sync and syncs", () =>
 
     const viewed = await sql!.unsafe(`SELECT id, user_id, event, event_text, sku, price, qty, context_library_name, uuid_ts FROM "${ns}".product_viewed`);
     expect(viewed).toHaveLength(1);
-    expect(viewed[0]).toMatchObject({ id: "m-track-1", user_id: "u1", event: "product_viewed", event_text: "Product Viewed", sku: "A-1", price: 9.5, context_library_name: "analytics-node" });
+    expect(viewed[0]).toMatchObject({ id: "m-track-1", user_id: "u1", event: "product_viewed", event_text: "Product Viewed", sku: "A-1", price: "9.5", context_library_name: "analytics-node" });
     expect(Number(viewed[0].qty)).toBe(2);
     expect(viewed[0].uuid_ts).toBeInstanceOf(Date);
     expect(await sql!.unsafe(`SELECT id, event FROM "${ns}".tracks`)).toEqual([{ id: "m-track-1", event: "product_viewed" }]);

@@ -5,6 +5,8 @@
  */
 import type { WarehouseType } from "./types.ts";
 
+import { jsonText, withoutNulEscapes } from "./schema.ts";
+
 export { POSTGRES_TYPES } from "./schema.ts";
 
 /** A column's existing type, as information_schema names it, folded to the kind of value it takes. */
@@ -110,8 +112,9 @@ function misfit(kind: ColumnKind, v: unknown): Misfit {
   return { misfit: true, reason: `incompatible schema conversion from ${kind} to ${typeOfValue(v)}` };
 }
 
+// NUL escapes are dropped (schema.ts jsonText): jsonb refuses them, and RudderStack strips them.
 function toJson(v: unknown): string {
-  return JSON.stringify(v, (_k, x) => (typeof x === "bigint" ? x.toString() : x));
+  return withoutNulEscapes(JSON.stringify(v, (_k, x) => (typeof x === "bigint" ? x.toString() : x)));
 }
 
 /**
@@ -149,9 +152,9 @@ export function fitValue(v: unknown, kind: ColumnKind): string | null | Misfit {
         // as JSON text); anything else is quoted into a JSON string, as RudderStack does.
         try {
           JSON.parse(v);
-          return v;
+          return withoutNulEscapes(v);
         } catch {
-          return JSON.stringify(v);
+          return jsonText(v);
         }
       }
       return toJson(v);

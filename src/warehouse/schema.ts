@@ -12,19 +12,37 @@ import { POSTGRES_RESERVED_WORDS } from "./reserved-words";
 import type { TableRow, WarehouseType } from "./types";
 
 /**
- * The column type of each warehouse type on PostgreSQL. RudderStack itself uses `numeric` for
- * float and `jsonb` for json; issue 22 asks for `double precision` and JSON as text, which keeps
- * every JSON value loadable (jsonb rejects `\u0000`) and a property that is sometimes a list and
- * sometimes a string in one column.
+ * The column type of each warehouse type on PostgreSQL, as RudderStack's PostgreSQL integration
+ * creates them: `numeric` for float, `jsonb` for json (the keys named by `jsonPaths`). Only new
+ * columns get these: a column that exists keeps its type (one made `double precision` or `text`
+ * by an earlier Sluice still loads; postgres-values.ts fits each value to the column it meets).
  */
 export const POSTGRES_TYPES: Readonly<Record<WarehouseType, string>> = {
   string: "text",
   int: "bigint",
-  float: "double precision",
+  float: "numeric",
   boolean: "boolean",
   datetime: "timestamp with time zone",
-  json: "text",
+  json: "jsonb",
 };
+
+// JSON's escape of NUL, where it is one: not preceded by an odd run of backslashes (`\\u0000`
+// is a backslash and the text "u0000").
+const NUL_ESCAPE = /(?<!\\)((?:\\\\)*)\\u0000/g;
+
+/**
+ * A value as JSON text without NUL characters. RudderStack strips NUL (`\u0000`) from every
+ * event before it is stored, so none reaches its warehouse; PostgreSQL's jsonb refuses it, and
+ * one such value would fail a whole COPY.
+ */
+export function jsonText(value: unknown): string {
+  return withoutNulEscapes(JSON.stringify(value));
+}
+
+/** JSON text without its NUL escapes (still valid JSON: each was one character of a string). */
+export function withoutNulEscapes(text: string): string {
+  return text.includes("\\u0000") ? text.replace(NUL_ESCAPE, "$1") : text;
+}
 
 /** PostgreSQL cuts identifiers at 63 bytes; RudderStack cuts names there itself first. */
 export const POSTGRES_MAX_IDENTIFIER = 63;
@@ -45,6 +63,12 @@ export interface EventRowsOptions {
   underscoreDivideNumbers?: boolean;
   /** identify: also copy `context.traits.*` into top-level columns of identifies/users. */
   allowUsersContextTraits?: boolean;
+  /**
+   * The destination's `jsonPaths` setting, as RudderStack's: comma-separated paths whose values
+   * become one `json` column each instead of being flattened (`track.properties.cart`, or
+   * without the event type in front, the legacy form, for track properties: `cart`).
+   */
+  jsonPaths?: string;
   maxColumns?: number;
 }
 
@@ -237,9 +261,9 @@ function normalizedDateTime(value: string): string {
  * RudderStack's inference, for a value that is not an object: whole numbers are `int` (up to
  * the bigint range; beyond it `float`, as RudderStack's float64 → int64 check gives), other
  * numbers `float`, ISO date-times `datetime` (the value rewritten as `…T…Z` with milliseconds),
- * arrays `json` as JSON text, everything else `string` — numbers sent as strings stay strings.
- * RudderStack types arrays `string` with the same JSON text in a text column; issue 22 names
- * them json, and on PostgreSQL both are `text`.
+ * everything else `string` — numbers sent as strings stay strings, and arrays are their JSON
+ * text in a `string` (text) column, as RudderStack types them for PostgreSQL. Only `jsonPaths`
+ * make `json` columns.
  */
 export function inferValue(value: unknown): { type: WarehouseType; value: unknown } {
   switch (typeof value) {
@@ -254,7 +278,7 @@ export function inferValue(value: unknown): { type: WarehouseType; value: unknow
     case "bigint":
       return { type: "int", value: value.toString() };
     default:
-      if (Array.isArray(value)) return { type: "json", value: JSON.stringify(value) };
+      if (Array.isArray(value)) return { type: "string", value: jsonText(value) };
       return { type: "string", value: String(value) };
   }
 }
@@ -361,6 +385,62 @@ interface Ctx {
   type: EventType;
   naming: NamingOptions;
   columnNames: Map<string, string>;
+  /** The event's jsonPaths; absent (the common case) when it has none. */
+  json?: JsonPathKeys;
+}
+
+// ---------------------------------------------------------------------------------------------
+// jsonPaths
+
+/**
+ * Paths as RudderStack matches them: a path's dots become `_` and it is compared with the
+ * property's full path at the same depth, so `track.properties.a_b` and `track.properties.a.b`
+ * name different keys. Paths starting with an event type (`track.`, `identify.`, …) are matched
+ * against `<type>_<field>_…`; others (the legacy form) only within a track event's properties
+ * and userProperties, from their top (`cart`, `cart.items`).
+ */
+export interface JsonPathKeys {
+  keys: Map<string, number>;
+  legacy: Map<string, number>;
+}
+
+const JSON_PATH_PREFIXES = ["track.", "identify.", "page.", "screen.", "alias.", "group.", "extract."];
+const jsonPathCache = new Map<string, JsonPathKeys | undefined>();
+
+/** The keys of comma-separated paths; undefined when there are none. Cached: a destination's setting repeats for every event. */
+export function jsonPathKeys(paths: string): JsonPathKeys | undefined {
+  if (jsonPathCache.has(paths)) return jsonPathCache.get(paths);
+  let out: JsonPathKeys | undefined;
+  for (const raw of paths.split(",")) {
+    const path = raw.trim();
+    if (path === "") continue;
+    const segments = path.split(".");
+    out ??= { keys: new Map(), legacy: new Map() };
+    const lower = path.toLowerCase();
+    (JSON_PATH_PREFIXES.some((p) => lower.startsWith(p)) ? out.keys : out.legacy).set(segments.join("_"), segments.length - 1);
+  }
+  if (jsonPathCache.size >= NAME_CACHE_LIMIT) jsonPathCache.clear();
+  jsonPathCache.set(paths, out);
+  return out;
+}
+
+/** `integrations.<key>.options.jsonPaths` of the event: a list of paths. */
+function integrationJsonPaths(event: Record<string, any>, key: string): string[] {
+  const o = isObject(event.integrations) ? event.integrations[key] : undefined;
+  const paths = isObject(o) && isObject(o.options) ? o.options.jsonPaths : undefined;
+  return Array.isArray(paths) ? paths.filter((p): p is string => typeof p === "string") : [];
+}
+
+/** The event's paths: its integrations' (DATA_WAREHOUSE and POSTGRES options) and the destination's. */
+function eventJsonPaths(event: Record<string, any>, destination: string | undefined): JsonPathKeys | undefined {
+  const own = [...integrationJsonPaths(event, "DATA_WAREHOUSE"), ...integrationJsonPaths(event, "POSTGRES")];
+  if (own.length === 0) return destination ? jsonPathKeys(destination) : undefined;
+  return jsonPathKeys([...own, destination ?? ""].join(","));
+}
+
+function isJsonPath(json: JsonPathKeys, type: EventType, prefixKey: string, level: number, fullKey: string, completeLevel: number): boolean {
+  if (json.keys.get(fullKey) === completeLevel) return true;
+  return type === "track" && json.legacy.get(prefixKey) === level;
 }
 
 interface Acc {
@@ -389,12 +469,18 @@ function stringLikeObject(o: Record<string, unknown>, keys: string[]): string | 
   return out.join("");
 }
 
-function addColumn(ctx: Ctx, acc: Acc, key: string, value: unknown): void {
+function addColumn(ctx: Ctx, acc: Acc, key: string, value: unknown, asJson = false): void {
   let name = ctx.columnNames.get(key);
   if (name === undefined) name = cachedName(ctx.columnNames, key, (k) => columnName(k, ctx.naming));
   if (name === "" || RESERVED_COLUMNS[ctx.type].has(name)) return;
   // Safe as a plain key: transformName leaves letters, digits and underscores and never a
   // trailing `_`, so a property `__proto__` becomes the column `__proto`, never the prototype.
+  if (asJson) {
+    // Whatever the value (an object, a list, a number, a string), its JSON text, as RudderStack stores a jsonPaths key.
+    acc.data[name] = jsonText(value);
+    acc.types[name] = "json";
+    return;
+  }
   const inferred = inferValue(value);
   acc.data[name] = inferred.value;
   acc.types[name] = inferred.type;
@@ -402,10 +488,12 @@ function addColumn(ctx: Ctx, acc: Acc, key: string, value: unknown): void {
 
 /**
  * Nested objects become `parent_child` columns, at any depth; arrays and scalars become one
- * column each; blank values none. `fullPrefix` is RudderStack's path with the event type in
- * front (`identify_context_traits_`), which only decides the traits special case.
+ * column each; blank values none; a key `jsonPaths` names, one json column. `fullPrefix` is
+ * RudderStack's path with the event type in front (`identify_context_traits_`), which decides
+ * the traits special case and full jsonPaths; `level` and `completeLevel` are the depths
+ * RudderStack compares paths at (of `prefix` from 0, of `fullPrefix` from its segment count).
  */
-function flatten(ctx: Ctx, acc: Acc, input: unknown, prefix: string, fullPrefix: string): void {
+function flatten(ctx: Ctx, acc: Acc, input: unknown, prefix: string, fullPrefix: string, level = 0, completeLevel = fullPrefix.split("_").length - 1): void {
   if (!isObject(input)) return;
   const keys = Object.keys(input);
   if (keys.length === 0) return;
@@ -419,7 +507,8 @@ function flatten(ctx: Ctx, acc: Acc, input: unknown, prefix: string, fullPrefix:
   for (const key of keys) {
     const value = input[key];
     if (isBlank(value)) continue;
-    if (isObject(value)) flatten(ctx, acc, value, `${prefix}${key}_`, `${fullPrefix}${key}_`);
+    if (ctx.json && isJsonPath(ctx.json, ctx.type, prefix + key, level, fullPrefix + key, completeLevel)) addColumn(ctx, acc, prefix + key, value, true);
+    else if (isObject(value)) flatten(ctx, acc, value, `${prefix}${key}_`, `${fullPrefix}${key}_`, level + 1, completeLevel + 1);
     else addColumn(ctx, acc, prefix + key, value);
   }
 }
@@ -440,7 +529,7 @@ function applyRules(ctx: Ctx, acc: Acc, event: Record<string, any>, rules: Recor
 
 function setColumn(acc: Acc, name: string, raw: unknown): void {
   if (TEXT_COLUMNS.has(name)) {
-    acc.data[name] = typeof raw === "string" ? raw : Array.isArray(raw) ? JSON.stringify(raw) : String(raw);
+    acc.data[name] = typeof raw === "string" ? raw : Array.isArray(raw) ? jsonText(raw) : String(raw);
     acc.types[name] = "string";
     return;
   }
@@ -498,7 +587,7 @@ export function eventRows(event: Record<string, any>, opts: EventRowsOptions): T
     underscoreDivideNumbers: opts.underscoreDivideNumbers === true,
     skipReservedKeywordsEscaping: integration.skipReservedKeywordsEscaping === true,
   };
-  const ctx: Ctx = { type, naming, columnNames: nameCacheFor(naming) };
+  const ctx: Ctx = { type, naming, columnNames: nameCacheFor(naming), json: eventJsonPaths(event, opts.jsonPaths) };
   const maxColumns = opts.maxColumns ?? DEFAULT_MAX_COLUMNS;
   const uuidTs = opts.uuidTs;
 

@@ -88,6 +88,7 @@ export class WarehouseStager {
             destination: { id: dest.id, type: dest.type },
             skipTracksTable: dest.config.skipTracksTable === true,
             skipUsersTable: dest.config.skipUsersTable === true,
+            jsonPaths: typeof dest.config.jsonPaths === "string" ? dest.config.jsonPaths : undefined,
           });
           const eventId = String(event.messageId ?? "");
           for (const r of tableRows) mine.push(staged(r.table, JSON.stringify(r.columns), stagedRowText(r.table, r.columns, r.row), eventId));
