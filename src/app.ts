@@ -191,6 +191,8 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   const warehouseLoads = new WarehouseLoads(backend.warehouse, new LoadThread(backend.stagedRows), config, log, loadSettings, now);
   const queues = backend.connect(processor, router, outcomes);
   processor.onDeliveries((ids) => router.wake(ids));
+  // Deliveries filtered at fan-out (consent, event lists) show on the destination's live stream.
+  processor.useLiveEvents(live);
   // Events committed before a crash but not yet fanned out are picked up here.
   await processor.run();
   await router.start();

@@ -50,19 +50,21 @@ describe("routing and the webhook request", () => {
     sink.stop();
   });
 
-  test("integrations: All:false turns destinations off unless named true; a name set to false skips it", async () => {
+  test("integrations: keys name the definition's display name (Webhook), exactly; All:false turns destinations off unless named true", async () => {
     const a = startSink();
     const b = startSink();
     const src = await createSource(s.url);
     await hook(a.url, [src.id], {}, "alpha");
     await hook(b.url, [src.id], {}, "beta");
-    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "only-alpha", integrations: { All: false, alpha: true } });
-    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "not-webhooks", integrations: { WEBHOOK: false } });
+    // A destination's own name, or the definition name WEBHOOK, is not a key rudder-server reads.
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "own-name", integrations: { All: false, alpha: true } });
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "definition-name", integrations: { WEBHOOK: false } });
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "not-webhooks", integrations: { Webhook: false } });
+    await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "only-webhooks", integrations: { All: false, Webhook: true } });
     await sendEvent(s.url, src.writeKey, "track", { userId: "u", event: "all" });
-    await waitFor(() => a.received.length >= 2 && b.received.length >= 1, { what: "deliveries" });
-    await waitFor(() => tracks(a).some((r) => r.body.event === "all") && tracks(b).some((r) => r.body.event === "all"));
-    expect(tracks(a).map((r) => r.body.event)).toEqual(["only-alpha", "all"]);
-    expect(tracks(b).map((r) => r.body.event)).toEqual(["all"]);
+    await waitFor(() => tracks(a).some((r) => r.body.event === "all") && tracks(b).some((r) => r.body.event === "all"), { what: "deliveries" });
+    expect(tracks(a).map((r) => r.body.event)).toEqual(["definition-name", "only-webhooks", "all"]);
+    expect(tracks(b).map((r) => r.body.event)).toEqual(["definition-name", "only-webhooks", "all"]);
     a.stop();
     b.stop();
   });

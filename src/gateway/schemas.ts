@@ -18,7 +18,7 @@ const common = {
   userId: t.Optional(Str("Unique identifier of the user. A number is accepted and stored as its decimal string (42 → \"42\"), as RudderStack does.")),
   messageId: t.Optional(Str("Deduplication key; generated when absent.")),
   context: t.Optional(Obj("Information about the message (traits, ip, library, ...).")),
-  integrations: t.Optional(Obj("Destinations to enable or disable, e.g. {\"All\": false, \"WEBHOOK\": true}.")),
+  integrations: t.Optional(Obj("Destinations to enable or disable by their definition's display name, exactly as rudder-server reads it, e.g. {\"All\": false, \"Webhook\": true}; an object value turns a destination on, and an All that is not a boolean sends the event nowhere.")),
   timestamp: t.Optional(DateTime("When the event happened (historical import). Defaults to the server's corrected time.")),
   originalTimestamp: t.Optional(DateTime("Client time when the event was made.")),
   sentAt: t.Optional(DateTime("Client time when the event was sent.")),

@@ -59,7 +59,11 @@ export interface EventBatch {
   next: Map<number, EventCursor>;
 }
 
-/** One delivery to insert: pending, no attempt yet, due at once. */
+/**
+ * One delivery to insert: pending, no attempt yet, due at once; or, with `filtered`, already
+ * final in state 'filtered' with that reason as its error (routing dropped it: consent, an event
+ * list), so stats count it and the deliveries list shows why.
+ */
 export interface NewDelivery {
   eventId: number;
   partition: number;
@@ -67,6 +71,7 @@ export interface NewDelivery {
   sourceId: string;
   workspaceId: string;
   userKey: string;
+  filtered?: string;
 }
 
 /** A queued delivery with its event's payload, as the router works it. */
@@ -132,8 +137,8 @@ export interface DeliveriesStore {
    */
   newestCursors(partitions: readonly number[], reportedId: number): Promise<Map<number, EventCursor>>;
   /**
-   * Inserts the deliveries (pending, due `at`) and saves the cursors, all or nothing per
-   * partition; a partition's rows and cursor are written only under its fence.
+   * Inserts the deliveries (pending, due `at`; or filtered, final at `at`) and saves the cursors,
+   * all or nothing per partition; a partition's rows and cursor are written only under its fence.
    */
   fanOut(fences: readonly LeaseFence[], deliveries: NewDelivery[], cursors: Cursors, at: number): Promise<number[]>;
   /** Saves cursors alone (nothing to route up to them). */

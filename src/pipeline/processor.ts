@@ -17,7 +17,8 @@ import {
   cursorAfter,
   fencesOf,
 } from "./deliveries-store";
-import { routeEvent } from "./route";
+import type { LiveEvents } from "./live-events";
+import { dropReasonWith, routeSourceOf, sourceRoutingOf } from "./route";
 
 // Kept here for its callers (intake's id floor, migrate-to-postgres): it is SQLite's alone.
 export { eventIdFloor } from "../storage/sqlite/deliveries";
@@ -38,6 +39,7 @@ export class Processor {
   /** Runs one at a time: the one in progress (or the last), and the one queued behind it. */
   private current: Promise<void> = Promise.resolve();
   private queued: Promise<void> | undefined;
+  private live: LiveEvents | undefined;
 
   constructor(
     private store: DeliveriesStore,
@@ -55,6 +57,11 @@ export class Processor {
   /** Called with the destinations that got new deliveries (the router's wake-up). */
   onDeliveries(fn: (destinationIds: Set<string>) => void) {
     this.listeners.push(fn);
+  }
+
+  /** Where deliveries filtered by routing (consent, an event list) are shown, as the router shows its outcomes. */
+  useLiveEvents(live: LiveEvents) {
+    this.live = live;
   }
 
   /** Coalesces wake-ups: many commits in one turn of the loop cause one run. */
@@ -147,6 +154,18 @@ export class Processor {
     return next;
   }
 
+  /** Shown on the destination's live stream like the router's outcomes (no attempt was made). */
+  private publishFiltered(filtered: NewDelivery[], written: number[], now: number) {
+    const live = this.live;
+    if (!live) return;
+    const at = new Date(now).toISOString();
+    for (const f of filtered) {
+      const topic = `destination:${f.destinationId}`;
+      if (!written.includes(f.partition) || !live.hasSubscribers(topic)) continue;
+      live.publish(topic, { eventId: f.eventId, userKey: f.userKey, state: "filtered", attempt: 0, status: null, response: null, error: f.filtered, at });
+    }
+  }
+
   private async runOnce() {
     if (this.stopped) return;
     let cursors: Map<number, EventCursor>;
@@ -178,15 +197,31 @@ export class Processor {
     if (rows.length === 0) return;
     const touched = new Set<string>();
     const deliveries: NewDelivery[] = [];
+    let filtered: NewDelivery[] | undefined;
     const now = this.now();
     for (const r of rows) {
       const connected = snapshot.bySource.get(r.sourceId);
       if (!connected?.length || r.payload === undefined) continue;
-      // Routing needs only the type and the integrations object.
-      const event = r.payload.includes('"integrations"') ? JSON.parse(r.payload) : { type: r.type };
-      for (const d of routeEvent(event, connected)) {
-        deliveries.push({ eventId: r.id, partition: r.partition, destinationId: d.id, sourceId: r.sourceId, workspaceId: r.workspaceId, userKey: r.userKey });
-        touched.add(d.id);
+      // Most events need only their type: the payload is parsed when it names integrations, or
+      // when a connected destination has consent settings (and the event names consents) or an
+      // event list (and the event is a track).
+      const needs = sourceRoutingOf(connected);
+      const parse =
+        r.payload.includes('"integrations"') ||
+        (needs.anyConsent && r.payload.includes('"consentManagement"')) ||
+        (needs.anyEventList && r.type === "track");
+      const event = parse ? JSON.parse(r.payload) : { type: r.type };
+      const source = routeSourceOf(snapshot.sources.get(r.sourceId));
+      for (let i = 0; i < connected.length; i++) {
+        const d = connected[i]!;
+        const drop = dropReasonWith(event, d, needs.routings[i]!, source);
+        if (drop && !drop.counted) continue;
+        const delivery: NewDelivery = { eventId: r.id, partition: r.partition, destinationId: d.id, sourceId: r.sourceId, workspaceId: r.workspaceId, userKey: r.userKey };
+        if (drop) {
+          delivery.filtered = `filtered: ${drop.reason}`;
+          (filtered ??= []).push(delivery);
+        } else touched.add(d.id);
+        deliveries.push(delivery);
       }
     }
     let written: number[];
@@ -203,6 +238,7 @@ export class Processor {
     for (const p of written) this.cursors.set(p, batch.next.get(p)!);
     if (written.length < batch.next.size) for (const p of batch.next.keys()) if (!written.includes(p)) this.cursors.delete(p);
     if (touched.size) for (const fn of this.listeners) fn(touched);
+    if (filtered) this.publishFiltered(filtered, written, now);
     if (rows.length === BATCH) this.wake();
   }
 }

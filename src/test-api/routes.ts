@@ -52,7 +52,8 @@ export function testApiRoutes(ctx: ServiceContext, deps: TestApiDeps) {
           `Body \`{message, stage?, destinationConfig?}\`. Runs the message through the destination's stages and answers \`{destinationId, destination, destinationName, data}\`. No source needs to be connected. ` +
             `\`destinationConfig\` replaces the stored configuration for this request; its keys must be among the definition's \`defaultConfig\` (GET /destination-definitions). ${STAGES}\n\n` +
             `${ERRORS}, a \`destinationConfig\` key outside \`defaultConfig\` (named); ` +
-            "a disabled destination without `force=true`: `{destinationId, destinationName, error: \"Destination with id <id> is disabled\"}`; a kind the server delivers itself (queues, storage, warehouses): the same form, saying the Test API does not support it. " +
+            "a disabled destination without `force=true`: `{destinationId, destinationName, error: \"Destination with id <id> is disabled\"}`; a kind the server delivers itself (queues, storage, warehouses): the same form, saying the Test API does not support it; a destination in device mode: the same form, saying so. " +
+            "A message the destination's routing keeps from it (consent, the event allow/deny lists, `integrations`, a message type it does not take) is not sent: the answer carries `filtered: <reason>` and an empty `data`. " +
             "401 for missing or wrong credentials; 404 for an id unknown in the token's workspace.",
           TestDestinationBody,
         ),

@@ -88,10 +88,16 @@ export const DestinationTestResult = t.Object({
   destination: t.String({ description: "The definition name, e.g. WEBHOOK." }),
   destinationName: t.String(),
   data: t.Array(TestEntry, { description: "One entry per message after the user transformation: none when it dropped the message, several when it fanned out." }),
+  filtered: t.Optional(
+    t.String({
+      description:
+        "Present when the pipeline would not deliver the message to this destination, with the reason: the user's consent denies it, its `integrations` turn the destination off, the destination does not take its type server side (or leaves it to the device in hybrid mode), or an event allow/deny list drops it. No stage ran and `data` is empty.",
+    }),
+  ),
 });
 export type DestinationTestResult = typeof DestinationTestResult.static;
 
-/** A destination that was not tested: disabled (without force) or delivered by the server itself. */
+/** A destination that was not tested: disabled (without force), delivered by the server itself, or in device mode. */
 export const DestinationNotTested = t.Object({ destinationId: t.String(), destinationName: t.String(), error: t.String() });
 export type DestinationNotTested = typeof DestinationNotTested.static;
 

@@ -12,6 +12,7 @@ import { LenientCallSchemas } from "../gateway/schemas";
 import type { ScopedContext } from "../lib/context";
 import { AppError, badRequest, notFound } from "../lib/errors";
 import { parseWith } from "../lib/schema";
+import { type RouteSource, dropReason, routeSourceOf, routingOf } from "../pipeline/route";
 import { TEST_RESPONSE_KEEP_BYTES, sendRequest } from "../pipeline/send";
 import { type StageContext, destinationTransform, userTransform } from "../pipeline/stages";
 import type {
@@ -101,6 +102,9 @@ function refusal(d: DestinationRuntime, force: boolean): DestinationNotTested | 
   if (d.definition?.serverDelivered) {
     return { ...base, error: `the Test API does not support ${d.type} destinations: the server delivers them itself rather than through a transformer` };
   }
+  if (routingOf(d).deviceMode) {
+    return { ...base, error: `Destination with id ${d.id} is in device mode: the SDK on the device sends its events, the server sends none` };
+  }
   return undefined;
 }
 
@@ -136,10 +140,16 @@ async function send(deps: TestApiDeps, requests: DestinationRequest[], messageId
 export async function runDestinationTest(
   deps: TestApiDeps,
   d: DestinationRuntime,
-  input: { sourceId: string; event: Record<string, any>; stages: Stages; config?: Record<string, unknown> },
+  input: { sourceId: string; event: Record<string, any>; stages: Stages; config?: Record<string, unknown>; source?: RouteSource },
 ): Promise<DestinationTestResult> {
   const { stages, event } = input;
   const result = (data: TestEntry[]): DestinationTestResult => ({ destinationId: d.id, destination: d.type, destinationName: d.name, data });
+
+  // The pipeline's own routing (integrations, consent, message types, hybrid mode, event lists),
+  // with the config under test: a message it would not deliver is not sent, and the reason shown.
+  // Being disabled is the caller's matter (force).
+  const drop = dropReason(event, input.config ? { ...d, config: input.config } : d, input.source, true);
+  if (drop) return { ...result([]), filtered: drop.reason };
 
   let items: Array<{ entry: TestEntry; event: Record<string, any> }>;
   if (stages.user_transform) {
@@ -206,7 +216,7 @@ export async function testSource(
   return Promise.all(
     connected.map(
       // Each destination gets its own copy: a kind's transform must not see another's changes.
-      (d) => refusal(d, input.force) ?? runDestinationTest(deps, d, { sourceId: source.id, event: structuredClone(event), stages }),
+      (d) => refusal(d, input.force) ?? runDestinationTest(deps, d, { sourceId: source.id, event: structuredClone(event), stages, source: routeSourceOf(source) }),
     ),
   );
 }

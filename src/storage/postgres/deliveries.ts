@@ -104,7 +104,7 @@ export class PgDeliveriesStore implements DeliveriesStore {
     if (cursors.size === 0) return [];
     const f = fenceCte(this.opts.instanceId, fences);
     const p = f.nextParam;
-    const cols = { e: [] as number[], p: [] as number[], d: [] as string[], s: [] as string[], w: [] as string[], u: [] as string[] };
+    const cols = { e: [] as number[], p: [] as number[], d: [] as string[], s: [] as string[], w: [] as string[], u: [] as string[], f: [] as Array<string | null> };
     for (const x of deliveries) {
       cols.e.push(x.eventId);
       cols.p.push(x.partition);
@@ -112,6 +112,7 @@ export class PgDeliveriesStore implements DeliveriesStore {
       cols.s.push(x.sourceId);
       cols.w.push(x.workspaceId);
       cols.u.push(x.userKey);
+      cols.f.push(x.filtered ?? null);
     }
     const [parts, txs, ids] = cursorArrays(cursors);
     // One statement, so each partition's deliveries and cursor commit together or not at all;
@@ -119,10 +120,10 @@ export class PgDeliveriesStore implements DeliveriesStore {
     const rows = await this.sql.unsafe(
       `WITH ${f.text},
        ins AS (
-         INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, partition, state, attempts, next_attempt_at, created_at, updated_at)
-         SELECT e, d, s, w, u, p, 'pending', 0, $${p}::bigint, $${p}::bigint, $${p}::bigint
-           FROM unnest($${p + 1}::bigint[], $${p + 2}::smallint[], $${p + 3}::text[], $${p + 4}::text[], $${p + 5}::text[], $${p + 6}::text[])
-                WITH ORDINALITY AS x(e, p, d, s, w, u, ord)
+         INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, partition, state, attempts, next_attempt_at, last_error, created_at, updated_at)
+         SELECT e, d, s, w, u, p, CASE WHEN f IS NULL THEN 'pending' ELSE 'filtered' END, 0, $${p}::bigint, f, $${p}::bigint, $${p}::bigint
+           FROM unnest($${p + 1}::bigint[], $${p + 2}::smallint[], $${p + 3}::text[], $${p + 4}::text[], $${p + 5}::text[], $${p + 6}::text[], $${p + 10}::text[])
+                WITH ORDINALITY AS x(e, p, d, s, w, u, f, ord)
           WHERE p IN (SELECT partition FROM fence)
           ORDER BY ord
          RETURNING 1)
@@ -130,7 +131,8 @@ export class PgDeliveriesStore implements DeliveriesStore {
          FROM unnest($${p + 7}::smallint[], $${p + 8}::xid8[], $${p + 9}::bigint[]) AS n(p, tx, id)
         WHERE c.partition = n.p AND n.p IN (SELECT partition FROM fence)
        RETURNING c.partition`,
-      [...f.params, at, cols.e, cols.p, cols.d, cols.s, cols.w, cols.u, parts, txs, ids],
+      // A filtered row (routing dropped it, with the reason in f) is final at once.
+      [...f.params, at, cols.e, cols.p, cols.d, cols.s, cols.w, cols.u, parts, txs, ids, cols.f],
     );
     return rows.map((r: { partition: unknown }) => Number(r.partition));
   }

@@ -64,7 +64,7 @@ export class PgStatsStore implements StatsStore {
     );
     const [last] = await this.sql.unsafe(
       `SELECT last_error AS error, updated_at AS at FROM deliveries
-        WHERE destination_id = $1 AND last_error IS NOT NULL ORDER BY updated_at DESC LIMIT 1`,
+        WHERE destination_id = $1 AND last_error IS NOT NULL AND state <> 'filtered' ORDER BY updated_at DESC LIMIT 1`,
       [destinationId],
     );
     return {

@@ -50,6 +50,7 @@ export class SqliteDeliveriesStore implements DeliveriesStore {
   private readonly readEvents: Statement;
   private readonly readPayload: Statement;
   private readonly insertDelivery: Statement;
+  private readonly insertFiltered: Statement;
   private readonly saveCursorStmt: Statement;
   private readonly load: Statement;
   private readonly abortAll: Statement;
@@ -68,6 +69,11 @@ export class SqliteDeliveriesStore implements DeliveriesStore {
       `INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, state, attempts, next_attempt_at, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
     );
+    // Routing dropped it (consent, an event list): final at once, its reason as the error, no attempt.
+    this.insertFiltered = c.prepare(
+      `INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, state, attempts, next_attempt_at, last_error, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, 'filtered', 0, ?, ?, ?, ?)`,
+    );
     this.saveCursorStmt = c.prepare("INSERT INTO cursors (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value");
     this.load = c.prepare(
       `SELECT d.id, 0 AS partition, d.event_id AS eventId, d.user_key AS userKey, d.source_id AS sourceId, d.attempts,
@@ -79,7 +85,7 @@ export class SqliteDeliveriesStore implements DeliveriesStore {
     this.abortAll = c.prepare(
       `UPDATE deliveries SET state = 'aborted', last_error = ?, updated_at = ? WHERE destination_id = ? AND state IN ('pending', 'retrying')`,
     );
-    const { readEvents, readPayload, insertDelivery, saveCursorStmt } = this;
+    const { readEvents, readPayload, insertDelivery, insertFiltered, saveCursorStmt } = this;
     // One read transaction: the payloads are read from the same snapshot as the ids.
     this.readBatch = c.transaction((cursor: number, limit: number, routed: RoutedSources) => {
       const rows = readEvents.all(cursor, limit) as StoredEvent[];
@@ -87,7 +93,10 @@ export class SqliteDeliveriesStore implements DeliveriesStore {
       return rows;
     });
     this.insertBatch = c.transaction((deliveries: NewDelivery[], cursor: number, at: number) => {
-      for (const d of deliveries) insertDelivery.run(d.eventId, d.destinationId, d.sourceId, d.workspaceId, d.userKey, at, at, at);
+      for (const d of deliveries) {
+        if (d.filtered === undefined) insertDelivery.run(d.eventId, d.destinationId, d.sourceId, d.workspaceId, d.userKey, at, at, at);
+        else insertFiltered.run(d.eventId, d.destinationId, d.sourceId, d.workspaceId, d.userKey, at, d.filtered, at, at);
+      }
       saveCursorStmt.run(CURSOR, cursor);
     }).immediate;
     const update = c.prepare(

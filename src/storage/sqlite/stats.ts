@@ -123,7 +123,7 @@ export class SqliteStatsStore implements StatsStore {
       ),
       lastError: c.prepare(
         `SELECT last_error AS error, updated_at AS at FROM deliveries
-          WHERE destination_id = ? AND last_error IS NOT NULL ORDER BY updated_at DESC LIMIT 1`,
+          WHERE destination_id = ? AND last_error IS NOT NULL AND state <> 'filtered' ORDER BY updated_at DESC LIMIT 1`,
       ),
       // One indexed query per state (deliveries_queue is (destination, state, id)), merged by the
       // caller's order, so the cost does not grow with the destination's history.
