@@ -53,7 +53,15 @@ function sourceEntry(ws: Workspace, s: FileSource): WorkspaceCheckEntry {
     return entry("held", `a ${category} source: RudderStack's own services pull its data, Sluice pulls nothing. Imported as a source whose write key accepts event calls.`);
   }
   if (category === "webhook") {
-    return entry("held", "a webhook source: Sluice has no webhook intake (/v1/webhook). Imported as a source whose write key accepts event calls.");
+    // Sluice's /v1/webhook makes the generic webhook source's event; rudder-transformer maps
+    // some services' webhooks (Shopify, Stripe, ...) into events of their own.
+    const generic = /^webhook$/i.test(kind);
+    return entry(
+      "runs",
+      generic
+        ? "a webhook source: takes posts at /v1/webhook?writeKey=… as webhook_source_event track calls."
+        : `a ${kind} webhook source: posts to /v1/webhook?writeKey=… become generic webhook_source_event track calls; RudderStack's ${kind}-specific mapping is not applied.`,
+    );
   }
   if (s.enabled === false) return entry("held", "disabled in the file: imported, its event calls are refused until it is enabled.");
   return entry("runs", "takes event calls (SDKs, HTTP API) with its write key.");
