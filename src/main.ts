@@ -1,5 +1,5 @@
 /**
- * The `sluice` command: serve, token create, backup, restore, migrate-to-postgres, check-config, --version, --help.
+ * The `sluice` command: serve, token create, backup, restore, migrate-to-postgres, check-config, import-transformations, --version, --help.
  * Settings → database + migrations → listen; signals for a graceful stop.
  */
 import { redactUrl } from "./lib/postgres-url";
@@ -35,6 +35,13 @@ Usage:
                                       and transformation, whether it runs, is held and why, or has
                                       a config error; changes nothing. Exit 1 only for a file that
                                       cannot be read as a workspace
+  sluice import-transformations FILE  store the code of RudderStack transformations and libraries
+                                      from a JSON export of RudderStack's Transformations API (a
+                                      list of {id, versionId, name, code, libraries?}, or
+                                      {transformations: [...], libraries: [{name, importName?,
+                                      code}]}): destinations held for want of that code receive
+                                      again, also on a running server. Writes the data dir's
+                                      database, or --database in cluster mode; all or nothing
   sluice --version                    print the version
   sluice --help                       print this help
 
@@ -342,6 +349,35 @@ async function checkConfigCommand(args: string[]) {
   }
 }
 
+async function importTransformationsCommand(args: string[]) {
+  const [file, ...extra] = args;
+  if (!file || file.startsWith("-")) fail("usage: sluice import-transformations FILE [--data-dir DIR | --database URL]");
+  const settings = settingsOrFail(extra);
+  let doc: unknown;
+  try {
+    doc = JSON.parse(readFileSync(file, "utf8"));
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    failed(new Error(typeof code === "string" ? `${file}: cannot be read (${code})` : `${file}: not valid JSON: ${(e as Error).message}`));
+  }
+  const { importTransformations, formatImportSummary } = await import("./transformations/rudderstack-import");
+  const { store, close } = await openControlPlaneStore(settings);
+  try {
+    const workspace = await store.firstWorkspace();
+    if (!workspace) failed(new Error("this database has no workspace yet: start the server once first"));
+    const log = createLogger("warn", {}, (line) => process.stderr.write(line + "\n"));
+    // A command's context: no config caches to refresh here. The write reaches a running server
+    // by itself (SQLite: config_epoch, which it polls; PostgreSQL: the 'config' epoch).
+    const ctx = { controlPlane: store, config: { written() {} }, log, now: () => Date.now(), workspaceId: workspace.id } as unknown as import("./lib/context").ScopedContext;
+    process.stdout.write(formatImportSummary(file, await importTransformations(ctx, doc)));
+  } catch (e) {
+    if (e instanceof AppError) failed(new Error(`${file}: ${e.message}`));
+    throw e;
+  } finally {
+    await close();
+  }
+}
+
 const argv = process.argv.slice(2);
 const [cmd, ...rest] = argv;
 if (cmd === "--version" || cmd === "-v" || cmd === "version") {
@@ -359,6 +395,8 @@ if (cmd === "--version" || cmd === "-v" || cmd === "version") {
   await migrateToPostgresCommand(rest);
 } else if (cmd === "check-config") {
   await checkConfigCommand(rest);
+} else if (cmd === "import-transformations") {
+  await importTransformationsCommand(rest);
 } else if (cmd === "serve") {
   await serve(rest);
 } else if (cmd === undefined || cmd.startsWith("--")) {

@@ -97,3 +97,45 @@ test("the OpenAPI document describes the versions routes", async () => {
   expect(doc.paths["/v2/transformations/{id}/versions"].get.summary).toContain("versions");
   expect(doc.paths["/v2/transformations/{id}/versions/{versionId}"].get.summary).toContain("version");
 });
+
+// ---------- libraries: modules a transformation imports by import name ----------
+
+const uses = (lib: string) => `import { shout } from "${lib}";\nexport function transformEvent(e) { return { ...e, event: shout(e.event) }; }`;
+
+test("a library's import name is its name in camelCase; a transformation that imports it pins its current version, and runs it in the test endpoint", async () => {
+  const lib = await api(s.url, "POST", "/v2/libraries", { name: "String tools", code: "export function shout(s) { return s.toUpperCase() + '!'; }" });
+  expect(lib.status).toBe(201);
+  expect(lib.json).toMatchObject({ name: "String tools", importName: "stringTools" });
+  const t = await api(s.url, "POST", "/v2/transformations", { name: "uses-string-tools", code: uses("stringTools") });
+  expect(t.status).toBe(201);
+  expect(t.json.libraries).toEqual({ stringTools: lib.json.versionId });
+
+  const run = await api(s.url, "POST", "/v2/transformations/test", { code: uses("stringTools"), events: [{ type: "track", event: "hi" }] });
+  expect(run.json).toMatchObject({ output: [{ event: "HI!" }], errors: [] });
+  // An unsaved edit of the library runs in the test without changing what is saved.
+  const edited = await api(s.url, "POST", "/v2/transformations/test", { code: uses("stringTools"), libraries: { stringTools: "export const shout = (s) => s + '?';" }, events: [{ type: "track", event: "hi" }] });
+  expect(edited.json.output).toEqual([{ type: "track", event: "hi?" }]);
+
+  // New library code is a new version; the transformation keeps the one it pinned until saved again.
+  const updated = await api(s.url, "PATCH", `/v2/libraries/${lib.json.id}`, { code: "export function shout(s) { return s + '!!'; }" });
+  expect(updated.json.versionId).not.toBe(lib.json.versionId);
+  expect((await api(s.url, "GET", `/v2/transformations/${t.json.id}`)).json.libraries).toEqual({ stringTools: lib.json.versionId });
+  expect((await api(s.url, "GET", `/v2/libraries/${lib.json.id}/versions`)).json.versions.map((v: any) => v.current)).toEqual([true, false]);
+
+  // Deleting it is refused while a transformation imports it.
+  const refused = await api(s.url, "DELETE", `/v2/libraries/${lib.json.id}`);
+  expect(refused.status).toBe(409);
+  expect(refused.json.error ?? refused.text).toContain("uses-string-tools");
+  await api(s.url, "DELETE", `/v2/transformations/${t.json.id}`);
+  expect((await api(s.url, "DELETE", `/v2/libraries/${lib.json.id}`)).status).toBe(204);
+});
+
+test("saving code that imports a name no library has → 400 naming it; a taken import name → 409", async () => {
+  const res = await api(s.url, "POST", "/v2/transformations", { name: "imports-unknown", code: uses("noSuchLib") });
+  expect(res.status).toBe(400);
+  expect(res.text).toContain("imports 'noSuchLib'");
+  expect((await api(s.url, "POST", "/v2/libraries", { name: "dup", importName: "dupLib", code: "export const a = 1;" })).status).toBe(201);
+  const dup = await api(s.url, "POST", "/v2/libraries", { name: "dup 2", importName: "dupLib", code: "export const a = 2;" });
+  expect(dup.status).toBe(409);
+  expect(dup.text).toContain("dupLib");
+});

@@ -201,9 +201,11 @@ describe.if(havePostgres)("sluice migrate-to-postgres", () => {
         sourceIds: [backend.id],
       });
       for (const r of [dead, live, warehouse]) expect(r.status).toBe(201);
+      // A library, so its tables and the version's pinned library are copied too.
+      expect((await api(u, "POST", "/v2/libraries", { name: "Tags", code: "export const tag = (p) => ({ ...p, tagged: true });" })).status).toBe(201);
       const transformation = await api(u, "POST", "/v2/transformations", {
         name: "tag",
-        code: "export function transformEvent(event) { event.properties = { ...event.properties, tagged: true }; return event; }",
+        code: 'import { tag } from "tags";\nexport function transformEvent(event) { event.properties = tag(event.properties); return event; }',
         destinationIds: [live.json.id],
       });
       expect(transformation.status).toBe(201);

@@ -127,20 +127,76 @@ export const transformations = sqliteTable(
     versionId: text("version_id").notNull(),
     createdAt: createdAt(),
     updatedAt: integer("updated_at").notNull(),
+    /** RudderStack's transformation id, for one imported from a RudderStack workspace or export; null otherwise. */
+    externalId: text("external_id"),
   },
   (t) => [uniqueIndex("transformations_workspace_name").on(t.workspaceId, t.name)],
 );
 
 /** Versions are kept so a delivery can say which code it ran. */
-export const transformationVersions = sqliteTable("transformation_versions", {
-  id: text("id").primaryKey(),
-  transformationId: text("transformation_id").notNull().references(() => transformations.id, { onDelete: "cascade" }),
-  code: text("code").notNull(),
-  createdAt: createdAt(),
-});
+export const transformationVersions = sqliteTable(
+  "transformation_versions",
+  {
+    id: text("id").primaryKey(),
+    transformationId: text("transformation_id").notNull().references(() => transformations.id, { onDelete: "cascade" }),
+    /**
+     * Null for a version a RudderStack workspace file names whose code is not here yet (the code
+     * stays in RudderStack's control plane): a destination running it is held until the code
+     * is supplied, never delivered untransformed.
+     */
+    code: text("code"),
+    createdAt: createdAt(),
+    /** RudderStack's versionId of this version, for one imported from RudderStack; null otherwise. */
+    externalId: text("external_id"),
+    /** JSON: import name → library version id, the library code this version was saved with. */
+    libraries: text("libraries", { mode: "json" }).$type<Record<string, string>>(),
+  },
+  (t) => [index("transformation_versions_external").on(t.externalId)],
+);
 
 /** A destination runs at most one transformation: the primary key says so. */
 export const destinationTransformations = sqliteTable("destination_transformations", {
   destinationId: text("destination_id").primaryKey().references(() => destinations.id, { onDelete: "cascade" }),
   transformationId: text("transformation_id").notNull().references(() => transformations.id, { onDelete: "cascade" }),
+});
+
+/**
+ * Named modules a transformation imports (`import { f } from "importName"`), as RudderStack's
+ * libraries. Every save of code makes a new version; a transformation version pins the
+ * library versions it was saved with, so changing a library never changes running code.
+ */
+export const libraries = sqliteTable(
+  "libraries",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    name: text("name").notNull(),
+    importName: text("import_name").notNull(),
+    /** The current version: what a transformation saved now pins. */
+    versionId: text("version_id").notNull(),
+    createdAt: createdAt(),
+    updatedAt: integer("updated_at").notNull(),
+    /** RudderStack's library id, for one imported from a RudderStack export; null otherwise. */
+    externalId: text("external_id"),
+  },
+  (t) => [uniqueIndex("libraries_workspace_import_name").on(t.workspaceId, t.importName)],
+);
+
+export const libraryVersions = sqliteTable("library_versions", {
+  id: text("id").primaryKey(),
+  libraryId: text("library_id").notNull().references(() => libraries.id, { onDelete: "cascade" }),
+  code: text("code").notNull(),
+  createdAt: createdAt(),
+  /** RudderStack's versionId of this library version; null otherwise. */
+  externalId: text("external_id"),
+});
+
+/**
+ * One row, bumped by every control-plane write in the same transaction. A running server polls
+ * it, so a write by another process on the same file (`sluice import-transformations`) reaches
+ * its in-memory config without a restart. PostgreSQL has its own epochs (cluster_epochs).
+ */
+export const configEpoch = sqliteTable("config_epoch", {
+  id: integer("id").primaryKey(),
+  epoch: integer("epoch").notNull(),
 });

@@ -19,7 +19,7 @@ import type { SourceSettings } from "../../db/schema";
 import type { EpochWatch } from "../cluster/bus";
 import { findDefinition } from "../destinations/registry";
 import type { DestinationDefinition } from "../destinations/types";
-import type { ControlPlaneStore, RoutingRows, WriteResult } from "./store";
+import type { ControlPlaneStore, RoutingAttachment, RoutingRows, WriteResult } from "./store";
 
 export interface SourceRuntime {
   id: string;
@@ -37,7 +37,7 @@ export interface DestinationRuntime {
   enabled: boolean;
   config: Record<string, unknown>;
   definition: DestinationDefinition | undefined;
-  transformation?: { id: string; versionId: string; code: string };
+  transformation?: TransformationRuntime;
   /**
    * What a RudderStack workspace file said of this destination's definition (its
    * `destinationDefinition`): its name, display name and config (supportedMessageTypes,
@@ -45,6 +45,20 @@ export interface DestinationRuntime {
    * absent for destinations made through Sluice's API, which route by the built-in definition.
    */
   rudderDefinition?: { name: string; displayName?: string; config?: Record<string, unknown> };
+}
+
+export interface TransformationRuntime {
+  id: string;
+  versionId: string;
+  code: string;
+  /** The library code the version pinned, by import name: handed to the sandbox with the code. */
+  libraries?: Record<string, string>;
+  /**
+   * Why the destination is held: the version's code (or a library it pinned) is not here, e.g.
+   * a RudderStack workspace file named a transformation whose code stayed in RudderStack. The
+   * router holds the queue as for a disabled destination: nothing goes out untransformed.
+   */
+  held?: string;
 }
 
 export interface RoutingSnapshot {
@@ -74,6 +88,7 @@ type RoutingInput = {
   destinations: Array<Pick<RoutingRows["destinations"][number], "id" | "workspaceId" | "name" | "type" | "enabled" | "config" | "rudderDefinition">>;
   connections: Array<Pick<RoutingRows["connections"][number], "sourceId" | "destinationId">>;
   attachments: RoutingRows["attachments"];
+  libraryVersions: RoutingRows["libraryVersions"];
 };
 
 function sourceRuntime(r: RoutingInput["sources"][number]): SourceRuntime {
@@ -83,8 +98,9 @@ function sourceRuntime(r: RoutingInput["sources"][number]): SourceRuntime {
 function buildSnapshot(rows: RoutingInput, version: number): RoutingSnapshot {
   const sources = new Map<string, SourceRuntime>();
   for (const r of rows.sources) sources.set(r.id, sourceRuntime(r));
-  const transformationByDest = new Map<string, { id: string; versionId: string; code: string }>();
-  for (const a of rows.attachments) transformationByDest.set(a.destinationId, { id: a.transformationId, versionId: a.versionId, code: a.code });
+  const libraryCode = new Map(rows.libraryVersions.map((v) => [v.id, v.code]));
+  const transformationByDest = new Map<string, TransformationRuntime>();
+  for (const a of rows.attachments) transformationByDest.set(a.destinationId, transformationRuntime(a, libraryCode));
   const destinations = new Map<string, DestinationRuntime>();
   for (const r of rows.destinations) {
     destinations.set(r.id, {
@@ -111,7 +127,25 @@ function buildSnapshot(rows: RoutingInput, version: number): RoutingSnapshot {
   return { version, sources, destinations, bySource };
 }
 
+function transformationRuntime(a: RoutingAttachment, libraryCode: Map<string, string>): TransformationRuntime {
+  const out: TransformationRuntime = { id: a.transformationId, versionId: a.versionId, code: a.code ?? "" };
+  if (a.code === null) out.held = `transformation code missing: versionId ${a.externalId ?? a.versionId}`;
+  const pinned = Object.entries(a.libraries ?? {});
+  if (pinned.length) {
+    out.libraries = {};
+    for (const [importName, versionId] of pinned) {
+      const code = libraryCode.get(versionId);
+      if (code === undefined) out.held ??= `library missing: '${importName}' (version ${versionId}) of transformation version ${a.externalId ?? a.versionId}`;
+      else out.libraries[importName] = code;
+    }
+  }
+  return out;
+}
+
 const MISSING = Symbol("missing");
+
+/** How often a SQLite server looks whether another process changed the control plane (sluice import-transformations). */
+const EXTERNAL_WRITE_POLL_MS = 1000;
 
 export class SqliteConfigStore implements ConfigStore {
   private byWriteKey = new LRUCache<string, SourceRuntime | typeof MISSING>({ max: 50_000 });
@@ -119,11 +153,42 @@ export class SqliteConfigStore implements ConfigStore {
   private snapshotCache?: RoutingSnapshot;
   private version = 0;
   private listeners = new Set<() => void>();
+  private epochStmt: Statement;
+  private seenEpoch: number;
+  private poll?: ReturnType<typeof setInterval>;
 
   constructor(private db: Db) {
     this.lookupStmt = db.$client.prepare(
       "SELECT id, workspace_id AS workspaceId, name, enabled, settings FROM sources WHERE write_key = ?",
     );
+    this.epochStmt = db.$client.prepare("SELECT epoch FROM config_epoch WHERE id = 1");
+    this.seenEpoch = this.readEpoch();
+  }
+
+  private readEpoch(): number {
+    return (this.epochStmt.get() as { epoch: number } | null)?.epoch ?? 0;
+  }
+
+  /**
+   * Another process may write the same file (\`sluice import-transformations\` supplying code
+   * while the server runs): every control-plane write bumps config_epoch, and a server whose
+   * config someone listens to looks at it each second. Started by the first listener (the
+   * router), so tools that only read never poll.
+   */
+  private watchExternalWrites() {
+    if (this.poll) return;
+    this.poll = setInterval(() => {
+      let epoch: number;
+      try {
+        epoch = this.readEpoch();
+      } catch {
+        // The database was closed (shutdown, a test's end): nothing more to watch.
+        clearInterval(this.poll);
+        return;
+      }
+      if (epoch !== this.seenEpoch) this.written();
+    }, EXTERNAL_WRITE_POLL_MS);
+    this.poll.unref?.();
   }
 
   sourceByWriteKey(writeKey: string): SourceRuntime | undefined {
@@ -137,6 +202,7 @@ export class SqliteConfigStore implements ConfigStore {
 
   /** Every change goes through this process: dropping the caches keeps them exact. */
   written(): void {
+    this.seenEpoch = this.readEpoch();
     this.byWriteKey.clear();
     this.snapshotCache = undefined;
     this.version++;
@@ -145,6 +211,7 @@ export class SqliteConfigStore implements ConfigStore {
 
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);
+    this.watchExternalWrites();
     return () => this.listeners.delete(listener);
   }
 
@@ -152,6 +219,17 @@ export class SqliteConfigStore implements ConfigStore {
     if (this.snapshotCache) return this.snapshotCache;
     const c = this.db.$client;
     const json = <T>(text: string | null): T => JSON.parse(text || "{}");
+    const attachments = (
+      c
+        .query(
+          `SELECT dt.destination_id AS destinationId, t.id AS transformationId, t.version_id AS versionId, v.code, v.external_id AS externalId, v.libraries
+             FROM destination_transformations dt
+             JOIN transformations t ON t.id = dt.transformation_id
+             JOIN transformation_versions v ON v.id = t.version_id`,
+        )
+        .all() as any[]
+    ).map((a): RoutingAttachment => ({ ...a, libraries: a.libraries ? JSON.parse(a.libraries) : null }));
+    const pinned = [...new Set(attachments.flatMap((a) => Object.values(a.libraries ?? {})))];
     this.snapshotCache = buildSnapshot(
       {
         sources: (c.query("SELECT id, workspace_id AS workspaceId, name, enabled, settings FROM sources").all() as any[]).map((r) => ({
@@ -164,14 +242,10 @@ export class SqliteConfigStore implements ConfigStore {
           rudderDefinition: r.rudderDefinition ? JSON.parse(r.rudderDefinition) : undefined,
         })),
         connections: c.query("SELECT source_id AS sourceId, destination_id AS destinationId FROM connections ORDER BY created_at").all() as any[],
-        attachments: c
-          .query(
-            `SELECT dt.destination_id AS destinationId, t.id AS transformationId, t.version_id AS versionId, v.code
-               FROM destination_transformations dt
-               JOIN transformations t ON t.id = dt.transformation_id
-               JOIN transformation_versions v ON v.id = t.version_id`,
-          )
-          .all() as any[],
+        attachments,
+        libraryVersions: pinned.length
+          ? (c.query(`SELECT id, code FROM library_versions WHERE id IN (${pinned.map(() => "?").join(", ")})`).all(...pinned) as Array<{ id: string; code: string }>)
+          : [],
       },
       this.version,
     );

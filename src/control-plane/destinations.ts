@@ -10,7 +10,7 @@ import type { DestinationCreate, DestinationUpdate } from "./schemas";
 import type { ControlPlaneWrite, DestinationChanges, DestinationRow } from "./store";
 import { commit } from "./store";
 
-function present(row: DestinationRow, sourceIds: string[], transformationId: string | undefined) {
+function present(ctx: ScopedContext, row: DestinationRow, sourceIds: string[], transformationId: string | undefined) {
   return {
     id: row.id,
     name: row.name,
@@ -21,13 +21,15 @@ function present(row: DestinationRow, sourceIds: string[], transformationId: str
     unsupported: findDefinition(row.type) === undefined,
     sourceIds,
     transformationId: transformationId ?? null,
+    // The running configuration's view: a transformation whose code never came from RudderStack.
+    heldReason: ctx.config.snapshot().destinations.get(row.id)?.transformation?.held ?? null,
     createdAt: new Date(row.createdAt).toISOString(),
   };
 }
 
 async function presentOne(ctx: ScopedContext, row: DestinationRow) {
   const [links, transformationId] = await Promise.all([ctx.controlPlane.connectionsOfDestination(row.id), ctx.controlPlane.transformationIdOfDestination(row.id)]);
-  return present(row, links.map((c) => c.sourceId), transformationId);
+  return present(ctx, row, links.map((c) => c.sourceId), transformationId);
 }
 
 export async function findDestinationRow(ctx: ScopedContext, id: string): Promise<DestinationRow> {
@@ -126,7 +128,7 @@ export async function listDestinations(ctx: ScopedContext) {
     else byDestination.set(c.destinationId, [c.sourceId]);
   }
   const transformationOf = new Map(attached.map((a) => [a.destinationId, a.transformationId]));
-  return rows.map((r) => present(r, byDestination.get(r.id) ?? [], transformationOf.get(r.id)));
+  return rows.map((r) => present(ctx, r, byDestination.get(r.id) ?? [], transformationOf.get(r.id)));
 }
 
 export async function getDestination(ctx: ScopedContext, id: string) {

@@ -63,6 +63,12 @@ export const Destination = t.Object({
   }),
   sourceIds: t.Array(t.String()),
   transformationId: t.Union([t.String(), t.Null()]),
+  heldReason: t.Optional(
+    t.Union([t.String(), t.Null()], {
+      description:
+        "Why the destination is held although enabled, e.g. `transformation code missing: versionId X`: a RudderStack workspace file named its transformation, whose code stayed in RudderStack. Its events are routed and queue, nothing is delivered untransformed; they flow once the code is supplied (`transformations/<versionId>.js` beside the file, `code` in the file, or `sluice import-transformations`). Null when it is not held.",
+    }),
+  ),
   createdAt: t.String({ format: "date-time" }),
 });
 

@@ -24,6 +24,8 @@ import type {
   connections,
   destinationTransformations,
   destinations,
+  libraries,
+  libraryVersions,
   sessions,
   sources,
   transformationVersions,
@@ -41,9 +43,16 @@ export type SourceRow = typeof sources.$inferSelect;
  */
 export type DestinationRow = Omit<typeof destinations.$inferSelect, "rudderDefinition"> & { rudderDefinition?: RudderDefinition };
 export type ConnectionRow = typeof connections.$inferSelect;
-export type TransformationRow = typeof transformations.$inferSelect;
-export type TransformationVersionRow = typeof transformationVersions.$inferSelect;
+/** `externalId` (RudderStack's id) is absent for transformations made in Sluice: the stores read its NULL as absent. */
+export type TransformationRow = Omit<typeof transformations.$inferSelect, "externalId"> & { externalId?: string | null };
+/** `externalId` and `libraries` likewise absent when NULL; `code` is null for a RudderStack version whose code is not here yet. */
+export type TransformationVersionRow = Omit<typeof transformationVersions.$inferSelect, "externalId" | "libraries"> & {
+  externalId?: string | null;
+  libraries?: Record<string, string> | null;
+};
 export type DestinationTransformationRow = typeof destinationTransformations.$inferSelect;
+export type LibraryRow = typeof libraries.$inferSelect;
+export type LibraryVersionRow = typeof libraryVersions.$inferSelect;
 export type WorkspaceRow = typeof workspaces.$inferSelect;
 export type AccountRow = typeof accounts.$inferSelect;
 export type AccessTokenRow = typeof accessTokens.$inferSelect;
@@ -64,7 +73,10 @@ export type SessionWithEmail = SessionRow & { email: string };
 export type SourceChanges = Partial<Pick<SourceRow, "name" | "writeKey" | "enabled" | "settings" | "updatedAt">>;
 /** `rudderDefinition: null` clears it (a new type through the API makes the file's definition wrong). */
 export type DestinationChanges = Partial<Pick<DestinationRow, "name" | "type" | "config" | "enabled" | "updatedAt">> & { rudderDefinition?: RudderDefinition | null };
-export type TransformationChanges = Partial<Pick<TransformationRow, "name" | "versionId" | "updatedAt">>;
+export type TransformationChanges = Partial<Pick<TransformationRow, "name" | "versionId" | "updatedAt" | "externalId">>;
+export type LibraryChanges = Partial<Pick<LibraryRow, "name" | "versionId" | "updatedAt" | "externalId">>;
+/** What a transformation version holds besides its code: RudderStack's versionId and the pinned library versions. */
+export type VersionExtras = Partial<Pick<TransformationVersionRow, "externalId" | "libraries">>;
 
 /**
  * One row operation of a write. What each counts in `WriteResult.changes`: inserts, updates and
@@ -85,11 +97,23 @@ export type ControlPlaneWrite =
   /** Idempotent: connecting twice keeps one connection. */
   | { op: "connect"; sourceId: string; destinationId: string; at: number }
   | { op: "disconnect"; sourceId: string; destinationId: string }
-  /** The transformation with its first version: `row.versionId` names it, made at `row.createdAt`. */
-  | { op: "insertTransformation"; row: TransformationRow; code: string }
+  /**
+   * The transformation with its first version: `row.versionId` names it, made at `row.createdAt`.
+   * `code: null` is a RudderStack version whose code is not here yet (its destinations are held).
+   */
+  | { op: "insertTransformation"; row: TransformationRow; code: string | null; version?: VersionExtras }
   /** A saved version; `updateTransformation` with its id as `versionId` makes it the one that runs. */
   | { op: "insertTransformationVersion"; row: TransformationVersionRow }
   | { op: "updateTransformation"; id: string; set: TransformationChanges }
+  /** Supplies the code of a version that had none (counts 0 when it has code already: versions never change). */
+  | { op: "fillTransformationVersion"; id: string; code: string; libraries: Record<string, string> | null }
+  /** The library with its first version (`row.versionId`), made at `row.createdAt`. */
+  | { op: "insertLibrary"; row: LibraryRow; code: string; versionExternalId?: string | null }
+  /** A saved library version; `updateLibrary` with its id as `versionId` makes it the current one. */
+  | { op: "insertLibraryVersion"; row: LibraryVersionRow }
+  | { op: "updateLibrary"; id: string; set: LibraryChanges }
+  /** Its versions go with it. */
+  | { op: "deleteLibrary"; id: string }
   /** Its versions and attachments go with it (its destinations then run none). */
   | { op: "deleteTransformation"; id: string }
   /** Exactly these destinations run the transformation: it leaves the others and moves these from any other. */
@@ -139,8 +163,21 @@ export interface RoutingRows {
   destinations: DestinationRow[];
   /** Ordered by createdAt (a source's destinations are routed in the order they were connected). */
   connections: ConnectionRow[];
-  /** Each destination that runs a transformation, with the code of its current version. */
-  attachments: Array<{ destinationId: string; transformationId: string; versionId: string; code: string }>;
+  /** Each destination that runs a transformation, with its current version (code null: not here yet). */
+  attachments: RoutingAttachment[];
+  /** The code of every library version a running transformation version pins. */
+  libraryVersions: Array<{ id: string; code: string }>;
+}
+
+export interface RoutingAttachment {
+  destinationId: string;
+  transformationId: string;
+  versionId: string;
+  code: string | null;
+  /** Absent unless imported from RudderStack (as in TransformationVersionRow). */
+  externalId?: string | null;
+  /** Import name → library version id; absent when the version imports none. */
+  libraries?: Record<string, string> | null;
 }
 
 export interface ControlPlaneStore {
@@ -177,13 +214,26 @@ export interface ControlPlaneStore {
   /** Newest first (version ids are time-ordered, so they break ties within one millisecond). */
   transformationVersions(transformationId: string): Promise<TransformationVersionRow[]>;
   transformationVersion(transformationId: string, versionId: string): Promise<TransformationVersionRow | undefined>;
-  /** The code of one version (a transformation's current one: its versionId). */
-  versionCode(versionId: string): Promise<string | undefined>;
+  /** The code of one version (a transformation's current one: its versionId); null for a version whose code is not here yet. */
+  versionCode(versionId: string): Promise<string | null | undefined>;
+  /** The workspace's newest version with this RudderStack versionId, if any. */
+  versionByExternalId(workspaceId: string, externalId: string): Promise<TransformationVersionRow | undefined>;
+  transformationByExternalId(workspaceId: string, externalId: string): Promise<TransformationRow | undefined>;
   /** Ordered by destinationId. */
   destinationIdsOfTransformation(transformationId: string): Promise<string[]>;
   transformationIdOfDestination(destinationId: string): Promise<string | undefined>;
   /** Which transformation each of the workspace's destinations runs (those that run one). */
   attachments(workspaceId: string): Promise<DestinationTransformationRow[]>;
+
+  /** Ordered by importName. */
+  libraries(workspaceId: string): Promise<LibraryRow[]>;
+  library(workspaceId: string, id: string): Promise<LibraryRow | undefined>;
+  libraryByImportName(workspaceId: string, importName: string): Promise<LibraryRow | undefined>;
+  libraryByExternalId(workspaceId: string, externalId: string): Promise<LibraryRow | undefined>;
+  /** Newest first. */
+  libraryVersions(libraryId: string): Promise<LibraryVersionRow[]>;
+  /** The code of these library versions, by id (ids not found are absent). */
+  libraryVersionCode(ids: string[]): Promise<Map<string, string>>;
 
   /** Applies every operation in one transaction, in order: all of them or, if one fails, none. */
   write(ops: ControlPlaneWrite[]): Promise<WriteResult>;
@@ -220,8 +270,20 @@ export function destinationFromStore(row: Omit<DestinationRow, "rudderDefinition
   return rest;
 }
 
+/** Drops the NULL columns a transformation or version row has only when imported from RudderStack (see TransformationRow). */
+export function withoutNulls<T extends object>(row: T): T {
+  const out = { ...row } as Record<string, unknown>;
+  for (const k of ["externalId", "libraries"]) if (out[k] === null) delete out[k];
+  return out as T;
+}
+
 /** Unique indexes that a user's input can collide with, by the constraint name both schemas give them. */
-export type UniqueConstraint = "sources_workspace_name" | "sources_write_key_unique" | "destinations_workspace_name" | "transformations_workspace_name";
+export type UniqueConstraint =
+  | "sources_workspace_name"
+  | "sources_write_key_unique"
+  | "destinations_workspace_name"
+  | "transformations_workspace_name"
+  | "libraries_workspace_import_name";
 
 /**
  * A write key is unique across all workspaces, so its refusal must not tell a workspace that
@@ -248,6 +310,10 @@ export function uniqueViolation(op: ControlPlaneWrite, constraint: string): AppE
       return new AppError("CONFLICT", `name: a destination named '${name}' already exists`);
     case "transformations_workspace_name":
       return new AppError("CONFLICT", `name: a transformation named '${name}' already exists`);
+    case "libraries_workspace_import_name": {
+      const importName = "row" in op ? (op.row as { importName?: string }).importName : undefined;
+      return new AppError("CONFLICT", `importName: a library imported as '${importName}' already exists`);
+    }
     default:
       return undefined;
   }

@@ -7,24 +7,42 @@ import { AppError, badRequest, notFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { validateTransformationCode } from "../transformations/sandbox";
 import type { TransformationCreate, TransformationUpdate } from "../transformations/schemas";
-import type { ControlPlaneWrite, TransformationRow } from "./store";
+import { pinLibraries } from "./libraries";
+import type { ControlPlaneWrite, TransformationRow, TransformationVersionRow } from "./store";
 import { commit } from "./store";
 
-/** Runs the code's top level in the sandbox (off this thread) and checks the contract. */
-export async function checkCode(code: string, where = "code") {
+/** Runs the code's top level in the sandbox (off this thread), with the libraries it imports, and checks the contract. */
+export async function checkCode(code: string, where = "code", libraries?: Record<string, string>) {
   try {
-    return await validateTransformationCode(code);
+    return await validateTransformationCode(code, {}, libraries);
   } catch (e) {
     throw badRequest(`${where}: ${(e as Error).message}`);
   }
 }
 
-function present(row: TransformationRow, code: string | undefined, destinationIds: string[]) {
+/** Pins the libraries the code imports (400 for an import no library has), then checks the code with them. */
+export async function pinAndCheck(ctx: ScopedContext, code: string, where = "code"): Promise<Record<string, string> | null> {
+  const pinned = await pinLibraries(ctx, code, where);
+  await checkCode(code, where, pinned.code);
+  return Object.keys(pinned.versions).length ? pinned.versions : null;
+}
+
+/** Why a transformation's destinations are held, as the router sees it; null when it runs. */
+export function heldReason(row: TransformationRow, version: TransformationVersionRow | undefined): string | null {
+  if (!version || version.code === null) return `transformation code missing: versionId ${version?.externalId ?? row.versionId}`;
+  return null;
+}
+
+function present(row: TransformationRow, version: TransformationVersionRow | undefined, destinationIds: string[]) {
   return {
     id: row.id,
     name: row.name,
     versionId: row.versionId,
-    code: code ?? "",
+    code: version?.code ?? "",
+    libraries: version?.libraries ?? {},
+    ...(row.externalId ? { rudderStackId: row.externalId } : {}),
+    ...(version?.externalId ? { rudderStackVersionId: version.externalId } : {}),
+    held: heldReason(row, version),
     destinationIds,
     createdAt: new Date(row.createdAt).toISOString(),
     updatedAt: new Date(row.updatedAt).toISOString(),
@@ -32,8 +50,8 @@ function present(row: TransformationRow, code: string | undefined, destinationId
 }
 
 async function presentOne(ctx: ScopedContext, row: TransformationRow) {
-  const [code, destinationIds] = await Promise.all([ctx.controlPlane.versionCode(row.versionId), ctx.controlPlane.destinationIdsOfTransformation(row.id)]);
-  return present(row, code, destinationIds);
+  const [version, destinationIds] = await Promise.all([ctx.controlPlane.transformationVersion(row.id, row.versionId), ctx.controlPlane.destinationIdsOfTransformation(row.id)]);
+  return present(row, version, destinationIds);
 }
 
 export async function findTransformationRow(ctx: ScopedContext, id: string): Promise<TransformationRow> {
@@ -55,14 +73,14 @@ async function assertNameFree(ctx: ScopedContext, name: string) {
 
 export async function listTransformations(ctx: ScopedContext) {
   const [rows, attached] = await Promise.all([ctx.controlPlane.transformations(ctx.workspaceId), ctx.controlPlane.attachments(ctx.workspaceId)]);
-  const codes = await Promise.all(rows.map((r) => ctx.controlPlane.versionCode(r.versionId)));
+  const versions = await Promise.all(rows.map((r) => ctx.controlPlane.transformationVersion(r.id, r.versionId)));
   const byTransformation = new Map<string, string[]>();
   for (const a of attached.sort((x, y) => (x.destinationId < y.destinationId ? -1 : x.destinationId > y.destinationId ? 1 : 0))) {
     const ids = byTransformation.get(a.transformationId);
     if (ids) ids.push(a.destinationId);
     else byTransformation.set(a.transformationId, [a.destinationId]);
   }
-  return rows.map((r, i) => present(r, codes[i], byTransformation.get(r.id) ?? []));
+  return rows.map((r, i) => present(r, versions[i], byTransformation.get(r.id) ?? []));
 }
 
 export async function getTransformation(ctx: ScopedContext, id: string) {
@@ -73,18 +91,31 @@ export async function getTransformation(ctx: ScopedContext, id: string) {
  * The operations of a create whose code was already checked (the workspace file checks all
  * first). `destinationsChecked`: the workspace file names destinations it creates in the same write.
  */
-export async function planTransformationCreate(ctx: ScopedContext, input: TransformationCreate, destinationsChecked = false): Promise<{ row: TransformationRow; ops: ControlPlaneWrite[] }> {
+export async function planTransformationCreate(
+  ctx: ScopedContext,
+  input: Omit<TransformationCreate, "code"> & { code: string | null },
+  destinationsChecked = false,
+  extras: { libraries?: Record<string, string> | null; externalId?: string; versionExternalId?: string } = {},
+): Promise<{ row: TransformationRow; ops: ControlPlaneWrite[] }> {
   if (!destinationsChecked) await assertDestinations(ctx, input.destinationIds ?? []);
   await assertNameFree(ctx, input.name);
   const now = ctx.now();
   const row: TransformationRow = { id: newId("trf"), workspaceId: ctx.workspaceId, name: input.name, versionId: newId("trv"), createdAt: now, updatedAt: now };
-  const ops: ControlPlaneWrite[] = [{ op: "insertTransformation", row, code: input.code }];
+  if (extras.externalId) row.externalId = extras.externalId;
+  const version = { libraries: extras.libraries ?? null, externalId: extras.versionExternalId ?? null };
+  const ops: ControlPlaneWrite[] = [{ op: "insertTransformation", row, code: input.code, version }];
   if (input.destinationIds) ops.push({ op: "setTransformationDestinations", transformationId: row.id, destinationIds: input.destinationIds });
   return { row, ops };
 }
 
 /** The operations of an update whose code was already checked; the first is the row's own update. */
-export async function planTransformationUpdate(ctx: ScopedContext, current: TransformationRow, input: TransformationUpdate, destinationsChecked = false): Promise<{ row: TransformationRow; ops: ControlPlaneWrite[] }> {
+export async function planTransformationUpdate(
+  ctx: ScopedContext,
+  current: TransformationRow,
+  input: Omit<TransformationUpdate, "code"> & { code?: string | null },
+  destinationsChecked = false,
+  extras: { libraries?: Record<string, string> | null; versionExternalId?: string } = {},
+): Promise<{ row: TransformationRow; ops: ControlPlaneWrite[] }> {
   if (input.destinationIds && !destinationsChecked) await assertDestinations(ctx, input.destinationIds);
   if (input.name !== undefined && input.name !== current.name) await assertNameFree(ctx, input.name);
   const now = ctx.now();
@@ -93,23 +124,26 @@ export async function planTransformationUpdate(ctx: ScopedContext, current: Tran
   const ops: ControlPlaneWrite[] = [{ op: "updateTransformation", id: row.id, set: { name: row.name, versionId, updatedAt: now } }];
   // The update comes first so its count says whether the row is still there; no foreign key
   // points at versionId, so the row may name its version before the version's insert.
-  if (input.code !== undefined) ops.push({ op: "insertTransformationVersion", row: { id: versionId, transformationId: row.id, code: input.code, createdAt: now } });
+  if (input.code !== undefined) {
+    const version = { id: versionId, transformationId: row.id, code: input.code, createdAt: now, libraries: extras.libraries ?? null, externalId: extras.versionExternalId ?? null };
+    ops.push({ op: "insertTransformationVersion", row: version });
+  }
   if (input.destinationIds) ops.push({ op: "setTransformationDestinations", transformationId: row.id, destinationIds: input.destinationIds });
   return { row, ops };
 }
 
 export async function createTransformation(ctx: ScopedContext, input: TransformationCreate) {
-  await checkCode(input.code);
-  const { row, ops } = await planTransformationCreate(ctx, input);
+  const libraries = await pinAndCheck(ctx, input.code);
+  const { row, ops } = await planTransformationCreate(ctx, input, false, { libraries });
   await commit(ctx, ops);
   return presentOne(ctx, row);
 }
 
 export async function updateTransformation(ctx: ScopedContext, id: string, input: TransformationUpdate) {
   await findTransformationRow(ctx, id);
-  if (input.code !== undefined) await checkCode(input.code);
+  const libraries = input.code !== undefined ? await pinAndCheck(ctx, input.code) : undefined;
   // Read again after the sandbox's await: the row may have changed meanwhile.
-  const { row, ops } = await planTransformationUpdate(ctx, await findTransformationRow(ctx, id), input);
+  const { row, ops } = await planTransformationUpdate(ctx, await findTransformationRow(ctx, id), input, false, { libraries });
   const { changes } = await commit(ctx, ops);
   if (changes[0] === 0) throw notFound(`transformation '${id}' not found`);
   return presentOne(ctx, row);
@@ -122,8 +156,8 @@ export async function listTransformationVersions(ctx: ScopedContext, id: string)
     id: v.id,
     createdAt: new Date(v.createdAt).toISOString(),
     current: v.id === row.versionId,
-    lines: v.code.split("\n").length,
-    bytes: Buffer.byteLength(v.code),
+    lines: v.code === null ? 0 : v.code.split("\n").length,
+    bytes: v.code === null ? 0 : Buffer.byteLength(v.code),
   }));
 }
 
@@ -132,7 +166,7 @@ export async function getTransformationVersion(ctx: ScopedContext, id: string, v
   const row = await findTransformationRow(ctx, id);
   const v = await ctx.controlPlane.transformationVersion(id, versionId);
   if (!v) throw notFound(`version '${versionId}' of transformation '${id}' not found`);
-  return { id: v.id, transformationId: id, code: v.code, createdAt: new Date(v.createdAt).toISOString(), current: v.id === row.versionId };
+  return { id: v.id, transformationId: id, code: v.code, ...(v.libraries ? { libraries: v.libraries } : {}), createdAt: new Date(v.createdAt).toISOString(), current: v.id === row.versionId };
 }
 
 export async function deleteTransformation(ctx: ScopedContext, id: string) {

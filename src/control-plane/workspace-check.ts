@@ -100,7 +100,7 @@ function destinationEntry(ws: Workspace, d: FileDestination, i: number, files: R
   const missing = (d.transformationRefs ?? []).filter((r) => !codeOf(r, files));
   if (missing.length) {
     const ids = missing.map((r) => r.versionId).join(", ");
-    return entry("held", `its transformation (version ${ids}) has no code here: RudderStack keeps the code in its control plane. Add it as "code" to the file's transformation entry, or as transformations/<versionId>.js beside the file; until then nothing is delivered to it (never untransformed).`);
+    return entry("held", `its transformation (version ${ids}) has no code here: RudderStack keeps the code in its control plane. Add it as "code" to the file's transformation entry, as transformations/<versionId>.js beside the file, or with sluice import-transformations (a JSON export of RudderStack's Transformations API); until then its events queue and nothing is delivered to it (never untransformed).`);
   }
   const how = mode === "hybrid" ? "hybrid: the SDK loads it (listed in /sourceConfig) and the server delivers the events its definition's hybridModeCloudEventsFilter sends to the cloud" : "cloud mode: the server delivers to it";
   return entry("runs", `${how}.`);
@@ -135,7 +135,7 @@ function transformationEntries(ws: Workspace, files: ReadonlySet<string>): Works
         : {
             ...base,
             status: "held",
-            reason: `no code here: RudderStack keeps it in its control plane. Add it as "code" to the transformation entry or as transformations/${versionId}.js beside the file. Held: ${destinations.join(", ")}.`,
+            reason: `no code here: RudderStack keeps it in its control plane. Add it as "code" to the transformation entry or as transformations/${versionId}.js beside the file. Held: ${destinations.join(", ")}. Or import RudderStack's export of it with sluice import-transformations.`,
           },
     );
   }

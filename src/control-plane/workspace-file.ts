@@ -17,7 +17,7 @@ import { connectionModeOf, planDestinationCreate, planDestinationUpdate, validat
 import { type SourceLookup, planSourceCreate, planSourceUpdate, sourceUpdateOp } from "./sources";
 import type { ControlPlaneWrite, DestinationRow, SourceRow, TransformationRow } from "./store";
 import { commit } from "./store";
-import { checkCode, planTransformationCreate, planTransformationUpdate } from "./transformations";
+import { pinAndCheck, planTransformationCreate, planTransformationUpdate } from "./transformations";
 
 export const WorkspaceFile = t.Object(
   {
@@ -252,16 +252,26 @@ export async function applyWorkspaceFile(ctx: ScopedContext, file: string): Prom
   for (const [kind, sources] of pulled) {
     ctx.log.warn("source kind that RudderStack pulls from (cloud or warehouse): Sluice pulls nothing; imported as a source whose write key accepts event calls", { file, kind, sources });
   }
-  // Code is checked in the sandbox before anything is planned.
+  // Code is checked in the sandbox, with the libraries it imports, before anything is planned.
+  const pins = new Map<string, Record<string, string> | null>();
   for (const [i, tr] of doc.transformations.entries()) {
     try {
-      await checkCode(tr.code, `transformations[${i}].code`);
+      pins.set(tr.name, await pinAndCheck(ctx, tr.code, `transformations[${i}].code`));
     } catch (e) {
       throw new WorkspaceFileError(`${file}: ${(e as Error).message}`);
     }
   }
+  const references = await rudderStackReferences(ctx, doc, file);
+  const held = [...references.values()].filter((r) => r.code === undefined);
+  if (held.length) {
+    ctx.log.warn("RudderStack transformation whose code is not here: its destinations are held (their events queue, nothing is delivered untransformed) until the code is supplied", {
+      file,
+      versionIds: held.map((r) => r.versionId),
+      destinations: held.flatMap((r) => r.destinations),
+    });
+  }
   try {
-    await commit(ctx, await planWorkspaceFile(ctx, doc));
+    await commit(ctx, await planWorkspaceFile(ctx, doc, pins, references));
   } catch (e) {
     if (e instanceof AppError) throw new WorkspaceFileError(`${file}: ${e.message}`);
     throw e;
@@ -269,8 +279,98 @@ export async function applyWorkspaceFile(ctx: ScopedContext, file: string): Prom
   return { sources: doc.sources.length, destinations: doc.destinations.length, transformations: doc.transformations.length };
 }
 
+/** A RudderStack transformation version the file's destinations run, with its code if Sluice can read it. */
+interface RudderStackReference {
+  versionId: string;
+  /** RudderStack's transformation id. */
+  id?: string;
+  code?: string;
+  libraries: Record<string, string> | null;
+  /** The destinations (by name) that run it. */
+  destinations: string[];
+}
+
+/**
+ * Each transformation version the file's destinations name, with its code from the file's own
+ * entry or `transformations/<versionId>.js` beside it, checked in the sandbox with its
+ * libraries. A destination runs its first one, as rudder-server's processor does.
+ */
+async function rudderStackReferences(ctx: ScopedContext, doc: Workspace, file: string): Promise<Map<string, RudderStackReference>> {
+  const out = new Map<string, RudderStackReference>();
+  const beside = doc.format === "rudderstack" ? transformationFilesBeside(file) : new Set<string>();
+  for (const d of doc.destinations) {
+    const [ref, ...more] = d.transformationRefs ?? [];
+    if (!ref) continue;
+    if (more.length) ctx.log.warn("destination names several transformations: Sluice runs the first, as rudder-server does", { file, destination: d.name, versionIds: d.transformationRefs!.map((r) => r.versionId) });
+    const seen = out.get(ref.versionId);
+    if (seen) {
+      seen.destinations.push(d.name);
+      seen.code ??= ref.code;
+      continue;
+    }
+    out.set(ref.versionId, { versionId: ref.versionId, id: ref.id, code: ref.code, libraries: null, destinations: [d.name] });
+  }
+  for (const r of out.values()) {
+    let where = `the transformation ${r.versionId} of ${r.destinations.join(", ")}`;
+    // The name comes from listing the folder, never from the file: no path is built from what the file says.
+    if (r.code === undefined && beside.has(r.versionId)) {
+      where = `transformations/${r.versionId}.js`;
+      r.code = await Bun.file(join(dirname(file), "transformations", `${r.versionId}.js`)).text();
+    }
+    if (r.code === undefined) continue;
+    try {
+      r.libraries = await pinAndCheck(ctx, r.code, where);
+    } catch (e) {
+      throw new WorkspaceFileError(`${file}: ${(e as Error).message}`);
+    }
+  }
+  return out;
+}
+
+/**
+ * The operations that make each destination run its RudderStack transformation version: found
+ * by RudderStack's versionId, else a new version of the transformation with RudderStack's id,
+ * else a new transformation (named after RudderStack's id). A version whose code is not here is
+ * stored without code: its destinations are held. Code supplied later fills it.
+ */
+async function planRudderStackReferences(
+  ctx: ScopedContext,
+  references: Map<string, RudderStackReference>,
+  destinationIds: Map<string, string>,
+  planned: Set<string>,
+): Promise<ControlPlaneWrite[]> {
+  const store = ctx.controlPlane;
+  const ops: ControlPlaneWrite[] = [];
+  for (const r of references.values()) {
+    const code = r.code ?? null;
+    let transformationId: string;
+    const version = await store.versionByExternalId(ctx.workspaceId, r.versionId);
+    if (version) {
+      transformationId = version.transformationId;
+      if (version.code === null && code !== null) ops.push({ op: "fillTransformationVersion", id: version.id, code, libraries: r.libraries });
+      const row = (await store.transformations(ctx.workspaceId)).find((t) => t.id === transformationId);
+      if (row && row.versionId !== version.id) ops.push({ op: "updateTransformation", id: transformationId, set: { versionId: version.id, updatedAt: ctx.now() } });
+    } else {
+      const existing = r.id ? await store.transformationByExternalId(ctx.workspaceId, r.id) : undefined;
+      const extras = { libraries: r.libraries, versionExternalId: r.versionId, externalId: r.id };
+      let name = r.id ?? r.versionId;
+      if (!existing && (planned.has(name) || (await store.transformationByName(ctx.workspaceId, name)))) name = `${name} (RudderStack ${r.versionId})`;
+      const p = existing ? await planTransformationUpdate(ctx, existing, { code }, true, extras) : await planTransformationCreate(ctx, { name, code }, true, extras);
+      ops.push(...p.ops);
+      transformationId = p.row.id;
+    }
+    for (const d of r.destinations) ops.push({ op: "attachTransformation", destinationId: destinationIds.get(d)!, transformationId });
+  }
+  return ops;
+}
+
 /** The file's operations, keyed by name; a name the file repeats updates what its first entry planned. */
-async function planWorkspaceFile(ctx: ScopedContext, doc: Workspace): Promise<ControlPlaneWrite[]> {
+async function planWorkspaceFile(
+  ctx: ScopedContext,
+  doc: Workspace,
+  pins: Map<string, Record<string, string> | null>,
+  references: Map<string, RudderStackReference>,
+): Promise<ControlPlaneWrite[]> {
   const store = ctx.controlPlane;
   const ops: ControlPlaneWrite[] = [];
 
@@ -304,7 +404,7 @@ async function planWorkspaceFile(ctx: ScopedContext, doc: Workspace): Promise<Co
     plannedDestinations.set(d.name, planned.row);
   }
 
-  const plannedTransformations = new Map<string, { row: TransformationRow; code: string | undefined }>();
+  const plannedTransformations = new Map<string, { row: TransformationRow; code: string | null | undefined }>();
   for (const tr of doc.transformations) {
     let current = plannedTransformations.get(tr.name);
     if (!current) {
@@ -313,12 +413,15 @@ async function planWorkspaceFile(ctx: ScopedContext, doc: Workspace): Promise<Co
     }
     // A new version only when the code changed.
     if (!current || current.code !== tr.code) {
-      const planned = current ? await planTransformationUpdate(ctx, current.row, { code: tr.code }, true) : await planTransformationCreate(ctx, { name: tr.name, code: tr.code }, true);
+      const extras = { libraries: pins.get(tr.name) ?? null };
+      const planned = current ? await planTransformationUpdate(ctx, current.row, { code: tr.code }, true, extras) : await planTransformationCreate(ctx, { name: tr.name, code: tr.code }, true, extras);
       ops.push(...planned.ops);
       current = { row: planned.row, code: tr.code };
     }
     plannedTransformations.set(tr.name, current);
     for (const d of tr.destinations ?? []) ops.push({ op: "attachTransformation", destinationId: plannedDestinations.get(d)!.id, transformationId: current.row.id });
   }
+  const destinationIds = new Map([...plannedDestinations].map(([name, row]) => [name, row.id]));
+  ops.push(...(await planRudderStackReferences(ctx, references, destinationIds, new Set(plannedTransformations.keys()))));
   return ops;
 }

@@ -95,8 +95,12 @@ const TABLE_RULES: Record<string, TableRule> = {
   },
 };
 
-/** Tables only SQLite has: what they say is copied into other tables' rows (TABLE_RULES). */
-export const SQLITE_ONLY: ReadonlySet<string> = new Set(["warehouse_loaded_ranges"]);
+/**
+ * Tables only SQLite has: what they say is copied into other tables' rows (TABLE_RULES), or,
+ * for config_epoch (how a running SQLite server notices another process's control-plane write),
+ * what cluster_epochs does in PostgreSQL.
+ */
+export const SQLITE_ONLY: ReadonlySet<string> = new Set(["warehouse_loaded_ranges", "config_epoch"]);
 
 /** SQLite's own tables, drizzle's journal (PostgreSQL keeps its own of each) and SQLITE_ONLY. */
 const NOT_COPIED = (name: string) => name.startsWith("sqlite_") || name === "__drizzle_migrations" || SQLITE_ONLY.has(name);

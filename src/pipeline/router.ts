@@ -303,8 +303,10 @@ export class Router {
     }
     const snap = this.config.snapshot();
     const dest = snap.destinations.get(q.destinationId);
-    // A disabled destination holds its queue; re-enabling triggers reconcile → pump.
-    if (!dest || !dest.enabled) return;
+    // A disabled destination holds its queue; re-enabling triggers reconcile → pump. So does one
+    // whose transformation code is not here (held): checked before every mode below (single
+    // requests, batches, warehouse staging), so none delivers its events untransformed.
+    if (!dest || !dest.enabled || dest.transformation?.held) return;
     this.refill(q);
     if (isWarehouseKind(dest.type)) {
       this.pumpStaging(q, dest, snap);

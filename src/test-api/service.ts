@@ -105,6 +105,8 @@ function refusal(d: DestinationRuntime, force: boolean): DestinationNotTested | 
   if (routingOf(d).deviceMode) {
     return { ...base, error: `Destination with id ${d.id} is in device mode: the SDK on the device sends its events, the server sends none` };
   }
+  // A test would send the message untransformed, which is what holding the destination prevents.
+  if (d.transformation?.held) return { ...base, error: `Destination with id ${d.id} is held: ${d.transformation.held}` };
   return undefined;
 }
 

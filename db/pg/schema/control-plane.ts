@@ -109,18 +109,48 @@ export const transformations = pgTable(
     versionId: text("version_id").notNull(),
     createdAt: createdAt(),
     updatedAt: ms("updated_at").notNull(),
+    externalId: text("external_id"),
   },
   (t) => [uniqueIndex("transformations_workspace_name").on(t.workspaceId, t.name)],
 );
 
-export const transformationVersions = pgTable("transformation_versions", {
-  id: text("id").primaryKey(),
-  transformationId: text("transformation_id").notNull().references(() => transformations.id, { onDelete: "cascade" }),
-  code: text("code").notNull(),
-  createdAt: createdAt(),
-});
+export const transformationVersions = pgTable(
+  "transformation_versions",
+  {
+    id: text("id").primaryKey(),
+    transformationId: text("transformation_id").notNull().references(() => transformations.id, { onDelete: "cascade" }),
+    code: text("code"),
+    createdAt: createdAt(),
+    externalId: text("external_id"),
+    libraries: jsonb("libraries").$type<Record<string, string>>(),
+  },
+  (t) => [index("transformation_versions_external").on(t.externalId)],
+);
 
 export const destinationTransformations = pgTable("destination_transformations", {
   destinationId: text("destination_id").primaryKey().references(() => destinations.id, { onDelete: "cascade" }),
   transformationId: text("transformation_id").notNull().references(() => transformations.id, { onDelete: "cascade" }),
+});
+
+export const libraries = pgTable(
+  "libraries",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    name: text("name").notNull(),
+    importName: text("import_name").notNull(),
+    versionId: text("version_id").notNull(),
+    createdAt: createdAt(),
+    updatedAt: ms("updated_at").notNull(),
+    externalId: text("external_id"),
+  },
+  (t) => [uniqueIndex("libraries_workspace_import_name").on(t.workspaceId, t.importName)],
+);
+
+export const libraryVersions = pgTable("library_versions", {
+  id: text("id").primaryKey(),
+  libraryId: text("library_id").notNull().references(() => libraries.id, { onDelete: "cascade" }),
+  code: text("code").notNull(),
+  createdAt: createdAt(),
+  externalId: text("external_id"),
 });

@@ -25,6 +25,8 @@ export interface Destination {
   unsupported: boolean;
   sourceIds: string[];
   transformationId: string | null;
+  /** Why it is held although enabled (its transformation's code is not here); null when not. */
+  heldReason?: string | null;
   createdAt: string;
 }
 
@@ -35,6 +37,10 @@ export interface Transformation {
   versionId: string;
   code: string;
   destinationIds: string[];
+  /** Why its destinations are held (code or a library missing); null when not. */
+  held?: string | null;
+  /** Import name → the pinned library version's id. */
+  libraries?: Record<string, string>;
   createdAt: string;
   updatedAt: string;
 }

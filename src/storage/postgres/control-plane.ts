@@ -9,7 +9,7 @@
  * transaction after the operations, which is where a NOTIFY must be sent to be delivered at
  * commit and only then.
  */
-import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull, lt, sql } from "drizzle-orm";
 import type { PgDb } from "../../../db/pg";
 import {
   accessTokens,
@@ -18,6 +18,8 @@ import {
   connections,
   destinationTransformations,
   destinations,
+  libraries,
+  libraryVersions,
   sessions,
   sources,
   transformationVersions,
@@ -33,6 +35,8 @@ import {
   type ControlPlaneWrite,
   type RoutingRows,
   type DestinationRow,
+  type LibraryRow,
+  type LibraryVersionRow,
   type DestinationTransformationRow,
   type SourceRow,
   type TransformationRow,
@@ -43,6 +47,7 @@ import {
   type WriteResult,
   destinationFromStore,
   uniqueViolation,
+  withoutNulls,
 } from "../../control-plane/store";
 import { UNIQUE_VIOLATION } from "../../lib/postgres-errors";
 import { AppError } from "../../lib/errors";
@@ -84,6 +89,10 @@ function destinationValues<T extends { config?: unknown; rudderDefinition?: unkn
   return out as T;
 }
 
+function versionValues<T extends { libraries?: unknown }>(row: T) {
+  return row.libraries == null ? row : { ...row, libraries: jsonb(row.libraries) };
+}
+
 /** The unique constraint (or unique index) a statement violated; drizzle puts Bun.sql's error in `cause`. */
 function violatedUnique(err: unknown): string | undefined {
   for (let e = err as { errno?: unknown; constraint?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
@@ -104,23 +113,30 @@ export class PgControlPlaneStore implements ControlPlaneStore {
   }
 
   async routing(): Promise<RoutingRows> {
-    // One snapshot for all four reads, so a change committed meanwhile is seen whole or not at all.
+    // One snapshot for all reads, so a change committed meanwhile is seen whole or not at all.
     return this.db.transaction(
-      async (tx) => ({
-        sources: await tx.select().from(sources),
-        destinations: (await tx.select().from(destinations)).map(destinationFromStore),
-        connections: await tx.select().from(connections).orderBy(connections.createdAt),
-        attachments: await tx
+      async (tx) => {
+        const attachments = await tx
           .select({
             destinationId: destinationTransformations.destinationId,
             transformationId: transformations.id,
             versionId: transformationVersions.id,
             code: transformationVersions.code,
+            externalId: transformationVersions.externalId,
+            libraries: transformationVersions.libraries,
           })
           .from(destinationTransformations)
           .innerJoin(transformations, eq(transformations.id, destinationTransformations.transformationId))
-          .innerJoin(transformationVersions, eq(transformationVersions.id, transformations.versionId)),
-      }),
+          .innerJoin(transformationVersions, eq(transformationVersions.id, transformations.versionId));
+        const pinned = [...new Set(attachments.flatMap((a) => Object.values(a.libraries ?? {})))];
+        return {
+          sources: await tx.select().from(sources),
+          destinations: (await tx.select().from(destinations)).map(destinationFromStore),
+          connections: await tx.select().from(connections).orderBy(connections.createdAt),
+          attachments: attachments.map(withoutNulls),
+          libraryVersions: pinned.length ? await tx.select({ id: libraryVersions.id, code: libraryVersions.code }).from(libraryVersions).where(inArray(libraryVersions.id, pinned)) : [],
+        };
+      },
       { isolationLevel: "repeatable read", accessMode: "read only" },
     );
   }
@@ -187,24 +203,25 @@ export class PgControlPlaneStore implements ControlPlaneStore {
 
   async transformation(workspaceId: string, id: string): Promise<TransformationRow | undefined> {
     const [row] = await this.db.select().from(transformations).where(and(eq(transformations.id, id), eq(transformations.workspaceId, workspaceId)));
-    return row;
+    return row && withoutNulls(row);
   }
 
   async transformationByName(workspaceId: string, name: string): Promise<TransformationRow | undefined> {
     const [row] = await this.db.select().from(transformations).where(and(eq(transformations.workspaceId, workspaceId), eq(transformations.name, name)));
-    return row;
+    return row && withoutNulls(row);
   }
 
   async transformations(workspaceId: string): Promise<TransformationRow[]> {
-    return this.db.select().from(transformations).where(eq(transformations.workspaceId, workspaceId)).orderBy(transformations.createdAt, transformations.id);
+    return (await this.db.select().from(transformations).where(eq(transformations.workspaceId, workspaceId)).orderBy(transformations.createdAt, transformations.id)).map(withoutNulls);
   }
 
   async transformationVersions(transformationId: string): Promise<TransformationVersionRow[]> {
-    return this.db
+    const rows = await this.db
       .select()
       .from(transformationVersions)
       .where(eq(transformationVersions.transformationId, transformationId))
       .orderBy(desc(transformationVersions.createdAt), desc(transformationVersions.id));
+    return rows.map(withoutNulls);
   }
 
   async transformationVersion(transformationId: string, versionId: string): Promise<TransformationVersionRow | undefined> {
@@ -212,12 +229,64 @@ export class PgControlPlaneStore implements ControlPlaneStore {
       .select()
       .from(transformationVersions)
       .where(and(eq(transformationVersions.id, versionId), eq(transformationVersions.transformationId, transformationId)));
+    return row && withoutNulls(row);
+  }
+
+  async versionCode(versionId: string): Promise<string | null | undefined> {
+    const [row] = await this.db.select({ code: transformationVersions.code }).from(transformationVersions).where(eq(transformationVersions.id, versionId));
+    return row?.code;
+  }
+
+  async versionByExternalId(workspaceId: string, externalId: string): Promise<TransformationVersionRow | undefined> {
+    const [row] = await this.db
+      .select({
+        id: transformationVersions.id,
+        transformationId: transformationVersions.transformationId,
+        code: transformationVersions.code,
+        createdAt: transformationVersions.createdAt,
+        externalId: transformationVersions.externalId,
+        libraries: transformationVersions.libraries,
+      })
+      .from(transformationVersions)
+      .innerJoin(transformations, eq(transformations.id, transformationVersions.transformationId))
+      .where(and(eq(transformationVersions.externalId, externalId), eq(transformations.workspaceId, workspaceId)))
+      .orderBy(desc(transformationVersions.createdAt), desc(transformationVersions.id))
+      .limit(1);
+    return row && withoutNulls(row);
+  }
+
+  async transformationByExternalId(workspaceId: string, externalId: string): Promise<TransformationRow | undefined> {
+    const [row] = await this.db.select().from(transformations).where(and(eq(transformations.workspaceId, workspaceId), eq(transformations.externalId, externalId)));
+    return row && withoutNulls(row);
+  }
+
+  async libraries(workspaceId: string): Promise<LibraryRow[]> {
+    return this.db.select().from(libraries).where(eq(libraries.workspaceId, workspaceId)).orderBy(libraries.importName);
+  }
+
+  async library(workspaceId: string, id: string): Promise<LibraryRow | undefined> {
+    const [row] = await this.db.select().from(libraries).where(and(eq(libraries.id, id), eq(libraries.workspaceId, workspaceId)));
     return row;
   }
 
-  async versionCode(versionId: string): Promise<string | undefined> {
-    const [row] = await this.db.select({ code: transformationVersions.code }).from(transformationVersions).where(eq(transformationVersions.id, versionId));
-    return row?.code;
+  async libraryByImportName(workspaceId: string, importName: string): Promise<LibraryRow | undefined> {
+    const [row] = await this.db.select().from(libraries).where(and(eq(libraries.workspaceId, workspaceId), eq(libraries.importName, importName)));
+    return row;
+  }
+
+  async libraryByExternalId(workspaceId: string, externalId: string): Promise<LibraryRow | undefined> {
+    const [row] = await this.db.select().from(libraries).where(and(eq(libraries.workspaceId, workspaceId), eq(libraries.externalId, externalId)));
+    return row;
+  }
+
+  async libraryVersions(libraryId: string): Promise<LibraryVersionRow[]> {
+    return this.db.select().from(libraryVersions).where(eq(libraryVersions.libraryId, libraryId)).orderBy(desc(libraryVersions.createdAt), desc(libraryVersions.id));
+  }
+
+  async libraryVersionCode(ids: string[]): Promise<Map<string, string>> {
+    if (!ids.length) return new Map();
+    const rows = await this.db.select({ id: libraryVersions.id, code: libraryVersions.code }).from(libraryVersions).where(inArray(libraryVersions.id, ids));
+    return new Map(rows.map((r) => [r.id, r.code]));
   }
 
   async destinationIdsOfTransformation(transformationId: string): Promise<string[]> {
@@ -396,11 +465,26 @@ async function apply(tx: PgControlPlaneTx, op: ControlPlaneWrite): Promise<numbe
     }
     case "insertTransformation": {
       const n = (await tx.insert(transformations).values(op.row).returning({ id: transformations.id })).length;
-      await tx.insert(transformationVersions).values({ id: op.row.versionId, transformationId: op.row.id, code: op.code, createdAt: op.row.createdAt });
+      await tx.insert(transformationVersions).values(versionValues({ ...op.version, id: op.row.versionId, transformationId: op.row.id, code: op.code, createdAt: op.row.createdAt }));
       return n;
     }
     case "insertTransformationVersion":
-      return (await tx.insert(transformationVersions).values(op.row).returning({ id: transformationVersions.id })).length;
+      return (await tx.insert(transformationVersions).values(versionValues(op.row)).returning({ id: transformationVersions.id })).length;
+    case "fillTransformationVersion": {
+      const where = and(eq(transformationVersions.id, op.id), isNull(transformationVersions.code));
+      return (await tx.update(transformationVersions).set(versionValues({ code: op.code, libraries: op.libraries })).where(where).returning({ id: transformationVersions.id })).length;
+    }
+    case "insertLibrary": {
+      const n = (await tx.insert(libraries).values(op.row).returning({ id: libraries.id })).length;
+      await tx.insert(libraryVersions).values({ id: op.row.versionId, libraryId: op.row.id, code: op.code, createdAt: op.row.createdAt, externalId: op.versionExternalId ?? null });
+      return n;
+    }
+    case "insertLibraryVersion":
+      return (await tx.insert(libraryVersions).values(op.row).returning({ id: libraryVersions.id })).length;
+    case "updateLibrary":
+      return (await tx.update(libraries).set(op.set).where(eq(libraries.id, op.id)).returning({ id: libraries.id })).length;
+    case "deleteLibrary":
+      return (await tx.delete(libraries).where(eq(libraries.id, op.id)).returning({ id: libraries.id })).length;
     case "updateTransformation":
       return (await tx.update(transformations).set(op.set).where(eq(transformations.id, op.id)).returning({ id: transformations.id })).length;
     case "deleteTransformation":

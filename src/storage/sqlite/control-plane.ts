@@ -7,14 +7,17 @@
  * not the caller, owns the transaction (see src/control-plane/store.ts).
  */
 import type { Changes } from "bun:sqlite";
-import { and, asc, desc, eq, inArray, lt } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNull, lt, sql } from "drizzle-orm";
 import type { Db } from "../../../db";
 import {
   accessTokens,
   accounts,
+  configEpoch,
   connections,
   destinationTransformations,
   destinations,
+  libraries,
+  libraryVersions,
   sessions,
   sources,
   transformationVersions,
@@ -29,6 +32,8 @@ import {
   type ControlPlaneStore,
   type ControlPlaneWrite,
   type DestinationRow,
+  type LibraryRow,
+  type LibraryVersionRow,
   type RoutingRows,
   type DestinationTransformationRow,
   type SourceRow,
@@ -41,6 +46,7 @@ import {
   type WriteResult,
   destinationFromStore,
   uniqueViolation,
+  withoutNulls,
 } from "../../control-plane/store";
 import { AppError } from "../../lib/errors";
 
@@ -50,6 +56,7 @@ const UNIQUE_COLUMNS: Record<string, UniqueConstraint> = {
   "sources.write_key": "sources_write_key_unique",
   "destinations.workspace_id, destinations.name": "destinations_workspace_name",
   "transformations.workspace_id, transformations.name": "transformations_workspace_name",
+  "libraries.workspace_id, libraries.import_name": "libraries_workspace_import_name",
 };
 
 /** Rows a statement changed: bun:sqlite reports them, drizzle's types call the result void. */
@@ -71,21 +78,26 @@ export class SqliteControlPlaneStore implements ControlPlaneStore {
   constructor(private readonly db: Db) {}
 
   async routing(): Promise<RoutingRows> {
+    const attachments = this.db
+      .select({
+        destinationId: destinationTransformations.destinationId,
+        transformationId: transformations.id,
+        versionId: transformationVersions.id,
+        code: transformationVersions.code,
+        externalId: transformationVersions.externalId,
+        libraries: transformationVersions.libraries,
+      })
+      .from(destinationTransformations)
+      .innerJoin(transformations, eq(transformations.id, destinationTransformations.transformationId))
+      .innerJoin(transformationVersions, eq(transformationVersions.id, transformations.versionId))
+      .all();
+    const pinned = [...new Set(attachments.flatMap((a) => Object.values(a.libraries ?? {})))];
     return {
       sources: this.db.select().from(sources).all(),
       destinations: this.db.select().from(destinations).all().map(destinationFromStore),
       connections: this.db.select().from(connections).orderBy(asc(connections.createdAt)).all(),
-      attachments: this.db
-        .select({
-          destinationId: destinationTransformations.destinationId,
-          transformationId: transformations.id,
-          versionId: transformationVersions.id,
-          code: transformationVersions.code,
-        })
-        .from(destinationTransformations)
-        .innerJoin(transformations, eq(transformations.id, destinationTransformations.transformationId))
-        .innerJoin(transformationVersions, eq(transformationVersions.id, transformations.versionId))
-        .all(),
+      attachments: attachments.map(withoutNulls),
+      libraryVersions: [...(await this.libraryVersionCode(pinned))].map(([id, code]) => ({ id, code })),
     };
   }
 
@@ -154,15 +166,17 @@ export class SqliteControlPlaneStore implements ControlPlaneStore {
   }
 
   async transformation(workspaceId: string, id: string): Promise<TransformationRow | undefined> {
-    return this.db.select().from(transformations).where(and(eq(transformations.id, id), eq(transformations.workspaceId, workspaceId))).get();
+    const row = this.db.select().from(transformations).where(and(eq(transformations.id, id), eq(transformations.workspaceId, workspaceId))).get();
+    return row && withoutNulls(row);
   }
 
   async transformationByName(workspaceId: string, name: string): Promise<TransformationRow | undefined> {
-    return this.db.select().from(transformations).where(and(eq(transformations.workspaceId, workspaceId), eq(transformations.name, name))).get();
+    const row = this.db.select().from(transformations).where(and(eq(transformations.workspaceId, workspaceId), eq(transformations.name, name))).get();
+    return row && withoutNulls(row);
   }
 
   async transformations(workspaceId: string): Promise<TransformationRow[]> {
-    return this.db.select().from(transformations).where(eq(transformations.workspaceId, workspaceId)).orderBy(transformations.createdAt, transformations.id).all();
+    return this.db.select().from(transformations).where(eq(transformations.workspaceId, workspaceId)).orderBy(transformations.createdAt, transformations.id).all().map(withoutNulls);
   }
 
   async transformationVersions(transformationId: string): Promise<TransformationVersionRow[]> {
@@ -171,19 +185,71 @@ export class SqliteControlPlaneStore implements ControlPlaneStore {
       .from(transformationVersions)
       .where(eq(transformationVersions.transformationId, transformationId))
       .orderBy(desc(transformationVersions.createdAt), desc(transformationVersions.id))
-      .all();
+      .all()
+      .map(withoutNulls);
   }
 
   async transformationVersion(transformationId: string, versionId: string): Promise<TransformationVersionRow | undefined> {
-    return this.db
+    const row = this.db
       .select()
       .from(transformationVersions)
       .where(and(eq(transformationVersions.id, versionId), eq(transformationVersions.transformationId, transformationId)))
       .get();
+    return row && withoutNulls(row);
   }
 
-  async versionCode(versionId: string): Promise<string | undefined> {
+  async versionCode(versionId: string): Promise<string | null | undefined> {
     return this.db.select({ code: transformationVersions.code }).from(transformationVersions).where(eq(transformationVersions.id, versionId)).get()?.code;
+  }
+
+  async versionByExternalId(workspaceId: string, externalId: string): Promise<TransformationVersionRow | undefined> {
+    const row = this.db
+      .select({
+        id: transformationVersions.id,
+        transformationId: transformationVersions.transformationId,
+        code: transformationVersions.code,
+        createdAt: transformationVersions.createdAt,
+        externalId: transformationVersions.externalId,
+        libraries: transformationVersions.libraries,
+      })
+      .from(transformationVersions)
+      .innerJoin(transformations, eq(transformations.id, transformationVersions.transformationId))
+      .where(and(eq(transformationVersions.externalId, externalId), eq(transformations.workspaceId, workspaceId)))
+      .orderBy(desc(transformationVersions.createdAt), desc(transformationVersions.id))
+      .limit(1)
+      .get();
+    return row && withoutNulls(row);
+  }
+
+  async transformationByExternalId(workspaceId: string, externalId: string): Promise<TransformationRow | undefined> {
+    const row = this.db.select().from(transformations).where(and(eq(transformations.workspaceId, workspaceId), eq(transformations.externalId, externalId))).get();
+    return row && withoutNulls(row);
+  }
+
+  async libraries(workspaceId: string): Promise<LibraryRow[]> {
+    return this.db.select().from(libraries).where(eq(libraries.workspaceId, workspaceId)).orderBy(libraries.importName).all();
+  }
+
+  async library(workspaceId: string, id: string): Promise<LibraryRow | undefined> {
+    return this.db.select().from(libraries).where(and(eq(libraries.id, id), eq(libraries.workspaceId, workspaceId))).get();
+  }
+
+  async libraryByImportName(workspaceId: string, importName: string): Promise<LibraryRow | undefined> {
+    return this.db.select().from(libraries).where(and(eq(libraries.workspaceId, workspaceId), eq(libraries.importName, importName))).get();
+  }
+
+  async libraryByExternalId(workspaceId: string, externalId: string): Promise<LibraryRow | undefined> {
+    return this.db.select().from(libraries).where(and(eq(libraries.workspaceId, workspaceId), eq(libraries.externalId, externalId))).get();
+  }
+
+  async libraryVersions(libraryId: string): Promise<LibraryVersionRow[]> {
+    return this.db.select().from(libraryVersions).where(eq(libraryVersions.libraryId, libraryId)).orderBy(desc(libraryVersions.createdAt), desc(libraryVersions.id)).all();
+  }
+
+  async libraryVersionCode(ids: string[]): Promise<Map<string, string>> {
+    if (!ids.length) return new Map();
+    const rows = this.db.select({ id: libraryVersions.id, code: libraryVersions.code }).from(libraryVersions).where(inArray(libraryVersions.id, ids)).all();
+    return new Map(rows.map((r) => [r.id, r.code]));
   }
 
   async destinationIdsOfTransformation(transformationId: string): Promise<string[]> {
@@ -214,16 +280,25 @@ export class SqliteControlPlaneStore implements ControlPlaneStore {
   }
 
   async write(ops: ControlPlaneWrite[]): Promise<WriteResult> {
-    const changes = this.db.$client.transaction(() =>
-      ops.map((op) => {
+    const changes = this.db.$client.transaction(() => {
+      const out = ops.map((op) => {
         try {
           return this.apply(op);
         } catch (err) {
           const constraint = violatedUnique(err);
           throw (constraint && uniqueViolation(op, constraint)) || err;
         }
-      }),
-    )();
+      });
+      // Another process's write (sluice import-transformations) reaches a running server through this (SqliteConfigStore polls it).
+      if (ops.length) {
+        this.db
+          .insert(configEpoch)
+          .values({ id: 1, epoch: 1 })
+          .onConflictDoUpdate({ target: configEpoch.id, set: { epoch: sql`${configEpoch.epoch} + 1` } })
+          .run();
+      }
+      return out;
+    })();
     return { changes };
   }
 
@@ -256,9 +331,28 @@ export class SqliteControlPlaneStore implements ControlPlaneStore {
         return changed(db.delete(connections).where(and(eq(connections.sourceId, op.sourceId), eq(connections.destinationId, op.destinationId))).run());
       case "insertTransformation": {
         const n = changed(db.insert(transformations).values(op.row).run());
-        db.insert(transformationVersions).values({ id: op.row.versionId, transformationId: op.row.id, code: op.code, createdAt: op.row.createdAt }).run();
+        db.insert(transformationVersions).values({ ...op.version, id: op.row.versionId, transformationId: op.row.id, code: op.code, createdAt: op.row.createdAt }).run();
         return n;
       }
+      case "fillTransformationVersion":
+        return changed(
+          db
+            .update(transformationVersions)
+            .set({ code: op.code, libraries: op.libraries })
+            .where(and(eq(transformationVersions.id, op.id), isNull(transformationVersions.code)))
+            .run(),
+        );
+      case "insertLibrary": {
+        const n = changed(db.insert(libraries).values(op.row).run());
+        db.insert(libraryVersions).values({ id: op.row.versionId, libraryId: op.row.id, code: op.code, createdAt: op.row.createdAt, externalId: op.versionExternalId ?? null }).run();
+        return n;
+      }
+      case "insertLibraryVersion":
+        return changed(db.insert(libraryVersions).values(op.row).run());
+      case "updateLibrary":
+        return changed(db.update(libraries).set(op.set).where(eq(libraries.id, op.id)).run());
+      case "deleteLibrary":
+        return changed(db.delete(libraries).where(eq(libraries.id, op.id)).run());
       case "insertTransformationVersion":
         return changed(db.insert(transformationVersions).values(op.row).run());
       case "updateTransformation":

@@ -34,6 +34,17 @@ async function replayAborted(apiPath: string): Promise<string> {
 }
 
 /** A destination of a kind this server lacks (imported from a workspace file): it receives nothing. */
+/** Why the API says the destination is held (its transformation's code is not here). */
+const heldReasonOf = (d: Destination) => d.heldReason ?? null;
+
+function HeldBadge({ reason }: { reason: string }) {
+  return (
+    <span title={`Held: ${reason}. Its events queue; nothing is delivered untransformed.`}>
+      <Badge tone="warn">Held</Badge>
+    </span>
+  );
+}
+
 function UnsupportedBadge() {
   return (
     <span title="This server has no destination of this kind: it is kept and receives nothing">
@@ -104,7 +115,7 @@ export default function DestinationsPage() {
                   <td>{displayName(d.type)}</td>
                   <td>{d.sourceIds.length === 0 ? <span class="muted">none</span> : d.sourceIds.length}</td>
                   <td>
-                    <EnabledBadge enabled={d.enabled} /> {d.unsupported && <UnsupportedBadge />}
+                    <EnabledBadge enabled={d.enabled} /> {d.unsupported && <UnsupportedBadge />} {heldReasonOf(d) && <HeldBadge reason={heldReasonOf(d)!} />}
                   </td>
                   <td class="dst-hide-narrow">{formatTime(d.createdAt)}</td>
                 </tr>
@@ -313,6 +324,7 @@ export function DestinationPage({ params }: { params: { id: string } }) {
             <h1>{dest.name}</h1>
             <EnabledBadge enabled={dest.enabled} />
             {dest.unsupported && <UnsupportedBadge />}
+            {heldReasonOf(dest) && <HeldBadge reason={heldReasonOf(dest)!} />}
           </div>
           <p class="muted dst-kind">
             {def?.displayName ?? dest.type} · <code>{dest.id}</code>
@@ -328,6 +340,11 @@ export function DestinationPage({ params }: { params: { id: string } }) {
         </div>
       </div>
       <TitleOf name={dest.name} />
+      {heldReasonOf(dest) && (
+        <p class="card notice">
+          Held: {heldReasonOf(dest)}. A RudderStack workspace file named this destination's transformation, whose code stayed in RudderStack. Its events are queued and nothing is delivered untransformed. Supply the code (as <code>transformations/&lt;versionId&gt;.js</code> beside the workspace file, as <code>code</code> in the file, or with <code>sluice import-transformations</code>) and the queued events flow.
+        </p>
+      )}
       {dest.unsupported && (
         <p class="card notice">
           This server has no destination kind <code>{dest.type}</code>. The destination was imported from a workspace file and is kept with its config and sources; it receives nothing and no events are queued for it. A Sluice version that has the kind delivers to it as it is.

@@ -235,6 +235,11 @@ export function TransformationPage({ params }: { params: { id: string } }) {
         <DeleteButton transformation={t} onDeleted={() => route("/transformations")} />
       </PageHeader>
       <RenameForm transformation={t} onRenamed={setT} />
+      {t.held && (
+        <p class="card notice">
+          Held: {t.held}. Its destinations queue their events and receive nothing until the code is here: save code below, or supply RudderStack's with <code>sluice import-transformations</code> or <code>transformations/&lt;versionId&gt;.js</code> beside the workspace file.
+        </p>
+      )}
 
       <section class="card trf-editor-card" aria-label="Code">
         <div class="trf-editor-bar">
