@@ -102,6 +102,13 @@ try {
     await page.screenshot({ path: join(OUT, `${name}.png`) });
     console.log(`docs/screenshots/${name}.png  (${path} ready in ${readyMs} ms)`);
   }
+  // Import check: what a RudderStack workspace file would do here (the import test's fixture).
+  await page.goto(`${url}/import-check`, { waitUntil: "networkidle" });
+  await page.locator("#imp-text").fill(await Bun.file(join(ROOT, "test/fixtures/rudderstack/import.json")).text());
+  await page.locator("form.imp-form button[type=submit]").click();
+  await page.getByText("Amazon S3").or(page.getByText("Held").first()).first().waitFor();
+  await page.screenshot({ path: join(OUT, "import-check.png"), fullPage: true });
+  console.log("docs/screenshots/import-check.png");
   await browser.close();
 } finally {
   proc.kill();
