@@ -46,6 +46,24 @@ export async function readJsonBody(request: Request, limit: number): Promise<{ v
     if (value === null || typeof value !== "object" || Array.isArray(value)) throw badRequest("request body must be a JSON object");
     return { value: value as Record<string, unknown>, bytes: n };
   }
+  const bytes = await readDecodedBody(request, limit);
+  if (bytes.byteLength === 0) throw badRequest("request body is empty; expected a JSON object");
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
+  } catch {
+    throw badRequest("request body is not valid JSON");
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw badRequest("request body must be a JSON object");
+  return { value: value as Record<string, unknown>, bytes: bytes.byteLength };
+}
+
+/**
+ * The body's bytes, gunzipped when Content-Encoding says so, refused once they pass `limit`
+ * (decoded), whatever Content-Length says.
+ */
+export async function readDecodedBody(request: Request, limit: number): Promise<Uint8Array> {
+  const encoding = request.headers.get("content-encoding")?.trim().toLowerCase();
   // A compressed body may legitimately be far smaller than its decoded form, but never larger
   // than the limit: gzip of incompressible data grows by a few bytes only.
   let bytes: Uint8Array = await readLimited(request, limit + 1024, limit);
@@ -60,15 +78,7 @@ export async function readJsonBody(request: Request, limit: number): Promise<{ v
     throw badRequest(`Content-Encoding '${encoding}' is not supported (use gzip or none)`);
   }
   if (bytes.byteLength > limit) throw tooLarge(limit);
-  if (bytes.byteLength === 0) throw badRequest("request body is empty; expected a JSON object");
-  let value: unknown;
-  try {
-    value = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
-  } catch {
-    throw badRequest("request body is not valid JSON");
-  }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw badRequest("request body must be a JSON object");
-  return { value: value as Record<string, unknown>, bytes: bytes.byteLength };
+  return bytes;
 }
 
 /** Headers seen recently → their write key: every call of a client sends the same header. */

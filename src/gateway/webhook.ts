@@ -11,11 +11,9 @@
  * {name: [{Filename, Header, Size}]}}` (Go's url.Values and multipart.Form as JSON); anything
  * else is JSON, and an empty body is `{}`.
  */
-import { gunzipSync } from "node:zlib";
 import { badRequest } from "../lib/errors";
-import { readUpTo } from "../lib/read-up-to";
 import { setOwn } from "../lib/safe-keys";
-import { writeKeyFromAuthorization } from "./read-body";
+import { readDecodedBody, writeKeyFromAuthorization } from "./read-body";
 
 export const WEBHOOK_EVENT = "webhook_source_event";
 
@@ -27,29 +25,6 @@ export function webhookWriteKey(request: Request, url: URL): string {
   return writeKeyFromAuthorization(request.headers.get("authorization"));
 }
 
-const tooLarge = (limit: number) => badRequest(`request body is larger than ${limit / 1024} KB`);
-
-/** The body's bytes, gunzipped, refused once they pass `limit` (decoded), whatever Content-Length says. */
-async function readBytes(request: Request, limit: number): Promise<Uint8Array> {
-  const declared = request.headers.get("content-length");
-  const encoding = request.headers.get("content-encoding")?.trim().toLowerCase();
-  if (declared !== null && /^\d+$/.test(declared) && Number(declared) > limit + 1024) throw tooLarge(limit);
-  const { bytes: raw, over } = await readUpTo(request.body, limit + 1024);
-  if (over) throw tooLarge(limit);
-  let bytes = raw;
-  if (encoding === "gzip" || encoding === "x-gzip") {
-    try {
-      bytes = gunzipSync(raw, { maxOutputLength: limit + 1 });
-    } catch (e) {
-      if ((e as any)?.code === "ERR_BUFFER_TOO_LARGE" || e instanceof RangeError) throw tooLarge(limit);
-      throw badRequest("request body is not a valid gzip stream");
-    }
-  } else if (encoding && encoding !== "identity") {
-    throw badRequest(`Content-Encoding '${encoding}' is not supported (use gzip or none)`);
-  }
-  if (bytes.byteLength > limit) throw tooLarge(limit);
-  return bytes;
-}
 
 /** Values grouped by name, in the order they came: Go's url.Values as JSON. */
 function grouped(entries: Iterable<[string, string]>): Record<string, string[]> {
@@ -86,7 +61,7 @@ async function multipartBody(bytes: Uint8Array, contentType: string): Promise<Re
 export async function readWebhookBody(request: Request, limit: number): Promise<Record<string, unknown>> {
   const contentType = request.headers.get("content-type") ?? "";
   const type = contentType.toLowerCase();
-  const bytes = await readBytes(request, limit);
+  const bytes = await readDecodedBody(request, limit);
   if (type.includes("application/x-www-form-urlencoded")) {
     return grouped(new URLSearchParams(Buffer.from(bytes).toString("utf8")));
   }
