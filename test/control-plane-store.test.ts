@@ -103,7 +103,8 @@ async function nothingOf(store: ControlPlaneStore, ws: string, names: { sources?
 /** The services need only the store, the config cache's `written`, a clock and the workspace. */
 function serviceContext(o: Opened): ScopedContext & { invalidations: number } {
   const ctx = { controlPlane: o.store, workspaceId: o.ws, now: () => Date.now(), invalidations: 0 } as unknown as ScopedContext & { invalidations: number };
-  (ctx as any).config = { written: () => ctx.invalidations++ };
+  // No running configuration: nothing is held (destinations present heldReason from it).
+  (ctx as any).config = { written: () => ctx.invalidations++, snapshot: () => ({ destinations: new Map() }) };
   return ctx;
 }
 

@@ -2,8 +2,9 @@
  * A RudderStack workspace runs on Sluice as it ran before (test/fixtures/rudderstack/import.json,
  * RudderStack's exported workspaceConfig.json shape): kinds Sluice lacks (S3, BigQuery) are kept
  * with their config and marked unsupported instead of stopping start-up, receive nothing and
- * queue nothing; device-mode and hybrid destinations reach the SDKs through /sourceConfig; the
- * cloud webhook delivers.
+ * queue nothing; sources keep their sourceDefinition, and a cloud source (which RudderStack pulls
+ * from) is marked unsupported while its write key still takes event calls; device-mode and
+ * hybrid destinations reach the SDKs through /sourceConfig; the cloud webhook delivers.
  */
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -77,6 +78,22 @@ describe("a RudderStack workspace with kinds Sluice lacks", () => {
     for (const name of ["Product analytics (browser)", "Engagement", "Order hook", "Enriched hook"]) expect(byName(destinations, name).unsupported).toBe(false);
   });
 
+  test("sources keep the file's sourceDefinition; the cloud source (Salesforce) is marked unsupported, the event-stream ones are not", async () => {
+    const { sources } = (await api(server.url, "GET", "/v2/sources")).json;
+    const seen = Object.fromEntries(sources.map((s: any) => [s.name, { unsupported: s.unsupported, sourceDefinition: s.sourceDefinition }]));
+    expect(seen).toEqual({
+      "Shop website": { unsupported: false, sourceDefinition: { name: "Javascript", category: null, type: "web" } },
+      "Order service": { unsupported: false, sourceDefinition: { name: "Node", category: null, type: "cloud" } },
+      "CRM sync": { unsupported: true, sourceDefinition: { name: "salesforce", category: "cloud", type: "cloud" } },
+    });
+    const crm = byName(sources, "CRM sync");
+    expect((await api(server.url, "GET", `/v2/sources/${crm.id}`)).json).toMatchObject({ name: "CRM sync", writeKey: "shop-salesforce-write-key-0001", unsupported: true, sourceDefinition: { name: "salesforce" } });
+    // Made through the API: no file said what kind it is.
+    const made = await api(server.url, "POST", "/v2/sources", { name: "made-here" });
+    expect(made.json).toMatchObject({ unsupported: false, sourceDefinition: null });
+    await api(server.url, "DELETE", `/v2/sources/${made.json.id}`);
+  });
+
   test("connectionMode: the file's is kept; a connection that was not processor-enabled becomes device; cloud ones are left as they were", async () => {
     const { destinations } = (await api(server.url, "GET", "/v2/destinations")).json;
     expect(byName(destinations, "Product analytics (browser)").config.connectionMode).toBe("device");
@@ -117,6 +134,17 @@ describe("a RudderStack workspace with kinds Sluice lacks", () => {
   test("/sourceConfig of a source with only cloud destinations lists none, as before", async () => {
     const { source } = (await (await fetch(`${server.url}/sourceConfig?writeKey=${NODE_KEY}`)).json()) as any;
     expect(source).toMatchObject({ name: "Order service", enabled: true, config: {}, destinations: [] });
+  });
+
+  test("the unsupported cloud source's write key still takes event calls, which reach its destinations", async () => {
+    const { sources } = (await api(server.url, "GET", "/v2/sources")).json;
+    const { destinations } = (await api(server.url, "GET", "/v2/destinations")).json;
+    const crm = byName(sources, "CRM sync");
+    const link = { sourceId: crm.id, destinationId: byName(destinations, "Order hook").id };
+    expect((await api(server.url, "POST", "/v2/connections", link)).status).toBe(201);
+    expect((await sendEvent(server.url, "shop-salesforce-write-key-0001", "track", { userId: "crm-user-1", event: "Lead Created" })).status).toBe(200);
+    await waitFor(() => sink.received.find((r) => r.path === "/orders" && r.body?.userId === "crm-user-1"), { what: "the cloud source's event at the order hook" });
+    await api(server.url, "DELETE", "/v2/connections", link);
   });
 
   test("the API still refuses a kind it lacks (400 naming type): holding is for imported files", async () => {
@@ -183,7 +211,7 @@ test.skipIf(onPostgres)("a kept destination is served by the kind once the serve
   await cleanup(dir);
 }, 60_000);
 
-test.skipIf(onPostgres || !havePostgres)("migrate-to-postgres carries each destination's RudderStack definition over, as a JSON object", async () => {
+test.skipIf(onPostgres || !havePostgres)("migrate-to-postgres carries each destination's and source's RudderStack definition over, as a JSON object", async () => {
   const dir = tempDir();
   const first = await startSluice({ dataDir: dir, args: ["--config", workspaceFile(dir, "http://127.0.0.1:9")] });
   await first.stop();
@@ -199,6 +227,12 @@ test.skipIf(onPostgres || !havePostgres)("migrate-to-postgres carries each desti
       { type: "S3", kind: "object", displayName: "Amazon S3", firstKey: null },
       { type: "WEBHOOK", kind: "object", displayName: "Webhook", firstKey: null },
       { type: "WEBHOOK", kind: "object", displayName: "Webhook", firstKey: null },
+    ]);
+    const sources = await sql.unsafe(`SELECT name, jsonb_typeof(rudder_definition) AS kind, rudder_definition->>'type' AS type, rudder_definition->>'category' AS category FROM "${schema}".sources ORDER BY name`);
+    expect(sources.map((r: any) => ({ ...r }))).toEqual([
+      { name: "CRM sync", kind: "object", type: "cloud", category: "cloud" },
+      { name: "Order service", kind: "object", type: "cloud", category: null },
+      { name: "Shop website", kind: "object", type: "web", category: null },
     ]);
   } finally {
     await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);

@@ -11,6 +11,7 @@ import m7 from "./0007_warehouse-columns.sql" with { type: "text" };
 import m8 from "./0008_warehouse-loaded-ranges.sql" with { type: "text" };
 import m9 from "./0009_destinations-rudder-definition.sql" with { type: "text" };
 import m10 from "./0010_transformation-libraries.sql" with { type: "text" };
+import m11 from "./0011_sources-rudder-definition.sql" with { type: "text" };
 
 export const migrationSql: Record<string, string> = {
   "0000_init": m0,
@@ -24,6 +25,7 @@ export const migrationSql: Record<string, string> = {
   "0008_warehouse-loaded-ranges": m8,
   "0009_destinations-rudder-definition": m9,
   "0010_transformation-libraries": m10,
+  "0011_sources-rudder-definition": m11,
 };
 
 export { journal };

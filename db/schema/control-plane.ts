@@ -69,12 +69,31 @@ export const sources = sqliteTable(
     settings: text("settings", { mode: "json" }).$type<SourceSettings>().notNull().default(sql`'{}'`),
     createdAt: createdAt(),
     updatedAt: integer("updated_at").notNull(),
+    /**
+     * JSON: what an imported RudderStack workspace file said of the source's kind (its
+     * sourceDefinition). Kept because rudder-server routes by its type (the hybrid-mode filter
+     * is keyed by it) and its category tells the sources RudderStack pulls from (cloud,
+     * warehouse) from those that send; null for sources made through the API or Sluice's own file.
+     */
+    rudderDefinition: text("rudder_definition", { mode: "json" }).$type<RudderSourceDefinition>(),
   },
   (t) => [uniqueIndex("sources_workspace_name").on(t.workspaceId, t.name)],
 );
 
 export interface SourceSettings {
   lenientValidation?: boolean;
+}
+
+/**
+ * A RudderStack sourceDefinition as its workspace file carries it (the parts Sluice reads).
+ * `category` is null for event-stream sources (SDKs, HTTP); `type` is what the SDKs call the
+ * platform (`web`, `android`, `cloud`, …).
+ */
+export interface RudderSourceDefinition {
+  name: string;
+  displayName?: string;
+  category: string | null;
+  type: string | null;
 }
 
 export const destinations = sqliteTable(

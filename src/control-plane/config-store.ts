@@ -27,6 +27,12 @@ export interface SourceRuntime {
   name: string;
   enabled: boolean;
   settings: SourceSettings;
+  /**
+   * The type a RudderStack workspace file gave the source's kind (sourceDefinition.type: `web`,
+   * `android`, …), as given: rudder-server's hybrid-mode filter is keyed by it. Absent for
+   * sources made through the API or Sluice's own file.
+   */
+  definitionType?: string;
 }
 
 export interface DestinationRuntime {
@@ -84,7 +90,7 @@ export interface ConfigStore {
 
 /** The columns of the rows routing reads; both variants feed buildSnapshot with them. */
 type RoutingInput = {
-  sources: Array<Pick<RoutingRows["sources"][number], "id" | "workspaceId" | "name" | "enabled" | "settings">>;
+  sources: Array<Pick<RoutingRows["sources"][number], "id" | "workspaceId" | "name" | "enabled" | "settings" | "rudderDefinition">>;
   destinations: Array<Pick<RoutingRows["destinations"][number], "id" | "workspaceId" | "name" | "type" | "enabled" | "config" | "rudderDefinition">>;
   connections: Array<Pick<RoutingRows["connections"][number], "sourceId" | "destinationId">>;
   attachments: RoutingRows["attachments"];
@@ -92,7 +98,15 @@ type RoutingInput = {
 };
 
 function sourceRuntime(r: RoutingInput["sources"][number]): SourceRuntime {
-  return { id: r.id, workspaceId: r.workspaceId, name: r.name, enabled: !!r.enabled, settings: r.settings ?? {} };
+  const out: SourceRuntime = { id: r.id, workspaceId: r.workspaceId, name: r.name, enabled: !!r.enabled, settings: r.settings ?? {} };
+  const type = r.rudderDefinition?.type;
+  if (typeof type === "string" && type !== "") out.definitionType = type;
+  return out;
+}
+
+/** A sources row as SQLite hands it over (JSON columns as text). */
+function sourceFromSqlite(r: any): RoutingInput["sources"][number] {
+  return { ...r, settings: JSON.parse(r.settings || "{}"), rudderDefinition: r.rudderDefinition ? JSON.parse(r.rudderDefinition) : undefined };
 }
 
 function buildSnapshot(rows: RoutingInput, version: number): RoutingSnapshot {
@@ -159,7 +173,7 @@ export class SqliteConfigStore implements ConfigStore {
 
   constructor(private db: Db) {
     this.lookupStmt = db.$client.prepare(
-      "SELECT id, workspace_id AS workspaceId, name, enabled, settings FROM sources WHERE write_key = ?",
+      "SELECT id, workspace_id AS workspaceId, name, enabled, settings, rudder_definition AS rudderDefinition FROM sources WHERE write_key = ?",
     );
     this.epochStmt = db.$client.prepare("SELECT epoch FROM config_epoch WHERE id = 1");
     this.seenEpoch = this.readEpoch();
@@ -167,6 +181,12 @@ export class SqliteConfigStore implements ConfigStore {
 
   private readEpoch(): number {
     return (this.epochStmt.get() as { epoch: number } | null)?.epoch ?? 0;
+  }
+
+  /** Stops watching for other processes' writes, before the database closes: a tick after it would reload from a closed file. */
+  close(): void {
+    clearInterval(this.poll);
+    this.listeners.clear();
   }
 
   /**
@@ -195,7 +215,7 @@ export class SqliteConfigStore implements ConfigStore {
     const hit = this.byWriteKey.get(writeKey);
     if (hit !== undefined) return hit === MISSING ? undefined : hit;
     const row = this.lookupStmt.get(writeKey) as any;
-    const value: SourceRuntime | typeof MISSING = row ? sourceRuntime({ ...row, settings: JSON.parse(row.settings || "{}") }) : MISSING;
+    const value: SourceRuntime | typeof MISSING = row ? sourceRuntime(sourceFromSqlite(row)) : MISSING;
     this.byWriteKey.set(writeKey, value);
     return value === MISSING ? undefined : value;
   }
@@ -232,10 +252,7 @@ export class SqliteConfigStore implements ConfigStore {
     const pinned = [...new Set(attachments.flatMap((a) => Object.values(a.libraries ?? {})))];
     this.snapshotCache = buildSnapshot(
       {
-        sources: (c.query("SELECT id, workspace_id AS workspaceId, name, enabled, settings FROM sources").all() as any[]).map((r) => ({
-          ...r,
-          settings: json<SourceSettings>(r.settings),
-        })),
+        sources: (c.query("SELECT id, workspace_id AS workspaceId, name, enabled, settings, rudder_definition AS rudderDefinition FROM sources").all() as any[]).map(sourceFromSqlite),
         destinations: (c.query("SELECT id, workspace_id AS workspaceId, name, type, enabled, config, rudder_definition AS rudderDefinition FROM destinations").all() as any[]).map((r) => ({
           ...r,
           config: json<Record<string, unknown>>(r.config),

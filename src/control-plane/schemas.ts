@@ -32,6 +32,21 @@ export const Source = t.Object({
   writeKey: t.String(),
   enabled: t.Boolean(),
   settings: SourceSettings,
+  unsupported: t.Boolean({
+    description:
+      "True for a source of a kind RudderStack pulls data from (a cloud, warehouse or singer source: `sourceDefinition.category` set and not `webhook`). Only a RudderStack workspace file makes such a source: Sluice pulls nothing, so no data comes from the service; the source is kept with its write key, which still takes event calls like any other source's.",
+  }),
+  sourceDefinition: t.Union(
+    [
+      t.Object({
+        name: t.String({ description: "RudderStack's name of the kind, e.g. `Javascript`, `salesforce`." }),
+        category: t.Union([t.String(), t.Null()], { description: "`cloud`, `warehouse`, `singer-protocol`, `webhook`; null for event-stream sources (SDKs, HTTP)." }),
+        type: t.Union([t.String(), t.Null()], { description: "The platform, e.g. `web`, `android`, `cloud`: a hybrid-mode destination's hybridModeCloudEventsFilter is keyed by it." }),
+      }),
+      t.Null(),
+    ],
+    { description: "What the RudderStack workspace file this source was imported from said of its kind; null for sources made through the API or Sluice's own file." },
+  ),
   createdAt: t.String({ format: "date-time" }),
   destinationIds: t.Array(t.String()),
 });

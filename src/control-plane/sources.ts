@@ -1,18 +1,31 @@
 /** Sources: where events come from, each with its write key. */
+import type { RudderSourceDefinition } from "../../db/schema";
 import { AppError, notFound } from "../lib/errors";
 import type { ScopedContext } from "../lib/context";
 import { newId, newWriteKey } from "../lib/ids";
 import type { SourceCreate, SourceUpdate } from "./schemas";
-import type { ControlPlaneWrite, SourceRow } from "./store";
+import type { ControlPlaneWrite, SourceChanges, SourceRow } from "./store";
 import { commit, writeKeyTaken } from "./store";
 
+/**
+ * rudder-server takes events only from event-stream sources (no category) and webhooks; cloud,
+ * warehouse and singer sources are pulled by RudderStack's own services, which Sluice does not have.
+ */
+export function isPulledKind(def: Pick<RudderSourceDefinition, "category"> | undefined): boolean {
+  const category = def?.category?.toLowerCase() ?? "";
+  return category !== "" && category !== "webhook";
+}
+
 function present(row: SourceRow, destinationIds: string[]) {
+  const def = row.rudderDefinition;
   return {
     id: row.id,
     name: row.name,
     writeKey: row.writeKey,
     enabled: row.enabled,
     settings: row.settings ?? {},
+    unsupported: isPulledKind(def),
+    sourceDefinition: def ? { name: def.name, category: def.category ?? null, type: def.type ?? null } : null,
     createdAt: new Date(row.createdAt).toISOString(),
     destinationIds,
   };
@@ -66,19 +79,30 @@ async function assertNameFree(lookup: SourceLookup, name: string, exceptId?: str
   if (other && other.id !== exceptId) throw new AppError("CONFLICT", `name: a source named '${name}' already exists`);
 }
 
+/**
+ * What a workspace file brings to a create or an update: a RudderStack file's sourceDefinition,
+ * kept with the row (Sluice's own file and the API bring none, and leave a kept one as it is).
+ */
+export interface SourceFromWorkspaceFile {
+  rudderDefinition?: RudderSourceDefinition;
+}
+
 /** The row a create writes, after the checks a create makes. */
-export async function planSourceCreate(ctx: ScopedContext, input: SourceCreate, lookup = storeLookup(ctx)): Promise<SourceRow> {
+export async function planSourceCreate(ctx: ScopedContext, input: SourceCreate, lookup = storeLookup(ctx), fromFile?: SourceFromWorkspaceFile): Promise<SourceRow> {
   await assertNameFree(lookup, input.name);
   const writeKey = input.writeKey ?? newWriteKey();
   await assertWriteKeyFree(lookup, writeKey);
   const now = ctx.now();
-  return { id: newId("src"), workspaceId: ctx.workspaceId, name: input.name, writeKey, enabled: input.enabled ?? true, settings: input.settings ?? {}, createdAt: now, updatedAt: now };
+  const row: SourceRow = { id: newId("src"), workspaceId: ctx.workspaceId, name: input.name, writeKey, enabled: input.enabled ?? true, settings: input.settings ?? {}, createdAt: now, updatedAt: now };
+  if (fromFile?.rudderDefinition) row.rudderDefinition = fromFile.rudderDefinition;
+  return row;
 }
 
 /** The row an update leaves, after the checks an update makes. */
-export async function planSourceUpdate(ctx: ScopedContext, current: SourceRow, input: SourceUpdate, lookup = storeLookup(ctx)): Promise<SourceRow> {
+export async function planSourceUpdate(ctx: ScopedContext, current: SourceRow, input: SourceUpdate, lookup = storeLookup(ctx), fromFile?: SourceFromWorkspaceFile): Promise<SourceRow> {
   if (input.name !== undefined) await assertNameFree(lookup, input.name, current.id);
   if (input.writeKey !== undefined) await assertWriteKeyFree(lookup, input.writeKey, current.id);
+  const rudderDefinition = fromFile?.rudderDefinition ?? current.rudderDefinition;
   return {
     ...current,
     name: input.name ?? current.name,
@@ -86,11 +110,15 @@ export async function planSourceUpdate(ctx: ScopedContext, current: SourceRow, i
     enabled: input.enabled ?? current.enabled,
     settings: input.settings ? { ...current.settings, ...input.settings } : current.settings,
     updatedAt: ctx.now(),
+    ...(rudderDefinition ? { rudderDefinition } : {}),
   };
 }
 
 export function sourceUpdateOp(row: SourceRow): ControlPlaneWrite {
-  return { op: "updateSource", id: row.id, set: { name: row.name, writeKey: row.writeKey, enabled: row.enabled, settings: row.settings, updatedAt: row.updatedAt } };
+  const set: SourceChanges = { name: row.name, writeKey: row.writeKey, enabled: row.enabled, settings: row.settings, updatedAt: row.updatedAt };
+  // Never cleared: no API call changes what kind of source it is.
+  if (row.rudderDefinition) set.rudderDefinition = row.rudderDefinition;
+  return { op: "updateSource", id: row.id, set };
 }
 
 export async function createSource(ctx: ScopedContext, input: SourceCreate) {

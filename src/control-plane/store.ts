@@ -19,6 +19,7 @@
  */
 import type {
   RudderDefinition,
+  RudderSourceDefinition,
   accessTokens,
   accounts,
   connections,
@@ -36,7 +37,11 @@ import { AppError } from "../lib/errors";
 import type { ConfigStore } from "./config-store";
 
 // The SQLite schema's row types; the pg schema has the same shapes (test/pg-schema.test.ts).
-export type SourceRow = typeof sources.$inferSelect;
+/**
+ * `rudderDefinition` (the RudderStack file's sourceDefinition) is absent for sources made through
+ * the API or Sluice's own file: the stores read its NULL as absent, as for DestinationRow.
+ */
+export type SourceRow = Omit<typeof sources.$inferSelect, "rudderDefinition"> & { rudderDefinition?: RudderSourceDefinition };
 /**
  * `rudderDefinition` is absent for destinations made through the API or Sluice's own file: the
  * stores read its NULL as absent, so such a row reads back as it was written.
@@ -70,7 +75,7 @@ export interface TokenCandidate {
 /** A session row with its account's e-mail. */
 export type SessionWithEmail = SessionRow & { email: string };
 
-export type SourceChanges = Partial<Pick<SourceRow, "name" | "writeKey" | "enabled" | "settings" | "updatedAt">>;
+export type SourceChanges = Partial<Pick<SourceRow, "name" | "writeKey" | "enabled" | "settings" | "updatedAt" | "rudderDefinition">>;
 /** `rudderDefinition: null` clears it (a new type through the API makes the file's definition wrong). */
 export type DestinationChanges = Partial<Pick<DestinationRow, "name" | "type" | "config" | "enabled" | "updatedAt">> & { rudderDefinition?: RudderDefinition | null };
 export type TransformationChanges = Partial<Pick<TransformationRow, "name" | "versionId" | "updatedAt" | "externalId">>;
@@ -261,6 +266,13 @@ export interface ControlPlaneStore {
    * that cascade with it) fails on every instance from the commit on.
    */
   writeAuth(ops: AuthWrite[]): Promise<number[]>;
+}
+
+/** A source row as a store reads it: a NULL rudderDefinition becomes absent (see SourceRow). */
+export function sourceFromStore(row: Omit<SourceRow, "rudderDefinition"> & { rudderDefinition?: RudderSourceDefinition | null }): SourceRow {
+  if (row.rudderDefinition != null) return row as SourceRow;
+  const { rudderDefinition: _, ...rest } = row;
+  return rest;
 }
 
 /** A destination row as a store reads it: a NULL rudderDefinition becomes absent (see DestinationRow). */

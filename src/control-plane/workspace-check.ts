@@ -48,9 +48,9 @@ export function checkWorkspaceBody(body: unknown): WorkspaceCheck {
 function sourceEntry(ws: Workspace, s: FileSource): WorkspaceCheckEntry {
   const kind = s.sourceDefinition?.name || (ws.format === "sluice" ? "source" : "unknown");
   const entry = (status: WorkspaceCheckEntry["status"], reason: string): WorkspaceCheckEntry => ({ kind: "source", name: s.name, type: kind, status, reason });
-  const category = s.sourceDefinition?.category.toLowerCase() ?? "";
+  const category = s.sourceDefinition?.category?.toLowerCase() ?? "";
   if (isPulledSource(s)) {
-    return entry("held", `a ${category} source: RudderStack's own services pull its data, Sluice pulls nothing. Imported as a source whose write key accepts event calls.`);
+    return entry("held", `a ${category} source: RudderStack's own services pull its data, Sluice pulls nothing. Imported as a source whose write key accepts event calls, marked unsupported.`);
   }
   if (category === "webhook") {
     // Sluice's /v1/webhook makes the generic webhook source's event; rudder-transformer maps

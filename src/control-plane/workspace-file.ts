@@ -11,10 +11,10 @@ import { dirname, extname, join } from "node:path";
 import type { ScopedContext } from "../lib/context";
 import { AppError } from "../lib/errors";
 import { firstError } from "../lib/schema";
-import type { RudderDefinition } from "../../db/schema";
+import type { RudderDefinition, RudderSourceDefinition } from "../../db/schema";
 import { findDefinition } from "../destinations/registry";
 import { connectionModeOf, planDestinationCreate, planDestinationUpdate, validateDestinationConfig } from "./destinations";
-import { type SourceLookup, planSourceCreate, planSourceUpdate, sourceUpdateOp } from "./sources";
+import { type SourceLookup, isPulledKind, planSourceCreate, planSourceUpdate, sourceUpdateOp } from "./sources";
 import type { ControlPlaneWrite, DestinationRow, SourceRow, TransformationRow } from "./store";
 import { commit } from "./store";
 import { pinAndCheck, planTransformationCreate, planTransformationUpdate } from "./transformations";
@@ -63,8 +63,8 @@ export type WorkspaceFile = typeof WorkspaceFile.static;
 
 export class WorkspaceFileError extends Error {}
 
-/** A source as Sluice imports it; `sourceDefinition` is what a RudderStack file said of its kind. */
-export type FileSource = NonNullable<WorkspaceFile["sources"]>[number] & { sourceDefinition?: { name: string; category: string } };
+/** A source as Sluice imports it; `sourceDefinition` is what a RudderStack file said of its kind (absent for Sluice's own file). */
+export type FileSource = NonNullable<WorkspaceFile["sources"]>[number] & { sourceDefinition?: RudderSourceDefinition };
 
 /** A destination as Sluice imports it; the RudderStack parts are absent for Sluice's own file. */
 export type FileDestination = NonNullable<WorkspaceFile["destinations"]>[number] & {
@@ -95,6 +95,16 @@ function rudderDefinitionOf(def: any): RudderDefinition {
   return out;
 }
 
+function sourceDefinitionOf(def: Record<string, unknown>): RudderSourceDefinition {
+  const out: RudderSourceDefinition = {
+    name: typeof def.name === "string" ? def.name : "",
+    category: typeof def.category === "string" && def.category !== "" ? def.category : null,
+    type: typeof def.type === "string" && def.type !== "" ? def.type : null,
+  };
+  if (typeof def.displayName === "string") out.displayName = def.displayName;
+  return out;
+}
+
 function transformationRefsOf(list: unknown): FileDestination["transformationRefs"] {
   if (!Array.isArray(list)) return undefined;
   const refs = list
@@ -110,13 +120,9 @@ function fromRudderStack(doc: any, file: string): Workspace {
     const where = `sources[${i}]`;
     if (typeof s?.name !== "string" || !s.name) throw new WorkspaceFileError(`${file}: ${where}.name: is required`);
     if (typeof s.writeKey !== "string" || !s.writeKey) throw new WorkspaceFileError(`${file}: ${where}.writeKey: is required`);
-    const def = isObject(s.sourceDefinition) ? s.sourceDefinition : {};
-    out.sources.push({
-      name: s.name,
-      writeKey: s.writeKey,
-      enabled: s.enabled !== false,
-      sourceDefinition: { name: typeof def.name === "string" ? def.name : "", category: typeof def.category === "string" ? def.category : "" },
-    });
+    const source: FileSource = { name: s.name, writeKey: s.writeKey, enabled: s.enabled !== false };
+    if (isObject(s.sourceDefinition)) source.sourceDefinition = sourceDefinitionOf(s.sourceDefinition);
+    out.sources.push(source);
     (s.destinations ?? []).forEach((d: any, j: number) => {
       const dw = `${where}.destinations[${j}]`;
       const type = d?.destinationDefinition?.name;
@@ -188,13 +194,9 @@ export function heldKinds(ws: Workspace): Map<string, string[]> {
   return held;
 }
 
-/**
- * rudder-server takes events only from event-stream sources (no category) and webhooks; cloud,
- * warehouse and singer sources are pulled by RudderStack's own services, which Sluice does not have.
- */
+/** A source of a kind RudderStack pulls from (cloud, warehouse, singer): see isPulledKind. */
 export function isPulledSource(s: FileSource): boolean {
-  const category = s.sourceDefinition?.category.toLowerCase() ?? "";
-  return category !== "" && category !== "webhook";
+  return isPulledKind(s.sourceDefinition);
 }
 
 /**
@@ -250,7 +252,7 @@ export async function applyWorkspaceFile(ctx: ScopedContext, file: string): Prom
   const pulled = new Map<string, string[]>();
   for (const s of doc.sources.filter(isPulledSource)) pulled.set(s.sourceDefinition!.name, [...(pulled.get(s.sourceDefinition!.name) ?? []), s.name]);
   for (const [kind, sources] of pulled) {
-    ctx.log.warn("source kind that RudderStack pulls from (cloud or warehouse): Sluice pulls nothing; imported as a source whose write key accepts event calls", { file, kind, sources });
+    ctx.log.warn("source kind that RudderStack pulls from (cloud or warehouse): Sluice pulls nothing; imported as a source whose write key accepts event calls, marked unsupported", { file, kind, sources });
   }
   // Code is checked in the sandbox, with the libraries it imports, before anything is planned.
   const pins = new Map<string, Record<string, string> | null>();
@@ -386,9 +388,10 @@ async function planWorkspaceFile(
   };
   for (const s of doc.sources) {
     const existing = await lookup.byName(s.name);
+    const fromFile = { rudderDefinition: s.sourceDefinition };
     const row = existing
-      ? await planSourceUpdate(ctx, existing, { writeKey: s.writeKey, enabled: s.enabled ?? true, settings: s.settings }, lookup)
-      : await planSourceCreate(ctx, { name: s.name, writeKey: s.writeKey, enabled: s.enabled, settings: s.settings }, lookup);
+      ? await planSourceUpdate(ctx, existing, { writeKey: s.writeKey, enabled: s.enabled ?? true, settings: s.settings }, lookup, fromFile)
+      : await planSourceCreate(ctx, { name: s.name, writeKey: s.writeKey, enabled: s.enabled, settings: s.settings }, lookup, fromFile);
     ops.push(existing ? sourceUpdateOp(row) : { op: "insertSource", row });
     plannedSources.set(s.name, row);
   }

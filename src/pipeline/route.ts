@@ -132,7 +132,7 @@ export function routeSourceOf(source: SourceRuntime | undefined): RouteSource {
   if (!source) return NO_SOURCE_TYPE;
   let r = sourceTypes.get(source);
   if (!r) {
-    const type = (source as { definitionType?: unknown }).definitionType;
+    const type = source.definitionType;
     r = typeof type === "string" && type !== "" ? Object.freeze({ sourceType: type }) : NO_SOURCE_TYPE;
     sourceTypes.set(source, r);
   }

@@ -10,7 +10,7 @@
  */
 import { sql } from "drizzle-orm";
 import { boolean, index, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
-import type { RudderDefinition, SourceSettings } from "../../schema/control-plane";
+import type { RudderDefinition, RudderSourceDefinition, SourceSettings } from "../../schema/control-plane";
 import { ms } from "./columns";
 
 const createdAt = () => ms("created_at").notNull();
@@ -70,6 +70,7 @@ export const sources = pgTable(
     settings: jsonb("settings").$type<SourceSettings>().notNull().default(sql`'{}'::jsonb`),
     createdAt: createdAt(),
     updatedAt: ms("updated_at").notNull(),
+    rudderDefinition: jsonb("rudder_definition").$type<RudderSourceDefinition>(),
   },
   (t) => [uniqueIndex("sources_workspace_name").on(t.workspaceId, t.name)],
 );

@@ -13,6 +13,15 @@ export function EnabledBadge({ enabled }: { enabled: boolean }) {
   return <Badge tone={enabled ? "ok" : "muted"}>{enabled ? "Enabled" : "Disabled"}</Badge>;
 }
 
+/** A source or destination kept from a workspace file whose kind this server cannot run; `why` (the tooltip) says what that means for it. */
+export function UnsupportedBadge({ why }: { why: string }) {
+  return (
+    <span title={why}>
+      <Badge tone="warn">Unsupported</Badge>
+    </span>
+  );
+}
+
 /**
  * Buttons that switch panels in place (the panel's state lives in the URL, so `onSelect` usually
  * routes). `idPrefix` and `controls` tie the tabs to their panel for assistive technology.

@@ -10,6 +10,10 @@ export interface Source {
   writeKey: string;
   enabled: boolean;
   settings: { lenientValidation?: boolean };
+  /** A kind RudderStack pulls from (cloud, warehouse): kept from a workspace file, Sluice pulls nothing; its write key still works. */
+  unsupported: boolean;
+  /** What the RudderStack workspace file said of its kind; null when made here. */
+  sourceDefinition: { name: string; category: string | null; type: string | null } | null;
   createdAt: string;
   destinationIds: string[];
 }

@@ -46,6 +46,7 @@ import {
   type WorkspaceRow,
   type WriteResult,
   destinationFromStore,
+  sourceFromStore,
   uniqueViolation,
   withoutNulls,
 } from "../../control-plane/store";
@@ -77,8 +78,11 @@ function jsonb(value: unknown) {
   return sql`${JSON.stringify(value)}::text::jsonb`;
 }
 
-function sourceValues<T extends { settings?: unknown }>(row: T) {
-  return row.settings === undefined ? row : { ...row, settings: jsonb(row.settings) };
+function sourceValues<T extends { settings?: unknown; rudderDefinition?: unknown }>(row: T) {
+  const out: Record<string, unknown> = { ...row };
+  if (row.settings !== undefined) out.settings = jsonb(row.settings);
+  if (row.rudderDefinition != null) out.rudderDefinition = jsonb(row.rudderDefinition);
+  return out as T;
 }
 
 function destinationValues<T extends { config?: unknown; rudderDefinition?: unknown }>(row: T) {
@@ -109,7 +113,7 @@ export class PgControlPlaneStore implements ControlPlaneStore {
 
   async source(workspaceId: string, id: string): Promise<SourceRow | undefined> {
     const [row] = await this.db.select().from(sources).where(and(eq(sources.id, id), eq(sources.workspaceId, workspaceId)));
-    return row;
+    return row && sourceFromStore(row);
   }
 
   async routing(): Promise<RoutingRows> {
@@ -130,7 +134,7 @@ export class PgControlPlaneStore implements ControlPlaneStore {
           .innerJoin(transformationVersions, eq(transformationVersions.id, transformations.versionId));
         const pinned = [...new Set(attachments.flatMap((a) => Object.values(a.libraries ?? {})))];
         return {
-          sources: await tx.select().from(sources),
+          sources: (await tx.select().from(sources)).map(sourceFromStore),
           destinations: (await tx.select().from(destinations)).map(destinationFromStore),
           connections: await tx.select().from(connections).orderBy(connections.createdAt),
           attachments: attachments.map(withoutNulls),
@@ -143,16 +147,16 @@ export class PgControlPlaneStore implements ControlPlaneStore {
 
   async sourceByName(workspaceId: string, name: string): Promise<SourceRow | undefined> {
     const [row] = await this.db.select().from(sources).where(and(eq(sources.workspaceId, workspaceId), eq(sources.name, name)));
-    return row;
+    return row && sourceFromStore(row);
   }
 
   async sourceByWriteKey(writeKey: string): Promise<SourceRow | undefined> {
     const [row] = await this.db.select().from(sources).where(eq(sources.writeKey, writeKey));
-    return row;
+    return row && sourceFromStore(row);
   }
 
   async sources(workspaceId: string): Promise<SourceRow[]> {
-    return this.db.select().from(sources).where(eq(sources.workspaceId, workspaceId)).orderBy(sources.createdAt, sources.id);
+    return (await this.db.select().from(sources).where(eq(sources.workspaceId, workspaceId)).orderBy(sources.createdAt, sources.id)).map(sourceFromStore);
   }
 
   async existingSourceIds(workspaceId: string, ids: string[]): Promise<Set<string>> {

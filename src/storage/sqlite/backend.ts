@@ -41,12 +41,13 @@ export async function openSqliteBackend(settings: Settings, log: Logger, metrics
   recent.load(db.$client);
   const regulations = new SqliteRegulationsStore(db);
   const jobs: BackgroundJob[] = [];
+  const config = new SqliteConfigStore(db);
 
   return {
     kind: "sqlite",
     db,
     writer,
-    config: new SqliteConfigStore(db),
+    config,
     controlPlane: new SqliteControlPlaneStore(db),
     stats: new SqliteStatsStore(db),
     regulations,
@@ -75,6 +76,7 @@ export async function openSqliteBackend(settings: Settings, log: Logger, metrics
       await checkpoints.close();
     },
     async close() {
+      config.close();
       try {
         db.$client.exec("PRAGMA wal_checkpoint(TRUNCATE)");
       } catch {}

@@ -45,6 +45,7 @@ import {
   type WorkspaceRow,
   type WriteResult,
   destinationFromStore,
+  sourceFromStore,
   uniqueViolation,
   withoutNulls,
 } from "../../control-plane/store";
@@ -93,7 +94,7 @@ export class SqliteControlPlaneStore implements ControlPlaneStore {
       .all();
     const pinned = [...new Set(attachments.flatMap((a) => Object.values(a.libraries ?? {})))];
     return {
-      sources: this.db.select().from(sources).all(),
+      sources: this.db.select().from(sources).all().map(sourceFromStore),
       destinations: this.db.select().from(destinations).all().map(destinationFromStore),
       connections: this.db.select().from(connections).orderBy(asc(connections.createdAt)).all(),
       attachments: attachments.map(withoutNulls),
@@ -102,19 +103,22 @@ export class SqliteControlPlaneStore implements ControlPlaneStore {
   }
 
   async source(workspaceId: string, id: string): Promise<SourceRow | undefined> {
-    return this.db.select().from(sources).where(and(eq(sources.id, id), eq(sources.workspaceId, workspaceId))).get();
+    const row = this.db.select().from(sources).where(and(eq(sources.id, id), eq(sources.workspaceId, workspaceId))).get();
+    return row && sourceFromStore(row);
   }
 
   async sourceByName(workspaceId: string, name: string): Promise<SourceRow | undefined> {
-    return this.db.select().from(sources).where(and(eq(sources.workspaceId, workspaceId), eq(sources.name, name))).get();
+    const row = this.db.select().from(sources).where(and(eq(sources.workspaceId, workspaceId), eq(sources.name, name))).get();
+    return row && sourceFromStore(row);
   }
 
   async sourceByWriteKey(writeKey: string): Promise<SourceRow | undefined> {
-    return this.db.select().from(sources).where(eq(sources.writeKey, writeKey)).get();
+    const row = this.db.select().from(sources).where(eq(sources.writeKey, writeKey)).get();
+    return row && sourceFromStore(row);
   }
 
   async sources(workspaceId: string): Promise<SourceRow[]> {
-    return this.db.select().from(sources).where(eq(sources.workspaceId, workspaceId)).orderBy(sources.createdAt, sources.id).all();
+    return this.db.select().from(sources).where(eq(sources.workspaceId, workspaceId)).orderBy(sources.createdAt, sources.id).all().map(sourceFromStore);
   }
 
   async existingSourceIds(workspaceId: string, ids: string[]): Promise<Set<string>> {

@@ -7,7 +7,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import { api, errorMessage as message, isNotFound } from "../api";
-import { BackLink, Badge, ConfirmButton, EnabledBadge, Notice } from "../components";
+import { BackLink, Badge, ConfirmButton, EnabledBadge, Notice, UnsupportedBadge } from "../components";
 import { usePolling, useResource } from "../hooks";
 import { ErrorNote, PageHeader, formatTime } from "../layout";
 import { destinationPath, sourcePath, withQuery } from "../links";
@@ -33,7 +33,6 @@ async function replayAborted(apiPath: string): Promise<string> {
   return `${r.replayed} aborted ${r.replayed === 1 ? "event" : "events"} put back in the queue.`;
 }
 
-/** A destination of a kind this server lacks (imported from a workspace file): it receives nothing. */
 /** Why the API says the destination is held (its transformation's code is not here). */
 const heldReasonOf = (d: Destination) => d.heldReason ?? null;
 
@@ -45,13 +44,8 @@ function HeldBadge({ reason }: { reason: string }) {
   );
 }
 
-function UnsupportedBadge() {
-  return (
-    <span title="This server has no destination of this kind: it is kept and receives nothing">
-      <Badge tone="warn">Unsupported</Badge>
-    </span>
-  );
-}
+/** A destination of a kind this server lacks (imported from a workspace file): it receives nothing. */
+const UNSUPPORTED = "This server has no destination of this kind: it is kept and receives nothing";
 
 /* ------------------------------------------------------------------ list */
 
@@ -115,7 +109,7 @@ export default function DestinationsPage() {
                   <td>{displayName(d.type)}</td>
                   <td>{d.sourceIds.length === 0 ? <span class="muted">none</span> : d.sourceIds.length}</td>
                   <td>
-                    <EnabledBadge enabled={d.enabled} /> {d.unsupported && <UnsupportedBadge />} {heldReasonOf(d) && <HeldBadge reason={heldReasonOf(d)!} />}
+                    <EnabledBadge enabled={d.enabled} /> {d.unsupported && <UnsupportedBadge why={UNSUPPORTED} />} {heldReasonOf(d) && <HeldBadge reason={heldReasonOf(d)!} />}
                   </td>
                   <td class="dst-hide-narrow">{formatTime(d.createdAt)}</td>
                 </tr>
@@ -323,7 +317,7 @@ export function DestinationPage({ params }: { params: { id: string } }) {
           <div class="dst-title">
             <h1>{dest.name}</h1>
             <EnabledBadge enabled={dest.enabled} />
-            {dest.unsupported && <UnsupportedBadge />}
+            {dest.unsupported && <UnsupportedBadge why={UNSUPPORTED} />}
             {heldReasonOf(dest) && <HeldBadge reason={heldReasonOf(dest)!} />}
           </div>
           <p class="muted dst-kind">

@@ -7,13 +7,16 @@
 import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import { api, isNotFound } from "../api";
-import { BackLink, ConfirmButton, EnabledBadge, NameForm, Tabs } from "../components";
+import { BackLink, ConfirmButton, EnabledBadge, NameForm, Tabs, UnsupportedBadge } from "../components";
 import { useAction, useResource } from "../hooks";
 import { CopyButton, ErrorNote, PageHeader, formatTime } from "../layout";
 import { destinationPath, sourcePath, withQuery } from "../links";
 import type { Destination, DestinationList, Source, SourceList } from "../types";
 import { SNIPPET_KINDS, type SnippetKind, isSnippetKind, snippet } from "./sources/snippets";
 import "./sources/sources.css";
+
+/** A cloud or warehouse source from a RudderStack workspace file: RudderStack pulled its data, Sluice does not. */
+const UNSUPPORTED = "RudderStack pulls this kind of source from the service itself; Sluice pulls nothing. Its write key still takes event calls.";
 
 export default function SourcesPage() {
   const { path, query, route } = useLocation();
@@ -75,7 +78,7 @@ export default function SourcesPage() {
                       <a href={sourcePath(s.id)}>{s.name}</a>
                     </td>
                     <td>
-                      <EnabledBadge enabled={s.enabled} />
+                      <EnabledBadge enabled={s.enabled} /> {s.unsupported && <UnsupportedBadge why={UNSUPPORTED} />}
                     </td>
                     <td class="hide-narrow">
                       <span class="src-key">
@@ -192,6 +195,7 @@ export function SourcePage({ params }: { params: { id: string } }) {
       <BackLink href="/sources" label="Sources" />
       <PageHeader title={source.name}>
         <EnabledBadge enabled={source.enabled} />
+        {source.unsupported && <UnsupportedBadge why={UNSUPPORTED} />}
         <button type="button" onClick={toggle} disabled={busy}>
           {source.enabled ? "Disable" : "Enable"}
         </button>
@@ -201,6 +205,12 @@ export function SourcePage({ params }: { params: { id: string } }) {
       </PageHeader>
       <ErrorNote error={error} />
       {!source.enabled && <p class="muted">This source is disabled: its event calls are refused with 404 until it is enabled again.</p>}
+      {source.unsupported && (
+        <p class="muted">
+          Imported from a RudderStack workspace as a {source.sourceDefinition?.category} source ({source.sourceDefinition?.name}): RudderStack pulled its data from the service, Sluice pulls
+          nothing. Its write key still takes event calls.
+        </p>
+      )}
 
       <section class="card src-section" aria-labelledby="src-settings">
         <h2 id="src-settings">Settings</h2>
@@ -223,6 +233,15 @@ export function SourcePage({ params }: { params: { id: string } }) {
           <dd>
             <code>{source.id}</code>
           </dd>
+          {source.sourceDefinition && (
+            <>
+              <dt>RudderStack kind</dt>
+              <dd>
+                {source.sourceDefinition.name}
+                {source.sourceDefinition.type && <span class="muted"> · {source.sourceDefinition.type}</span>}
+              </dd>
+            </>
+          )}
           <dt>Created</dt>
           <dd>{formatTime(source.createdAt)}</dd>
         </dl>

@@ -1,0 +1,1 @@
+ALTER TABLE `sources` ADD `rudder_definition` text;

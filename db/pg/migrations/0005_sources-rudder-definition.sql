@@ -1,0 +1,1 @@
+ALTER TABLE "sources" ADD COLUMN "rudder_definition" jsonb;
