@@ -1,6 +1,6 @@
 /**
  * The Elysia root: error mapping, request logs and metrics, and each feature's routes.
- * `createSluice` wires storage (src/storage/backend.ts: SQLite, or PostgreSQL in cluster mode),
+ * `createSluice` wires storage (src/backend/contract.ts: SQLite, or PostgreSQL in cluster mode),
  * caches and apps once; main.ts only listens.
  */
 import { openapi } from "@elysiajs/openapi";
@@ -16,7 +16,7 @@ import { applyWorkspaceFile } from "./control-plane/workspace-file";
 import type { GroupCommitWriter } from "./gateway/group-commit";
 import type { IntakeDeps } from "./gateway/intake";
 import { gatewayRoutes, intakeHandlers, serverRoutes } from "./gateway/routes";
-import type { ServiceContext } from "./lib/context";
+import type { ServiceContext } from "./control-plane/context";
 import { AppError } from "./lib/errors";
 import { type Logger, createLogger } from "./lib/logger";
 import { Metrics } from "./lib/metrics";
@@ -33,7 +33,7 @@ import type { RetryPolicy } from "./pipeline/retry-policy";
 import { Router } from "./pipeline/router";
 import { overviewRoutes } from "./pipeline/overview";
 import { pipelineRoutes } from "./pipeline/routes";
-import { openSqliteBackend } from "./storage/sqlite/backend";
+import { openSqliteBackend } from "./backend/sqlite";
 import { SandboxPool } from "./transformations/sandbox";
 import { transformationRoutes } from "./transformations/routes";
 import { testApiRoutes } from "./test-api/routes";
@@ -137,7 +137,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   const metrics = new Metrics();
   // Loaded only in cluster mode: the PostgreSQL parts stay out of a single node's start.
   const backend = settings.database
-    ? await (await import("./cluster/backend")).openClusterBackend(settings, log)
+    ? await (await import("./backend/postgres")).openClusterBackend(settings, log)
     : await openSqliteBackend(settings, log, metrics, now);
   const { config, controlPlane, stats, regulations, suppression, deliveries, live } = backend;
   const ctx: ServiceContext = {

@@ -368,7 +368,7 @@ async function importTransformationsCommand(args: string[]) {
     const log = createLogger("warn", {}, (line) => process.stderr.write(line + "\n"));
     // A command's context: no config caches to refresh here. The write reaches a running server
     // by itself (SQLite: config_epoch, which it polls; PostgreSQL: the 'config' epoch).
-    const ctx = { controlPlane: store, config: { written() {} }, log, now: () => Date.now(), workspaceId: workspace.id } as unknown as import("./lib/context").ScopedContext;
+    const ctx = { controlPlane: store, config: { written() {} }, log, now: () => Date.now(), workspaceId: workspace.id } as unknown as import("./control-plane/context").ScopedContext;
     process.stdout.write(formatImportSummary(file, await importTransformations(ctx, doc)));
   } catch (e) {
     if (e instanceof AppError) failed(new Error(`${file}: ${e.message}`));

@@ -1,7 +1,7 @@
 /** Operations endpoints: health, version, metrics. */
 import { timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
-import type { ServiceContext } from "./lib/context";
+import type { ServiceContext } from "./control-plane/context";
 import { AppError } from "./lib/errors";
 import { VERSION } from "./version";
 import { type Readiness, readyAnswer } from "./readiness";

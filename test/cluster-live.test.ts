@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
 import { closePostgres, type PgDb } from "../db/pg";
 import { Bus, NOTIFY_PAYLOAD_LIMIT, type BusMessageMeta } from "../src/cluster/bus";
-import { LiveRelay, shrinkLiveEvent, type LiveRelayOptions } from "../src/cluster/live-relay";
+import { LiveRelay, shrinkLiveEvent, type LiveRelayOptions } from "../src/backend/live-relay";
 import type { IntakeDeps } from "../src/gateway/intake";
 import type { LiveEvents } from "../src/pipeline/live-events";
 import type { Router } from "../src/pipeline/router";

@@ -21,10 +21,10 @@ import type { ControlPlaneStore, ControlPlaneWrite, DestinationRow, SourceRow, T
 import { authenticateRequest } from "../src/control-plane/auth";
 import { ensureOwner } from "../src/control-plane/bootstrap";
 import { createToken, createTokenForEmail, listTokens, revokeToken, touchToken, verifyToken } from "../src/control-plane/tokens";
-import { sessionPrincipal, signIn, signOut } from "../src/dashboard/sessions";
+import { sessionPrincipal, signIn, signOut } from "../src/control-plane/sessions";
 import { createTransformation, getTransformation, listTransformationVersions, listTransformations } from "../src/control-plane/transformations";
 import { WorkspaceFileError, applyWorkspaceFile } from "../src/control-plane/workspace-file";
-import type { ScopedContext } from "../src/lib/context";
+import type { ScopedContext } from "../src/control-plane/context";
 import { AppError } from "../src/lib/errors";
 import { newId } from "../src/lib/ids";
 import { PgControlPlaneStore, type PgControlPlaneStoreOptions, type PgControlPlaneTx } from "../src/storage/postgres/control-plane";

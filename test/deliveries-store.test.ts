@@ -16,7 +16,7 @@ import {
   type RoutedSources,
   START_CURSOR,
   cursorAfter,
-} from "../src/pipeline/deliveries-store";
+} from "../src/pipeline/store";
 import { PgDeliveriesStore } from "../src/storage/postgres/deliveries";
 import { dedupKey } from "../src/storage/postgres/event-log";
 import { SqliteDeliveriesStore } from "../src/storage/sqlite/deliveries";

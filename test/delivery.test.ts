@@ -449,7 +449,7 @@ test("retention removes finished deliveries and their events, keeps unfinished o
 // SQLite's retention finds old events by id (received_at follows id in one process); PostgreSQL's
 // reads received_at through a BRIN index instead (design §3.7).
 test.skipIf(onPostgres)("retention finds the id range of old events by binary search, across gaps in the ids", async () => {
-  const { lastEventIdBefore } = await import("../src/pipeline/retention");
+  const { lastEventIdBefore } = await import("../src/storage/sqlite/stats");
   const { Database } = await import("bun:sqlite");
   const c = new Database(":memory:");
   c.run("CREATE TABLE events (id INTEGER PRIMARY KEY, received_at INTEGER NOT NULL)");

@@ -7,7 +7,7 @@
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
 import { closePostgres, openPostgres, type PgDb } from "../db/pg";
-import type { EventRow } from "../src/gateway/group-commit";
+import type { EventRow } from "../src/gateway/store";
 import { AppError } from "../src/lib/errors";
 import { partitionOfKey } from "../src/cluster/hash";
 import { PgEventLog, PgIntakeLog, dedupKey } from "../src/storage/postgres/event-log";

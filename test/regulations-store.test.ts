@@ -10,7 +10,7 @@ import { describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
 import { eq } from "drizzle-orm";
 import { schema as pgSchema } from "../db/pg";
-import type { ScopedContext } from "../src/lib/context";
+import type { ScopedContext } from "../src/control-plane/context";
 import { newId } from "../src/lib/ids";
 import type { DeletionRunner } from "../src/regulations/deletion";
 import { cancelRegulation, createRegulations, listRegulations } from "../src/regulations/regulations";

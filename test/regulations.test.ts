@@ -394,7 +394,8 @@ test.skipIf(onPostgres)("seedRegulations (benchmark helper) inserts N active sup
   db.$client.close();
   expect(seedRegulations(dir, 5000)).toEqual({ workspaceId: "ws_seed", count: 5000 });
   const again = openDatabase(`${dir}/sluice.db`);
-  const index = new SuppressionIndex(again);
+  const { SqliteRegulationsStore } = await import("../src/storage/sqlite/regulations");
+  const index = new SuppressionIndex(new SqliteRegulationsStore(again).activeSuppressionsNow());
   expect(index.size).toBe(5000);
   expect(index.isSuppressed("ws_seed", "src_any", "seed-user-4999")).toBe(true);
   expect(index.isSuppressed("ws_seed", "src_any", "seed-user-5000")).toBe(false);

@@ -13,7 +13,7 @@
 import type { Elysia } from "elysia";
 import { AppError } from "../lib/errors";
 import { readUpTo } from "../lib/read-up-to";
-import type { ServiceContext } from "../lib/context";
+import type { ServiceContext } from "./context";
 import { assertSameOrigin, authenticateRequest } from "./auth";
 import { clientAddress } from "./auth-throttle";
 

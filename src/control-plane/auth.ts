@@ -4,7 +4,7 @@
  * or change.
  */
 import { AppError } from "../lib/errors";
-import { type SessionDeps, sessionIdFrom, sessionPrincipal } from "../dashboard/sessions";
+import { type SessionDeps, sessionIdFrom, sessionPrincipal } from "./sessions";
 import type { ControlPlaneStore } from "./store";
 import { type Principal, touchToken, verifyToken } from "./tokens";
 

@@ -19,7 +19,7 @@ import type { SourceSettings } from "../../db/schema";
 import type { EpochWatch } from "../cluster/bus";
 import { findDefinition } from "../destinations/registry";
 import type { DestinationDefinition } from "../destinations/types";
-import type { ControlPlaneStore, RoutingAttachment, RoutingRows, WriteResult } from "./store";
+import type { ControlPlaneStore, ControlPlaneWrite, RoutingAttachment, RoutingRows, WriteResult } from "./store";
 
 export interface SourceRuntime {
   id: string;
@@ -319,4 +319,15 @@ export class ClusterConfigStore implements ConfigStore {
     if (!this.current) throw new Error("the cluster config is read before its first load (start the epoch watch first)");
     return this.current;
   }
+}
+
+/**
+ * A service's write: applied in one transaction, then awaited until this instance's config
+ * caches show it, so the answer and the next request here see the change. (Here, not in
+ * store.ts: the store interface knows nothing of the caches above it.)
+ */
+export async function commit(ctx: { controlPlane: ControlPlaneStore; config: Pick<ConfigStore, "written"> }, ops: ControlPlaneWrite[]): Promise<WriteResult> {
+  const result = await ctx.controlPlane.write(ops);
+  await ctx.config.written(result);
+  return result;
 }

@@ -1,8 +1,8 @@
 /** Connections: which sources feed which destinations. */
 import { notFound } from "../lib/errors";
-import type { ScopedContext } from "../lib/context";
+import type { ScopedContext } from "./context";
 import { findDestinationRow } from "./destinations";
-import { commit } from "./store";
+import { commit } from "./config-store";
 import type { Connection } from "./schemas";
 import { findSourceRow } from "./sources";
 

@@ -3,12 +3,12 @@ import type { RudderDefinition } from "../../db/schema";
 import { findDefinition, listDefinitions, urlKeysOf } from "../destinations/registry";
 import type { DestinationDefinition } from "../destinations/types";
 import { AppError, badRequest, notFound } from "../lib/errors";
-import type { ScopedContext } from "../lib/context";
+import type { ScopedContext } from "./context";
 import { newId } from "../lib/ids";
 import { firstError } from "../lib/schema";
 import type { DestinationCreate, DestinationUpdate } from "./schemas";
 import type { ControlPlaneWrite, DestinationChanges, DestinationRow } from "./store";
-import { commit } from "./store";
+import { commit } from "./config-store";
 
 function present(ctx: ScopedContext, row: DestinationRow, sourceIds: string[], transformationId: string | undefined) {
   return {

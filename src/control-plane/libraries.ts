@@ -4,11 +4,11 @@
  * transformation version pins the library versions current when it was saved, so editing a
  * library changes no running code until the transformation is saved again.
  */
-import type { ScopedContext } from "../lib/context";
+import type { ScopedContext } from "./context";
 import { AppError, badRequest, notFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import type { ControlPlaneWrite, LibraryRow } from "./store";
-import { commit } from "./store";
+import { commit } from "./config-store";
 
 export interface LibraryCreate {
   name: string;

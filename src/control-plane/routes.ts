@@ -1,7 +1,7 @@
 /** Control-plane API: sources, destinations, connections and destination definitions. Routes only parse, call, map. */
 import { Elysia, t } from "elysia";
 import { listDefinitions, publicDefinition } from "../destinations/registry";
-import type { ScopedContext, ServiceContext } from "../lib/context";
+import type { ScopedContext, ServiceContext } from "./context";
 import { authenticateRequest } from "./auth";
 import { createConnection, deleteConnection, listConnections } from "./connections";
 import { createDestination, deleteDestination, getDestination, listDestinations, updateDestination } from "./destinations";

@@ -1,11 +1,11 @@
 /** Sources: where events come from, each with its write key. */
 import type { RudderSourceDefinition } from "../../db/schema";
 import { AppError, notFound } from "../lib/errors";
-import type { ScopedContext } from "../lib/context";
+import type { ScopedContext } from "./context";
 import { newId, newWriteKey } from "../lib/ids";
 import type { SourceCreate, SourceUpdate } from "./schemas";
-import type { ControlPlaneWrite, SourceChanges, SourceRow } from "./store";
-import { commit, writeKeyTaken } from "./store";
+import { type ControlPlaneWrite, type SourceChanges, type SourceRow, writeKeyTaken } from "./store";
+import { commit } from "./config-store";
 
 /**
  * rudder-server takes events only from event-stream sources (no category) and webhooks; cloud,

@@ -34,7 +34,6 @@ import type {
   workspaces,
 } from "../../db/schema";
 import { AppError } from "../lib/errors";
-import type { ConfigStore } from "./config-store";
 
 // The SQLite schema's row types; the pg schema has the same shapes (test/pg-schema.test.ts).
 /**
@@ -329,14 +328,4 @@ export function uniqueViolation(op: ControlPlaneWrite, constraint: string): AppE
     default:
       return undefined;
   }
-}
-
-/**
- * A service's write: applied in one transaction, then awaited until this instance's config
- * caches show it, so the answer and the next request here see the change.
- */
-export async function commit(ctx: { controlPlane: ControlPlaneStore; config: Pick<ConfigStore, "written"> }, ops: ControlPlaneWrite[]): Promise<WriteResult> {
-  const result = await ctx.controlPlane.write(ops);
-  await ctx.config.written(result);
-  return result;
 }

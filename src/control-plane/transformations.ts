@@ -2,14 +2,14 @@
  * Transformations and their versions. Every save of code makes a new versionId;
  * a destination runs at most one transformation.
  */
-import type { ScopedContext } from "../lib/context";
+import type { ScopedContext } from "./context";
 import { AppError, badRequest, notFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { validateTransformationCode } from "../transformations/sandbox";
 import type { TransformationCreate, TransformationUpdate } from "../transformations/schemas";
 import { pinLibraries } from "./libraries";
 import type { ControlPlaneWrite, TransformationRow, TransformationVersionRow } from "./store";
-import { commit } from "./store";
+import { commit } from "./config-store";
 
 /** Runs the code's top level in the sandbox (off this thread), with the libraries it imports, and checks the contract. */
 export async function checkCode(code: string, where = "code", libraries?: Record<string, string>) {

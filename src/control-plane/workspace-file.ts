@@ -8,7 +8,7 @@
 import { t } from "elysia";
 import { readdirSync } from "node:fs";
 import { dirname, extname, join } from "node:path";
-import type { ScopedContext } from "../lib/context";
+import type { ScopedContext } from "./context";
 import { AppError } from "../lib/errors";
 import { firstError } from "../lib/schema";
 import type { RudderDefinition, RudderSourceDefinition } from "../../db/schema";
@@ -16,7 +16,7 @@ import { findDefinition } from "../destinations/registry";
 import { connectionModeOf, planDestinationCreate, planDestinationUpdate, validateDestinationConfig } from "./destinations";
 import { type SourceLookup, isPulledKind, planSourceCreate, planSourceUpdate, sourceUpdateOp } from "./sources";
 import type { ControlPlaneWrite, DestinationRow, SourceRow, TransformationRow } from "./store";
-import { commit } from "./store";
+import { commit } from "./config-store";
 import { pinAndCheck, planTransformationCreate, planTransformationUpdate } from "./transformations";
 
 export const WorkspaceFile = t.Object(

@@ -7,9 +7,9 @@ import { Elysia, t } from "elysia";
 import { authenticateRequest } from "../control-plane/auth";
 import { clientAddress } from "../control-plane/auth-throttle";
 import type { Principal } from "../control-plane/tokens";
-import type { ServiceContext } from "../lib/context";
+import type { ServiceContext } from "../control-plane/context";
 import { DashboardAssets, SECURITY_HEADERS } from "./assets";
-import { sessionCookie, sessionIdFrom, sessionPrincipal, signIn, signOut } from "./sessions";
+import { sessionCookie, sessionIdFrom, sessionPrincipal, signIn, signOut } from "../control-plane/sessions";
 
 /** Every page the dashboard has; anything else under these prefixes is the page's own business. */
 export const PAGES = [

@@ -19,16 +19,7 @@ import { closeSync, fdatasync, fstatSync, openSync, statSync } from "node:fs";
 import { newestEventId } from "../../db";
 import { type StorageHealth, storageHealth } from "../lib/storage-health";
 import { WAL_FILE_LIMIT_BYTES } from "./checkpoints";
-
-export interface EventRow {
-  workspaceId: string;
-  sourceId: string;
-  messageId: string;
-  userKey: string;
-  type: string;
-  payload: string;
-  receivedAt: number;
-}
+import type { EventRow } from "./store";
 
 interface Pending {
   resolve: () => void;

@@ -13,8 +13,7 @@ import type { LiveEvents } from "../pipeline/live-events";
 import type { Suppressor } from "../regulations/suppression";
 import { RecentMessageIds } from "./dedup";
 import { type RequestMeta, enrichEvent, stringifyNumericIds } from "./enrich";
-import type { AppendOutcome, EventLog } from "./event-log";
-import type { EventRow } from "./group-commit";
+import type { AppendOutcome, EventLog, EventRow } from "./store";
 import { BATCH_TYPES, BatchCall, CallSchemas, type CallType, LenientCallSchemas, MAX_CALL_BYTES } from "./schemas";
 
 export interface IntakeDeps {

@@ -37,7 +37,7 @@ import * as sqliteSchema from "../../db/schema";
 import { partitionOfKey } from "../cluster/hash";
 import { AppError } from "../lib/errors";
 import { isConnectionFailure } from "../lib/postgres-errors";
-import { eventIdFloor } from "../pipeline/processor";
+import { eventIdFloor } from "../storage/sqlite/deliveries";
 import { dedupKey } from "../storage/postgres/event-log";
 import { VERSION, versionName, versionNumber } from "../version";
 import { DB_FILE, backupDatabase } from "./backup";

@@ -1,8 +1,8 @@
 /** Delivery operations the API exposes: replay of aborted events and per-destination stats. */
-import type { ScopedContext } from "../lib/context";
+import type { ScopedContext } from "../control-plane/context";
 import { findDestinationRow } from "../control-plane/destinations";
 import type { Router } from "./router";
-import { DELIVERY_STATES, type DeliveryState } from "./stats-store";
+import { DELIVERY_STATES, type DeliveryState } from "./store";
 
 /** Puts the destination's aborted deliveries back in the queue, as new. */
 /** `router`: in a cluster, what tells every instance's router. */

@@ -5,9 +5,9 @@
  */
 import type { Logger } from "../lib/logger";
 import { isStorageFailure } from "../lib/storage-health";
-import { type DeliveriesStore, type OutcomeRow, type PartitionWork, SINGLE_NODE_PARTITION, fencesOf } from "./deliveries-store";
+import { type DeliveriesStore, type OutcomeRow, type PartitionWork, SINGLE_NODE_PARTITION, fencesOf } from "./store";
 
-export type { OutcomeRow } from "./deliveries-store";
+export type { OutcomeRow } from "./store";
 
 /**
  * Outcomes kept in memory while the database refuses writes (a full disk). Beyond this the

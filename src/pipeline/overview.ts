@@ -4,7 +4,7 @@
  * aborted events, deletions that failed).
  *
  * No table of its own: the stored rows already answer it, read through the stats store
- * (stats-store.ts; on PostgreSQL the shared tables, so every instance's events count). Received
+ * (StatsStore in store.ts; on PostgreSQL the shared tables, so every instance's events count). Received
  * is counted from `events` by received_at; delivered and aborted from `deliveries` by state and
  * updated_at (index deliveries_updated);
  * failed from the attempt log each delivery keeps (its last ten attempts, each with its time),
@@ -15,9 +15,9 @@
  */
 import { Elysia, type Static, t } from "elysia";
 import { withWorkspace } from "../control-plane/routes";
-import type { ScopedContext, ServiceContext } from "../lib/context";
+import type { ScopedContext, ServiceContext } from "../control-plane/context";
 import { badRequest } from "../lib/errors";
-import { type MinuteCount, OPEN_END, type StatsStore } from "./stats-store";
+import { type MinuteCount, OPEN_END, type StatsStore } from "./store";
 import { setImmediate as nextTurn } from "node:timers/promises";
 
 const MINUTE = 60_000;

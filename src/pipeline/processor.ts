@@ -16,12 +16,9 @@ import {
   SINGLE_NODE_PARTITION,
   cursorAfter,
   fencesOf,
-} from "./deliveries-store";
+} from "./store";
 import type { LiveEvents } from "./live-events";
 import { dropReasonWith, routeSourceOf, sourceRoutingOf } from "./route";
-
-// Kept here for its callers (intake's id floor, migrate-to-postgres): it is SQLite's alone.
-export { eventIdFloor } from "../storage/sqlite/deliveries";
 
 const BATCH = 2000;
 

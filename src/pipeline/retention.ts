@@ -2,13 +2,10 @@
  * Retention: finished deliveries and their events go after the configured time, in bounded
  * batches so intake never waits long; then the freed space is given back (SQLite: an
  * incremental vacuum; PostgreSQL: autovacuum, nothing to run). WAL checkpoints are
- * src/gateway/checkpoints.ts's. The deletes themselves are the store's (stats-store.ts).
+ * src/gateway/checkpoints.ts's. The deletes themselves are the store's (StatsStore, store.ts).
  */
 import type { Logger } from "../lib/logger";
-import type { StatsStore } from "./stats-store";
-
-// SQLite's retention as functions of the database, for callers that hold it (tests, scripts).
-export { lastEventIdBefore, purgeExpired } from "../storage/sqlite/stats";
+import type { StatsStore } from "./store";
 
 export function startMaintenance(store: StatsStore, log: Logger, opts: { retentionMs: number; intervalMs?: number; now?: () => number }) {
   const now = opts.now ?? Date.now;

@@ -11,7 +11,7 @@ import type { Metrics } from "../lib/metrics";
 import type { DestinationRequest, ResponseCheck, ResponseVerdict } from "../destinations/types";
 import type { LiveEvents } from "./live-events";
 import type { OutcomeWriter, OutcomeRow } from "./outcomes";
-import { type DeliveriesStore, type PartitionWork, type QueuedDelivery, SINGLE_NODE_PARTITION, fencesOf } from "./deliveries-store";
+import { type DeliveriesStore, type PartitionWork, type QueuedDelivery, SINGLE_NODE_PARTITION, fencesOf } from "./store";
 import { type Outcome, RESPONSE_KEEP_BYTES, sendRequest } from "./send";
 import { type StageContext, destinationContext, destinationTransform } from "./stages";
 import { type RetryPolicy, retriesExhausted, retryDelay } from "./retry-policy";

@@ -4,7 +4,7 @@ import { findDestinationRow } from "../control-plane/destinations";
 import { IdParams } from "../control-plane/schemas";
 import { withWorkspace } from "../control-plane/routes";
 import { findSourceRow } from "../control-plane/sources";
-import type { ServiceContext } from "../lib/context";
+import type { ServiceContext } from "../control-plane/context";
 import { AppError } from "../lib/errors";
 import { destinationStats, listDeliveries, replayAborted } from "./delivery-service";
 import type { LiveEvents } from "./live-events";

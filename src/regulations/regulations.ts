@@ -5,7 +5,7 @@
  */
 import type { RegulationAttributes } from "../../db/schema";
 import { badRequest, notFound } from "../lib/errors";
-import type { ScopedContext } from "../lib/context";
+import type { ScopedContext } from "../control-plane/context";
 import { newId } from "../lib/ids";
 import type { DeletionRunner } from "./deletion";
 import { type DeletionState, type Regulation, type RegulationPage, REGULATION_TYPES, type RegulationType } from "./schemas";

@@ -1,7 +1,7 @@
 /** Data Regulation API (spec §4.2). Routes only parse, call, map. */
 import { Elysia } from "elysia";
 import { withWorkspace } from "../control-plane/routes";
-import type { ServiceContext } from "../lib/context";
+import type { ServiceContext } from "../control-plane/context";
 import { type RegulationDeps, cancelRegulation, createRegulations, listRegulations } from "./regulations";
 import { RegulationCreate, RegulationIdParams, RegulationListQuery, RegulationPage } from "./schemas";
 

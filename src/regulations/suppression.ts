@@ -2,8 +2,6 @@
  * The gateway asks this before storing an event: is its user under an active
  * suppression in this workspace (and for this source)? Regulations fill it.
  */
-import type { Db } from "../../db";
-import { SqliteRegulationsStore } from "../storage/sqlite/regulations";
 import type { EpochWatch } from "../cluster/bus";
 import type { ActiveSuppression, RegulationsStore, RuleSources, SuppressionWrite, UserSuppression } from "./store";
 
@@ -44,11 +42,11 @@ export class SuppressionIndex implements Suppressor {
   private loadedEpoch = 0;
 
   /**
-   * `db`: a SQLite database read at once, synchronously (tools and tests working on a data dir).
-   * Otherwise the index starts empty until `load`.
+   * `rules`: what a store already read (tools and tests working on a data dir read SQLite at
+   * once, synchronously). Otherwise the index starts empty until `load`.
    */
-  constructor(db?: Db) {
-    if (db) this.replaceAll(new SqliteRegulationsStore(db).activeSuppressionsNow());
+  constructor(rules?: Iterable<ActiveSuppression>) {
+    if (rules) this.replaceAll(rules);
   }
 
   /** Builds an index from every active regulation in the store. */

@@ -1,7 +1,7 @@
 /** Test API routes (spec §4.3): parse, call one service function, map errors. */
 import { type DocumentDecoration, Elysia, type TSchema } from "elysia";
 import { authenticateRequest } from "../control-plane/auth";
-import type { ScopedContext, ServiceContext } from "../lib/context";
+import type { ScopedContext, ServiceContext } from "../control-plane/context";
 import { parseWith } from "../lib/schema";
 import { DestinationIdParams, ForceQuery, SourceIdParams, TestDestinationBody, TestSourceBody } from "./schemas";
 import { DestinationNotTestable, type TestApiDeps, testDestination, testSource } from "./service";

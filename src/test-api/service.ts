@@ -9,7 +9,7 @@ import { validateDestinationConfig } from "../control-plane/destinations";
 import type { DestinationRequest } from "../destinations/types";
 import { enrichEvent, stringifyNumericIds } from "../gateway/enrich";
 import { LenientCallSchemas } from "../gateway/schemas";
-import type { ScopedContext } from "../lib/context";
+import type { ScopedContext } from "../control-plane/context";
 import { AppError, badRequest, notFound } from "../lib/errors";
 import { parseWith } from "../lib/schema";
 import { type RouteSource, dropReason, routeSourceOf, routingOf } from "../pipeline/route";

@@ -12,7 +12,7 @@ import {
   updateTransformation,
 } from "../control-plane/transformations";
 import { createLibrary, deleteLibrary, getLibrary, listLibraries, listLibraryVersions, updateLibrary } from "../control-plane/libraries";
-import type { ServiceContext } from "../lib/context";
+import type { ServiceContext } from "../control-plane/context";
 import type { SandboxPool } from "./sandbox";
 import { Library, LibraryCreate, LibraryUpdate, TransformationCreate, TransformationTest, TransformationUpdate } from "./schemas";
 import { testTransformation } from "./test-run";

@@ -15,11 +15,11 @@
  *   library:        { id?, versionId?, name, importName?, code }
  * A library's import name defaults to its name in camelCase, as RudderStack's transformer has it.
  */
-import type { ScopedContext } from "../lib/context";
+import type { ScopedContext } from "../control-plane/context";
 import { badRequest } from "../lib/errors";
 import { importNameOf, importsOf, planLibraryCreate, planLibraryUpdate } from "../control-plane/libraries";
 import type { ControlPlaneWrite, LibraryRow } from "../control-plane/store";
-import { commit } from "../control-plane/store";
+import { commit } from "../control-plane/config-store";
 import { checkCode, planTransformationCreate, planTransformationUpdate } from "../control-plane/transformations";
 
 interface ExportedLibrary {

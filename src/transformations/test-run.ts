@@ -1,5 +1,5 @@
 /** Runs unsaved code over events in the sandbox, for POST /v2/transformations/test. */
-import type { ScopedContext } from "../lib/context";
+import type { ScopedContext } from "../control-plane/context";
 import { AppError, badRequest } from "../lib/errors";
 import { importsOf } from "../control-plane/libraries";
 import { validateTransformationCode, type SandboxPool } from "./sandbox";

@@ -13,7 +13,7 @@
 import { AppError, type ErrorCode } from "../lib/errors";
 import { locateWorkerFile } from "../lib/worker-file";
 import type { IntakeYieldSettings } from "./intake-yield";
-import type { PostgresConfig } from "./postgres";
+import type { PostgresConfig } from "../destinations/postgres/config";
 import type { StagedRowsLocation } from "./store";
 
 /** What the thread needs to load one destination's staged rows. */

@@ -21,7 +21,7 @@ import type { Logger } from "../lib/logger";
 import { SerialPass } from "../lib/serial-pass";
 import { DEFAULT_INTAKE_YIELD, type IntakeYieldSettings } from "./intake-yield";
 import type { LoadOutcome, LoadThread } from "./load-thread";
-import type { PostgresConfig } from "./postgres";
+import type { PostgresConfig } from "../destinations/postgres/config";
 import { isWarehouseKind, namespaceFor } from "./staging";
 import type { LoadRow, LoadStatus, NewLoad, WarehouseStore } from "./store";
 

@@ -17,6 +17,7 @@
  * `pg` + `pg-copy-streams` here (the server is the bottleneck).
  */
 import { SQL } from "bun";
+import type { PostgresConfig } from "../destinations/postgres/config.ts";
 import { AppError } from "../lib/errors.ts";
 import { UNIQUE_VIOLATION, isConnectionFailure, sqlState } from "../lib/postgres-errors.ts";
 import { MAPPINGS_TABLE, MERGE_RULES_TABLE, applyMergeRules, type MergeRule } from "./identity.ts";
@@ -26,19 +27,6 @@ import type { IntakeYield } from "./intake-yield.ts";
 import { decodeStagedLine, linePlan, planLine } from "./staged-rows.ts";
 
 export { POSTGRES_TYPES } from "./postgres-values.ts";
-
-export type PostgresSslMode = "disable" | "allow" | "prefer" | "require" | "verify-ca" | "verify-full";
-
-export interface PostgresConfig {
-  host: string;
-  port?: number;
-  database: string;
-  user: string;
-  password?: string;
-  sslMode?: PostgresSslMode;
-  /** Seconds to wait for a connection before the load fails as retryable. */
-  connectTimeoutSeconds?: number;
-}
 
 /** What one load did, per table. */
 export interface LoadResult {

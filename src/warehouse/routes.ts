@@ -2,7 +2,7 @@
 import { Elysia, t } from "elysia";
 import { IdParams } from "../control-plane/schemas";
 import { withWorkspace } from "../control-plane/routes";
-import type { ServiceContext } from "../lib/context";
+import type { ServiceContext } from "../control-plane/context";
 import type { WarehouseLoads } from "./loads";
 
 const LoadStatus = t.Union([t.Literal("queued"), t.Literal("running"), t.Literal("succeeded"), t.Literal("failed")]);

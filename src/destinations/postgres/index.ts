@@ -7,7 +7,7 @@
  * disk and connects directly.
  */
 import { t } from "elysia";
-import type { PostgresConfig, PostgresSslMode } from "../../warehouse/postgres";
+import type { PostgresConfig, PostgresSslMode } from "./config";
 import { type DestinationDefinition, TransformError } from "../types";
 
 const SSL_MODES = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] as const;

@@ -27,7 +27,7 @@ import {
   type RoutedSources,
   START_CURSOR,
   type StoredEvent,
-} from "../../pipeline/deliveries-store";
+} from "../../pipeline/store";
 
 const HORIZON = "pg_snapshot_xmin(pg_current_snapshot())";
 

@@ -24,8 +24,7 @@ import type { SQL } from "bun";
 import { partitionOfKey } from "../../cluster/hash";
 import { AppError } from "../../lib/errors";
 import { DEADLOCK, isConnectionFailure, sqlState } from "../../lib/postgres-errors";
-import type { AppendOutcome, EventLog } from "../../gateway/event-log";
-import type { EventRow } from "../../gateway/group-commit";
+import type { AppendOutcome, EventLog, EventRow } from "../../gateway/store";
 import { StorageHealth } from "../../lib/storage-health";
 
 /** What one append stored: how many rows, and which of the request's rows were duplicates. */

@@ -1,5 +1,5 @@
 /**
- * The pipeline's read side on PostgreSQL (src/pipeline/stats-store.ts; cluster mode, design §3.6
+ * The pipeline's read side on PostgreSQL (StatsStore, src/pipeline/store.ts; cluster mode, design §3.6
  * and §3.7): the same answers as the SQLite store, from the tables every instance shares, so the
  * overview and the deliveries API count every instance's events and deliveries.
  *
@@ -25,7 +25,7 @@ import type {
   FailingDeletion,
   MinuteCount,
   StatsStore,
-} from "../../pipeline/stats-store";
+} from "../../pipeline/store";
 
 const MINUTE = 60_000;
 /** Rows per retention statement. */

@@ -5,7 +5,7 @@
  *
  * Every method does its work synchronously before its promise is returned: a write's
  * transaction opens and commits within the call, and nothing else on this connection can run
- * in between (see src/pipeline/deliveries-store.ts).
+ * in between (see DeliveriesStore, src/pipeline/store.ts).
  */
 import type { Database, Statement } from "bun:sqlite";
 import type { LeaseFence } from "../../cluster/types";
@@ -21,7 +21,7 @@ import type {
   QueuedDelivery,
   RoutedSources,
   StoredEvent,
-} from "../../pipeline/deliveries-store";
+} from "../../pipeline/store";
 
 const CURSOR = "processor";
 

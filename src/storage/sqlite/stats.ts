@@ -1,5 +1,5 @@
 /**
- * The pipeline's read side on SQLite (src/pipeline/stats-store.ts): the statements the deliveries
+ * The pipeline's read side on SQLite (StatsStore, src/pipeline/store.ts): the statements the deliveries
  * API, the overview, retention and /health ran before the seam, unchanged, prepared once per
  * store. Every method runs synchronously inside its async body, so a call is still one
  * uninterrupted piece of work on the main connection.
@@ -16,7 +16,7 @@ import {
   type MinuteCount,
   OPEN_END,
   type StatsStore,
-} from "../../pipeline/stats-store";
+} from "../../pipeline/store";
 
 const MINUTE = 60_000;
 const SLICE = 5000;

@@ -3,15 +3,25 @@
  * Intake validates, drops suppressed users' events and builds the rows; the log deduplicates and
  * makes them durable. Two implementations, because the two stores deduplicate at different
  * moments:
- * - SQLite (`SqliteEventLog`, below): one process sees every event, so duplicates are found in
+ * - SQLite (`SqliteEventLog`, src/storage/sqlite/event-log.ts): one process sees every event, so duplicates are found in
  *   memory before anything is built (RecentMessageIds), and the group commit stores the rest.
  * - PostgreSQL (src/storage/postgres/event-log.ts): many instances share the table, so the
  *   unique index on the dedup key finds duplicates at the insert, and the insert is guarded by
  *   the suppression epoch (design §3.1–3.4).
  */
 import type { StorageHealth } from "../lib/storage-health";
-import { RecentMessageIds } from "./dedup";
-import type { EventRow, GroupCommitWriter } from "./group-commit";
+
+/** One stored event, as intake builds it and the log writes it. */
+export interface EventRow {
+  workspaceId: string;
+  sourceId: string;
+  messageId: string;
+  userKey: string;
+  type: string;
+  payload: string;
+  receivedAt: number;
+}
+
 
 /** What happened to the rows of one append besides being stored, by their index in the request. */
 export interface AppendOutcome {
@@ -41,51 +51,4 @@ export interface EventLog {
    * suppression rules changed while the rows were on their way (PostgreSQL).
    */
   append(rows: EventRow[], keys: number[], claimRefused: boolean, stillAllowed: (i: number) => boolean): Promise<AppendOutcome>;
-}
-
-const STORED: AppendOutcome = Object.freeze({ duplicates: [], suppressed: [] }) as unknown as AppendOutcome;
-
-export class SqliteEventLog implements EventLog {
-  readonly storage: StorageHealth;
-
-  constructor(
-    private readonly writer: GroupCommitWriter,
-    private readonly recent: RecentMessageIds,
-  ) {
-    this.storage = writer.storage;
-  }
-
-  prefetch(keys: number[]): void {
-    this.recent.prefetch(keys);
-  }
-
-  claim(key: number): boolean {
-    if (this.recent.has(key)) return false;
-    this.recent.add(key);
-    return true;
-  }
-
-  async append(rows: EventRow[], keys: number[], claimRefused: boolean): Promise<AppendOutcome> {
-    if (!claimRefused) {
-      try {
-        await this.writer.write(rows);
-      } catch (err) {
-        this.forget(keys);
-        throw err;
-      }
-      return STORED;
-    }
-    const [wrote, earlier] = await Promise.allSettled([rows.length ? this.writer.write(rows) : undefined, this.writer.whenDurable()]);
-    if (wrote.status === "rejected") {
-      this.forget(keys);
-      throw wrote.reason;
-    }
-    // This request's own events are stored: their keys stay, or a retry would store them twice.
-    if (earlier.status === "rejected") throw earlier.reason;
-    return STORED;
-  }
-
-  private forget(keys: number[]) {
-    for (const k of keys) this.recent.delete(k);
-  }
 }

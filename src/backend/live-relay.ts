@@ -29,8 +29,8 @@
  * Messages are sent one at a time in the order made, so a withdrawal never overtakes the
  * announcement it withdraws (concurrent NOTIFYs on a pool's connections commit in any order).
  */
-import type { Bus, BusMessageMeta } from "./bus";
-import { NOTIFY_PAYLOAD_LIMIT } from "./bus";
+import type { Bus, BusMessageMeta } from "../cluster/bus";
+import { NOTIFY_PAYLOAD_LIMIT } from "../cluster/bus";
 import { LiveEvents, type LiveListener } from "../pipeline/live-events";
 import { silentLogger, type Logger } from "../lib/logger";
 

@@ -4,28 +4,27 @@
  * the single node holds partition 0 and runs every background job.
  */
 import { join } from "node:path";
-import { openDatabase } from "../../../db";
-import type { SingletonName } from "../../cluster/types";
-import { SqliteConfigStore } from "../../control-plane/config-store";
-import { Checkpoints, WAL_FILE_LIMIT_BYTES } from "../../gateway/checkpoints";
-import { RecentMessageIds } from "../../gateway/dedup";
-import { SqliteEventLog } from "../../gateway/event-log";
-import { GroupCommitWriter } from "../../gateway/group-commit";
-import type { Logger } from "../../lib/logger";
-import { secureDataDir } from "../../lib/private-files";
-import type { Metrics } from "../../lib/metrics";
-import { storageHealth } from "../../lib/storage-health";
-import { SINGLE_NODE_PARTITION } from "../../pipeline/deliveries-store";
-import { LiveEvents } from "../../pipeline/live-events";
-import { eventIdFloor } from "../../pipeline/processor";
-import { SuppressionIndex } from "../../regulations/suppression";
-import type { Settings } from "../../settings";
-import type { Backend, BackgroundJob } from "../backend";
-import { SqliteControlPlaneStore } from "./control-plane";
-import { SqliteDeliveriesStore } from "./deliveries";
-import { SqliteRegulationsStore } from "./regulations";
-import { SqliteStatsStore } from "./stats";
-import { SqliteWarehouseStore } from "./warehouse";
+import { openDatabase } from "../../db";
+import type { SingletonName } from "../cluster/types";
+import { SqliteConfigStore } from "../control-plane/config-store";
+import { Checkpoints, WAL_FILE_LIMIT_BYTES } from "../gateway/checkpoints";
+import { RecentMessageIds } from "../gateway/dedup";
+import { GroupCommitWriter } from "../gateway/group-commit";
+import type { Logger } from "../lib/logger";
+import { secureDataDir } from "../lib/private-files";
+import type { Metrics } from "../lib/metrics";
+import { storageHealth } from "../lib/storage-health";
+import { SINGLE_NODE_PARTITION } from "../pipeline/store";
+import { LiveEvents } from "../pipeline/live-events";
+import { SuppressionIndex } from "../regulations/suppression";
+import type { Settings } from "../settings";
+import type { Backend, BackgroundJob } from "./contract";
+import { SqliteControlPlaneStore } from "../storage/sqlite/control-plane";
+import { SqliteDeliveriesStore, eventIdFloor } from "../storage/sqlite/deliveries";
+import { SqliteEventLog } from "../storage/sqlite/event-log";
+import { SqliteRegulationsStore } from "../storage/sqlite/regulations";
+import { SqliteStatsStore } from "../storage/sqlite/stats";
+import { SqliteWarehouseStore } from "../storage/sqlite/warehouse";
 
 export async function openSqliteBackend(settings: Settings, log: Logger, metrics: Metrics, now: () => number): Promise<Backend> {
   const file = join(settings.dataDir, "sluice.db");

@@ -1,21 +1,22 @@
 /**
  * Cluster mode's backend (`--database`): all state in PostgreSQL, shared by every instance.
- * Besides the runtime's stores and caches (runtime.ts): partition leases decide which partitions
- * this instance's processor and router work, singleton leases which instance runs retention,
- * deletions and warehouse loads, and the bus carries live events and the pipeline's signals.
+ * Besides the runtime's stores and caches (postgres-runtime.ts): partition leases decide which
+ * partitions this instance's processor and router work, singleton leases which instance runs
+ * retention, deletions and warehouse loads, and the bus carries live events (live-relay.ts) and
+ * the pipeline's signals (pipeline-signals.ts). The leases and the bus are cluster/'s.
  */
-import type { SingletonName } from "./types";
+import type { SingletonName } from "../cluster/types";
 import type { Logger } from "../lib/logger";
-import type { PartitionWork } from "../pipeline/deliveries-store";
+import type { PartitionWork } from "../pipeline/store";
 import type { Settings } from "../settings";
-import type { Backend, BackgroundJob } from "../storage/backend";
+import type { Backend, BackgroundJob } from "./contract";
 import { PgDeliveriesStore } from "../storage/postgres/deliveries";
 import { PgWarehouseStore } from "../storage/postgres/warehouse";
 import { VERSION } from "../version";
-import { LeaseCluster } from "./leases";
+import { LeaseCluster } from "../cluster/leases";
 import { LiveRelay } from "./live-relay";
-import { openClusterRuntime } from "./runtime";
-import { PipelineSignals } from "./signals";
+import { openClusterRuntime } from "./postgres-runtime";
+import { PipelineSignals } from "./pipeline-signals";
 
 /** The processor's safety net: partitions whose notification was lost are read at least this often. */
 const PROCESSOR_POLL_MS = 1000;

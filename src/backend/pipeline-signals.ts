@@ -9,11 +9,11 @@
  * Each instance applies what it sends to itself at once, and what it hears only from others.
  */
 import type { Logger } from "../lib/logger";
-import type { PartitionWork } from "../pipeline/deliveries-store";
+import type { PartitionWork } from "../pipeline/store";
 import type { Processor } from "../pipeline/processor";
 import type { Router } from "../pipeline/router";
 import type { QueueForgetter } from "../regulations/deletion";
-import { type Bus, NOTIFY_PAYLOAD_LIMIT } from "./bus";
+import { type Bus, NOTIFY_PAYLOAD_LIMIT } from "../cluster/bus";
 
 type Signal = { k: "events"; p: number[] } | { k: "replay"; d: string } | { k: "forget"; d: string; u: string[] };
 

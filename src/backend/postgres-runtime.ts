@@ -21,7 +21,7 @@ import { PgControlPlaneStore } from "../storage/postgres/control-plane";
 import { PgEventLog, PgIntakeLog } from "../storage/postgres/event-log";
 import { PgRegulationsStore } from "../storage/postgres/regulations";
 import { PgStatsStore } from "../storage/postgres/stats";
-import { Bus, EpochWatch } from "./bus";
+import { Bus, EpochWatch } from "../cluster/bus";
 
 export interface ClusterRuntimeOptions {
   /** postgres://… */

@@ -4,9 +4,9 @@
  * access token typed at sign-in is checked once and never stored in the browser.
  */
 import { timingSafeEqual } from "node:crypto";
-import type { AuthThrottle } from "../control-plane/auth-throttle";
-import { type Principal, touchToken, verifyToken } from "../control-plane/tokens";
-import type { ControlPlaneStore } from "../control-plane/store";
+import type { AuthThrottle } from "./auth-throttle";
+import { type Principal, touchToken, verifyToken } from "./tokens";
+import type { ControlPlaneStore } from "./store";
 import { AppError } from "../lib/errors";
 import { randomSecret } from "../lib/ids";
 

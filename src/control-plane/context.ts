@@ -1,12 +1,17 @@
 import type { Db } from "../../db";
-import type { ConfigStore } from "../control-plane/config-store";
-import type { AuthThrottle } from "../control-plane/auth-throttle";
-import type { ControlPlaneStore } from "../control-plane/store";
-import type { StatsStore } from "../pipeline/stats-store";
-import type { Logger } from "./logger";
-import type { Metrics } from "./metrics";
+import type { ConfigStore } from "./config-store";
+import type { AuthThrottle } from "./auth-throttle";
+import type { ControlPlaneStore } from "./store";
+import type { StatsStore } from "../pipeline/store";
+import type { Logger } from "../lib/logger";
+import type { Metrics } from "../lib/metrics";
 
-/** What every service function gets: built once at start, never per request. */
+/**
+ * What every service function gets: built once at start, never per request. It lives with the
+ * control plane, whose config, stores and sign-in throttle make most of it, so that the
+ * features using it import sideways, never up (it used to be lib/context.ts, which made lib/
+ * depend on the features). Narrowing it per feature is a later step.
+ */
 export interface ServiceContext {
   /** SQLite only (tools and tests); no service reads it, they go through the stores. */
   db?: Db;
