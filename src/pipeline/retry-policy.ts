@@ -12,11 +12,11 @@ export interface RetryPolicy {
   retryMinAttempts: number;
 }
 
-/** Delay before the next attempt; a server's Retry-After wins (at most an hour). */
-export function retryDelay(policy: RetryPolicy, attempts: number, retryAfterMs?: number): number {
+/** Delay before the next attempt; a server's Retry-After wins (at most an hour). `random`: the jitter's source (tests pass a fixed one). */
+export function retryDelay(policy: RetryPolicy, attempts: number, retryAfterMs?: number, random: () => number = Math.random): number {
   if (retryAfterMs !== undefined) return Math.min(retryAfterMs, 3_600_000);
   const base = Math.min(policy.maxBackoffMs, policy.backoffMs * 2 ** (attempts - 1));
-  return Math.round(base / 2 + Math.random() * (base / 2));
+  return Math.round(base / 2 + random() * (base / 2));
 }
 
 export function retriesExhausted(policy: RetryPolicy, attempts: number, firstAttemptAt: number, now: number): boolean {

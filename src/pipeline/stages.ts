@@ -1,6 +1,7 @@
 /**
- * The delivery stages, as plain functions the router and the Test API both call:
- * user transformation → destination transform → HTTP. Nothing here touches the queue.
+ * The delivery stages, as plain functions the runner (router.ts) and the Test API both call:
+ * user transformation, destination transform. The runner alone knows their order; the HTTP
+ * request is the sender's (sender.ts). Nothing here touches the queue.
  */
 import type { DestinationRuntime } from "../control-plane/config-store";
 import { TransformError, type DestinationContext, type DestinationRequest, type SluiceEvent } from "../destinations/types";

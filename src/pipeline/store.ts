@@ -4,9 +4,9 @@
  *
  * The delivery engine's storage seam (cluster mode, design §2.1–2.4 and §3.3 of
  * src/cluster/README.md): the processor's fan-out of stored events into `deliveries` behind a
- * cursor, the router's queue windows, and the outcomes of attempts. SQLite
+ * cursor, the scheduler's queue windows, and the outcomes of attempts. SQLite
  * (src/storage/sqlite/deliveries.ts) and PostgreSQL (src/storage/postgres/deliveries.ts)
- * implement it; processor.ts, router.ts and outcomes.ts see only this interface.
+ * implement it; processor.ts, scheduler.ts and outcomes.ts see only this interface.
  *
  * A unit of work is one call, and calls are per batch, never per event: on SQLite a transaction
  * cannot span an `await` (one main connection), so a caller reads, decides in memory, then hands
@@ -77,7 +77,7 @@ export interface NewDelivery {
   filtered?: string;
 }
 
-/** A queued delivery with its event's payload, as the router works it. */
+/** A queued delivery with its event's payload, as the scheduler and the runner (router.ts) work it. */
 export interface QueuedDelivery {
   id: number;
   partition: number;

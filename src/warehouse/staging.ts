@@ -1,12 +1,14 @@
 /**
- * The stager of warehouse destinations: the router hands it a warehouse kind's events instead
- * of sending them, and it writes their rows (eventRows, in the format of staged-rows.ts) per table through the warehouse store
- * (store.ts: `warehouse_staged`). A staged row is as durable as a
- * delivery outcome, so the delivery counts as succeeded once its rows are staged; loads.ts moves
- * them into the warehouse later.
+ * The stager of warehouse destinations: the runner (src/pipeline/router.ts) hands it a
+ * warehouse kind's deliveries, after their user transformation, instead of sending them, and
+ * it writes their rows (eventRows, in the format of staged-rows.ts) per table through the
+ * warehouse store (store.ts: `warehouse_staged`). A staged row is as durable as a delivery
+ * outcome, so the delivery counts as succeeded once its rows are staged; loads.ts moves them
+ * into the warehouse later.
  */
 import type { ConfigStore, DestinationRuntime } from "../control-plane/config-store";
 import { AppError } from "../lib/errors";
+import type { AttemptResult } from "../pipeline/next-state";
 import { MERGE_RULES_TABLE, MERGE_RULE_COLUMNS, isIdentityResolutionEnabled, mergeRulesOf } from "./identity";
 import { defaultNamespace, eventRows } from "./schema";
 import { stagedRowText } from "./staged-rows";
@@ -18,6 +20,14 @@ export const WAREHOUSE_KINDS: ReadonlySet<string> = new Set(["POSTGRES"]);
 export function isWarehouseKind(type: string): boolean {
   return WAREHOUSE_KINDS.has(type);
 }
+
+/**
+ * Most deliveries of a warehouse destination staged in one pass (one transaction). One pass at
+ * a time per destination takes every due delivery of the ready users (in each user's order) up
+ * to this, so a busy destination stages thousands of events per transaction. Order between
+ * events does not matter to the warehouse (the loader orders by received_at).
+ */
+export const STAGE_MAX = 2000;
 
 /** The schema a source's events land in: the destination's `namespace`, else the source name in snake case. */
 export function namespaceFor(dest: Pick<DestinationRuntime, "config">, sourceName: string): string {
@@ -51,6 +61,35 @@ export class WarehouseStager {
     const { rows, results } = this.rowsOf(dest, inputs);
     if (rows.length) await this.store.stage(rows);
     return results;
+  }
+
+  /**
+   * One staging pass of deliveries, in order: each is its StageInput (what the user
+   * transformation made of it) or already an outcome (the transformation failed or dropped it).
+   * Answers each delivery's outcome: staged is delivered; an event that cannot become rows is
+   * aborted; a store that fails retries every delivery of the pass (nothing of it was written).
+   * `started`: when the pass began (performance.now()), for the attempts' time.
+   */
+  async stageDeliveries(dest: DestinationRuntime, inputs: Array<StageInput | AttemptResult>, started: number): Promise<AttemptResult[]> {
+    const toStage = inputs.filter((x): x is StageInput => "events" in x);
+    let staged: StageResult[];
+    try {
+      staged = await this.stage(dest, toStage);
+    } catch (err) {
+      // Nothing of this pass was written: every delivery is retried under the usual limits.
+      const error = `could not stage warehouse rows: ${(err as Error)?.message ?? String(err)}`;
+      const ms = performance.now() - started;
+      return inputs.map((x) => ("events" in x ? { kind: "retry" as const, response: "", error, ms } : x));
+    }
+    const ms = performance.now() - started;
+    let next = 0;
+    return inputs.map((x) => {
+      if (!("events" in x)) return x;
+      const r = staged[next++];
+      // Staged is durable (the rows are in SQLite), so the delivery has succeeded; a crash before
+      // this outcome is recorded stages the rows again, and the load dedupes them on id.
+      return r.kind === "staged" ? { kind: "delivered" as const, status: 200, response: "staged", body: "", ms } : { kind: "abort" as const, response: "", error: r.error, ms };
+    });
   }
 
   /** The inputs' rows, and per input whether it was staged or aborted; no I/O. */

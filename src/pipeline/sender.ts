@@ -1,0 +1,143 @@
+/**
+ * The sender puts a destination's requests on the wire: it owns the connection slots (at most
+ * `concurrency` requests per destination at once), the HTTP client (send.ts, behind the
+ * outbound address policy of outbound.ts), and the kind's reading of a 2xx answer
+ * (checkResponse). It knows nothing of queues or states: it answers outcomes as values.
+ */
+import type { DestinationRuntime } from "../control-plane/config-store";
+import type { DestinationRequest, ResponseCheck, ResponseVerdict } from "../destinations/types";
+import type { Logger } from "../lib/logger";
+import { type Outcome, sendRequest } from "./send";
+import { type StageContext, destinationContext } from "./stages";
+
+export interface SenderSettings {
+  /** Requests on the wire at once, per destination. */
+  concurrency: number;
+  timeoutMs: number;
+}
+
+/** A 2xx answer whose kind named failed items: each event's verdict is read once every request is sent. */
+export interface ItemCheck {
+  status: number;
+  response: string;
+  verdictFor(own: DestinationRequest[]): ResponseVerdict;
+}
+
+/** What a run of requests came to: the last request's outcome (none when there was nothing to send), and the per-event checks of their answers. */
+export interface Sent {
+  last: Outcome | undefined;
+  itemChecks: ItemCheck[];
+}
+
+/** One destination's connections: requests on the wire now, and sends waiting for one. */
+class ConnectionSlots {
+  sending = 0;
+  waiting: Array<() => void> = [];
+}
+
+export class Sender {
+  private slots = new Map<string, ConnectionSlots>();
+
+  constructor(
+    private stages: StageContext,
+    private settings: SenderSettings,
+    private log: Logger,
+  ) {}
+
+  /**
+   * Sends in order over the destination's bounded connections; stops at the first request not
+   * delivered, which includes a 2xx answer the kind's checkResponse reads as a failure.
+   */
+  async sendInOrder(dest: DestinationRuntime, sends: Array<{ request: DestinationRequest; messageId?: string }>): Promise<Sent> {
+    let slots = this.slots.get(dest.id);
+    if (!slots) this.slots.set(dest.id, (slots = new ConnectionSlots()));
+    let last: Outcome | undefined;
+    const itemChecks: ItemCheck[] = [];
+    for (const { request, messageId } of sends) {
+      await this.acquire(slots);
+      try {
+        last = await sendRequest(request, { outbound: this.stages.outbound, timeoutMs: this.settings.timeoutMs, messageId });
+      } finally {
+        this.release(slots);
+      }
+      if (last.kind === "delivered") last = this.readAnswer(dest, request, last, itemChecks);
+      if (last.kind !== "delivered") break;
+    }
+    return { last, itemChecks };
+  }
+
+  /** A batching kind's requests, merged by its own batch() (one by one if that fails), sent in order. */
+  sendBatch(dest: DestinationRuntime, requests: DestinationRequest[]): Promise<Sent> {
+    let merged: DestinationRequest[];
+    try {
+      merged = dest.definition!.batch!(requests, destinationContext(this.stages.baseUrls, dest));
+    } catch (err) {
+      merged = requests;
+      this.log.warn("batching failed; sending one by one", { err, destinationId: dest.id });
+    }
+    return this.sendInOrder(dest, merged.map((request) => ({ request })));
+  }
+
+  /**
+   * One event's outcome: the common one of its requests, unless an answer named this event's
+   * own items as failed. An abort for its own data stands whatever happened to the rest (sending
+   * it again cannot help); a retry for it applies only when everything else was delivered.
+   */
+  eventOutcome(dest: DestinationRuntime, common: Outcome, itemChecks: ItemCheck[], own: DestinationRequest[]): Outcome {
+    let retry: Outcome | undefined;
+    for (const check of itemChecks) {
+      let verdict: ResponseVerdict;
+      try {
+        verdict = check.verdictFor(own);
+      } catch (err) {
+        this.log.warn("could not check the destination's answer", { err, destinationId: dest.id });
+        continue;
+      }
+      if (verdict.outcome === "ok") continue;
+      const failed = { kind: verdict.outcome, status: check.status, response: check.response, error: verdict.error, ms: common.ms };
+      if (verdict.outcome === "abort") return failed;
+      retry ??= failed;
+    }
+    return common.kind === "delivered" && retry ? retry : common;
+  }
+
+  /** Forgets a deleted destination's slots; a request still on the wire keeps its own. */
+  forget(destinationId: string) {
+    this.slots.delete(destinationId);
+  }
+
+  /** The kind's reading of a 2xx answer: delivered, a failure of the whole request, or per-event checks kept for later. */
+  private readAnswer(dest: DestinationRuntime, request: DestinationRequest, out: Extract<Outcome, { kind: "delivered" }>, itemChecks: ItemCheck[]): Outcome {
+    const def = dest.definition;
+    if (!def?.checkResponse) return out;
+    let check: ResponseCheck;
+    try {
+      check = def.checkResponse({ status: out.status, body: out.body }, request, destinationContext(this.stages.baseUrls, dest));
+    } catch (err) {
+      // The service took the request: a kind that cannot read the answer must not make it a failure.
+      this.log.warn("could not check the destination's answer", { err, destinationId: dest.id });
+      return out;
+    }
+    if (check.outcome === "ok") return out;
+    if (check.outcome === "per-event") {
+      itemChecks.push({ status: out.status, response: out.response, verdictFor: check.verdictFor });
+      return out;
+    }
+    return { kind: check.outcome, status: out.status, response: out.response, error: check.error, ms: out.ms };
+  }
+
+  private acquire(slots: ConnectionSlots): Promise<void> | void {
+    if (slots.sending < this.settings.concurrency) {
+      slots.sending++;
+      return;
+    }
+    return new Promise((resolve) => slots.waiting.push(resolve));
+  }
+
+  private release(slots: ConnectionSlots) {
+    const next = slots.waiting.shift();
+    // The slot passes straight to the next waiter, so `sending` never exceeds the bound.
+    if (next) next();
+    else slots.sending--;
+  }
+}
