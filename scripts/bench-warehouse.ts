@@ -23,7 +23,7 @@
  * PostgreSQL: PGHOST/PGPORT/PGUSER/PGDATABASE, default 127.0.0.1:5432, user postgres, database test.
  */
 import { SQL } from "bun";
-import { PostgresWarehouse } from "../src/warehouse/postgres";
+import { PostgresWarehouse } from "../src/warehouse/postgres-loader";
 import { columnKind, copyEncoder } from "../src/warehouse/postgres-values";
 import { POSTGRES_TYPES, defaultNamespace, eventRows } from "../src/warehouse/schema";
 import { batchesByNamespace, stagedRowText } from "../src/warehouse/staged-rows";

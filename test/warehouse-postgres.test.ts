@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AppError } from "../src/lib/errors";
-import { PostgresWarehouse, isRetryableLoadError } from "../src/warehouse/postgres";
+import { PostgresWarehouse, isRetryableLoadError } from "../src/warehouse/postgres-loader";
 import { copyField, fitValue } from "../src/warehouse/postgres-values";
 import { eventRows } from "../src/warehouse/schema";
 import { batchesByNamespace, stagedRowText } from "../src/warehouse/staged-rows";
@@ -364,7 +364,7 @@ describe.if(havePostgres)("PostgresWarehouse", () => {
     writeFileSync(join(dir, "batches.json"), JSON.stringify(batches));
     writeFileSync(
       join(dir, "child.ts"),
-      `import { PostgresWarehouse } from ${JSON.stringify(join(import.meta.dir, "..", "src", "warehouse", "postgres.ts"))};
+      `import { PostgresWarehouse } from ${JSON.stringify(join(import.meta.dir, "..", "src", "warehouse", "postgres-loader.ts"))};
        const batches = await Bun.file(${JSON.stringify(join(dir, "batches.json"))}).json();
        const wh = new PostgresWarehouse(${JSON.stringify(PG)});
        await wh.load(${JSON.stringify(ns)}, batches, ${JSON.stringify(loadId)});

@@ -5,7 +5,7 @@
  * real PostgreSQL (see test/pg.ts), one per format, which are then compared; both are dropped after.
  */
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { PostgresWarehouse } from "../src/warehouse/postgres";
+import { PostgresWarehouse } from "../src/warehouse/postgres-loader";
 import { eventRows } from "../src/warehouse/schema";
 import { COPY_ROW_PREFIX, batchesByNamespace, decodeStagedLine, stagedRowText } from "../src/warehouse/staged-rows";
 import { PG, havePostgres, requirePostgres, testSql } from "./pg";

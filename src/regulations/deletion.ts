@@ -15,7 +15,7 @@ import { sendRequest } from "../pipeline/send";
 import { destinationContext } from "../pipeline/stages";
 import type { DeletionStatus } from "./schemas";
 import type { DeletionJobOutcome, DueDeletionJob, RegulationsStore } from "./store";
-import { isRetryableLoadError } from "../warehouse/postgres";
+import { isRetryableLoadError } from "../warehouse/postgres-loader";
 import { isWarehouseKind } from "../warehouse/staging";
 import { setImmediate as nextTurn } from "node:timers/promises";
 

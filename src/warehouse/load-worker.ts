@@ -11,7 +11,7 @@ import { SqliteStagedReader } from "../storage/sqlite/warehouse";
 import { DEFAULT_INTAKE_YIELD, IntakeYield } from "./intake-yield";
 import type { LoadJob, LoadOutcome, WorkerReply, WorkerRequest } from "./load-thread";
 import type { PostgresConfig } from "../destinations/postgres/config";
-import { PostgresWarehouse } from "./postgres";
+import { PostgresWarehouse } from "./postgres-loader";
 import { batchesByNamespace } from "./staged-rows";
 import type { StagedRow, StagedRowsLocation, StagedRowsReader } from "./store";
 import type { TableBatch } from "./types";

@@ -1,6 +1,6 @@
 /**
  * Loads of warehouse destinations: staged rows (staging.ts) into the user's database
- * (postgres.ts), every `syncFrequency` minutes and on demand (POST /v2/destinations/{id}/sync).
+ * (postgres-loader.ts), every `syncFrequency` minutes and on demand (POST /v2/destinations/{id}/sync).
  *
  * Every load is a `warehouse_loads` row: queued → running → succeeded | failed. A load takes
  * the destination's staged rows not yet loaded (up to `rowsPerLoad`) and loads them per

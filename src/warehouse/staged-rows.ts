@@ -1,7 +1,7 @@
 /**
  * The staged row format (issue 22's load speed): written by the stager (staging.ts), read back
  * into TableBatches on the load thread (load-worker.ts), turned into COPY lines by the loader
- * (postgres.ts).
+ * (postgres-loader.ts).
  *
  * A row of an event table (tracks, one table per event, identifies, pages, …) is staged as the
  * text COPY takes: its fields in the order of its `columns`' keys, each encoded for the type its

@@ -1,7 +1,7 @@
 /**
  * The shapes the warehouse parts share (issue 22): events become rows of RudderStack's
  * warehouse tables (schema.ts), rows are staged on disk, and a loader writes them into the
- * user's database (postgres.ts).
+ * user's database (postgres-loader.ts).
  */
 
 /** RudderStack's warehouse data types; each loader maps them to its database's own types. */

@@ -1,6 +1,6 @@
 /**
  * The connection a POSTGRES destination's config names (postgresConnection in index.ts builds
- * it): owned by the kind, used by the warehouse's loader (src/warehouse/postgres.ts). Types
+ * it): owned by the kind, used by the warehouse's loader (src/warehouse/postgres-loader.ts). Types
  * only, so the load thread can import it without the kind's schema.
  */
 export type PostgresSslMode = "disable" | "allow" | "prefer" | "require" | "verify-ca" | "verify-full";

@@ -10,6 +10,9 @@
  * every table with all of the load or none of it, and a retry of the same batches inserts
  * nothing twice because ids already there are skipped.
  *
+ * Beside it: postgres-copy.ts (COPY text and COPY itself), users-merge.ts (the users fold and
+ * merge), sql-names.ts (identifiers), postgres-values.ts (values and column types).
+ *
  * It runs on the load thread (load-thread.ts), not on intake's thread.
  *
  * Client: Bun's built-in `Bun.sql` (COPY FROM STDIN through `.writable()` since Bun 1.4): no
@@ -21,10 +24,12 @@ import type { PostgresConfig } from "../destinations/postgres/config.ts";
 import { AppError } from "../lib/errors.ts";
 import { UNIQUE_VIOLATION, isConnectionFailure, sqlState } from "../lib/postgres-errors.ts";
 import { MAPPINGS_TABLE, MERGE_RULES_TABLE, applyMergeRules, type MergeRule } from "./identity.ts";
-import type { EncodedRows, TableBatch, WarehouseType } from "./types.ts";
-import { COPY_NULL, POSTGRES_TYPES, columnKind, copyEncoder, copyField, discardText, fitValue, type ColumnKind } from "./postgres-values.ts";
+import type { TableBatch, WarehouseType } from "./types.ts";
+import { POSTGRES_TYPES, columnKind, discardText } from "./postgres-values.ts";
 import type { IntakeYield } from "./intake-yield.ts";
-import { decodeStagedLine, linePlan, planLine } from "./staged-rows.ts";
+import { copyChunks, copyColumns, copyInto, decodeAll, type OnMisfit } from "./postgres-copy.ts";
+import { USERS_TABLE, foldUsers, mergeUsers } from "./users-merge.ts";
+import { checkIdentifier, ident, qualified } from "./sql-names.ts";
 
 export { POSTGRES_TYPES } from "./postgres-values.ts";
 
@@ -40,7 +45,6 @@ export interface LoadResult {
 export type NamespaceSchema = Map<string, Map<string, string>>;
 
 export const DISCARDS_TABLE = "rudder_discards";
-const USERS_TABLE = "users";
 // RudderStack's rudder_discards columns (warehouseutils.DiscardsSchema), reason included.
 const DISCARDS_COLUMNS: Record<string, WarehouseType> = {
   table_name: "string",
@@ -51,9 +55,6 @@ const DISCARDS_COLUMNS: Record<string, WarehouseType> = {
   uuid_ts: "datetime",
   reason: "string",
 };
-const MAX_IDENTIFIER_BYTES = 63;
-// COPY data goes out in pieces of about this size, so a big table never becomes one string.
-const COPY_CHUNK_CHARS = 1 << 20;
 
 /** True for errors where the same load may succeed later (database down, restarting, busy). */
 export function isRetryableLoadError(err: unknown): boolean {
@@ -464,112 +465,6 @@ function latestPerId(rows: Array<Record<string, unknown>>): Array<Record<string,
 }
 
 /**
- * One users row per id: each column takes its latest non-null value, ordered by received_at,
- * as RudderStack computes a user's latest traits.
- */
-function foldUsers(rows: Array<Record<string, unknown>>): Array<Record<string, unknown>> {
-  const sorted = rows
-    .filter((r) => r.id !== null && r.id !== undefined)
-    .map((row, i) => ({ row, i }))
-    .sort((a, b) => String(a.row.received_at ?? "").localeCompare(String(b.row.received_at ?? "")) || a.i - b.i);
-  const byId = new Map<unknown, Record<string, unknown>>();
-  for (const { row } of sorted) {
-    const seen = byId.get(row.id);
-    if (!seen) {
-      byId.set(row.id, { ...row });
-      continue;
-    }
-    for (const [k, v] of Object.entries(row)) if (v !== null && v !== undefined) seen[k] = v;
-  }
-  return [...byId.values()];
-}
-
-
-type OnMisfit = (row: Record<string, unknown>, column: string, value: unknown, reason: string) => void;
-
-/**
- * COPY text for the rows, a chunk at a time, so that encoding the next chunk overlaps
- * PostgreSQL parsing the last one. Values that do not fit become NULL and are reported.
- * `encoded` rows (staged as COPY text) are passed on as they are where their columns take their
- * values unchanged, else decoded and checked like the others.
- */
-function* copyChunks(
-  rows: Array<Record<string, unknown>>,
-  encoded: EncodedRows[],
-  names: string[],
-  kinds: ColumnKind[],
-  uuidTs: string,
-  onMisfit: OnMisfit,
-): Generator<string> {
-  const encoders = kinds.map(copyEncoder);
-  const fields: string[] = new Array(names.length);
-  let chunk = "";
-  const encode = (row: Record<string, unknown>) => {
-    for (let i = 0; i < names.length; i++) {
-      const value = row[names[i]!];
-      const field = encoders[i]!(value);
-      if (field === undefined) {
-        const fitted = fitValue(value, kinds[i]!);
-        onMisfit(row, names[i]!, value, typeof fitted === "object" && fitted !== null ? fitted.reason : "incompatible value");
-        fields[i] = COPY_NULL;
-      } else fields[i] = field;
-    }
-    return fields.join("\t");
-  };
-  for (const row of rows) {
-    chunk += encode(row) + "\n";
-    if (chunk.length >= COPY_CHUNK_CHARS) {
-      yield chunk;
-      chunk = "";
-    }
-  }
-  const uuidTsField = copyField(uuidTs);
-  for (const group of encoded) {
-    const plan = linePlan(group.layout, names, kinds);
-    for (const line of group.lines) {
-      chunk += (plan ? planLine(line, plan, uuidTsField) : encode(decodeStagedLine(line, group.layout, uuidTs))) + "\n";
-      if (chunk.length >= COPY_CHUNK_CHARS) {
-        yield chunk;
-        chunk = "";
-      }
-    }
-  }
-  if (chunk) yield chunk;
-}
-
-/** A batch's columns in COPY order: uuid_ts last, where rows staged as COPY text leave it. */
-function copyColumns(columns: Record<string, WarehouseType>): string[] {
-  const names = Object.keys(columns);
-  const at = names.indexOf("uuid_ts");
-  if (at >= 0 && at < names.length - 1) names.push(...names.splice(at, 1));
-  return names;
-}
-
-/** The values of rows staged as COPY text. */
-function decodeAll(encoded: EncodedRows[], uuidTs: string): Array<Record<string, unknown>> {
-  return encoded.flatMap((g) => g.lines.map((line) => decodeStagedLine(line, g.layout, uuidTs)));
-}
-
-/** COPY into `target` (quoted, maybe schema-qualified) of the given columns; pausing after each chunk while intake is busy. */
-async function copyInto(tx: SQL, target: string, names: string[], chunks: Iterable<string>, yielding: IntakeYield | undefined): Promise<void> {
-  const stream = tx.unsafe(`COPY ${target} (${names.map(ident).join(", ")}) FROM STDIN`).writable();
-  const writer = stream.getWriter();
-  try {
-    const pace = yielding?.forCopy();
-    for (const c of chunks) {
-      // PostgreSQL parses this chunk while the next one is encoded.
-      const started = performance.now();
-      await writer.write(c);
-      await pace?.sent(c.length, performance.now() - started);
-    }
-    await writer.close();
-  } catch (err) {
-    await writer.abort(err).catch(() => {});
-    throw err;
-  }
-}
-
-/**
  * The rows whose id is not in the target yet. The caller holds the namespace's lock, so no
  * other load adds ids in between. With the primary key on id this is one index probe per id.
  */
@@ -582,44 +477,12 @@ async function withoutLoadedIds(tx: SQL, target: string, rows: Array<Record<stri
 }
 
 /**
- * Moves staged users rows into `users`: existing ids are updated, new ones inserted. Returns how
- * many rows were inserted or updated.
- */
-async function mergeUsers(tx: SQL, target: string, staging: string, names: string[], columns: Map<string, string>): Promise<number> {
-  const list = names.map(ident).join(", ");
-  const fromStaging = names.map((n) => `s.${ident(n)}`).join(", ");
-  let updated = 0;
-  const hasReceivedAt = names.includes("received_at") && columns.has("received_at");
-  // Per column: the newer row's value unless it is null, so a load of older events (a
-  // replay) does not overwrite newer traits.
-  const sets = names
-    .filter((n) => n !== "id")
-    .map((n) => {
-      const c = ident(n);
-      return hasReceivedAt
-        ? `${c} = CASE WHEN t.received_at IS NULL OR s.received_at >= t.received_at THEN COALESCE(s.${c}, t.${c}) ELSE COALESCE(t.${c}, s.${c}) END`
-        : `${c} = COALESCE(s.${c}, t.${c})`;
-    });
-  if (sets.length > 0) {
-    const r = await tx.unsafe(`UPDATE ${target} t SET ${sets.join(", ")} FROM ${staging} s WHERE t.id = s.id`);
-    updated = r.count ?? 0;
-  }
-  // ON CONFLICT (id) DO NOTHING would fail on a users table RudderStack made without a key.
-  const r = await tx.unsafe(
-    `INSERT INTO ${target} (${list}) SELECT ${fromStaging} FROM ${staging} s
-     WHERE s.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${target} t WHERE t.id = s.id)`,
-  );
-  return (r.count ?? 0) + updated;
-}
-
-/**
  * A load worth trying again: the connection failed, or PostgreSQL ran out of resources (53), or
  * the transaction lost a serialization or deadlock conflict (40001, 40P01).
  */
 function isRetryable(err: unknown): boolean {
   return isConnectionFailure(err) || /^(53|40001|40P01)/.test(sqlState(err));
 }
-
 
 // Errors that mean the database's schema is not what the cache says.
 function isStaleSchemaError(err: unknown): boolean {
@@ -631,16 +494,3 @@ function withCause(err: AppError, cause: unknown): AppError {
   return err;
 }
 
-function checkIdentifier(name: string, what: string): void {
-  if (!name || Buffer.byteLength(name) > MAX_IDENTIFIER_BYTES || name.includes("\0")) {
-    throw new AppError("BAD_REQUEST", `warehouse ${what} name must be 1–${MAX_IDENTIFIER_BYTES} bytes: ${JSON.stringify(name.slice(0, 80))}`);
-  }
-}
-
-function ident(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
-}
-
-function qualified(namespace: string, table: string): string {
-  return `${ident(namespace)}.${ident(table)}`;
-}
