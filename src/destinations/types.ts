@@ -3,7 +3,8 @@
  * a config schema, and a pure transform from one event to the requests the service expects.
  * The pipeline knows nothing else about a kind, so adding one never touches the pipeline.
  */
-import type { TSchema } from "elysia";
+import type { Static, TSchema } from "elysia";
+import type { TObject } from "@sinclair/typebox";
 
 export type MessageType = "identify" | "track" | "page" | "screen" | "group" | "alias" | "merge";
 
@@ -41,6 +42,11 @@ export interface DestinationContext {
   destination: { id: string; name: string; workspaceId: string };
   /** Base URL override for this kind (settings `--destination-base-url KIND=URL`), for offline tests. */
   baseUrl?: string;
+  /**
+   * The clock (ms since the epoch), handed in so that a kind never reads the time itself and a
+   * test can fix it. The pipeline passes Date.now; read it through `nowOf(ctx)`.
+   */
+  now?: () => number;
 }
 
 export interface DestinationDefinition {
@@ -149,6 +155,36 @@ export function restRequest(parts: {
 }
 
 /** Reads a required config key or throws naming it. */
+/**
+ * A kind's `defaultConfig` with each key listed once: the keys its schema types (those the kind
+ * reads, in the schema's order), then the keys it accepts and stores but never reads (RudderStack's
+ * device-mode and dashboard settings), so that an imported config stays whole.
+ */
+export function configKeys(schema: TObject, acceptedUnread: string[] = []): string[] {
+  return [...Object.keys(schema.properties), ...acceptedUnread];
+}
+
+/** The keys a kind's schema requires, for its `requiredKeys`. */
+export function requiredKeysOf(schema: TObject): string[] {
+  return [...(schema.required ?? [])];
+}
+
+/**
+ * The context's config as the kind's schema types it (`Static<typeof Schema>`). The type holds:
+ * every config is checked against the kind's schema before it is stored (API, workspace file)
+ * and the Test API checks its destinationConfig the same way; device-mode configs, which skip
+ * that check, are never transformed. Required keys are still read through requireConfig, whose
+ * message names a missing one.
+ */
+export function configOf<S extends TSchema>(ctx: DestinationContext, _schema: S): Static<S> {
+  return ctx.config as Static<S>;
+}
+
+/** The time for a kind to use: the context's clock, or the real one for a context built by hand (unit tests). */
+export function nowOf(ctx: DestinationContext): number {
+  return ctx.now ? ctx.now() : Date.now();
+}
+
 export function requireConfig(ctx: DestinationContext, key: string): any {
   const v = ctx.config[key];
   if (v === undefined || v === null || v === "") throw new TransformError(`destination config is missing '${key}'`);

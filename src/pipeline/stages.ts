@@ -19,7 +19,7 @@ export interface StageContext {
 
 /** What a kind's transform, batch() and deleteUsers() are given about their destination. */
 export function destinationContext(baseUrls: Record<string, string>, d: DestinationRuntime, config = d.config): DestinationContext {
-  return { config, destination: { id: d.id, name: d.name, workspaceId: d.workspaceId }, baseUrl: baseUrls[d.type] };
+  return { config, destination: { id: d.id, name: d.name, workspaceId: d.workspaceId }, baseUrl: baseUrls[d.type], now: Date.now };
 }
 
 export function eventMetadata(d: DestinationRuntime, sourceId: string, event: Record<string, any>): EventMetadata {

@@ -23,7 +23,7 @@ import {
   toMillis,
   withoutUndefined,
 } from "../shared";
-import { type DestinationDefinition, type SluiceEvent, TransformError, restRequest } from "../types";
+import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, nowOf, restRequest } from "../types";
 import {
   GROUP_COMMON,
   GROUP_PARAMS,
@@ -203,10 +203,10 @@ function consent(options: Obj | undefined): Obj | undefined {
 }
 
 /** GA4 takes microseconds, but RudderStack truncates the timestamp to whole seconds first. */
-function timestampMicros(event: SluiceEvent): number | undefined {
+function timestampMicros(event: SluiceEvent, ctx: DestinationContext): number | undefined {
   const ms = toMillis(timestampOf(event));
   if (ms === undefined) return undefined;
-  const now = Date.now();
+  const now = nowOf(ctx);
   if (ms < now - MAX_PAST_MS) throw new TransformError("Allowed timestamp is [72 hours] into the past");
   if (ms > now + MAX_FUTURE_MS) throw new TransformError("Allowed timestamp is [15 minutes] into the future");
   return Math.floor(ms / 1000) * 1_000_000;
@@ -291,7 +291,7 @@ export const ga4: DestinationDefinition = {
     const options = integrationOptions(event);
     const body: Obj = {
       user_id: userId(event),
-      timestamp_micros: timestampMicros(event),
+      timestamp_micros: timestampMicros(event, ctx),
       non_personalized_ads: nonPersonalizedAds(event),
       ...clientIds(event, client, hybrid, options),
     };

@@ -19,7 +19,7 @@ import {
   requestKey,
   withoutUndefined,
 } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, nowOf, requireConfig, restRequest } from "../types";
 import { type Mapping, PROFILE_OPERATIONS, browserFields, mapPaths, profileProperties, takeOperationTraits } from "./profile";
 
 type Obj = Record<string, any>;
@@ -133,18 +133,18 @@ function eventMillis(event: SluiceEvent): number | null {
 }
 
 /** The first of timestamp / originalTimestamp that parses, as ISO text (now when neither does). */
-function eventIsoTime(event: SluiceEvent): string {
+function eventIsoTime(event: SluiceEvent, ctx: DestinationContext): string {
   for (const ts of [event.timestamp, event.originalTimestamp]) {
     const ms = ts === undefined || ts === null || ts === "" ? Number.NaN : new Date(ts).getTime();
     if (!Number.isNaN(ms)) return new Date(ms).toISOString();
   }
-  return new Date().toISOString();
+  return new Date(nowOf(ctx)).toISOString();
 }
 
 /** Events for /import whose own timestamp is over 5 years old are refused (a missing one is not checked). */
-function checkEventAge(event: SluiceEvent): void {
+function checkEventAge(event: SluiceEvent, ctx: DestinationContext): void {
   const ms = new Date(event.timestamp).getTime();
-  if (!Number.isNaN(ms) && Date.now() - ms > MAX_EVENT_AGE_MS) throw new TransformError("Event timestamp should be within last 5 years");
+  if (!Number.isNaN(ms) && nowOf(ctx) - ms > MAX_EVENT_AGE_MS) throw new TransformError("Event timestamp should be within last 5 years");
 }
 
 const simplified = (config: Obj) => config.identityMergeApi === "simplified";
@@ -252,7 +252,7 @@ export const mixpanel: DestinationDefinition = {
         const out = [];
         const revenue = ev.properties?.revenue;
         if (revenue) {
-          out.push(profileUpdate("$append", { $transactions: { $time: eventIsoTime(ev), $amount: revenue } }));
+          out.push(profileUpdate("$append", { $transactions: { $time: eventIsoTime(ev, ctx), $amount: revenue } }));
         }
         if (Array.isArray(c.propIncrements)) {
           const names = c.propIncrements.map((item: any) => item?.property);
@@ -264,7 +264,7 @@ export const mixpanel: DestinationDefinition = {
         // SDKs prefix the message id with a timestamp; Mixpanel's insert id is at most 36 characters.
         if (typeof properties.$insert_id === "string") properties.$insert_id = properties.$insert_id.slice(-36);
         checkLimits(properties);
-        checkEventAge(ev);
+        checkEventAge(ev, ctx);
         out.push(importRequest({ event: ev.event, properties }));
         return out;
       }
@@ -282,7 +282,7 @@ export const mixpanel: DestinationDefinition = {
             : customEventName(ev, c.userDefinedScreenEventTemplate)
           : isPage ? "Loaded a Page" : "Loaded a Screen";
         checkLimits(props);
-        checkEventAge(ev);
+        checkEventAge(ev, ctx);
         return [importRequest({ event: name, properties: props })];
       }
       case "identify": {
@@ -309,7 +309,7 @@ export const mixpanel: DestinationDefinition = {
         const aliasId = ev.previousId || ev.anonymousId;
         if (!aliasId) throw new TransformError("Either `previousId` or `anonymousId` should be present in alias payload");
         if (aliasId === ev.userId) throw new TransformError("One of `previousId` or `anonymousId` is same as `userId`. Aborting");
-        checkEventAge(ev);
+        checkEventAge(ev, ctx);
         return [importRequest({ event: "$create_alias", properties: { distinct_id: aliasId, alias: ev.userId, token } })];
       }
       case "group": {

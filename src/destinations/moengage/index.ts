@@ -8,7 +8,7 @@ import { t } from "elysia";
 import { endpointFor } from "../base-url";
 import { GENERIC_PATHS, genericField } from "../generic-fields";
 import { basicAuth, compact, EVENT_FILTERING_KEYS, firstPresent, flattenJson, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, requireValue, traitValue, eventFilteringSchema } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, nowOf, requireConfig, restRequest } from "../types";
 
 type Obj = Record<string, any>;
 
@@ -84,11 +84,11 @@ function deviceAttributes(event: SluiceEvent, config: Obj): Obj {
   return shaped(attributes, config);
 }
 
-/** An IANA time zone's current offset from UTC in seconds (e.g. Asia/Kolkata → 19800); unknown zones give nothing. */
-export function offsetSeconds(zone: unknown): number | undefined {
+/** An IANA time zone's offset from UTC in seconds at `at` (e.g. Asia/Kolkata → 19800); unknown zones give nothing. */
+export function offsetSeconds(zone: unknown, at: number = Date.now()): number | undefined {
   if (typeof zone !== "string" || !zone) return undefined;
   try {
-    const part = new Intl.DateTimeFormat("en-US", { timeZone: zone, timeZoneName: "longOffset" }).formatToParts(new Date()).find((p) => p.type === "timeZoneName")?.value;
+    const part = new Intl.DateTimeFormat("en-US", { timeZone: zone, timeZoneName: "longOffset" }).formatToParts(new Date(at)).find((p) => p.type === "timeZoneName")?.value;
     const m = /GMT([+-])(\d{2}):(\d{2})/.exec(part ?? "");
     if (!m) return 0;
     const seconds = Number(m[2]) * 3600 + Number(m[3]) * 60;
@@ -98,7 +98,7 @@ export function offsetSeconds(zone: unknown): number | undefined {
   }
 }
 
-function action(event: SluiceEvent, config: Obj): Obj {
+function action(event: SluiceEvent, config: Obj, now: number): Obj {
   if (!isPresent(event.event)) throw new TransformError('Missing required value from "event"');
   const properties = isPlainObject(event.properties) ? event.properties : undefined;
   return compact({
@@ -107,7 +107,7 @@ function action(event: SluiceEvent, config: Obj): Obj {
     platform: platform(firstPresent(event, ["context.device.type", "channel"])),
     app_version: present(getPath(event, "context.app.version")),
     current_time: firstPresent(event, ["timestamp", "originalTimestamp"]),
-    user_timezone_offset: offsetSeconds(getPath(event, "context.timezone")),
+    user_timezone_offset: offsetSeconds(getPath(event, "context.timezone"), now),
   });
 }
 
@@ -156,7 +156,7 @@ export const moengage: DestinationDefinition = {
       }
       case "track": {
         const id = customerId(event);
-        return [post(`/v1/event/${apiId}`, () => compact({ customer_id: id, device_id: deviceId, type: "event", actions: [action(event, ctx.config)] }))];
+        return [post(`/v1/event/${apiId}`, () => compact({ customer_id: id, device_id: deviceId, type: "event", actions: [action(event, ctx.config, nowOf(ctx))] }))];
       }
       default: {
         const retained = requireValue(event.userId, "userId");

@@ -4,14 +4,15 @@
  * type, event name, traits, properties and `timeStamp`, authenticated with the writeKey
  * (Basic auth, key as user, empty password).
  */
-import { t } from "elysia";
+import { type Static, t } from "elysia";
 import { endpointFor } from "../base-url";
 import { basicAuth, batchConsecutive, chunkItems, compact, firstPresent, requestKey } from "../shared";
-import { type DestinationDefinition, type SluiceEvent, requireConfig, restRequest } from "../types";
+import { type DestinationDefinition, type SluiceEvent, configKeys, requireConfig, requiredKeysOf, restRequest } from "../types";
 
 const BATCH_API = "https://api.segment.io/v1/batch";
 
 export const SegmentConfig = t.Object({ writeKey: t.String({ minLength: 1 }) }, { additionalProperties: true });
+export type SegmentConfig = Static<typeof SegmentConfig>;
 
 // Segment's documented limits: 32KB per message and 500KB per batch call.
 const MAX_BATCH_BYTES = 500 * 1024;
@@ -47,13 +48,9 @@ export const segment: DestinationDefinition = {
   name: "SEGMENT",
   displayName: "Segment",
   config: {
-    defaultConfig: [
-      "writeKey",
-      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
-      "oneTrustCookieCategories", "connectionMode", "consentManagement",
-    ],
+    defaultConfig: configKeys(SegmentConfig, ["oneTrustCookieCategories", "connectionMode", "consentManagement"]),
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
-    requiredKeys: ["writeKey"],
+    requiredKeys: requiredKeysOf(SegmentConfig),
   },
   configSchema: SegmentConfig,
   transform(event, ctx) {

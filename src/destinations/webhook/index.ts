@@ -2,7 +2,7 @@
  * WEBHOOK: the event itself, sent to a URL of the user's choosing.
  * Config keys follow RudderStack's WEBHOOK definition so workspace files carry over.
  */
-import { t } from "elysia";
+import { type Static, t } from "elysia";
 import { isPrototypeKey, prototypeSegmentMessage, setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { flattenJson, integrationsObject, isPlainObject } from "../shared";
@@ -12,7 +12,10 @@ import {
   type DestinationRequest,
   type SluiceEvent,
   TransformError,
+  configKeys,
+  configOf,
   requireConfig,
+  requiredKeysOf,
   restRequest,
 } from "../types";
 
@@ -26,6 +29,7 @@ export const WebhookConfig = t.Object(
   },
   { additionalProperties: true },
 );
+export type WebhookConfig = Static<typeof WebhookConfig>;
 
 /**
  * Config headers as RudderStack's getHashFromArray reads them: names lower-cased, rows
@@ -44,7 +48,7 @@ function configHeaders(headers: unknown): Record<string, string> {
 }
 
 /** Header names are keys of the headers object: one that names a prototype is refused on save. */
-function checkWebhookConfig(config: Record<string, any>): ConfigProblem | undefined {
+function checkWebhookConfig(config: WebhookConfig): ConfigProblem | undefined {
   const { headers } = config;
   if (Array.isArray(headers)) {
     for (const [i, h] of headers.entries()) {
@@ -104,22 +108,23 @@ export const webhook: DestinationDefinition = {
   name: "WEBHOOK",
   displayName: "Webhook",
   config: {
-    defaultConfig: ["webhookUrl", "webhookMethod", "headers", "oneTrustCookieCategories"],
+    defaultConfig: configKeys(WebhookConfig, ["oneTrustCookieCategories"]),
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias", "merge"],
-    requiredKeys: ["webhookUrl"],
+    requiredKeys: requiredKeysOf(WebhookConfig),
     urlKeys: ["webhookUrl"],
   },
   configSchema: WebhookConfig,
   checkConfig: checkWebhookConfig,
   transform(event: SluiceEvent, ctx): DestinationRequest[] {
+    const config = configOf(ctx, WebhookConfig);
     const url = String(requireConfig(ctx, "webhookUrl"));
-    const method = String(ctx.config.webhookMethod || "POST").toUpperCase() as DestinationRequest["method"];
+    const method = String(config.webhookMethod || "POST").toUpperCase() as DestinationRequest["method"];
     if (!["POST", "PUT", "PATCH", "GET", "DELETE"].includes(method)) {
       throw new TransformError(`destination config 'webhookMethod' must be one of POST, PUT, PATCH, GET, DELETE`);
     }
     const endpoint = endpointFor(ctx, steeredEndpoint(event, url));
     const withBody = method !== "GET" && method !== "DELETE";
-    const headers = { ...(withBody ? { "content-type": "application/json" } : {}), ...configHeaders(ctx.config.headers), ...eventHeaders(event) };
+    const headers = { ...(withBody ? { "content-type": "application/json" } : {}), ...configHeaders(config.headers), ...eventHeaders(event) };
     if (!withBody) return [restRequest({ method, endpoint, headers, params: queryParams(event) })];
     return [restRequest({ method, endpoint, headers, json: webhookBody(event) })];
   },
