@@ -12,12 +12,8 @@ export interface Resource<T> {
   reload: () => Promise<void>;
 }
 
-/**
- * Loads what a page shows from the API when `deps` change, with its error as text. An answer
- * to an older call (the user moved on, or a reload overtook it) is dropped, so a slow answer
- * never replaces a newer one.
- */
-export function useResource<T>(load: () => Promise<T>, deps: unknown[] = []): Resource<T> {
+/** Holds what one loader answered, with its error as text; `reload` asks again. */
+function useLoaded<T>(load: () => Promise<T>): Resource<T> {
   const [data, setData] = useState<T | undefined>();
   const [error, setError] = useState("");
   const seq = useRef(0);
@@ -32,10 +28,39 @@ export function useResource<T>(load: () => Promise<T>, deps: unknown[] = []): Re
       if (mine === seq.current) setError(errorMessage(e));
     }
   };
-  useEffect(() => {
-    reload();
-  }, deps);
   return { data, error, setData, setError, reload };
+}
+
+/**
+ * Loads what a page shows from the API when `deps` change, with its error as text. An answer
+ * to an older call (the user moved on, or a reload overtook it) is dropped, so a slow answer
+ * never replaces a newer one.
+ */
+export function useResource<T>(load: () => Promise<T>, deps: unknown[] = []): Resource<T> {
+  const resource = useLoaded(load);
+  useEffect(() => {
+    resource.reload();
+  }, deps);
+  return resource;
+}
+
+/**
+ * A list the API answers at `path` as `{ <last segment of path>: [...] }` (GET /v2/sources →
+ * `{ sources }`), loaded like `useResource`.
+ */
+export function useList<T>(path: string, deps: unknown[] = []): Resource<T[]> {
+  const key = path.slice(path.lastIndexOf("/") + 1);
+  return useResource(() => api<Record<string, T[]>>("GET", path).then((r) => r[key]!), deps);
+}
+
+/**
+ * Like `useResource`, and asks again every `ms` while the tab is visible (see `usePolling`);
+ * `ms` 0 loads once per change of `deps`. What is shown stays until the next answer.
+ */
+export function usePolled<T>(load: () => Promise<T>, ms: number, deps: unknown[], catchUp = false): Resource<T> {
+  const resource = useLoaded(load);
+  usePolling(resource.reload, ms, deps, catchUp);
+  return resource;
 }
 
 /**
@@ -63,11 +88,13 @@ export function useAction() {
 
 /**
  * Calls `fn` now and every `ms` while the tab is visible: a hidden tab costs the server nothing.
- * With `catchUp`, a tab shown again refreshes at once rather than at the next tick.
+ * With `catchUp`, a tab shown again refreshes at once rather than at the next tick. `ms` 0: only
+ * now, no timer.
  */
-export function usePolling(fn: () => void, ms: number, deps: unknown[], catchUp = false) {
+function usePolling(fn: () => void, ms: number, deps: unknown[], catchUp = false) {
   useEffect(() => {
     fn();
+    if (ms <= 0) return;
     const timer = setInterval(() => {
       if (document.visibilityState === "visible") fn();
     }, ms);

@@ -5,27 +5,14 @@
  * and names third-party kinds and configs: everything from it is rendered as text.
  */
 import { useState } from "preact/hooks";
+import type { WorkspaceCheck, WorkspaceCheckEntry as CheckEntry } from "../../../control-plane/schemas";
 import { api } from "../api";
 import { Badge, type Tone } from "../components";
 import { useAction } from "../hooks";
 import { ErrorNote, PageHeader } from "../layout";
 import "./import-check/import-check.css";
 
-type Status = "runs" | "device" | "held" | "error";
-
-interface CheckEntry {
-  kind: "source" | "destination" | "transformation";
-  name: string;
-  type: string;
-  status: Status;
-  reason: string;
-}
-
-interface WorkspaceCheck {
-  format: "sluice" | "rudderstack";
-  entries: CheckEntry[];
-  counts: Record<Status, number>;
-}
+type Status = CheckEntry["status"];
 
 const STATUS: Record<Status, { tone: Tone; label: string }> = {
   runs: { tone: "ok", label: "Runs" },

@@ -5,11 +5,10 @@
  */
 import type { ComponentChildren } from "preact";
 import { useLocation } from "preact-iso";
-import { useState } from "preact/hooks";
 import "uplot/dist/uPlot.min.css";
 import { api } from "../api";
 import { Badge } from "../components";
-import { usePolling } from "../hooks";
+import { usePolled } from "../hooks";
 import { ErrorNote, PageHeader, formatTime } from "../layout";
 import { destinationPath, sourcePath } from "../links";
 import { type ChartSeries, EventsChart } from "./overview/events-chart";
@@ -88,24 +87,19 @@ export function Overview() {
   const { query, route } = useLocation();
   const minutes = RANGES.some((r) => String(r.minutes) === query.minutes) ? Number(query.minutes) : 60;
   const scope = query.scope ?? "";
-  const [stats, setStats] = useState<Timeseries | undefined>();
-  const [attention, setAttention] = useState<Attention | undefined>();
-  const [error, setError] = useState("");
-  const [loadedAt, setLoadedAt] = useState<string>("");
-
-  const load = () =>
-    Promise.all([api<Timeseries>("GET", `/v2/stats/timeseries?minutes=${minutes}`), api<Attention>("GET", "/v2/stats/attention")]).then(
-      ([s, a]) => {
-        setStats(s);
-        setAttention(a);
-        setError("");
-        setLoadedAt(new Date().toISOString());
-      },
-      (e: Error) => setError(`Could not load the overview: ${e.message}`),
-    );
-
   // Refreshes while the tab is visible; a hidden tab catches up when shown again.
-  usePolling(load, REFRESH_MS, [minutes], true);
+  const { data, error, reload } = usePolled(
+    () =>
+      Promise.all([api<Timeseries>("GET", `/v2/stats/timeseries?minutes=${minutes}`), api<Attention>("GET", "/v2/stats/attention")]).then(([stats, attention]) => ({
+        stats,
+        attention,
+        loadedAt: new Date().toISOString(),
+      })),
+    REFRESH_MS,
+    [minutes],
+    true,
+  );
+  const { stats, attention, loadedAt = "" } = data ?? {};
 
   const rangeLabel = RANGES.find((r) => r.minutes === minutes)!.label;
   return (
@@ -122,12 +116,12 @@ export function Overview() {
               </option>
             ))}
           </select>
-          <button type="button" onClick={() => load()}>
+          <button type="button" onClick={() => reload()}>
             Refresh
           </button>
         </div>
       </PageHeader>
-      <ErrorNote error={error} />
+      <ErrorNote error={error && `Could not load the overview: ${error}`} />
       {!stats || !attention ? (
         !error && <p class="muted">Loading…</p>
       ) : (

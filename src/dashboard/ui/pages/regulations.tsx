@@ -6,6 +6,7 @@
  */
 import { useLocation } from "preact-iso";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import type { DeletionStatus, Regulation, RegulationPage, RegulationType } from "../../../regulations/schemas";
 import { api, errorMessage } from "../api";
 import { Badge, ConfirmButton, Notice, type Tone } from "../components";
 import { useAction, useResource, useSourcesAndDestinations } from "../hooks";
@@ -14,31 +15,6 @@ import type { Destination, Source } from "../types";
 import { parseUsers } from "./regulations/parse-users";
 import "./regulations/regulations.css";
 
-type RegulationType = "suppress" | "suppress_with_delete";
-type DeletionStatus = "pending" | "running" | "complete" | "failed" | "aborted";
-
-interface DeletionState {
-  destinationId: string;
-  status: DeletionStatus;
-  reason?: string;
-  updatedAt: string;
-}
-
-interface Regulation {
-  id: string;
-  canceled: boolean;
-  regulationType: RegulationType;
-  attributes: { userId: string } & Record<string, string>;
-  sourceIds?: string[];
-  destinationIds?: string[];
-  createdAt: string;
-  deletion?: DeletionState[];
-}
-
-interface RegulationPage {
-  data: Regulation[];
-  paging: { next?: string };
-}
 
 interface Definition {
   name: string;

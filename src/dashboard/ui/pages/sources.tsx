@@ -8,10 +8,10 @@ import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import { api, isNotFound } from "../api";
 import { BackLink, ConfirmButton, EnabledBadge, NameForm, Tabs, UnsupportedBadge } from "../components";
-import { useAction, useResource } from "../hooks";
+import { useAction, useList } from "../hooks";
 import { CopyButton, ErrorNote, PageHeader, formatTime } from "../layout";
 import { destinationPath, sourcePath, withQuery } from "../links";
-import type { Destination, DestinationList, Source, SourceList } from "../types";
+import type { Destination, DestinationList, Source } from "../types";
 import { SNIPPET_KINDS, type SnippetKind, isSnippetKind, snippet } from "./sources/snippets";
 import "./sources/sources.css";
 
@@ -20,7 +20,7 @@ const UNSUPPORTED = "RudderStack pulls this kind of source from the service itse
 
 export default function SourcesPage() {
   const { path, query, route } = useLocation();
-  const { data: sources, error: loadError } = useResource(() => api<SourceList>("GET", "/v2/sources").then((r) => r.sources));
+  const { data: sources, error: loadError } = useList<Source>("/v2/sources");
   const [name, setName] = useState("");
   const { busy, error: createError, run } = useAction();
   const error = createError || loadError;

@@ -1,18 +1,15 @@
 import { useState } from "preact/hooks";
+import type { Token as TokenSchema } from "../../../control-plane/schemas";
 import { api } from "../api";
 import { ConfirmButton, NameForm } from "../components";
-import { useAction, useResource } from "../hooks";
+import { useAction, useList } from "../hooks";
 import { CopyButton, ErrorNote, PageHeader, formatTime } from "../layout";
 
-interface Token {
-  id: string;
-  name: string;
-  createdAt: string;
-  lastUsedAt: string | null;
-}
+/** GET /v2/tokens: the API's own schema. */
+type Token = typeof TokenSchema.static;
 
 export function Tokens() {
-  const { data: tokens, error: loadError, reload } = useResource(() => api<{ tokens: Token[] }>("GET", "/v2/tokens").then((r) => r.tokens));
+  const { data: tokens, error: loadError, reload } = useList<Token>("/v2/tokens");
   const [name, setName] = useState("");
   const [created, setCreated] = useState<{ name: string; token: string } | undefined>();
   const { error: actionError, run } = useAction();

@@ -4,11 +4,21 @@
  * itself. Events and answers come from outside: they are shown as text only.
  */
 import { useState } from "preact/hooks";
+import { api } from "../../api";
 import { Badge, type Tone } from "../../components";
 import { formatTime } from "../../layout";
 
 export type DeliveryState = "pending" | "retrying" | "succeeded" | "aborted" | "filtered";
 export const DELIVERY_STATES: DeliveryState[] = ["pending", "retrying", "succeeded", "aborted", "filtered"];
+
+/** How often the overview and the deliveries refresh themselves while the page is visible. */
+export const REFRESH_MS = 3000;
+
+/** Puts every aborted event of a destination back in its queue; says how many. */
+export async function replayAborted(apiPath: string): Promise<string> {
+  const r = await api<{ replayed: number }>("POST", `${apiPath}/replay`);
+  return `${r.replayed} aborted ${r.replayed === 1 ? "event" : "events"} put back in the queue.`;
+}
 
 export interface Attempt {
   at: string;
