@@ -1,5 +1,5 @@
 /**
- * Live events across instances (issue 24, design §3.6): the dashboard's live view shows what
+ * Live events across instances (src/cluster/README.md §3.6): the dashboard's live view shows what
  * every instance accepted and delivered, not only the one its browser happens to reach.
  *
  * `LiveRelay` is a LiveEvents (intake, the router and the SSE routes take it unchanged) that

@@ -1,5 +1,5 @@
 /**
- * What one instance runs on PostgreSQL besides its HTTP app (cluster mode, issue 24): the
+ * What one instance runs on PostgreSQL besides its HTTP app (cluster mode, src/cluster/README.md): the
  * database (migrated under the advisory lock, so many instances may start at once), the bus and
  * the epoch watch, and the stores that have a PostgreSQL implementation, wired so that a change
  * made on any instance reaches this one's caches (design §3.4–3.5):

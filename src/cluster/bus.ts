@@ -1,5 +1,5 @@
 /**
- * Cluster mode's message bus and epoch watch (issue 24, design §3.4–3.5): a change made on
+ * Cluster mode's message bus and epoch watch (src/cluster/README.md §3.4–3.5): a change made on
  * one instance is seen by all within a second.
  *
  * Bus: PostgreSQL LISTEN/NOTIFY through Bun.sql's own `listen()` (Bun 1.4.5, as package.json asks), which keeps one

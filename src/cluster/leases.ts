@@ -1,5 +1,5 @@
 /**
- * Cluster mode on PostgreSQL (issue 24, design §3.3): partition and singleton leases.
+ * Cluster mode on PostgreSQL (src/cluster/README.md §3.3): partition and singleton leases.
  *
  * - Every lease time is the database's now(); instance clocks never matter. Local deadlines use
  *   the monotonic clock (performance.now()).

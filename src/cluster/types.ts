@@ -1,5 +1,5 @@
 /**
- * Cluster mode's seam (issue 24, design §2.5): which partitions and singleton jobs this
+ * Cluster mode's seam (src/cluster/README.md §2.5): which partitions and singleton jobs this
  * instance may work on. The router and processor work only on `held()` partitions and write
  * through `fence(p)`; background jobs that must run once per cluster register with
  * `singleton(...)`. SQLite runs the single-node twin (src/cluster/single-node.ts), PostgreSQL

@@ -8,7 +8,7 @@ import type { TObject } from "@sinclair/typebox";
 
 export type MessageType = "identify" | "track" | "page" | "screen" | "group" | "alias" | "merge";
 
-/** An analytics event as stored by the gateway (spec §2.1, after enrichment). */
+/** An analytics event as stored by the gateway (after the gateway's enrichment). */
 export type SluiceEvent = Record<string, any> & {
   type: string;
   messageId: string;
@@ -16,7 +16,7 @@ export type SluiceEvent = Record<string, any> & {
   anonymousId?: string;
 };
 
-/** One outgoing request in the shape of the Test API's `dest_transformed_payload` entries (spec §2.4). */
+/** One outgoing request in the shape of the Test API's `dest_transformed_payload` entries. */
 export interface DestinationRequest {
   version: "1";
   type: "REST";
@@ -95,9 +95,9 @@ export interface DestinationDefinition {
   checkResponse?(answer: { status: number; body: string }, request: DestinationRequest, ctx: DestinationContext): ResponseCheck;
   /** Optional: the requests that delete these users at the service (regulations, suppress_with_delete). */
   deleteUsers?(users: Array<{ userId: string; [k: string]: string }>, ctx: DestinationContext): DestinationRequest[];
-  /** Set for kinds the server delivers itself (queues, storage); the Test API refuses them (spec §4.4). */
+  /** Set for kinds the server delivers itself (queues, storage); the Test API refuses them (README, Test API). */
   serverDelivered?: boolean;
-  /** Set for key-value-store and object-storage kinds: deletion takes userId only (spec §4.2 rule 2). */
+  /** Set for key-value-store and object-storage kinds: deletion takes userId only (the Data Regulation API's rule for those kinds). */
   deletionByUserIdOnly?: boolean;
 }
 

@@ -1,5 +1,5 @@
 /**
- * Event call schemas (spec §2.1). The same TypeBox objects validate requests, type the
+ * Event call schemas (README, Event calls). The same TypeBox objects validate requests, type the
  * code and document the calls in OpenAPI. Unknown fields are kept: SDKs send many.
  */
 import { t, type TSchema } from "elysia";

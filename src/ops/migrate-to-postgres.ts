@@ -1,5 +1,5 @@
 /**
- * `sluice migrate-to-postgres` (issue 24, design step 7): copies a single-node data dir, queued
+ * `sluice migrate-to-postgres` (src/cluster/README.md, step 7): copies a single-node data dir, queued
  * events included, into an empty PostgreSQL schema, so a user moves to cluster mode without
  * losing anything.
  *

@@ -68,7 +68,7 @@ function checkUsers(body: Record<string, unknown>): RegulationAttributes[] {
   return [...byId.values()];
 }
 
-/** Checks every rule of spec §4.2, naming the first one broken. */
+/** Checks every rule of the Data Regulation API (README), naming the first one broken. */
 function checkBody(ctx: ScopedContext, body: unknown): Checked {
   if (!isObject(body)) throw badRequest("body: must be a JSON object with regulationType and users");
   for (const k of Object.keys(body)) {

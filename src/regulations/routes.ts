@@ -1,4 +1,4 @@
-/** Data Regulation API (spec §4.2). Routes only parse, call, map. */
+/** Data Regulation API (README). Routes only parse, call, map. */
 import { Elysia } from "elysia";
 import { withWorkspace } from "../control-plane/routes";
 import type { ServiceContext } from "../control-plane/context";

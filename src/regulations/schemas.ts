@@ -1,4 +1,4 @@
-/** Shapes of the Data Regulation API (spec §2.2, §4.2), for OpenAPI and for the code. */
+/** Shapes of the Data Regulation API (README), for OpenAPI and for the code. */
 import { type Static, t } from "elysia";
 
 export const REGULATION_TYPES = ["suppress", "suppress_with_delete"] as const;

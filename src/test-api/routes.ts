@@ -1,4 +1,4 @@
-/** Test API routes (spec §4.3): parse, call one service function, map errors. */
+/** Test API routes (README, Test API): parse, call one service function, map errors. */
 import { type DocumentDecoration, Elysia, type TSchema } from "elysia";
 import { authenticateRequest } from "../control-plane/auth";
 import type { ScopedContext, ServiceContext } from "../control-plane/context";
@@ -25,7 +25,7 @@ const jsonBody = (schema: TSchema): DocumentDecoration["requestBody"] => ({ requ
 
 export function testApiRoutes(ctx: ServiceContext, deps: TestApiDeps) {
   const detail = (summary: string, description: string, body: TSchema): DocumentDecoration => ({ tags: ["Test API"], summary, description, requestBody: jsonBody(body) });
-  // Basic only (spec §5). Local, not scoped: a scoped derive would also run for routes mounted after this plugin.
+  // Basic only, as RudderStack's Test API. Local, not scoped: a scoped derive would also run for routes mounted after this plugin.
   return new Elysia({ name: "test-api" })
     .derive(async ({ request }) => {
       const principal = await authenticateRequest(ctx, request, "basic");

@@ -1,5 +1,5 @@
 /**
- * Request and result schemas of the Test API (spec §2.3, §2.4): they validate, type and document.
+ * Request and result schemas of the Test API (README, Test API): they validate, type and document.
  * Bodies are checked with `parseWith` in the routes, not by Elysia: the spec fixes exact
  * error bodies for `message.type`, which must come after the auth and id checks.
  */
@@ -21,7 +21,7 @@ export const TestStage = t.Object(
 );
 export type TestStage = typeof TestStage.static;
 
-// `message.type` is not in the schema: its errors have fixed bodies (spec §7), checked by the service.
+// `message.type` is not in the schema: its errors have fixed bodies (as RudderStack's Test API), checked by the service.
 const Message = t.Record(t.String(), t.Unknown(), {
   description: "An event of type identify, track, page, screen, group or alias (spec §2.1). Not stored, queued or shown in live events.",
   errorMessage: "expected an object",

@@ -42,7 +42,7 @@ const aborted = (stage: "user_transform" | "dest_transform") => `aborted: ${stag
 /**
  * A destination the request asked for but that cannot be tested (disabled without
  * force, or delivered by the server itself). testDestination answers it as its body
- * (spec §7); testSource lists it as an entry.
+ * (README, Test API); testSource lists it as an entry.
  */
 export class DestinationNotTestable extends Error {
   constructor(readonly entry: DestinationNotTested) {
@@ -64,7 +64,7 @@ export function resolveStages(stage: TestStage | undefined): Stages {
 }
 
 /**
- * Checks `message.type` (its two errors have fixed bodies, spec §7) and the fields the
+ * Checks `message.type` (its two errors have fixed bodies, as RudderStack's Test API answers them) and the fields the
  * gateway would refuse, then enriches a copy as the gateway does (messageId, timestamps),
  * so destinations see what they would see for a real event. Call-specific fields stay
  * optional: a test may well be about what a destination makes of an incomplete event.
@@ -110,7 +110,7 @@ function refusal(d: DestinationRuntime, force: boolean): DestinationNotTested | 
   return undefined;
 }
 
-/** The request as spec §2.4 shows it (without the pipeline's own fields). */
+/** The request as the Test API shows it (README, Test API) (without the pipeline's own fields). */
 function requestView(r: DestinationRequest): DestinationRequestView {
   return { version: r.version, type: r.type, method: r.method, endpoint: r.endpoint, headers: r.headers, params: r.params, body: r.body, files: r.files };
 }

@@ -1,5 +1,5 @@
 /**
- * Identity resolution for the PostgreSQL warehouse (issue 22): merge rules from events, and the
+ * Identity resolution for the PostgreSQL warehouse: merge rules from events, and the
  * mappings that give every identifier of a connected group one `rudder_id`.
  *
  * RudderStack builds the same two tables (rudder-server `warehouse/identity`), one rule at a

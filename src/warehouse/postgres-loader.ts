@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL loader of issue 22: writes staged warehouse rows (TableBatch) into one
+ * The PostgreSQL warehouse loader: writes staged warehouse rows (TableBatch) into one
  * schema ("namespace") of the user's database, the way RudderStack's PostgreSQL warehouse
  * lays them out.
  *

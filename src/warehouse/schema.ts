@@ -1,5 +1,5 @@
 /**
- * Events to warehouse rows (issue 22): the rows RudderStack's warehouse transform makes of one
+ * Events to warehouse rows: the rows RudderStack's warehouse transform makes of one
  * event for PostgreSQL, table by table, with its names, its flattening and its type inference,
  * so a warehouse first filled by RudderStack keeps its tables and columns when Sluice takes over.
  *

@@ -1,5 +1,5 @@
 /**
- * The staged row format (issue 22's load speed): written by the stager (staging.ts), read back
+ * The staged row format, shaped for the load's speed: written by the stager (staging.ts), read back
  * into TableBatches on the load thread (load-worker.ts), turned into COPY lines by the loader
  * (postgres-loader.ts).
  *

@@ -1,5 +1,5 @@
 /**
- * The shapes the warehouse parts share (issue 22): events become rows of RudderStack's
+ * The shapes the warehouse parts share: events become rows of RudderStack's
  * warehouse tables (schema.ts), rows are staged on disk, and a loader writes them into the
  * user's database (postgres-loader.ts).
  */

@@ -15,8 +15,9 @@ const API = { US: "https://heapanalytics.com/api", EU: "https://c.eu.heap-api.co
 // it is, and a track without any user id goes as its anonymousId.
 const identityOf = (event: SluiceEvent) => firstOf(event, GENERIC_PATHS.userId);
 // User properties belong to a known user: an identify takes the first non-blank user id and is
-// refused without one (issue 20; RudderStack's current workflow would send them under the
-// anonymousId, making Heap create a user for it).
+// refused without one. This differs from RudderStack, whose current workflow sends them under
+// the anonymousId (making Heap create a user for it): listed as open work in
+// src/destinations/README.md.
 const USER_PATHS = GENERIC_PATHS.userId.filter((p) => p !== "anonymousId");
 const HEADERS = { Accept: "application/json", "Content-Type": "application/json" };
 

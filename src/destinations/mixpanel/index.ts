@@ -227,7 +227,7 @@ export const mixpanel: DestinationDefinition = {
       restRequest({
         endpoint: endpointFor(ctx, `${base}/import/`),
         headers: { "Content-Type": "application/json", Authorization: basicAuth(token) },
-        // strict as the number RudderStack sets; verbose=2 as issue 20 asks (Mixpanel then answers
+        // strict as the number RudderStack sets; verbose=2 as RudderStack sends on /engage and /groups (Mixpanel then answers
         // with per-event details). RudderStack's stored fixtures show strict only.
         params: { strict: c.strictMode ? 1 : 0, verbose: 2 },
         json: [withoutUndefined(item)],

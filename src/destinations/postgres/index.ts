@@ -1,5 +1,5 @@
 /**
- * POSTGRES: a warehouse kind (issue 22). Events are not sent one by one: the router stages
+ * POSTGRES: a warehouse kind (README, Warehouse). Events are not sent one by one: the router stages
  * their rows on Sluice's disk and src/warehouse/loads.ts loads them into the user's database
  * every `syncFrequency` minutes. Config keys follow RudderStack's POSTGRES definition
  * (rudder-integrations-config db-config.json) so workspace files carry over; its object-storage,

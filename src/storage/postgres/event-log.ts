@@ -1,5 +1,5 @@
 /**
- * Intake's group commit on PostgreSQL (issue 24, cluster mode; design: src/cluster/README.md §3.1–3.2).
+ * Intake's group commit on PostgreSQL (cluster mode; design: src/cluster/README.md §3.1–3.2).
  *
  * The event calls of one turn of the event loop become one group, and a group is one
  * autocommit statement: `INSERT … SELECT FROM unnest(arrays) ON CONFLICT (dedup_key) DO NOTHING
