@@ -51,7 +51,7 @@ export function layerOf(file: string): number {
       return 4;
     case "transformations":
       // The sandbox is an engine; the routes and the test run are a feature.
-      return /^transformations\/(routes|test-run|rudderstack-import)\.ts$/.test(rest) ? 3 : 5;
+      return /^transformations\/(routes|test-run|rudderstack-import|context)\.ts$/.test(rest) ? 3 : 5;
     case "destinations":
     case "cluster":
     case "lib":

@@ -2,6 +2,9 @@
 import { timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
 import type { ServiceContext } from "./control-plane/context";
+
+/** What the operations endpoints read: the config store's last change, the stats store's health, the metrics. */
+export type OpsContext = Pick<ServiceContext, "config" | "stats" | "metrics" | "now">;
 import { AppError } from "./lib/errors";
 import { VERSION } from "./version";
 import { type Readiness, readyAnswer } from "./readiness";
@@ -45,7 +48,7 @@ function rudderHealth(db: "UP" | "DOWN", acceptingEvents: boolean, backendConfig
   };
 }
 
-export function opsRoutes(ctx: ServiceContext, opts: { metricsToken?: string; workspaceFile?: boolean } = {}) {
+export function opsRoutes(ctx: OpsContext, opts: { metricsToken?: string; workspaceFile?: boolean } = {}) {
   const checkMetricsToken = metricsGate(opts.metricsToken);
   const backendConfigMode = opts.workspaceFile ? "JSON" : "API";
   // When this instance last took in its configuration: at start, then at each change it sees

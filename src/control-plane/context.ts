@@ -7,21 +7,14 @@ import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
 
 /**
- * What every service function gets: built once at start, never per request. It lives with the
- * control plane, whose config, stores and sign-in throttle make most of it, so that the
- * features using it import sideways, never up (it used to be lib/context.ts, which made lib/
- * depend on the features). Narrowing it per feature is a later step.
+ * What checking a token or a session needs. Every feature's API sits behind that check, so each
+ * feature's own context (pipeline/context.ts, regulations/context.ts, …) extends this one and
+ * adds only what its services read; app.ts builds one object that satisfies them all.
  */
-export interface ServiceContext {
-  /** SQLite only (tools and tests); no service reads it, they go through the stores. */
-  db?: Db;
+export interface AuthContext {
   log: Logger;
-  config: ConfigStore;
   /** Sources, destinations, connections, transformations, and accounts, tokens and sessions: SQLite or PostgreSQL behind one interface. */
   controlPlane: ControlPlaneStore;
-  /** What the deliveries API, the overview, retention and /health read of events and deliveries: SQLite or PostgreSQL. */
-  stats: StatsStore;
-  metrics: Metrics;
   now: () => number;
   /** How long a dashboard sign-in lasts (settings). */
   sessionHours: number;
@@ -31,7 +24,20 @@ export interface ServiceContext {
   authThrottle?: AuthThrottle;
 }
 
-/** A service context scoped to the workspace of the caller's token. */
-export interface ScopedContext extends ServiceContext {
-  workspaceId: string;
+/** A feature's context scoped to the workspace of the caller's token. */
+export type Scoped<C extends AuthContext> = C & { workspaceId: string };
+
+/**
+ * The control plane's own context (sources, destinations, connections, transformations, tokens),
+ * and the whole of what app.ts builds once at start, never per request.
+ */
+export interface ServiceContext extends AuthContext {
+  /** SQLite only (tools and tests); no service reads it, they go through the stores. */
+  db?: Db;
+  config: ConfigStore;
+  /** What the deliveries API, the overview, retention and /health read of events and deliveries: SQLite or PostgreSQL. */
+  stats: StatsStore;
+  metrics: Metrics;
 }
+
+export type ScopedContext = Scoped<ServiceContext>;

@@ -3,7 +3,7 @@ import type { RudderDefinition } from "../../db/schema";
 import { findDefinition, listDefinitions, urlKeysOf } from "../destinations/registry";
 import type { DestinationDefinition } from "../destinations/types";
 import { AppError, badRequest, notFound } from "../lib/errors";
-import type { ScopedContext } from "./context";
+import type { AuthContext, Scoped, ScopedContext } from "./context";
 import { newId } from "../lib/ids";
 import { firstError } from "../lib/schema";
 import type { DestinationCreate, DestinationUpdate } from "./schemas";
@@ -32,7 +32,7 @@ async function presentOne(ctx: ScopedContext, row: DestinationRow) {
   return present(ctx, row, links.map((c) => c.sourceId), transformationId);
 }
 
-export async function findDestinationRow(ctx: ScopedContext, id: string): Promise<DestinationRow> {
+export async function findDestinationRow(ctx: Scoped<AuthContext>, id: string): Promise<DestinationRow> {
   const row = await ctx.controlPlane.destination(ctx.workspaceId, id);
   if (!row) throw notFound(`destination '${id}' not found`);
   return row;

@@ -1,7 +1,7 @@
 /** Control-plane API: sources, destinations, connections and destination definitions. Routes only parse, call, map. */
 import { Elysia, t } from "elysia";
 import { listDefinitions, publicDefinition } from "../destinations/registry";
-import type { ScopedContext, ServiceContext } from "./context";
+import type { AuthContext, Scoped, ServiceContext } from "./context";
 import { authenticateRequest } from "./auth";
 import { createConnection, deleteConnection, listConnections } from "./connections";
 import { createDestination, deleteDestination, getDestination, listDestinations, updateDestination } from "./destinations";
@@ -14,11 +14,11 @@ const AUTH_NOTE =
   "Authenticate with `Authorization: Bearer <access token>` or HTTP Basic `<email>:<access token>` (the dashboard's pages use their session cookie, and must send `Origin` on changes); the token's workspace is the scope. " +
   "Credentials are checked before the body is read, and a body over 1 MB is refused with 413. After 10 failed token checks or sign-ins from one address within a minute, further failures answer 429 with `Retry-After` (a right token is still served).";
 
-/** Adds `scope`: the service context of the caller's workspace (401 before anything else). */
-export function withWorkspace(ctx: ServiceContext) {
+/** Adds `scope`: the feature's context scoped to the caller's workspace (401 before anything else). */
+export function withWorkspace<C extends AuthContext>(ctx: C) {
   return new Elysia({ name: "workspace-auth" }).derive({ as: "scoped" }, async ({ request }) => {
     const principal: Principal = await authenticateRequest(ctx, request);
-    const scope: ScopedContext = { ...ctx, workspaceId: principal.workspaceId };
+    const scope: Scoped<C> = { ...ctx, workspaceId: principal.workspaceId };
     return { principal, scope };
   });
 }

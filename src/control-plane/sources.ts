@@ -1,7 +1,7 @@
 /** Sources: where events come from, each with its write key. */
 import type { RudderSourceDefinition } from "../../db/schema";
 import { AppError, notFound } from "../lib/errors";
-import type { ScopedContext } from "./context";
+import type { AuthContext, Scoped, ScopedContext } from "./context";
 import { newId, newWriteKey } from "../lib/ids";
 import type { SourceCreate, SourceUpdate } from "./schemas";
 import { type ControlPlaneWrite, type SourceChanges, type SourceRow, writeKeyTaken } from "./store";
@@ -35,7 +35,7 @@ async function presentOne(ctx: ScopedContext, row: SourceRow) {
   return present(row, (await ctx.controlPlane.connectionsOfSource(row.id)).map((c) => c.destinationId));
 }
 
-export async function findSourceRow(ctx: ScopedContext, id: string): Promise<SourceRow> {
+export async function findSourceRow(ctx: Scoped<AuthContext>, id: string): Promise<SourceRow> {
   const row = await ctx.controlPlane.source(ctx.workspaceId, id);
   if (!row) throw notFound(`source '${id}' not found`);
   return row;

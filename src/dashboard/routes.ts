@@ -7,7 +7,7 @@ import { Elysia, t } from "elysia";
 import { authenticateRequest } from "../control-plane/auth";
 import { clientAddress } from "../control-plane/auth-throttle";
 import type { Principal } from "../control-plane/tokens";
-import type { ServiceContext } from "../control-plane/context";
+import type { AuthContext } from "../control-plane/context";
 import { DashboardAssets, SECURITY_HEADERS } from "./assets";
 import { sessionCookie, sessionIdFrom, sessionPrincipal, signIn, signOut } from "../control-plane/sessions";
 
@@ -38,7 +38,7 @@ const Session = t.Object({ email: t.String(), workspaceId: t.String(), expiresAt
 
 const NOT_BUILT = `<!doctype html><meta charset="utf-8"><title>Sluice</title><p>The dashboard is not built in this checkout: run <code>npm run build:dashboard</code> (npm start and npm run build do it for you).</p>`;
 
-export function dashboardRoutes(ctx: ServiceContext, assets: DashboardAssets) {
+export function dashboardRoutes(ctx: AuthContext, assets: DashboardAssets) {
   const trustProxy = ctx.trustProxy ?? false;
   const detail = (summary: string, description: string) => ({ tags: ["Dashboard"], summary, description });
 

@@ -1,19 +1,20 @@
 /** Delivery operations the API exposes: replay of aborted events and per-destination stats. */
-import type { ScopedContext } from "../control-plane/context";
+import type { Scoped } from "../control-plane/context";
+import type { PipelineApiContext } from "./context";
 import { findDestinationRow } from "../control-plane/destinations";
 import type { Router } from "./router";
 import { DELIVERY_STATES, type DeliveryState } from "./store";
 
 /** Puts the destination's aborted deliveries back in the queue, as new. */
 /** `router`: in a cluster, what tells every instance's router. */
-export async function replayAborted(ctx: ScopedContext, router: Pick<Router, "reload">, destinationId: string) {
+export async function replayAborted(ctx: Scoped<PipelineApiContext>, router: Pick<Router, "reload">, destinationId: string) {
   await findDestinationRow(ctx, destinationId);
   const replayed = await ctx.stats.replayAborted(destinationId, ctx.now());
   router.reload(destinationId);
   return { replayed };
 }
 
-export async function destinationStats(ctx: ScopedContext, destinationId: string) {
+export async function destinationStats(ctx: Scoped<PipelineApiContext>, destinationId: string) {
   await findDestinationRow(ctx, destinationId);
   const rows = await ctx.stats.destinationStats(destinationId, ctx.now() - 3600_000);
   return {
@@ -38,7 +39,7 @@ export interface DeliveryListInput {
  * (status, the first KB of the answer, error, time). With `state`, only that state: `aborted`
  * lists what a replay would send again. Without it, the newest of every state.
  */
-export async function listDeliveries(ctx: ScopedContext, destinationId: string, input: DeliveryListInput) {
+export async function listDeliveries(ctx: Scoped<PipelineApiContext>, destinationId: string, input: DeliveryListInput) {
   await findDestinationRow(ctx, destinationId);
   const limit = input.limit ?? 20;
   // One row past the page says whether a next page exists.

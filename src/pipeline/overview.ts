@@ -15,7 +15,8 @@
  */
 import { Elysia, type Static, t } from "elysia";
 import { withWorkspace } from "../control-plane/routes";
-import type { ScopedContext, ServiceContext } from "../control-plane/context";
+import type { Scoped } from "../control-plane/context";
+import type { PipelineApiContext } from "./context";
 import { badRequest } from "../lib/errors";
 import { type MinuteCount, OPEN_END, type StatsStore } from "./store";
 import { setImmediate as nextTurn } from "node:timers/promises";
@@ -207,7 +208,7 @@ async function settledCells(store: StatsStore, workspaceId: string, first: numbe
 }
 
 /** Per-minute counts over the last `minutes` minutes (the current, unfinished one last). */
-export async function eventTimeseries(ctx: ScopedContext, minutes = 60): Promise<Timeseries> {
+export async function eventTimeseries(ctx: Scoped<PipelineApiContext>, minutes = 60): Promise<Timeseries> {
   const now = ctx.now();
   const lastMinute = Math.floor(now / MINUTE);
   const firstMinute = lastMinute - (minutes - 1);
@@ -258,7 +259,7 @@ export async function eventTimeseries(ctx: ScopedContext, minutes = 60): Promise
 }
 
 /** Destinations holding aborted deliveries, and deletions of regulations that failed. */
-export async function needsAttention(ctx: ScopedContext): Promise<Attention> {
+export async function needsAttention(ctx: Scoped<PipelineApiContext>): Promise<Attention> {
   const all = await ctx.controlPlane.destinations(ctx.workspaceId);
   const aborted = new Map((await ctx.stats.abortedByDestination(all.map((d) => d.id))).map((a) => [a.destinationId, a]));
   const destinations: Attention["destinations"] = [];
@@ -280,7 +281,7 @@ export async function needsAttention(ctx: ScopedContext): Promise<Attention> {
   return { destinations, deletions, deletionsTotal: failing.total };
 }
 
-export function overviewRoutes(ctx: ServiceContext) {
+export function overviewRoutes(ctx: PipelineApiContext) {
   const detail = (summary: string, description: string) => ({ tags: ["Delivery"], summary, description });
   return new Elysia({ name: "overview" })
     .use(withWorkspace(ctx))

@@ -4,7 +4,7 @@ import { findDestinationRow } from "../control-plane/destinations";
 import { IdParams } from "../control-plane/schemas";
 import { withWorkspace } from "../control-plane/routes";
 import { findSourceRow } from "../control-plane/sources";
-import type { ServiceContext } from "../control-plane/context";
+import type { PipelineApiContext } from "./context";
 import { AppError } from "../lib/errors";
 import { destinationStats, listDeliveries, replayAborted } from "./delivery-service";
 import type { LiveEvents } from "./live-events";
@@ -99,7 +99,7 @@ async function* subscribe(live: LiveEvents, topic: string, signal: AbortSignal, 
   }
 }
 
-export function pipelineRoutes(ctx: ServiceContext, router: Pick<Router, "reload">, live: LiveEvents) {
+export function pipelineRoutes(ctx: PipelineApiContext, router: Pick<Router, "reload">, live: LiveEvents) {
   const detail = (tag: string, summary: string, description = "") => ({ tags: [tag], summary, description });
   return new Elysia({ name: "pipeline" })
     .use(withWorkspace(ctx))

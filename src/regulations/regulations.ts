@@ -5,7 +5,8 @@
  */
 import type { RegulationAttributes } from "../../db/schema";
 import { badRequest, notFound } from "../lib/errors";
-import type { ScopedContext } from "../control-plane/context";
+import type { Scoped } from "../control-plane/context";
+import type { RegulationsContext } from "./context";
 import { newId } from "../lib/ids";
 import type { DeletionRunner } from "./deletion";
 import { type DeletionState, type Regulation, type RegulationPage, REGULATION_TYPES, type RegulationType } from "./schemas";
@@ -69,7 +70,7 @@ function checkUsers(body: Record<string, unknown>): RegulationAttributes[] {
 }
 
 /** Checks every rule of the Data Regulation API (README), naming the first one broken. */
-function checkBody(ctx: ScopedContext, body: unknown): Checked {
+function checkBody(ctx: Scoped<RegulationsContext>, body: unknown): Checked {
   if (!isObject(body)) throw badRequest("body: must be a JSON object with regulationType and users");
   for (const k of Object.keys(body)) {
     // A misspelt sourceIds would otherwise silently widen a suppression to every source.
@@ -119,7 +120,7 @@ function checkBody(ctx: ScopedContext, body: unknown): Checked {
 }
 
 /** POST /v2/regulations: validates, stores, and suppresses before returning. */
-export async function createRegulations(ctx: ScopedContext, deps: RegulationDeps, body: unknown): Promise<{ ids: string[] }> {
+export async function createRegulations(ctx: Scoped<RegulationsContext>, deps: RegulationDeps, body: unknown): Promise<{ ids: string[] }> {
   const input = checkBody(ctx, body);
   const now = ctx.now();
   const regRows = input.users.map((attributes): RegulationRow => ({
@@ -203,7 +204,7 @@ function present(row: RegulationRow, jobs: DeletionJobRow[] | undefined): Regula
 }
 
 /** GET /v2/regulations: the workspace's regulations, oldest first, 100 a page. */
-export async function listRegulations(ctx: ScopedContext, deps: Pick<RegulationDeps, "store">, afterCursor?: string): Promise<RegulationPage> {
+export async function listRegulations(ctx: Scoped<RegulationsContext>, deps: Pick<RegulationDeps, "store">, afterCursor?: string): Promise<RegulationPage> {
   const after = afterCursor === undefined ? undefined : decodeCursor(afterCursor);
   const rows = await deps.store.regulationsPage(ctx.workspaceId, after, PAGE_SIZE + 1);
   const page = rows.slice(0, PAGE_SIZE);
@@ -226,7 +227,7 @@ export async function listRegulations(ctx: ScopedContext, deps: Pick<RegulationD
  * user lifts unless another active regulation holds it. Deletion jobs not yet run are
  * aborted; one already running finishes.
  */
-export async function cancelRegulation(ctx: ScopedContext, deps: RegulationDeps, id: string): Promise<void> {
+export async function cancelRegulation(ctx: Scoped<RegulationsContext>, deps: RegulationDeps, id: string): Promise<void> {
   const result = await deps.store.cancelRegulation(ctx.workspaceId, id, ctx.now());
   if (!result) throw notFound(`regulation '${id}' not found`);
   // The user's rules in force were read in the cancel's own transaction: the index is set to

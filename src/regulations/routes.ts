@@ -1,13 +1,13 @@
 /** Data Regulation API (README). Routes only parse, call, map. */
 import { Elysia } from "elysia";
 import { withWorkspace } from "../control-plane/routes";
-import type { ServiceContext } from "../control-plane/context";
+import type { RegulationsContext } from "./context";
 import { type RegulationDeps, cancelRegulation, createRegulations, listRegulations } from "./regulations";
 import { RegulationCreate, RegulationIdParams, RegulationListQuery, RegulationPage } from "./schemas";
 
 const AUTH = "Authenticate with `Authorization: Bearer <personal access token>`; the token's workspace is the scope.";
 
-export function regulationRoutes(ctx: ServiceContext, deps: RegulationDeps) {
+export function regulationRoutes(ctx: RegulationsContext, deps: RegulationDeps) {
   const detail = (summary: string, description: string) => ({ tags: ["Regulations"], summary, description: `${description}\n\n${AUTH}` });
   return new Elysia({ name: "regulations" })
     .use(withWorkspace(ctx))

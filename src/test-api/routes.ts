@@ -1,7 +1,8 @@
 /** Test API routes (README, Test API): parse, call one service function, map errors. */
 import { type DocumentDecoration, Elysia, type TSchema } from "elysia";
 import { authenticateRequest } from "../control-plane/auth";
-import type { ScopedContext, ServiceContext } from "../control-plane/context";
+import type { Scoped } from "../control-plane/context";
+import type { TestApiContext } from "./context";
 import { parseWith } from "../lib/schema";
 import { DestinationIdParams, ForceQuery, SourceIdParams, TestDestinationBody, TestSourceBody } from "./schemas";
 import { DestinationNotTestable, type TestApiDeps, testDestination, testSource } from "./service";
@@ -23,13 +24,13 @@ const ERRORS =
 /** Documents a body the route checks itself (schemas.ts says why Elysia does not); a TypeBox schema is JSON Schema. */
 const jsonBody = (schema: TSchema): DocumentDecoration["requestBody"] => ({ required: true, content: { "application/json": { schema: schema as object } } });
 
-export function testApiRoutes(ctx: ServiceContext, deps: TestApiDeps) {
+export function testApiRoutes(ctx: TestApiContext, deps: TestApiDeps) {
   const detail = (summary: string, description: string, body: TSchema): DocumentDecoration => ({ tags: ["Test API"], summary, description, requestBody: jsonBody(body) });
   // Basic only, as RudderStack's Test API. Local, not scoped: a scoped derive would also run for routes mounted after this plugin.
   return new Elysia({ name: "test-api" })
     .derive(async ({ request }) => {
       const principal = await authenticateRequest(ctx, request, "basic");
-      const scope: ScopedContext = { ...ctx, workspaceId: principal.workspaceId };
+      const scope: Scoped<TestApiContext> = { ...ctx, workspaceId: principal.workspaceId };
       return { scope };
     })
     .post(

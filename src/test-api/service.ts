@@ -9,7 +9,8 @@ import { validateDestinationConfig } from "../control-plane/destinations";
 import type { DestinationRequest } from "../destinations/types";
 import { enrichEvent, stringifyNumericIds } from "../gateway/enrich";
 import { LenientCallSchemas } from "../gateway/schemas";
-import type { ScopedContext } from "../control-plane/context";
+import type { Scoped } from "../control-plane/context";
+import type { TestApiContext } from "./context";
 import { AppError, badRequest, notFound } from "../lib/errors";
 import { parseWith } from "../lib/schema";
 import { type RouteSource, dropReason, routeSourceOf, routingOf } from "../pipeline/route";
@@ -188,7 +189,7 @@ export async function runDestinationTest(
 
 /** POST /v0/testDestination/{id}: no source needs to be connected. */
 export async function testDestination(
-  scope: ScopedContext,
+  scope: Scoped<TestApiContext>,
   deps: TestApiDeps,
   input: { destinationId: string; body: TestDestinationBody; force: boolean },
 ): Promise<DestinationTestResult> {
@@ -203,7 +204,7 @@ export async function testDestination(
 
 /** POST /v0/testSource/{id}: the destination test for every destination connected to the source. */
 export async function testSource(
-  scope: ScopedContext,
+  scope: Scoped<TestApiContext>,
   deps: TestApiDeps,
   input: { sourceId: string; body: TestSourceBody; force: boolean },
 ): Promise<TestOutcome[]> {

@@ -1,5 +1,6 @@
 /** Runs unsaved code over events in the sandbox, for POST /v2/transformations/test. */
-import type { ScopedContext } from "../control-plane/context";
+import type { Scoped } from "../control-plane/context";
+import type { TransformationsContext } from "./context";
 import { AppError, badRequest } from "../lib/errors";
 import { importsOf } from "../control-plane/libraries";
 import { validateTransformationCode, type SandboxPool } from "./sandbox";
@@ -9,7 +10,7 @@ import type { TransformationTest } from "./schemas";
  * The libraries the test runs with: those the request gives, and for every other import the
  * workspace's library of that name (its current version), as a save would pin it.
  */
-async function librariesFor(ctx: ScopedContext, input: TransformationTest): Promise<Record<string, string>> {
+async function librariesFor(ctx: Scoped<TransformationsContext>, input: TransformationTest): Promise<Record<string, string>> {
   const out: Record<string, string> = { ...input.libraries };
   const queue = [...importsOf(input.code), ...Object.values(out).flatMap(importsOf)];
   while (queue.length) {
@@ -26,7 +27,7 @@ async function librariesFor(ctx: ScopedContext, input: TransformationTest): Prom
   return out;
 }
 
-export async function testTransformation(ctx: ScopedContext, sandbox: SandboxPool, input: TransformationTest) {
+export async function testTransformation(ctx: Scoped<TransformationsContext>, sandbox: SandboxPool, input: TransformationTest) {
   const libraries = await librariesFor(ctx, input);
   try {
     await validateTransformationCode(input.code, {}, libraries);

@@ -2,7 +2,7 @@
 import { Elysia, t } from "elysia";
 import { IdParams } from "../control-plane/schemas";
 import { withWorkspace } from "../control-plane/routes";
-import type { ServiceContext } from "../control-plane/context";
+import type { AuthContext } from "../control-plane/context";
 import type { WarehouseLoads } from "./loads";
 
 const LoadStatus = t.Union([t.Literal("queued"), t.Literal("running"), t.Literal("succeeded"), t.Literal("failed")]);
@@ -33,7 +33,7 @@ const SyncListQuery = t.Object(
   { additionalProperties: false },
 );
 
-export function warehouseRoutes(ctx: ServiceContext, loads: WarehouseLoads) {
+export function warehouseRoutes(ctx: AuthContext, loads: WarehouseLoads) {
   const detail = (summary: string, description = "") => ({ tags: ["Warehouse"], summary, description });
   return new Elysia({ name: "warehouse" })
     .use(withWorkspace(ctx))
