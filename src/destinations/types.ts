@@ -95,7 +95,7 @@ export interface DestinationDefinition {
   checkResponse?(answer: { status: number; body: string }, request: DestinationRequest, ctx: DestinationContext): ResponseCheck;
   /** Optional: the requests that delete these users at the service (regulations, suppress_with_delete). */
   deleteUsers?(users: Array<{ userId: string; [k: string]: string }>, ctx: DestinationContext): DestinationRequest[];
-  /** Set for kinds the server delivers itself (queues, storage); the Test API refuses them (README, Test API). */
+  /** Set for kinds the server delivers itself (queues, storage); the Test API refuses them (docs/api.md, Test API). */
   serverDelivered?: boolean;
   /** Set for key-value-store and object-storage kinds: deletion takes userId only (the Data Regulation API's rule for those kinds). */
   deletionByUserIdOnly?: boolean;

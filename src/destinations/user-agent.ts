@@ -4,7 +4,7 @@
  * $browser/$os for web events from that library (AM through Amplitude's fork, which the AM
  * kind follows where it names things differently). Only the common browsers, systems and
  * vendors are recognised; anything else gives no name and the callers fall back to the event's
- * context (RudderStack's parser knows many more, see the README).
+ * context (RudderStack's parser knows many more, see src/destinations/README.md, "User agents").
  */
 
 export interface UserAgentInfo {

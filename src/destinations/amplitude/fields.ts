@@ -6,6 +6,7 @@
 import { getPath, isAppleFamily, isDefined, isPlainObject, isPresent } from "../shared";
 import type { SluiceEvent } from "../types";
 import { parseUserAgent } from "../user-agent";
+import type { AmplitudeConfig } from "./config";
 
 type Obj = Record<string, any>;
 
@@ -25,7 +26,7 @@ function traitFor(event: SluiceEvent, key: string): unknown {
  * Fields RudderStack computes (UA-derived on the web). A top-level trait of the same name is
  * used instead and then dropped from the traits, so it is not also sent as a user property.
  */
-function computedFields(event: SluiceEvent, kind: MappingKind, config: Obj): Obj {
+function computedFields(event: SluiceEvent, kind: MappingKind, config: AmplitudeConfig): Obj {
   const ua = isWeb(event) && kind !== "screen" ? parseUserAgent(getPath(event, "context.userAgent")) : undefined;
   const fromUa = (value: string | undefined, path: string) => (ua ? value || getPath(event, path) : getPath(event, path));
   const eventId = getPath(event, "integrations.Amplitude.event_id");
@@ -74,7 +75,7 @@ const REVENUE_FIELDS: Array<[string, string]> = [
  * The mapped fields of one event. Mutates `event.traits` (a caller's copy) the way
  * RudderStack does, so a trait used as a field is not repeated in user_properties.
  */
-export function mappedFields(event: SluiceEvent, kind: MappingKind, config: Obj): Obj {
+export function mappedFields(event: SluiceEvent, kind: MappingKind, config: AmplitudeConfig): Obj {
   const out = computedFields(event, kind, config);
   // The group mapping predates insert_id; RudderStack sends group events without one.
   const plain = kind === "group" ? PLAIN_FIELDS.filter(([key]) => key !== "insert_id") : PLAIN_FIELDS;
@@ -111,7 +112,7 @@ export function addLocation(event: SluiceEvent, payload: Obj): void {
 }
 
 /** Mobile events: brand from the manufacturer (unless mapDeviceBrand) and the advertising ids. */
-export function addMobileIds(event: SluiceEvent, payload: Obj, config: Obj): void {
+export function addMobileIds(event: SluiceEvent, payload: Obj, config: AmplitudeConfig): void {
   if (!config.mapDeviceBrand) payload.device_brand = getPath(event, "context.device.manufacturer");
   const type = getPath(event, "context.device.type");
   if (typeof type !== "string" || type === "") return;

@@ -4,15 +4,12 @@
  * through the User Mapping API, and deletion through the User Privacy API — the calls
  * RudderStack's AM destination makes for the same events.
  */
-import { t } from "elysia";
 import { endpointFor } from "../base-url";
 import {
-  EVENT_FILTERING_KEYS,
   basicAuth,
   batchConsecutive,
   chunkItems,
   compact,
-  eventFilteringSchema,
   getPath,
   isDefined,
   isEventAllowed,
@@ -24,10 +21,23 @@ import {
   traitsOf,
   withoutUndefined,
 } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import {
+  type DestinationContext,
+  type DestinationDefinition,
+  type SluiceEvent,
+  TransformError,
+  configKeys,
+  configOf,
+  requireConfig,
+  requiredKeysOf,
+  restRequest,
+} from "../types";
+import { AmplitudeConfig } from "./config";
 import { withExternalId } from "./external-id";
 import { type MappingKind, addLocation, addMobileIds, mappedFields } from "./fields";
 import { moveToSet, setDotted, traitUserProperties } from "./user-properties";
+
+export { AmplitudeConfig };
 
 type Obj = Record<string, any>;
 
@@ -42,33 +52,7 @@ const BATCH_MAX_BYTES = 20 * 1024 * 1024;
 const DELETE_MAX_IDS = 100;
 const MISSING_EVENT_TYPE = "Event type is missing. Please send it under `event.type`. For page/screen events, send it under `event.name`";
 
-const TraitList = t.Optional(t.Array(t.Object({ traits: t.Optional(t.String()) }, { additionalProperties: true })));
-
-export const AmplitudeConfig = t.Object(
-  {
-    apiKey: t.String({ minLength: 1 }),
-    apiSecret: t.Optional(t.String()),
-    residencyServer: t.Optional(t.String()),
-    groupTypeTrait: t.Optional(t.String()),
-    groupValueTrait: t.Optional(t.String()),
-    traitsToIncrement: TraitList,
-    traitsToSetOnce: TraitList,
-    traitsToAppend: TraitList,
-    traitsToPrepend: TraitList,
-    enableEnhancedUserOperations: t.Optional(t.Boolean()),
-    trackProductsOnce: t.Optional(t.Boolean()),
-    trackRevenuePerProduct: t.Optional(t.Boolean()),
-    mapDeviceBrand: t.Optional(t.Boolean()),
-    useUserDefinedPageEventName: t.Optional(t.Boolean()),
-    userProvidedPageEventString: t.Optional(t.String()),
-    useUserDefinedScreenEventName: t.Optional(t.Boolean()),
-    userProvidedScreenEventString: t.Optional(t.String()),
-    ...eventFilteringSchema,
-  },
-  { additionalProperties: true },
-);
-
-const base = (config: Obj) => (config.residencyServer === "EU" ? BASE_EU : BASE_US);
+const base = (config: AmplitudeConfig) => (config.residencyServer === "EU" ? BASE_EU : BASE_US);
 const isInteger = (v: unknown) => (typeof v === "number" && Number.isInteger(v)) || (typeof v === "string" && /^-?\d+$/.test(v));
 
 /** Amplitude's session id: from `session_id` ("anon:123" → 123), else `context.sessionId`, else -1. */
@@ -98,7 +82,7 @@ function customName(event: SluiceEvent, template: unknown): unknown {
 }
 
 /** Group type/value from the traits named in config, or the integrations object's groups. */
-function groupInfo(event: SluiceEvent, config: Obj): Obj | undefined {
+function groupInfo(event: SluiceEvent, config: AmplitudeConfig): Obj | undefined {
   const fromIntegrations = getPath(event, "integrations.Amplitude.groups") || undefined;
   if (!config.groupTypeTrait || !config.groupValueTrait) return fromIntegrations;
   const traits = traitsOf(event);
@@ -140,7 +124,7 @@ function addRevenue(payload: Obj, properties: Obj | undefined): void {
 }
 
 /** The user_properties, groups, type and event fields for one message type. */
-function typeFields(event: SluiceEvent, b: Built, config: Obj, payload: Obj): void {
+function typeFields(event: SluiceEvent, b: Built, config: AmplitudeConfig, payload: Obj): void {
   const traits = traitsOf(event);
   let props = baseUserProperties(event);
   let groups: Obj | undefined;
@@ -178,7 +162,7 @@ function dropCityAndCountry(props: Obj): void {
 }
 
 /** One event for /2/httpapi, built the way RudderStack's AM transform builds it. */
-function amplitudeEvent(original: SluiceEvent, b: Built, config: Obj): Obj {
+function amplitudeEvent(original: SluiceEvent, b: Built, config: AmplitudeConfig): Obj {
   const source = withExternalId(original);
   // Mapping consumes some top-level traits, so it works on a copy of them.
   const event = isPlainObject(source.traits) ? { ...source, traits: { ...source.traits } } : source;
@@ -201,7 +185,7 @@ const revenueKind = (properties: Obj | undefined): MappingKind =>
   isDefined(properties?.revenue) && isDefined(properties?.revenue_type) ? "revenue" : "track";
 
 /** Track events with revenue become the revenue event plus, per config, one "Product Purchased" per product. */
-function trackEvents(event: SluiceEvent, config: Obj): Array<{ event: SluiceEvent; built: Omit<Built, "group"> }> {
+function trackEvents(event: SluiceEvent, config: AmplitudeConfig): Array<{ event: SluiceEvent; built: Omit<Built, "group"> }> {
   const properties = event.properties;
   const single = (e: SluiceEvent, isRevenue = false) => ({ event: e, built: { eventType: e.event, kind: revenueKind(e.properties), isRevenue } });
   if (!isDefined(properties?.revenue)) return [single(event)];
@@ -226,7 +210,7 @@ function trackEvents(event: SluiceEvent, config: Obj): Array<{ event: SluiceEven
 }
 
 /** The event type of a page or screen call: "Viewed <name> Page|Screen", or the user-defined template. */
-function pageOrScreenType(event: SluiceEvent, config: Obj): { eventType: string; name: unknown } {
+function pageOrScreenType(event: SluiceEvent, config: AmplitudeConfig): { eventType: string; name: unknown } {
   const isPage = event.type === "page";
   const category = getPath(event, "properties.category");
   const name = isPage ? event.name || category : event.name || event.event || category;
@@ -238,7 +222,7 @@ function pageOrScreenType(event: SluiceEvent, config: Obj): { eventType: string;
 }
 
 /** The User Mapping API call for an alias (or an unmapping with `integrations.Amplitude.unmap`). */
-function aliasMapping(original: SluiceEvent, config: Obj): Obj {
+function aliasMapping(original: SluiceEvent, config: AmplitudeConfig): Obj {
   const event = withExternalId(original);
   // As in every AM mapping, a top-level trait named like the field wins.
   const trait = (key: string) => (isPlainObject(event.traits) && isDefined(event.traits[key]) ? event.traits[key] : undefined);
@@ -264,16 +248,11 @@ export const amplitude: DestinationDefinition = {
   name: "AM",
   displayName: "Amplitude",
   config: {
-    defaultConfig: [
-      "apiKey", "apiSecret", "residencyServer", "groupTypeTrait", "groupValueTrait", "traitsToIncrement", "traitsToSetOnce",
-      "traitsToAppend", "traitsToPrepend", "enableEnhancedUserOperations", "trackProductsOnce", "trackRevenuePerProduct",
-      "mapDeviceBrand", "userProvidedPageEventString", "useUserDefinedPageEventName", "userProvidedScreenEventString",
-      "useUserDefinedScreenEventName", ...EVENT_FILTERING_KEYS,
-      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
+    defaultConfig: configKeys(AmplitudeConfig, [
       "trackAllPages", "trackCategorizedPages", "trackNamedPages", "versionName", "oneTrustCookieCategories", "enableEnhncedUserOpertaions", "useNativeSDK", "connectionMode", "preferAnonymousIdForDeviceId", "attribution", "eventUploadThreshold", "eventUploadPeriodMillis", "trackNewCampaigns", "proxyServerUrl", "enableLocationListening", "trackSessionEvents", "useAdvertisingIdForDeviceId", "useIdfaAsDeviceId",
-    ],
+    ]),
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
-    requiredKeys: ["apiKey"],
+    requiredKeys: requiredKeysOf(AmplitudeConfig),
   },
   configSchema: AmplitudeConfig,
   // Trait names in these lists and the group traits are dotted paths into the traits.
@@ -286,8 +265,8 @@ export const amplitude: DestinationDefinition = {
     refusedConfigPath("groupValueTrait", c.groupValueTrait),
   transform(event, ctx) {
     const apiKey = String(requireConfig(ctx, "apiKey"));
-    if (!isEventAllowed(event, ctx.config)) return [];
-    const c = ctx.config;
+    const c = configOf(ctx, AmplitudeConfig);
+    if (!isEventAllowed(event, c)) return [];
     const httpapi = (events: Obj[]) =>
       restRequest({
         endpoint: endpointFor(ctx, `${base(c)}/2/httpapi`),
@@ -348,7 +327,7 @@ export const amplitude: DestinationDefinition = {
     const apiKey = String(requireConfig(ctx, "apiKey"));
     const apiSecret = String(requireConfig(ctx, "apiSecret"));
     const ids = users.map((u) => u.userId).filter((id) => !!id);
-    const url = endpointFor(ctx, ctx.config.residencyServer === "EU" ? DELETE_EU : DELETE_US);
+    const url = endpointFor(ctx, configOf(ctx, AmplitudeConfig).residencyServer === "EU" ? DELETE_EU : DELETE_US);
     return chunkItems(ids, DELETE_MAX_IDS).map((userIds) =>
       restRequest({
         endpoint: url,

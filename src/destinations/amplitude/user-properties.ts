@@ -7,10 +7,11 @@
 import { setOwn } from "../../lib/safe-keys";
 import { getPath, isPlainObject, setPath } from "../shared";
 import type { SluiceEvent } from "../types";
+import type { AmplitudeConfig } from "./config";
 
 type Obj = Record<string, any>;
 
-const OPERATION_CONFIG: Array<[string, string]> = [
+const OPERATION_CONFIG: Array<[string, keyof AmplitudeConfig]> = [
   ["$add", "traitsToIncrement"],
   ["$setOnce", "traitsToSetOnce"],
   ["$append", "traitsToAppend"],
@@ -38,7 +39,7 @@ function deleteDotted(target: Obj, path: string): void {
  * Moves each configured trait under its operation. A configured name the event lacks still
  * gets its (empty) slot, so the operation is sent as `{}` — RudderStack does the same.
  */
-export function applyTraitOperations(traits: Obj, config: Obj): Obj {
+export function applyTraitOperations(traits: Obj, config: AmplitudeConfig): Obj {
   const out: Obj = JSON.parse(JSON.stringify(traits));
   for (const [op, key] of OPERATION_CONFIG) {
     const list = config[key];
@@ -64,7 +65,7 @@ function unsetFields(event: SluiceEvent): Obj | undefined {
  * user_properties with the event's traits (after operations) and `userProperties`; `address`
  * is spread into top-level fields that are not already set.
  */
-export function traitUserProperties(event: SluiceEvent, traits: Obj | undefined, config: Obj, base: Obj): Obj {
+export function traitUserProperties(event: SluiceEvent, traits: Obj | undefined, config: AmplitudeConfig, base: Obj): Obj {
   const props: Obj = { ...base, ...(isPlainObject(event.userProperties) ? event.userProperties : {}) };
   if (isPlainObject(traits)) {
     for (const [key, value] of Object.entries(applyTraitOperations(traits, config))) {

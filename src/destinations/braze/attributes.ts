@@ -6,6 +6,7 @@
 import { ownValue, setOwn } from "../../lib/safe-keys";
 import { firstPresent, getPath, isPlainObject } from "../shared";
 import { type SluiceEvent, TransformError } from "../types";
+import type { BrazeConfig } from "./config";
 
 type Obj = Record<string, any>;
 
@@ -48,7 +49,7 @@ export function isMappedToDestination(event: SluiceEvent): boolean {
   return !!getPath(event, "context.mappedToDestination");
 }
 
-export function userAttributes(event: SluiceEvent, config: Obj): Obj {
+export function userAttributes(event: SluiceEvent, config: BrazeConfig): Obj {
   const traits = firstPresent(event, ["traits", "context.traits"]);
   if (isMappedToDestination(event)) return isPlainObject(traits) ? { ...traits } : {};
   if (!isPlainObject(traits)) return {};

@@ -3,36 +3,22 @@
  * attributes, custom events and purchases through /users/track, identity resolution through
  * /users/identify, merges through /users/merge, subscription groups, and /users/delete.
  */
-import { t } from "elysia";
 import { ownValue } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
-import { EVENT_FILTERING_KEYS, chunkItems, compact, eventFilteringSchema, firstPresent, getPath, isDefined, isEventAllowed } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, restRequest } from "../types";
+import { chunkItems, compact, firstPresent, getPath, isDefined, isEventAllowed } from "../shared";
+import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, configKeys, configOf, restRequest } from "../types";
 import { isMappedToDestination, userAttributes } from "./attributes";
 import { PARTNER, batchBraze } from "./batch";
+import { BrazeConfig } from "./config";
 import { ecommerceEventFor, ecommerceProperties } from "./ecommerce";
 import { externalIdOf, integrationsOptions, userAliasOf, withExternalId, withUserIdentifier } from "./identity";
+
+export { BrazeConfig };
 
 type Obj = Record<string, any>;
 
 /** Braze's /users/delete takes at most 50 external ids. */
 const DELETE_MAX = 50;
-
-export const BrazeConfig = t.Object(
-  {
-    restApiKey: t.String({ minLength: 1 }),
-    dataCenter: t.String({ minLength: 1 }),
-    appKey: t.Optional(t.String()),
-    trackAnonymousUser: t.Optional(t.Boolean()),
-    enableSubscriptionGroupInGroupCall: t.Optional(t.Boolean()),
-    enableNestedArrayOperations: t.Optional(t.Boolean()),
-    sendPurchaseEventWithExtraProperties: t.Optional(t.Boolean()),
-    useEcommerceRecommendedEvents: t.Optional(t.Boolean()),
-    supportDedup: t.Optional(t.Any()),
-    ...eventFilteringSchema,
-  },
-  { additionalProperties: true },
-);
 
 /** The REST endpoint of a Braze instance: US-0N → rest.iad-0N.braze.com, EU-0N → rest.fra-0N.braze.eu, AU-0N → rest.au-0N.braze.com. */
 export function brazeBaseUrl(dataCenter: unknown): string {
@@ -48,7 +34,7 @@ export function brazeBaseUrl(dataCenter: unknown): string {
 
 /** The restApiKey, refused with RudderStack's own message when missing (never sent as "Bearer undefined"). */
 function restApiKeyOf(ctx: DestinationContext): string {
-  const key = ctx.config.restApiKey;
+  const key = configOf(ctx, BrazeConfig).restApiKey;
   if (key === undefined || key === null || key === "") throw new TransformError("Rest API Key not found. Aborting");
   return String(key);
 }
@@ -58,9 +44,8 @@ const PURCHASE_FIELDS = ["product_id", "sku", "price", "quantity", "currency"];
 /** Braze reserves these names in custom event properties. */
 const RESERVED_EVENT_PROPERTIES = ["time", "event_name"];
 
-
 /** One purchase object per product of an Order Completed event. */
-function purchases(event: SluiceEvent, config: Obj): Obj[] {
+function purchases(event: SluiceEvent, config: BrazeConfig): Obj[] {
   const fail = (why: string) => new TransformError(`Invalid Order Completed event: ${why}`);
   const props: Obj = event.properties || {};
   const timestamp = firstPresent(event, ["timestamp", "originalTimestamp"]);
@@ -99,7 +84,7 @@ function customEventProperties(event: SluiceEvent): Obj {
  * track, page and screen: the traits as attributes, plus purchases for a track "Order
  * Completed", a recommended ecommerce event when enabled, or else a custom event.
  */
-function trackBody(event: SluiceEvent, name: string, config: Obj): Obj {
+function trackBody(event: SluiceEvent, name: string, config: BrazeConfig): Obj {
   const body: Obj = { partner: PARTNER };
   const attributes = userAttributes(event, config);
   if (Object.keys(attributes).length > 0) body.attributes = [withUserIdentifier(attributes, event)];
@@ -120,7 +105,7 @@ function trackBody(event: SluiceEvent, name: string, config: Obj): Obj {
  * two requests, the merge first. An identify with no attributes is refused as RudderStack
  * refuses it; its merge is not sent, since a refused event sends nothing here.
  */
-function identify(event: SluiceEvent, config: Obj, call: (path: string, json: Obj) => ReturnType<typeof restRequest>) {
+function identify(event: SluiceEvent, config: BrazeConfig, call: (path: string, json: Obj) => ReturnType<typeof restRequest>) {
   // Reverse ETL identifies name their user in context.externalId.
   const mappedId = isMappedToDestination(event) ? getPath(event, "context.externalId.0.id") : undefined;
   const ev: SluiceEvent = mappedId ? { ...event, userId: mappedId } : event;
@@ -134,7 +119,7 @@ function identify(event: SluiceEvent, config: Obj, call: (path: string, json: Ob
 }
 
 /** group: a subscription state change when enabled, else an `ab_rudder_group_<id>` attribute. */
-function group(event: SluiceEvent, config: Obj, call: (path: string, json: Obj) => ReturnType<typeof restRequest>) {
+function group(event: SluiceEvent, config: BrazeConfig, call: (path: string, json: Obj) => ReturnType<typeof restRequest>) {
   const groupId = firstPresent(event, ["groupId", "traits.groupId"]);
   if (!groupId) throw new TransformError("Invalid groupId");
   if (!config.enableSubscriptionGroupInGroupCall) {
@@ -160,32 +145,23 @@ export const braze: DestinationDefinition = {
   name: "BRAZE",
   displayName: "Braze",
   config: {
-    defaultConfig: [
-      "appKey",
-      "dataCenter",
-      "restApiKey",
-      "trackAnonymousUser",
-      "enableSubscriptionGroupInGroupCall",
-      "enableNestedArrayOperations",
-      "supportDedup",
-      "sendPurchaseEventWithExtraProperties",
-      "useEcommerceRecommendedEvents",
-      ...EVENT_FILTERING_KEYS,
-      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
+    defaultConfig: configKeys(BrazeConfig, [
       "useNativeSDK", "connectionMode", "oneTrustCookieCategories", "enableBrazeLogging", "enablePushNotification", "allowUserSuppliedJavascript",
       "consentManagement", "ketchConsentPurposes", "usePlatformSpecificApiKeys", "androidApiKey", "iOSApiKey", "webApiKey",
-    ],
+    ]),
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
+    // Listed rather than requiredKeysOf: the schema follows RudderStack's key order (dataCenter
+    // first), while GET /destination-definitions has always named restApiKey first.
     requiredKeys: ["restApiKey", "dataCenter"],
   },
   configSchema: BrazeConfig,
   transform(event, ctx) {
+    const config = configOf(ctx, BrazeConfig);
     const apiKey = restApiKeyOf(ctx);
-    const base = brazeBaseUrl(ctx.config.dataCenter);
-    if (!isEventAllowed(event, ctx.config)) return [];
+    const base = brazeBaseUrl(config.dataCenter);
+    if (!isEventAllowed(event, config)) return [];
     const headers = { "Content-Type": "application/json", Accept: "application/json", Authorization: `Bearer ${apiKey}` };
     const call = (path: string, json: Obj) => restRequest({ endpoint: endpointFor(ctx, `${base}${path}`), headers, json });
-    const config = ctx.config;
 
     switch (event.type) {
       case "track":
@@ -216,10 +192,11 @@ export const braze: DestinationDefinition = {
   },
   deleteUsers(users, ctx: DestinationContext) {
     // RudderStack's deletion handler has its own message for either key missing.
-    if (!ctx.config.dataCenter || !ctx.config.restApiKey) throw new TransformError("data center / api key for deletion not present");
-    const apiKey = String(ctx.config.restApiKey);
+    const config = configOf(ctx, BrazeConfig);
+    if (!config.dataCenter || !config.restApiKey) throw new TransformError("data center / api key for deletion not present");
+    const apiKey = String(config.restApiKey);
     // AU instances get their own host here; RudderStack's deletion handler sends every non-EU center to iad.
-    const base = brazeBaseUrl(ctx.config.dataCenter);
+    const base = brazeBaseUrl(config.dataCenter);
     const ids = users.map((u) => u.userId).filter((id) => !!id);
     return chunkItems(ids, DELETE_MAX).map((externalIds) =>
       restRequest({

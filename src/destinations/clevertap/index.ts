@@ -5,27 +5,30 @@
  * ("Order Completed" as CleverTap's Charged event). Consecutive uploads share one call, and
  * users are deleted through `/1/delete/profiles.json`.
  */
-import { t } from "elysia";
+import { type Static, t } from "elysia";
 import { assignOwn, setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { genericField } from "../generic-fields";
-import { batchConsecutive, chunkItems, compact, copyFieldsExcept, EVENT_FILTERING_KEYS, firstPresent, getPath, isAppleFamily, integrationsObject, isEventAllowed, isPlainObject, isPresent, traitValue, requestKey, eventFilteringSchema } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { batchConsecutive, chunkItems, compact, copyFieldsExcept, firstPresent, getPath, isAppleFamily, integrationsObject, isEventAllowed, isPlainObject, isPresent, traitValue, requestKey, eventFilteringSchema } from "../shared";
+import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configKeys, configOf, requireConfig, requiredKeysOf, restRequest } from "../types";
 
 type Obj = Record<string, any>;
 
 export const ClevertapConfig = t.Object(
   {
     accountId: t.String({ minLength: 1 }),
-    passcode: t.String({ minLength: 1 }),
     accountToken: t.Optional(t.String()),
+    passcode: t.String({ minLength: 1 }),
     region: t.Optional(t.String()),
     trackAnonymous: t.Optional(t.Boolean()),
     enableObjectIdMapping: t.Optional(t.Boolean()),
-    ...eventFilteringSchema,
+    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
+    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
+    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
   },
   { additionalProperties: true },
 );
+export type ClevertapConfig = Static<typeof ClevertapConfig>;
 
 // RudderStack's router puts up to 1,000 records in one upload (CleverTap's documented limit);
 // deletions go 100 identities per request.
@@ -43,12 +46,12 @@ const PROFILE_EXCLUSIONS = new Set([
   "education", "employed", "birthday", "married", "customerType", "anonymousId", "avatar", "userId", "id", "ts", "overrideFields",
 ]);
 
-function apiUrl(config: Obj, path: string): string {
+function apiUrl(config: ClevertapConfig, path: string): string {
   const region = config.region;
   return region && region !== "none" ? `https://${region}.api.clevertap.com/1${path}` : `https://api.clevertap.com/1${path}`;
 }
 
-function headers(config: Obj): Record<string, string> {
+function headers(config: ClevertapConfig): Record<string, string> {
   return { "X-CleverTap-Account-Id": String(config.accountId), "X-CleverTap-Passcode": String(config.passcode), "Content-Type": "application/json" };
 }
 
@@ -105,7 +108,7 @@ function profileOf(event: SluiceEvent): Obj {
 
 const profileTs = (event: SluiceEvent) => unixSeconds(getPath(event, "traits.ts") || getPath(event, "context.traits.ts"));
 
-function identifyRecords(event: SluiceEvent, config: Obj): Obj[] {
+function identifyRecords(event: SluiceEvent, config: ClevertapConfig): Obj[] {
   const profile = profileOf(event);
   if (!config.enableObjectIdMapping) {
     return [compact({ type: "profile", profileData: profile, ts: profileTs(event), identity: genericField(event, "userId") })];
@@ -127,7 +130,7 @@ const integrationOptions = (event: SluiceEvent) => integrationsObject(event, "cl
  * Android, `apns` for Apple platforms, unless the integrations object names another type CleverTap
  * takes (web push `chrome` also carries its `chromeKeys`).
  */
-function deviceTokenRecord(event: SluiceEvent, config: Obj): Obj | undefined {
+function deviceTokenRecord(event: SluiceEvent, config: ClevertapConfig): Obj | undefined {
   const token = getPath(event, "context.device.token");
   const os = String(getPath(event, "context.os.name") ?? "").toLowerCase();
   if (!config.enableObjectIdMapping || !event.anonymousId || !token || !(os === "android" || isAppleFamily(os))) return undefined;
@@ -145,7 +148,7 @@ function viewedName(event: SluiceEvent, prefix: string): string {
   return isPresent(name) ? `${prefix}: ${name}` : prefix;
 }
 
-function eventRecord(event: SluiceEvent, type: string, config: Obj): Obj {
+function eventRecord(event: SluiceEvent, type: string, config: ClevertapConfig): Obj {
   if (!config.trackAnonymous && !genericField(event, "userIdOnly")) throw new TransformError("userId, not present cannot track anonymous user");
   const props = isPlainObject(event.properties) ? event.properties : undefined;
   let record: Obj;
@@ -178,32 +181,31 @@ function eventRecord(event: SluiceEvent, type: string, config: Obj): Obj {
 }
 
 function upload(ctx: DestinationContext, records: Obj[]): DestinationRequest {
-  return restRequest({ endpoint: endpointFor(ctx, apiUrl(ctx.config, "/upload")), headers: headers(ctx.config), json: { d: records } });
+  const config = configOf(ctx, ClevertapConfig);
+  return restRequest({ endpoint: endpointFor(ctx, apiUrl(config, "/upload")), headers: headers(config), json: { d: records } });
 }
 
 export const clevertap: DestinationDefinition = {
   name: "CLEVERTAP",
   displayName: "CleverTap",
   config: {
-    defaultConfig: [
-      "accountId", "accountToken", "passcode", "region", "trackAnonymous", "enableObjectIdMapping", ...EVENT_FILTERING_KEYS,
-      "oneTrustCookieCategories", "useNativeSDK", "connectionMode", "consentManagement",
-    ],
+    defaultConfig: configKeys(ClevertapConfig, ["oneTrustCookieCategories", "useNativeSDK", "connectionMode", "consentManagement"]),
     supportedMessageTypes: ["identify", "track", "page", "screen", "alias"],
-    requiredKeys: ["accountId", "passcode"],
+    requiredKeys: requiredKeysOf(ClevertapConfig),
     hostKeys: ["region"],
   },
   configSchema: ClevertapConfig,
   transform(event, ctx) {
     requireConfig(ctx, "accountId");
     requireConfig(ctx, "passcode");
-    if (!isEventAllowed(event, ctx.config)) return [];
+    const config = configOf(ctx, ClevertapConfig);
+    if (!isEventAllowed(event, config)) return [];
     if (!event.type) throw new TransformError("Message Type is not present. Aborting message.");
     const type = String(event.type).toLowerCase();
     switch (type) {
       case "identify": {
-        const token = deviceTokenRecord(event, ctx.config);
-        const requests = [upload(ctx, identifyRecords(event, ctx.config))];
+        const token = deviceTokenRecord(event, config);
+        const requests = [upload(ctx, identifyRecords(event, config))];
         if (token) requests.push(upload(ctx, [token]));
         return requests;
       }
@@ -212,7 +214,7 @@ export const clevertap: DestinationDefinition = {
       case "track":
       case "page":
       case "screen":
-        return [upload(ctx, [eventRecord(event, type, ctx.config)])];
+        return [upload(ctx, [eventRecord(event, type, config)])];
       default:
         throw new TransformError("Message type not supported");
     }
@@ -230,12 +232,13 @@ export const clevertap: DestinationDefinition = {
     );
   },
   deleteUsers(users, ctx) {
-    const { accountId, passcode } = ctx.config;
+    const config = configOf(ctx, ClevertapConfig);
+    const { accountId, passcode } = config;
     if (!accountId || !passcode) throw new TransformError("Project ID and Passcode is required for delete user");
     const ids = users.map((u) => u.userId).filter((id) => !!id);
     if (ids.length === 0) throw new TransformError("No User id for deletion is present");
     return chunkItems(ids, MAX_DELETE_IDS).map((identity) =>
-      restRequest({ endpoint: endpointFor(ctx, apiUrl(ctx.config, "/delete/profiles.json")), headers: headers(ctx.config), json: { identity } }),
+      restRequest({ endpoint: endpointFor(ctx, apiUrl(config, "/delete/profiles.json")), headers: headers(config), json: { identity } }),
     );
   },
 };

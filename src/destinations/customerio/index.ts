@@ -6,11 +6,11 @@
  * behind an operator flag (CUSTOMERIO_EVENT_STREAM_V2_API_ENABLED) that is off by default, so the
  * v1 calls are what a live event produces there.
  */
-import { t } from "elysia";
+import { type Static, t } from "elysia";
 import { prototypeSegment } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
-import { basicAuth, batchConsecutive, chunkItems, EVENT_FILTERING_KEYS, firstPresent, getPath, isAppleFamily, isEventAllowed, eventFilteringSchema, withoutUndefined } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { basicAuth, batchConsecutive, chunkItems, firstPresent, getPath, isAppleFamily, isEventAllowed, eventFilteringSchema, withoutUndefined } from "../shared";
+import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, configKeys, configOf, requireConfig, restRequest } from "../types";
 
 type Obj = Record<string, any>;
 
@@ -31,16 +31,19 @@ const TIMESTAMP = ["timestamp", "originalTimestamp"];
 
 export const CustomerIoConfig = t.Object(
   {
-    siteID: t.String({ minLength: 1 }),
     apiKey: t.String({ minLength: 1 }),
+    siteID: t.String({ minLength: 1 }),
     datacenter: t.Optional(t.String()),
     deviceTokenEventName: t.Optional(t.String()),
-    ...eventFilteringSchema,
+    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
+    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
+    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
   },
   { additionalProperties: true },
 );
+export type CustomerIoConfig = Static<typeof CustomerIoConfig>;
 
-const api = (config: Obj) => (config.datacenter === "EU" ? API_EU : API_US);
+const api = (config: CustomerIoConfig) => (config.datacenter === "EU" ? API_EU : API_US);
 const isEmail = (v: unknown) => typeof v === "string" && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(v);
 /** Ids and tokens are URL-encoded in paths (an email's "@" included), as RudderStack does. */
 const pathParam = (v: unknown) => (typeof v === "string" ? encodeURIComponent(v) : String(v));
@@ -147,7 +150,7 @@ function anonymousName(event: SluiceEvent, name: unknown): string {
   return truncateBytes(name, 100);
 }
 
-function eventCall(event: SluiceEvent, name: string | undefined, evType: string, userId: unknown, base: string, config: Obj): Built {
+function eventCall(event: SluiceEvent, name: string | undefined, evType: string, userId: unknown, base: string, config: CustomerIoConfig): Built {
   const rawId = userId || firstPresent(event, EMAIL);
   const id = rawId ? pathParam(rawId) : undefined;
   const token = getPath(event, "context.device.token");
@@ -178,7 +181,8 @@ function eventName(event: SluiceEvent): { name: string | undefined; evType: stri
 }
 
 function build(event: SluiceEvent, ctx: DestinationContext): Built {
-  const base = api(ctx.config);
+  const config = configOf(ctx, CustomerIoConfig);
+  const base = api(config);
   const userId = firstPresent(event, USER_ID);
   switch (event.type) {
     case "identify":
@@ -191,7 +195,7 @@ function build(event: SluiceEvent, ctx: DestinationContext): Built {
     case "screen":
     case "track": {
       const { name, evType } = eventName(event);
-      return eventCall(event, name, evType, userId, base, ctx.config);
+      return eventCall(event, name, evType, userId, base, config);
     }
     default:
       throw new TransformError(`could not determine type ${event.type}`);
@@ -206,18 +210,16 @@ export const customerio: DestinationDefinition = {
   name: "CUSTOMERIO",
   displayName: "Customer IO",
   config: {
-    defaultConfig: [
-      "apiKey", "siteID", "datacenter", "deviceTokenEventName", ...EVENT_FILTERING_KEYS,
-      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
-      "dataUseInApp", "useNativeSDK", "sendPageNameInSDK", "oneTrustCookieCategories", "ketchConsentPurposes",
-    ],
+    defaultConfig: configKeys(CustomerIoConfig, ["dataUseInApp", "useNativeSDK", "sendPageNameInSDK", "oneTrustCookieCategories", "ketchConsentPurposes"]),
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
+    // Listed rather than requiredKeysOf: the schema follows RudderStack's key order (apiKey
+    // first), while GET /destination-definitions has always named siteID first.
     requiredKeys: ["siteID", "apiKey"],
   },
   configSchema: CustomerIoConfig,
   transform(event, ctx) {
     const authorization = authHeader(ctx);
-    if (!isEventAllowed(event, ctx.config)) return [];
+    if (!isEventAllowed(event, configOf(ctx, CustomerIoConfig))) return [];
     const built = build(event, ctx);
     // /v2/batch refuses bodies not labelled JSON; the v1 calls are sent with the Authorization header only.
     const headers: Record<string, string> = { Authorization: authorization };
@@ -236,12 +238,13 @@ export const customerio: DestinationDefinition = {
   },
   deleteUsers(users, ctx) {
     const authorization = authHeader(ctx);
+    const base = api(configOf(ctx, CustomerIoConfig));
     return users
       .filter((u) => !!u.userId)
       .map((u) =>
         restRequest({
           method: "DELETE",
-          endpoint: endpointFor(ctx, `${api(ctx.config)}/v1/customers/${encodeURIComponent(u.userId)}`),
+          endpoint: endpointFor(ctx, `${base}/v1/customers/${encodeURIComponent(u.userId)}`),
           headers: { Authorization: authorization },
         }),
       );

@@ -8,13 +8,13 @@
  * lifecycle-stage *name* into its id, to find a contact's id by e-mail, and to read a contact's
  * accounts before linking one more. Sluice makes no calls there, so those inputs must carry
  * the ids themselves, and group upserts the account without linking the contact (see
- * src/destinations/README.md).
+ * src/destinations/freshsales/README.md).
  */
-import { t } from "elysia";
+import { type Static, t } from "elysia";
 import { endpointFor } from "../base-url";
 import { genericField } from "../generic-fields";
 import { compact, firstPresent, getPath, isPresent, requireValue, traitPaths, traitValue } from "../shared";
-import { type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configKeys, configOf, requireConfig, requiredKeysOf, restRequest } from "../types";
 
 type Obj = Record<string, any>;
 
@@ -26,6 +26,7 @@ export const FreshsalesConfig = t.Object(
   },
   { additionalProperties: true },
 );
+export type FreshsalesConfig = Static<typeof FreshsalesConfig>;
 
 /** RudderStack lists some fields trait-then-context per key rather than per object; kept as its mapping has them. */
 const CITY = ["traits.city", "traits.address.city", "context.traits.city", "context.traits.address.city"];
@@ -151,7 +152,7 @@ function lifecycleStageOf(event: SluiceEvent): Obj {
 }
 
 /** The Freshsales events a track event stands for: mapped ones (case-insensitive), else its own name. */
-function trackEventNames(event: SluiceEvent, config: Obj): string[] {
+function trackEventNames(event: SluiceEvent, config: FreshsalesConfig): string[] {
   if (typeof event.event !== "string" || !event.event) throw new TransformError("Event is a required field and should be a string");
   const name = String(event.event).toLowerCase();
   const mapped = new Set<string>();
@@ -167,9 +168,9 @@ export const freshsales: DestinationDefinition = {
   name: "FRESHSALES",
   displayName: "Freshsales",
   config: {
-    defaultConfig: ["apiKey", "domain", "rudderEventsToFreshsalesEvents", "oneTrustCookieCategories"],
+    defaultConfig: configKeys(FreshsalesConfig, ["oneTrustCookieCategories"]),
     supportedMessageTypes: ["identify", "track", "group"],
-    requiredKeys: ["apiKey", "domain"],
+    requiredKeys: requiredKeysOf(FreshsalesConfig),
     hostKeys: ["domain"],
   },
   configSchema: FreshsalesConfig,
@@ -189,7 +190,7 @@ export const freshsales: DestinationDefinition = {
         return [post("/contacts/upsert", { contact, unique_identifier: { emails: contact.emails } })];
       }
       case "track":
-        return trackEventNames(event, ctx.config).map((name) => {
+        return trackEventNames(event, configOf(ctx, FreshsalesConfig)).map((name) => {
           const kind = name.toLowerCase().trim().replace(/\s+/g, "_");
           if (kind === "sales_activity") return post("/sales_activities", { sales_activity: salesActivityOf(event) });
           if (kind === "lifecycle_stage") return post("/contacts/upsert", lifecycleStageOf(event));

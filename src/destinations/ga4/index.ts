@@ -5,12 +5,11 @@
  * group → join_group. One event per request, as RudderStack sends them. With `debugMode` the
  * validation server's complaints abort the event (response.ts).
  */
-import { t } from "elysia";
+import { type Static, t } from "elysia";
 import { setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { destinationExternalId } from "../generic-fields";
 import {
-  EVENT_FILTERING_KEYS,
   eventFilteringSchema,
   firstPresent,
   flattenJson,
@@ -23,7 +22,17 @@ import {
   toMillis,
   withoutUndefined,
 } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, nowOf, restRequest } from "../types";
+import {
+  type DestinationContext,
+  type DestinationDefinition,
+  type SluiceEvent,
+  TransformError,
+  configKeys,
+  configOf,
+  nowOf,
+  requiredKeysOf,
+  restRequest,
+} from "../types";
 import {
   GROUP_COMMON,
   GROUP_PARAMS,
@@ -49,16 +58,19 @@ const MAX_FUTURE_MS = 15 * 60 * 1000;
 export const Ga4Config = t.Object(
   {
     apiSecret: t.String({ minLength: 1 }),
+    debugMode: t.Optional(t.Boolean()),
     typesOfClient: t.Union([t.Literal("gtag"), t.Literal("firebase")]),
     measurementId: t.Optional(t.String()),
     firebaseAppId: t.Optional(t.String()),
-    debugMode: t.Optional(t.Boolean()),
     piiPropertiesToIgnore: t.Optional(t.Array(t.Any())),
     connectionMode: t.Optional(t.String()),
-    ...eventFilteringSchema,
+    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
+    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
+    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
   },
   { additionalProperties: true },
 );
+export type Ga4Config = Static<typeof Ga4Config>;
 
 const RESERVED_EVENTS = [
   "ad_activeview", "ad_click", "ad_exposure", "ad_impression", "ad_query", "adunit_exposure", "app_clear_data",
@@ -175,7 +187,7 @@ function ga4Event(event: SluiceEvent, type: string, name: string): { name: strin
 const integrationOptions = (event: SluiceEvent) => integrationsObject(event, ...INTEGRATION_NAMES);
 
 /** context.traits and properties.user_properties as GA4 user properties ({key: {value}}), invalid ones dropped. */
-function userProperties(event: SluiceEvent, config: Obj): Obj | undefined {
+function userProperties(event: SluiceEvent, config: Ga4Config): Obj | undefined {
   const pii = (Array.isArray(config.piiPropertiesToIgnore) ? config.piiPropertiesToIgnore : []).map((x: any) => x?.piiProperty);
   const out: Obj = {};
   for (const source of [getPath(event, "properties.user_properties"), getPath(event, "context.traits")]) {
@@ -245,7 +257,7 @@ function finalParams(params: Obj, hybrid: boolean, options: Obj | undefined): Ob
 }
 
 /** The collect call's query parameters, after RudderStack's config checks (in its order and words). */
-function collectQuery(config: Obj): Record<string, string> {
+function collectQuery(config: Ga4Config): Record<string, string> {
   // Any falsy value counts as missing there.
   const missing = (v: unknown) => !v;
   if (missing(config.typesOfClient)) throw new TransformError("Client type not found. Aborting ");
@@ -264,25 +276,24 @@ export const ga4: DestinationDefinition = {
   name: "GA4",
   displayName: "Google Analytics 4 (GA4)",
   config: {
-    defaultConfig: [
-      "apiSecret", "debugMode", "typesOfClient", "measurementId", "firebaseAppId", "piiPropertiesToIgnore", "connectionMode", ...EVENT_FILTERING_KEYS,
-      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
+    defaultConfig: configKeys(Ga4Config, [
       "oneTrustCookieCategories", "ketchConsentPurposes", "sdkBaseUrl", "debugView", "useNativeSDK", "capturePageView", "useNativeSDKToSend", "extendPageViewParams", "overrideClientAndSessionId", "consentManagement", "blockPageViewEvent", "sendUserId",
       "serverContainerUrl", "eventDelivery", "enableServerSideIdentify", "sendLoginSignup", "generateLead",
-    ],
+    ]),
     supportedMessageTypes: ["track", "page", "group"],
-    requiredKeys: ["apiSecret", "typesOfClient"],
+    requiredKeys: requiredKeysOf(Ga4Config),
   },
   configSchema: Ga4Config,
   transform(event, ctx) {
     // RudderStack checks the message type before the config, and words each error its own way.
     if (!event.type) throw new TransformError("Message Type is not present. Aborting message.");
-    const query = collectQuery(ctx.config);
-    const client = ctx.config.typesOfClient;
-    if (!isEventAllowed(event, ctx.config)) return [];
+    const config = configOf(ctx, Ga4Config);
+    const query = collectQuery(config);
+    const client = config.typesOfClient;
+    if (!isEventAllowed(event, config)) return [];
     const type = String(event.type).toLowerCase();
     if (!["track", "page", "group"].includes(type)) throw new TransformError(`Message type ${type} not supported`);
-    const hybrid = ctx.config.connectionMode === "hybrid";
+    const hybrid = config.connectionMode === "hybrid";
     // In hybrid mode the web SDK sends page views itself; RudderStack's server keeps only track and
     // group for the cloud (hybridModeCloudEventsFilter), so page calls never reach its transform.
     if (hybrid && type === "page") return [];
@@ -297,13 +308,13 @@ export const ga4: DestinationDefinition = {
     };
     const ga4 = ga4Event(event, type, name);
     const params = finalParams(ga4.params, hybrid, options);
-    body.user_properties = userProperties(event, ctx.config);
+    body.user_properties = userProperties(event, config);
     body.consent = consent(options);
     body.events = [Object.keys(params).length > 0 ? { name: ga4.name, params } : { name: ga4.name }];
 
     return [
       restRequest({
-        endpoint: endpointFor(ctx, ctx.config.debugMode ? DEBUG_ENDPOINT : ENDPOINT),
+        endpoint: endpointFor(ctx, config.debugMode ? DEBUG_ENDPOINT : ENDPOINT),
         headers: { HOST: "www.google-analytics.com", "Content-Type": "application/json" },
         params: query,
         json: withoutUndefined(body),

@@ -4,11 +4,11 @@
  * `dataResidency: EU` (a Sluice key; RudderStack's HEAP has no region setting) sends to Heap's
  * EU collector instead of heapanalytics.com.
  */
-import { t } from "elysia";
+import { type Static, t } from "elysia";
 import { endpointFor } from "../base-url";
 import { GENERIC_PATHS } from "../generic-fields";
 import { compact, eventFilteringSchema, firstOf, firstPresent, flattenJson, isEventAllowed, timestampOf, traitsOf } from "../shared";
-import { type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { type DestinationDefinition, type SluiceEvent, TransformError, configKeys, configOf, requireConfig, requiredKeysOf, restRequest } from "../types";
 
 const API = { US: "https://heapanalytics.com/api", EU: "https://c.eu.heap-api.com/api" };
 // RudderStack's generic userId chain with nullish fallback: a blank userId on a track is sent as
@@ -17,16 +17,23 @@ const identityOf = (event: SluiceEvent) => firstOf(event, GENERIC_PATHS.userId);
 // User properties belong to a known user: an identify takes the first non-blank user id and is
 // refused without one. This differs from RudderStack, whose current workflow sends them under
 // the anonymousId (making Heap create a user for it): listed as open work in
-// src/destinations/README.md.
+// src/destinations/heap/README.md.
 const USER_PATHS = GENERIC_PATHS.userId.filter((p) => p !== "anonymousId");
 const HEADERS = { Accept: "application/json", "Content-Type": "application/json" };
 
 export const HeapConfig = t.Object(
-  { appId: t.String({ minLength: 1 }), dataResidency: t.Optional(t.String()), ...eventFilteringSchema },
+  {
+    appId: t.String({ minLength: 1 }),
+    dataResidency: t.Optional(t.String()),
+    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
+    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
+    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
+  },
   { additionalProperties: true },
 );
+export type HeapConfig = Static<typeof HeapConfig>;
 
-function apiBase(config: Record<string, any>): string {
+function apiBase(config: HeapConfig): string {
   return String(config.dataResidency ?? "").toUpperCase() === "EU" ? API.EU : API.US;
 }
 
@@ -40,18 +47,16 @@ export const heap: DestinationDefinition = {
   name: "HEAP",
   displayName: "Heap.io",
   config: {
-    defaultConfig: [
-      "appId", "dataResidency", "blacklistedEvents", "whitelistedEvents", "eventFilteringOption", "useNativeSDK",
-      "connectionMode", "consentManagement", "oneTrustCookieCategories", "ketchConsentPurposes",
-    ],
+    defaultConfig: configKeys(HeapConfig, ["useNativeSDK", "connectionMode", "consentManagement", "oneTrustCookieCategories", "ketchConsentPurposes"]),
     supportedMessageTypes: ["identify", "track"],
-    requiredKeys: ["appId"],
+    requiredKeys: requiredKeysOf(HeapConfig),
   },
   configSchema: HeapConfig,
   transform(event, ctx) {
     const appId = String(requireConfig(ctx, "appId"));
-    if (!isEventAllowed(event, ctx.config)) return [];
-    const api = apiBase(ctx.config);
+    const config = configOf(ctx, HeapConfig);
+    if (!isEventAllowed(event, config)) return [];
+    const api = apiBase(config);
     if (event.type === "identify") {
       const identity = firstPresent(event, USER_PATHS);
       if (identity === undefined) throw new TransformError("userId is required");

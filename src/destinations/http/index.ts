@@ -3,11 +3,10 @@
  * templated path segments, method, auth, headers, query, body mapping and format); every
  * value can be a constant or a JSON path into the event (`$.properties.id`).
  */
-import { t } from "elysia";
+import { type Static, t } from "elysia";
 import { isPrototypeKey, prototypeSegmentMessage, setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import {
-  EVENT_FILTERING_KEYS,
   batchConsecutive,
   basicAuth,
   chunkItems,
@@ -25,7 +24,9 @@ import {
   type DestinationRequest,
   type SluiceEvent,
   TransformError,
-  requireConfig,
+  configKeys,
+  configOf,
+  requiredKeysOf,
   restRequest,
 } from "../types";
 import { parsePath, prototypeSegmentOf, readPath, writePath } from "./json-path";
@@ -53,10 +54,13 @@ export const HttpConfig = t.Object(
     xmlRootKey: t.Optional(t.String()),
     isBatchingEnabled: t.Optional(t.Boolean()),
     maxBatchSize: t.Optional(t.Union([t.Number({ minimum: 1 }), t.String()])),
-    ...eventFilteringSchema,
+    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
+    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
+    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
   },
   { additionalProperties: true },
 );
+export type HttpConfig = Static<typeof HttpConfig>;
 
 /** Used when batching is on but no size is configured, so one call never grows unbounded. */
 const DEFAULT_MAX_BATCH_SIZE = 100;
@@ -134,14 +138,14 @@ function checkHttpConfig(c: Record<string, any>): ConfigProblem | undefined {
 }
 
 /** A config value the chosen auth needs, refused in RudderStack's words when it is empty. */
-function needed(ctx: DestinationContext, key: string, message: string): string {
-  const v = ctx.config[key];
+function needed(ctx: DestinationContext, key: keyof HttpConfig, message: string): string {
+  const v = configOf(ctx, HttpConfig)[key];
   if (v === undefined || v === null || v === "") throw new TransformError(message);
   return String(v);
 }
 
 function authHeaders(ctx: DestinationContext): Record<string, string> {
-  const c = ctx.config;
+  const c = configOf(ctx, HttpConfig);
   switch (c.auth) {
     case "basicAuth":
       needed(ctx, "username", "Username is required for Basic Authentication. Aborting");
@@ -212,24 +216,18 @@ export const http: DestinationDefinition = {
   name: "HTTP",
   displayName: "HTTP",
   config: {
-    defaultConfig: [
-      "apiUrl", "auth", "username", "password", "bearerToken", "apiKeyName", "apiKeyValue", "method", "format",
-      "isDefaultMapping", "propertiesMapping", "queryParams", "headers", "pathParams", "xmlRootKey",
-      "isBatchingEnabled", "maxBatchSize", ...EVENT_FILTERING_KEYS,
-      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
-      "oneTrustCookieCategories", "connectionMode", "consentManagement",
-    ],
+    defaultConfig: configKeys(HttpConfig, ["oneTrustCookieCategories", "connectionMode", "consentManagement"]),
     // RudderStack's HTTP definition restricts no message type.
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias", "merge"],
-    requiredKeys: ["apiUrl"],
+    requiredKeys: requiredKeysOf(HttpConfig),
     urlKeys: ["apiUrl"],
   },
   configSchema: HttpConfig,
   checkConfig: checkHttpConfig,
   transform(event, ctx) {
     const apiUrl = needed(ctx, "apiUrl", "API URL is required. Aborting");
-    if (!isEventAllowed(event, ctx.config)) return [];
-    const c = ctx.config;
+    const c = configOf(ctx, HttpConfig);
+    if (!isEventAllowed(event, c)) return [];
     const method = String(c.method || "POST").toUpperCase() as DestinationRequest["method"];
     if (!METHODS.includes(method as any)) throw new TransformError(`destination config 'method' must be one of ${METHODS.join(", ")}`);
     const format = (c.format || "JSON") as keyof typeof CONTENT_TYPES;
@@ -262,9 +260,10 @@ export const http: DestinationDefinition = {
     return [restRequest({ method, endpoint, headers, params, json: payload })];
   },
   batch(requests, ctx) {
-    const format = ctx.config.format || "JSON";
-    if (!ctx.config.isBatchingEnabled || format !== "JSON") return requests;
-    const size = Number(ctx.config.maxBatchSize) > 0 ? Number(ctx.config.maxBatchSize) : DEFAULT_MAX_BATCH_SIZE;
+    const config = configOf(ctx, HttpConfig);
+    const format = config.format || "JSON";
+    if (!config.isBatchingEnabled || format !== "JSON") return requests;
+    const size = Number(config.maxBatchSize) > 0 ? Number(config.maxBatchSize) : DEFAULT_MAX_BATCH_SIZE;
     return batchConsecutive(requests, requestKey, (run) =>
       chunkItems(run, size).map((chunk) => {
         const first = chunk[0]!;

@@ -5,12 +5,12 @@
  * RudderStack's search-then-create/update), or updated by a `hsContactId` external id, and
  * custom behavioral events `/events/v3/send` from the `hubspotEvents` mapping.
  */
-import { t } from "elysia";
+import { type Static, t } from "elysia";
 import { setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { GENERIC_PATHS, destinationExternalId } from "../generic-fields";
 import { batchConsecutive, chunkItems, eventFilteringSchema, firstPresent, getPath, isEventAllowed, isPlainObject, isPresent, refusedListField, traitsOf, wholeKey } from "../shared";
-import { type ConfigProblem, type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
+import { type ConfigProblem, type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configOf, restRequest } from "../types";
 import { isEmail } from "./email";
 
 const API = "https://api.hubapi.com";
@@ -29,14 +29,17 @@ export const HubspotConfig = t.Object(
     apiVersion: t.Optional(t.String()),
     lookupField: t.Optional(t.String()),
     hubspotEvents: t.Optional(t.Array(t.Any())),
+    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
+    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
+    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
     doAssociation: t.Optional(t.Boolean()),
-    ...eventFilteringSchema,
   },
   { additionalProperties: true },
 );
+export type HubspotConfig = Static<typeof HubspotConfig>;
 
-const isNewApi = (config: Obj) => config.apiVersion === "newApi";
-const isPrivateApp = (config: Obj) => config.authorizationType === "newPrivateAppApi";
+const isNewApi = (config: HubspotConfig) => config.apiVersion === "newApi";
+const isPrivateApp = (config: HubspotConfig) => config.authorizationType === "newPrivateAppApi";
 
 /** RudderStack's isDefinedNotNullNotEmpty: no undefined, null, NaN, blank text or empty object/list. */
 function isFilled(v: unknown): boolean {
@@ -104,7 +107,7 @@ function contactProperties(event: SluiceEvent): Obj {
   return out;
 }
 
-function validateConfig(config: Obj): void {
+function validateConfig(config: HubspotConfig): void {
   if (isPrivateApp(config)) {
     if (!config.accessToken) throw new TransformError("Access Token not found. Aborting");
     return;
@@ -113,7 +116,7 @@ function validateConfig(config: Obj): void {
   if (!config.apiKey) throw new TransformError("API Key not found. Aborting");
 }
 
-function authParts(config: Obj): { headers: Record<string, string>; params: Obj } {
+function authParts(config: HubspotConfig): { headers: Record<string, string>; params: Obj } {
   if (isPrivateApp(config)) return { headers: { "Content-Type": "application/json", Authorization: `Bearer ${config.accessToken}` }, params: {} };
   return { headers: { "Content-Type": "application/json" }, params: { hapikey: config.apiKey } };
 }
@@ -124,13 +127,13 @@ function legacyIdentify(event: SluiceEvent, ctx: DestinationContext): Destinatio
   const traits = traitsOf(event);
   if (!traits || !traits.email) throw new TransformError("Identify without email is not supported.");
   const properties = Object.entries(contactProperties(event)).map(([property, value]) => ({ property, value }));
-  const { headers, params } = authParts(ctx.config);
+  const { headers, params } = authParts(configOf(ctx, HubspotConfig));
   const url = `${API}/contacts/v1/contact/createOrUpdate/email/${traits.email}`;
   return [restRequest({ endpoint: endpointFor(ctx, url), headers, params, json: { properties } })];
 }
 
 function legacyTrack(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
-  const { config } = ctx;
+  const config = configOf(ctx, HubspotConfig);
   if (!config.hubID) throw new TransformError("Invalid hub id value provided in the destination configuration");
   const params: Obj = {
     _a: config.hubID,
@@ -164,7 +167,7 @@ function lookupValue(event: SluiceEvent, lookupField: string): { field: string; 
 }
 
 function newApiIdentify(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
-  const { config } = ctx;
+  const config = configOf(ctx, HubspotConfig);
   // HubSpot refuses invalid e-mails; RudderStack checks the trait before anything else here
   // (the legacy API's identify has no such check).
   const email = traitsOf(event)?.email;
@@ -213,7 +216,7 @@ function mapped(event: SluiceEvent, mapping: Array<[string, string[]]>): Obj {
 }
 
 /** The `hubspotEvents` row for this event: names compared trimmed and case-insensitively. */
-function eventMapping(event: SluiceEvent, config: Obj): { eventName: string; properties: Obj } {
+function eventMapping(event: SluiceEvent, config: HubspotConfig): { eventName: string; properties: Obj } {
   if (!event.event) throw new TransformError("event name is required for track call");
   if (!config.hubspotEvents) throw new TransformError("Event and property mappings are required for track call");
   if (typeof event.event !== "string") throw new TransformError("Event is a required field and should be a string");
@@ -244,7 +247,7 @@ function checkHubspotConfig(c: Obj): ConfigProblem | undefined {
 }
 
 function newApiTrack(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
-  const { config } = ctx;
+  const config = configOf(ctx, HubspotConfig);
   const { eventName, properties } = eventMapping(event, config);
   const json: Obj = { ...mapped(event, TRACK_MAPPING), eventName, properties: { ...properties, ...mapped(event, TRACK_PROPERTIES_MAPPING) } };
   if (!json.email && !json.utk && !json.objectId) throw new TransformError("Either of email, utk or objectId is required for custom behavioral events");
@@ -328,7 +331,7 @@ const GDPR_DELETE = `${API}/crm/v3/objects/contacts/gdpr-delete`;
  * (`idProperty: email`) or by another unique property; a bare userId is never sent as
  * HubSpot's own record id, which could name an unrelated contact.
  */
-function deletionBody(user: Obj, config: Obj): Obj {
+function deletionBody(user: Obj, config: HubspotConfig): Obj {
   if (isFilled(user.email)) return { objectId: String(user.email), idProperty: "email" };
   const lookupField = typeof config.lookupField === "string" ? config.lookupField.trim() : "";
   if (lookupField && lookupField !== "email" && isFilled(user.userId)) return { objectId: String(user.userId), idProperty: lookupField };
@@ -341,6 +344,9 @@ export const hubspot: DestinationDefinition = {
   name: "HS",
   displayName: "HubSpot",
   config: {
+    // Listed, not configKeys: RudderStack's definition puts the fields of a hubspotEvents row
+    // (rsEventName, hubspotEventName, eventProperties), never read at the top level, before the
+    // event filtering keys, and this order is the one GET /destination-definitions has always shown.
     defaultConfig: [
       "authorizationType", "hubID", "apiKey", "accessToken", "apiVersion", "lookupField", "hubspotEvents",
       "rsEventName", "hubspotEventName", "eventProperties", "blacklistedEvents", "whitelistedEvents",
@@ -352,12 +358,13 @@ export const hubspot: DestinationDefinition = {
   configSchema: HubspotConfig,
   checkConfig: checkHubspotConfig,
   transform(event, ctx) {
-    if (!isEventAllowed(event, ctx.config)) return [];
+    const config = configOf(ctx, HubspotConfig);
+    if (!isEventAllowed(event, config)) return [];
     if (!event.type) throw new TransformError("Message type is not present. Aborting message.");
-    validateConfig(ctx.config);
+    validateConfig(config);
     const type = String(event.type).toLowerCase();
-    if (type === "identify") return isNewApi(ctx.config) ? newApiIdentify(event, ctx) : legacyIdentify(event, ctx);
-    if (type === "track") return isNewApi(ctx.config) ? newApiTrack(event, ctx) : legacyTrack(event, ctx);
+    if (type === "identify") return isNewApi(config) ? newApiIdentify(event, ctx) : legacyIdentify(event, ctx);
+    if (type === "track") return isNewApi(config) ? newApiTrack(event, ctx) : legacyTrack(event, ctx);
     throw new TransformError(`Message type ${event.type} is not supported`);
   },
   batch(requests) {
@@ -371,7 +378,7 @@ export const hubspot: DestinationDefinition = {
     );
   },
   deleteUsers(users, ctx) {
-    const { config } = ctx;
+    const config = configOf(ctx, HubspotConfig);
     if (!isNewApi(config) || !isPrivateApp(config) || !config.accessToken) {
       throw new TransformError("HubSpot user deletion needs apiVersion newApi with a private app accessToken");
     }

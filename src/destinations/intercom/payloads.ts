@@ -7,6 +7,7 @@ import { setOwn } from "../../lib/safe-keys";
 import { genericField } from "../generic-fields";
 import { compact, firstPresent, flattenJson, getPath, isPlainObject } from "../shared";
 import type { SluiceEvent } from "../types";
+import type { IntercomConfig } from "./config";
 
 type Obj = Record<string, any>;
 export type ApiVersion = "v1" | "v2";
@@ -56,7 +57,7 @@ function lookupField(event: SluiceEvent): string {
   return lookup === undefined || lookup === null ? "email" : String(lookup);
 }
 
-export function userIdOf(event: SluiceEvent, config: Obj): unknown {
+export function userIdOf(event: SluiceEvent, config: IntercomConfig): unknown {
   const id = firstPresent(event, USER_ID_PATHS);
   return !id && config.sendAnonymousId && event.anonymousId ? event.anonymousId : id;
 }
@@ -119,7 +120,7 @@ export function mappedTraits(event: SluiceEvent): Obj {
   return traits;
 }
 
-export function v1User(event: SluiceEvent, config: Obj): Obj {
+export function v1User(event: SluiceEvent, config: IntercomConfig): Obj {
   const traits = firstPresent(event, ["traits", "context.traits"]) ?? {};
   const base = isMappedToDestination(event)
     ? // A row's traits.company still becomes Intercom's companies list; a row's custom_attributes are not sent.
@@ -142,7 +143,7 @@ export function v1User(event: SluiceEvent, config: Obj): Obj {
   return compact(payload);
 }
 
-export function v2Contact(event: SluiceEvent, config: Obj): Obj {
+export function v2Contact(event: SluiceEvent, config: IntercomConfig): Obj {
   if (isMappedToDestination(event)) {
     const row = mappedTraits(event);
     const contact: Obj = {
@@ -186,7 +187,7 @@ function eventMetadata(properties: unknown): Obj | undefined {
   return { ...reserved, ...flattenJson(rest) };
 }
 
-export function trackPayload(event: SluiceEvent, config: Obj, version: ApiVersion): Obj {
+export function trackPayload(event: SluiceEvent, config: IntercomConfig, version: ApiVersion): Obj {
   if (isMappedToDestination(event)) return compact(mappedTraits(event));
   const created = toSeconds(firstPresent(event, ["timestamp", "originalTimestamp"]));
   const payload: Obj = {
@@ -224,7 +225,7 @@ export function companyPayload(event: SluiceEvent, version: ApiVersion): Obj {
 }
 
 /** The v1 user update that puts the group's user in the company, when the user is known. */
-export function v1Membership(event: SluiceEvent, config: Obj): Obj | undefined {
+export function v1Membership(event: SluiceEvent, config: IntercomConfig): Obj | undefined {
   const userId = event.userId || (config.sendAnonymousId ? event.anonymousId : undefined);
   const email = getPath(event, "context.traits.email");
   if (!userId && !email) return undefined;

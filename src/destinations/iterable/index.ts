@@ -7,11 +7,11 @@
  * (see retl.ts); batch.ts merges them into Iterable's bulk calls as RudderStack's router does,
  * and response.ts aborts the events whose items a bulk call's answer lists as failed.
  */
-import { t } from "elysia";
+import { type Static, t } from "elysia";
 import { endpointFor } from "../base-url";
 import { genericField } from "../generic-fields";
 import { compact, EVENT_FILTERING_KEYS, firstPresent, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, eventFilteringSchema, requireValue } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configOf, requireConfig, requiredKeysOf, restRequest } from "../types";
 import { batchIterable } from "./batch";
 import { checkIterableResponse } from "./response";
 import { isRetl, iterableExternalId, withExternalIdInTraits } from "./retl";
@@ -23,22 +23,25 @@ export const IterableConfig = t.Object(
     apiKey: t.String({ minLength: 1 }),
     dataCenter: t.Optional(t.String()),
     preferUserId: t.Optional(t.Boolean()),
-    mergeNestedObjects: t.Optional(t.Boolean()),
     trackAllPages: t.Optional(t.Boolean()),
-    trackCategorisedPages: t.Optional(t.Boolean()),
     trackNamedPages: t.Optional(t.Boolean()),
     mapToSingleEvent: t.Optional(t.Boolean()),
+    mergeNestedObjects: t.Optional(t.Boolean()),
+    trackCategorisedPages: t.Optional(t.Boolean()),
     registerDeviceOrBrowserApiKey: t.Optional(t.String()),
-    ...eventFilteringSchema,
+    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
+    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
+    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
   },
   { additionalProperties: true },
 );
+export type IterableConfig = Static<typeof IterableConfig>;
 
 const USER_ID = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id", "anonymousId"];
 
-const apiBase = (config: Obj) => (config.dataCenter === "EUDC" ? "https://api.eu.iterable.com/api" : "https://api.iterable.com/api");
-const preferUserId = (config: Obj) => (config.preferUserId !== undefined ? config.preferUserId : true);
-const mergeNestedObjects = (config: Obj) => (config.mergeNestedObjects !== undefined ? config.mergeNestedObjects : true);
+const apiBase = (config: IterableConfig) => (config.dataCenter === "EUDC" ? "https://api.eu.iterable.com/api" : "https://api.iterable.com/api");
+const preferUserId = (config: IterableConfig) => (config.preferUserId !== undefined ? config.preferUserId : true);
+const mergeNestedObjects = (config: IterableConfig) => (config.mergeNestedObjects !== undefined ? config.mergeNestedObjects : true);
 const millis = (v: unknown) => (isPresent(v) ? new Date(v as string).getTime() : undefined);
 const int = (v: unknown) => (v ? Number.parseInt(String(v), 10) : undefined);
 const present = (v: unknown) => (isPresent(v) ? v : undefined);
@@ -50,7 +53,7 @@ function requireUser(payload: Obj): Obj {
 }
 
 /** The user, as RudderStack's identify mapping builds it (also the `user` of commerce calls). */
-function userOf(event: SluiceEvent, config: Obj): Obj {
+function userOf(event: SluiceEvent, config: IterableConfig): Obj {
   return compact({
     email: firstPresent(event, ["traits.email", "context.traits.email"]),
     dataFields: firstPresent(event, ["traits", "context.traits"]),
@@ -80,7 +83,7 @@ function trackPayload(event: SluiceEvent): Obj {
 }
 
 /** Page and screen calls go as events when the config tracks them: all, categorised, or named ones. */
-function pageOrScreenPayload(event: SluiceEvent, type: string, config: Obj): Obj {
+function pageOrScreenPayload(event: SluiceEvent, type: string, config: IterableConfig): Obj {
   const tracked =
     config.trackAllPages ||
     (config.trackCategorisedPages && (event.properties?.category || event.category)) ||
@@ -123,7 +126,7 @@ function items(event: SluiceEvent): Obj[] {
   });
 }
 
-function purchasePayload(event: SluiceEvent, config: Obj): Obj {
+function purchasePayload(event: SluiceEvent, config: IterableConfig): Obj {
   const p = event.properties;
   const id = firstPresent(event, ["properties.order_id", "properties.orderId", "properties.id", "properties.event_id"]);
   const total = requireValue(getPath(event, "properties.total"), "properties.total");
@@ -140,7 +143,7 @@ function purchasePayload(event: SluiceEvent, config: Obj): Obj {
 }
 
 /** The device or browser registration of an identify carrying a push token (needs its own key). */
-function tokenRegistration(event: SluiceEvent, config: Obj): { path: string; json: Obj } | undefined {
+function tokenRegistration(event: SluiceEvent, config: IterableConfig): { path: string; json: Obj } | undefined {
   const deviceToken = getPath(event, "context.device.token");
   const token = deviceToken || getPath(event, "context.os.token");
   if (!token || !config.registerDeviceOrBrowserApiKey) return undefined;
@@ -166,6 +169,9 @@ export const iterable: DestinationDefinition = {
   name: "ITERABLE",
   displayName: "Iterable",
   config: {
+    // Listed, not configKeys: RudderStack's definition puts its device-mode settings, never read
+    // here, before the event filtering keys, and this order is the one GET /destination-definitions
+    // has always shown.
     defaultConfig: [
       "apiKey", "dataCenter", "packageName", "preferUserId", "trackAllPages", "trackNamedPages", "mapToSingleEvent", "mergeNestedObjects",
       "trackCategorisedPages", "oneTrustCookieCategories", "registerDeviceOrBrowserApiKey", "useNativeSDK", "initialisationIdentifier",
@@ -175,13 +181,13 @@ export const iterable: DestinationDefinition = {
       "connectionMode", ...EVENT_FILTERING_KEYS, "consentManagement",
     ],
     supportedMessageTypes: ["identify", "track", "page", "screen", "alias"],
-    requiredKeys: ["apiKey"],
+    requiredKeys: requiredKeysOf(IterableConfig),
   },
   configSchema: IterableConfig,
   transform(event, ctx: DestinationContext): DestinationRequest[] {
     const apiKey = String(requireConfig(ctx, "apiKey"));
-    if (!isEventAllowed(event, ctx.config)) return [];
-    const c = ctx.config;
+    const c = configOf(ctx, IterableConfig);
+    if (!isEventAllowed(event, c)) return [];
     const post = (path: string, json: Obj, key = apiKey) =>
       restRequest({ endpoint: endpointFor(ctx, `${apiBase(c)}${path}`), headers: { "Content-Type": "application/json", api_key: key }, json });
     if (!isPresent(event.type)) throw new TransformError("Event type is required");
@@ -220,14 +226,15 @@ export const iterable: DestinationDefinition = {
   batch: batchIterable,
   checkResponse: (answer, request) => checkIterableResponse(answer, request),
   deleteUsers(users, ctx) {
-    if (!isPresent(ctx.config.apiKey)) throw new TransformError("api key for deletion not present");
-    const apiKey = String(ctx.config.apiKey);
+    const config = configOf(ctx, IterableConfig);
+    if (!isPresent(config.apiKey)) throw new TransformError("api key for deletion not present");
+    const apiKey = String(config.apiKey);
     return users
       .filter((u) => !!u.userId)
       .map((u) =>
         restRequest({
           method: "DELETE",
-          endpoint: endpointFor(ctx, `${apiBase(ctx.config)}/users/byUserId/${encodeURIComponent(u.userId)}`),
+          endpoint: endpointFor(ctx, `${apiBase(config)}/users/byUserId/${encodeURIComponent(u.userId)}`),
           headers: { "Content-Type": "application/json", api_key: apiKey },
         }),
       );

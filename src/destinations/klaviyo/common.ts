@@ -5,8 +5,9 @@
 import { setOwn } from "../../lib/safe-keys";
 import { GENERIC_PATHS } from "../generic-fields";
 import { copyFieldsExcept, firstPresent, isDefined, isPlainObject, isPresent } from "../shared";
-import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
+import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError, configOf, restRequest } from "../types";
 import { endpointFor } from "../base-url";
+import { KlaviyoConfig } from "./config";
 
 export type Obj = Record<string, any>;
 
@@ -25,7 +26,7 @@ const VERSIONS: Record<string, { revision: string; importApi: boolean; consentOn
 /** The revision of Klaviyo's upsert, which v1 does not have (RudderStack's v1 looks the profile up instead). */
 export const UPSERT_REVISION = VERSIONS.v2!.revision;
 
-export function versionOf(config: Obj) {
+export function versionOf(config: KlaviyoConfig) {
   const v = config.apiVersion;
   if (v === undefined || v === null) return { name: "v1", ...VERSIONS.v1! };
   const known = typeof v === "string" && Object.hasOwn(VERSIONS, v) ? VERSIONS[v] : undefined;
@@ -33,12 +34,12 @@ export function versionOf(config: Obj) {
   return { name: v as string, ...known };
 }
 
-export function headers(config: Obj, revision: string): Record<string, string> {
+export function headers(config: KlaviyoConfig, revision: string): Record<string, string> {
   return { Authorization: `Klaviyo-API-Key ${config.privateApiKey}`, "Content-Type": "application/json", Accept: "application/json", revision };
 }
 
 export function post(ctx: DestinationContext, path: string, revision: string, json: Obj, method: DestinationRequest["method"] = "POST"): DestinationRequest {
-  return restRequest({ method, endpoint: endpointFor(ctx, `${API}${path}`), headers: headers(ctx.config, revision), json });
+  return restRequest({ method, endpoint: endpointFor(ctx, `${API}${path}`), headers: headers(configOf(ctx, KlaviyoConfig), revision), json });
 }
 
 /** Traits RudderStack maps to v1 fields (or ignores), so they are not custom properties. */
@@ -117,7 +118,7 @@ export function propertiesExcept(event: SluiceEvent, exclude: string[]): Obj | u
 }
 
 /** The list a subscription goes to: the group's id, else the trait's, else the config's. */
-export function listIdFor(event: SluiceEvent, traits: Obj | undefined, config: Obj): unknown {
+export function listIdFor(event: SluiceEvent, traits: Obj | undefined, config: KlaviyoConfig): unknown {
   if (event.type === "group") return event.groupId;
   return traits?.properties?.listId || config.listId;
 }

@@ -7,45 +7,33 @@
  * identify upserts the profile and, with `traits.properties.subscribe` and a list, subscribes
  * or unsubscribes it; track and screen create events; group subscribes to the groupId's list.
  */
-import { t } from "elysia";
-import { EVENT_FILTERING_KEYS, eventFilteringSchema, isEventAllowed } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type DestinationRequest, TransformError } from "../types";
+import { isEventAllowed } from "../shared";
+import { type DestinationContext, type DestinationDefinition, type DestinationRequest, TransformError, configKeys, configOf } from "../types";
 import { batchKlaviyo } from "./batch";
 import { versionOf } from "./common";
+import { KlaviyoConfig } from "./config";
 import { v1Event, v1Group, v1Identify } from "./v1";
 import { v2Event, v2Group, v2Identify } from "./v2";
 
-export const KlaviyoConfig = t.Object(
-  {
-    privateApiKey: t.Optional(t.String()),
-    publicApiKey: t.Optional(t.String()),
-    apiVersion: t.Optional(t.String()),
-    listId: t.Optional(t.String()),
-    consent: t.Optional(t.Union([t.Array(t.String()), t.String()])),
-    flattenProperties: t.Optional(t.Boolean()),
-    enforceEmailAsPrimary: t.Optional(t.Boolean()),
-    ...eventFilteringSchema,
-  },
-  { additionalProperties: true },
-);
+export { KlaviyoConfig };
 
 export const klaviyo: DestinationDefinition = {
   name: "KLAVIYO",
   displayName: "Klaviyo",
   config: {
-    defaultConfig: [
-      "apiVersion", "publicApiKey", "privateApiKey", "consent", "flattenProperties", "listId", "enforceEmailAsPrimary", ...EVENT_FILTERING_KEYS,
-      "useNativeSDK", "connectionMode", "sendPageAsTrack", "additionalPageInfo", "oneTrustCookieCategories",
-    ],
+    defaultConfig: configKeys(KlaviyoConfig, ["useNativeSDK", "connectionMode", "sendPageAsTrack", "additionalPageInfo", "oneTrustCookieCategories"]),
     supportedMessageTypes: ["identify", "track", "screen", "group"],
+    // Listed rather than requiredKeysOf: the transform refuses an event without privateApiKey, but
+    // the schema leaves it optional, as a config saved without it has always been accepted.
     requiredKeys: ["privateApiKey"],
   },
   configSchema: KlaviyoConfig,
   transform(event, ctx: DestinationContext): DestinationRequest[] {
-    const version = versionOf(ctx.config);
+    const config = configOf(ctx, KlaviyoConfig);
+    const version = versionOf(config);
     if (!event.type) throw new TransformError("Event type is required");
-    if (!ctx.config.privateApiKey) throw new TransformError(`Private API Key is a required field for ${event.type} events`);
-    if (!isEventAllowed(event, ctx.config)) return [];
+    if (!config.privateApiKey) throw new TransformError(`Private API Key is a required field for ${event.type} events`);
+    if (!isEventAllowed(event, config)) return [];
     const type = String(event.type).toLowerCase();
     switch (type) {
       case "identify":

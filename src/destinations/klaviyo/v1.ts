@@ -5,11 +5,12 @@
  */
 import { compact, isPlainObject } from "../shared";
 import { destinationExternalId } from "../generic-fields";
-import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError } from "../types";
+import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError, configOf } from "../types";
 import {
   asFloat, consentChannels, customTraits, flatten, generic, listIdFor, type Obj, PATHS, pick, post, propertiesExcept, traitsInfo, UPSERT_REVISION,
   V1_MAPPED_TRAITS,
 } from "./common";
+import { KlaviyoConfig } from "./config";
 
 const REVISION = "2023-02-22";
 
@@ -49,7 +50,7 @@ function mapFields(source: unknown, mapping: Mapping): Obj {
 }
 
 /** The event's `$`-keyed profile (RudderStack's KlaviyoProfile mapping) plus the unmapped traits. */
-function eventProfile(event: SluiceEvent, config: Obj): Obj {
+function eventProfile(event: SluiceEvent, config: KlaviyoConfig): Obj {
   const profile: Obj = compact({
     $email: generic(event, "emailOnly"),
     $first_name: generic(event, "firstName"),
@@ -72,7 +73,7 @@ function eventProfile(event: SluiceEvent, config: Obj): Obj {
 }
 
 export function v1Event(event: SluiceEvent, ctx: DestinationContext): DestinationRequest {
-  const { config } = ctx;
+  const config = configOf(ctx, KlaviyoConfig);
   const raw = event.event;
   if (raw && typeof raw !== "string") throw new TransformError("Event type should be a string");
   const key = typeof raw === "string" ? raw.trim().toLowerCase() : "";
@@ -102,8 +103,9 @@ export function v1Event(event: SluiceEvent, ctx: DestinationContext): Destinatio
 
 /** A `list_id`/`subscriptions` job; channels only when a consent is given (the trait's, else the config's). */
 export function v1Subscription(event: SluiceEvent, traits: Obj | undefined, ctx: DestinationContext): DestinationRequest {
+  const config = configOf(ctx, KlaviyoConfig);
   const subscription: Obj = { email: generic(event, "email"), phone_number: generic(event, "phone") };
-  const consent = traits?.properties?.consent || ctx.config.consent;
+  const consent = traits?.properties?.consent || config.consent;
   if (consent) {
     const channels: Obj = {};
     const list = consentChannels(consent);
@@ -111,7 +113,7 @@ export function v1Subscription(event: SluiceEvent, traits: Obj | undefined, ctx:
     if (list.includes("sms")) channels.sms = ["MARKETING"];
     subscription.channels = channels;
   }
-  const attributes = compact({ list_id: listIdFor(event, traits, ctx.config), subscriptions: [compact(subscription)] });
+  const attributes = compact({ list_id: listIdFor(event, traits, config), subscriptions: [compact(subscription)] });
   return post(ctx, "/api/profile-subscription-bulk-create-jobs", REVISION, { data: { type: "profile-subscription-bulk-create-job", attributes } });
 }
 
@@ -121,7 +123,7 @@ export function v1Subscription(event: SluiceEvent, traits: Obj | undefined, ctx:
  * sends that patch; without one it sends the same profile to Klaviyo's upsert.
  */
 export function v1Identify(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
-  const { config } = ctx;
+  const config = configOf(ctx, KlaviyoConfig);
   const traits = traitsInfo(event);
   const attributes: Obj = compact({
     external_id: generic(event, "userId"),

@@ -4,11 +4,12 @@
  */
 import { destinationExternalId } from "../generic-fields";
 import { compact, integrationsObject, isDefined, isPlainObject } from "../shared";
-import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError } from "../types";
+import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError, configOf } from "../types";
 import {
   asFloat, consentChannels, customTraits, flatten, generic, listIdFor, type Obj, PATHS, pick, post, propertiesExcept, traitsInfo, V2_MAPPED_TRAITS,
   type versionOf,
 } from "./common";
+import { KlaviyoConfig } from "./config";
 
 type Version = ReturnType<typeof versionOf>;
 
@@ -42,7 +43,7 @@ function patchProperties(event: SluiceEvent): { meta: Obj; used: string[] } {
 }
 
 /** The profile (RudderStack's KlaviyoProfileV2 mapping); an identify carries `meta` beside the attributes, an event inside them. */
-export function profileData(event: SluiceEvent, config: Obj, forIdentify: boolean): Obj {
+export function profileData(event: SluiceEvent, config: KlaviyoConfig, forIdentify: boolean): Obj {
   const attributes: Obj = compact({
     external_id: generic(event, "userIdOnly"),
     anonymous_id: pick(event, ["anonymousId"]),
@@ -83,7 +84,8 @@ export function profileData(event: SluiceEvent, config: Obj, forIdentify: boolea
 }
 
 function subscriptionJob(event: SluiceEvent, traits: Obj | undefined, ctx: DestinationContext, version: Version, subscribe: boolean): DestinationRequest {
-  const consent = traits?.consent || traits?.properties?.consent || ctx.config.consent;
+  const config = configOf(ctx, KlaviyoConfig);
+  const consent = traits?.consent || traits?.properties?.consent || config.consent;
   const email = generic(event, "email");
   const phone = generic(event, "phone");
   const attributes: Obj = { email, phone_number: phone };
@@ -103,16 +105,17 @@ function subscriptionJob(event: SluiceEvent, traits: Obj | undefined, ctx: Desti
     data: {
       type: subscribe ? "profile-subscription-bulk-create-job" : "profile-subscription-bulk-delete-job",
       attributes: { profiles: { data: [profile] } },
-      relationships: { list: { data: { type: "list", id: listIdFor(event, traits, ctx.config) } } },
+      relationships: { list: { data: { type: "list", id: listIdFor(event, traits, config) } } },
     },
   });
 }
 
 export function v2Identify(event: SluiceEvent, ctx: DestinationContext, version: Version): DestinationRequest[] {
+  const config = configOf(ctx, KlaviyoConfig);
   const traits = traitsInfo(event);
-  const requests = [post(ctx, "/api/profile-import", version.revision, { data: profileData(event, ctx.config, true) })];
+  const requests = [post(ctx, "/api/profile-import", version.revision, { data: profileData(event, config, true) })];
   const subscribe = isPlainObject(traits?.properties) ? traits.properties.subscribe : undefined;
-  if (isDefined(subscribe) && (traits!.properties.listId || ctx.config.listId)) requests.push(subscriptionJob(event, traits, ctx, version, !!subscribe));
+  if (isDefined(subscribe) && (traits!.properties.listId || config.listId)) requests.push(subscriptionJob(event, traits, ctx, version, !!subscribe));
   return requests;
 }
 
@@ -126,8 +129,9 @@ export function v2Event(event: SluiceEvent, ctx: DestinationContext, version: Ve
     time: generic(event, "timestamp"),
     properties: propertiesExcept(event, excluded),
   });
-  if (ctx.config.flattenProperties) attributes.properties = flatten(attributes.properties);
-  attributes.profile = { data: profileData(event, ctx.config, false) };
+  const config = configOf(ctx, KlaviyoConfig);
+  if (config.flattenProperties) attributes.properties = flatten(attributes.properties);
+  attributes.profile = { data: profileData(event, config, false) };
   attributes.metric = { data: { type: "metric", attributes: { name } } };
   attributes.unique_id = event.messageId;
   return post(ctx, "/api/events", version.revision, { data: { type: "event", attributes } });

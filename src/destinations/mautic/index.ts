@@ -10,11 +10,11 @@
  * `/contacts/new`, which Mautic merges into the contact holding the same unique identifier
  * (email by default).
  */
-import { t } from "elysia";
+import { type Static, t } from "elysia";
 import { endpointFor } from "../base-url";
 import { destinationExternalId, genericField } from "../generic-fields";
 import { basicAuth, compact, firstPresent, getPath, isPresent, traitValue } from "../shared";
-import { type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
+import { type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configKeys, configOf, requiredKeysOf, restRequest } from "../types";
 
 type Obj = Record<string, any>;
 
@@ -23,12 +23,13 @@ export const MauticConfig = t.Object(
     userName: t.String({ minLength: 1 }),
     password: t.String({ minLength: 1 }),
     subDomainName: t.Optional(t.String()),
-    domainName: t.Optional(t.String()),
     domainMethod: t.Optional(t.String()),
+    domainName: t.Optional(t.String()),
     lookUpField: t.Optional(t.String()),
   },
   { additionalProperties: true },
 );
+export type MauticConfig = Static<typeof MauticConfig>;
 
 // RudderStack's own check of the user name (an e-mail address) and of e-mail traits; its fixtures
 // accept a user name with capitals (TestRudderlabs45823@gmail.com), so letters match in either case.
@@ -133,7 +134,7 @@ function groupPath(event: SluiceEvent): string {
  * The API root: `domainMethod` picks the Mautic cloud subdomain (`subDomainNameOption`) or a
  * self-hosted domain (`domainNameOption`); without it, whichever of the two is set.
  */
-function apiBase(config: Obj): string {
+function apiBase(config: MauticConfig): string {
   const domain = typeof config.domainName === "string" ? config.domainName.trim().replace(/\/+$/, "") : "";
   const subDomain = typeof config.subDomainName === "string" ? config.subDomainName.trim() : "";
   const useDomain = config.domainMethod === "domainNameOption" || (config.domainMethod !== "subDomainNameOption" && !subDomain);
@@ -146,17 +147,18 @@ export const mautic: DestinationDefinition = {
   name: "MAUTIC",
   displayName: "Mautic",
   config: {
-    defaultConfig: ["userName", "password", "subDomainName", "domainMethod", "domainName", "lookUpField"],
+    defaultConfig: configKeys(MauticConfig),
     supportedMessageTypes: ["identify", "group"],
-    requiredKeys: ["userName", "password"],
+    requiredKeys: requiredKeysOf(MauticConfig),
     hostKeys: ["subDomainName", "domainName"],
   },
   configSchema: MauticConfig,
   transform(event, ctx): DestinationRequest[] {
-    const { userName, password } = ctx.config;
+    const config = configOf(ctx, MauticConfig);
+    const { userName, password } = config;
     if (!userName) throw new TransformError("Invalid userName value specified in the destination configuration");
     if (!password) throw new TransformError("Invalid password value specified in the destination configuration");
-    const base = apiBase(ctx.config);
+    const base = apiBase(config);
     if (!EMAIL.test(String(userName ?? ""))) throw new TransformError("Invalid user name provided in the destination configuration");
     const headers = { "Content-Type": "application/json", Authorization: basicAuth(String(userName), String(password)) };
     if (!event.type) throw new TransformError("Event type is required");

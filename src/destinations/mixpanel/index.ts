@@ -3,14 +3,11 @@
  * profiles through /groups, identity merging with $merge / $create_alias, and deletion
  * through engage `$delete` (or the GDPR deletion-task API) — as RudderStack's MP destination.
  */
-import { t } from "elysia";
 import { endpointFor } from "../base-url";
 import {
-  EVENT_FILTERING_KEYS,
   basicAuth,
   batchConsecutive,
   chunkItems,
-  eventFilteringSchema,
   getPath,
   isEventAllowed,
   isPlainObject,
@@ -19,8 +16,22 @@ import {
   requestKey,
   withoutUndefined,
 } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, nowOf, requireConfig, restRequest } from "../types";
+import {
+  type DestinationContext,
+  type DestinationDefinition,
+  type SluiceEvent,
+  TransformError,
+  configKeys,
+  configOf,
+  nowOf,
+  requireConfig,
+  requiredKeysOf,
+  restRequest,
+} from "../types";
+import { MixpanelConfig } from "./config";
 import { type Mapping, PROFILE_OPERATIONS, browserFields, mapPaths, profileProperties, takeOperationTraits } from "./profile";
+
+export { MixpanelConfig };
 
 type Obj = Record<string, any>;
 
@@ -43,37 +54,7 @@ const MAX_KEYS = 255;
 const MAX_ARRAY = 255;
 const MAX_PAYLOAD_BYTES = 1024 * 1024;
 
-const ConfigList = t.Optional(t.Array(t.Any()));
-
-export const MixpanelConfig = t.Object(
-  {
-    token: t.String({ minLength: 1 }),
-    apiSecret: t.Optional(t.String()),
-    serviceAccountUserName: t.Optional(t.String()),
-    serviceAccountSecret: t.Optional(t.String()),
-    projectId: t.Optional(t.String()),
-    dataResidency: t.Optional(t.String()),
-    identityMergeApi: t.Optional(t.String()),
-    groupKeySettings: ConfigList,
-    useNewMapping: t.Optional(t.Boolean()),
-    strictMode: t.Optional(t.Boolean()),
-    userDeletionApi: t.Optional(t.String()),
-    gdprApiToken: t.Optional(t.String()),
-    useUserDefinedPageEventName: t.Optional(t.Boolean()),
-    userDefinedPageEventTemplate: t.Optional(t.String()),
-    useUserDefinedScreenEventName: t.Optional(t.Boolean()),
-    userDefinedScreenEventTemplate: t.Optional(t.String()),
-    dropTraitsInTrackEvent: t.Optional(t.Boolean()),
-    propIncrements: ConfigList,
-    setOnceProperties: ConfigList,
-    unionProperties: ConfigList,
-    appendProperties: ConfigList,
-    ...eventFilteringSchema,
-  },
-  { additionalProperties: true },
-);
-
-const region = (config: Obj) => (config.dataResidency === "eu" || config.dataResidency === "in" ? config.dataResidency : "us");
+const region = (config: MixpanelConfig) => (config.dataResidency === "eu" || config.dataResidency === "in" ? config.dataResidency : "us");
 
 /** MPEventPropertiesConfig: Mixpanel's default event properties. */
 const EVENT_PROPERTIES: Mapping = [
@@ -147,8 +128,8 @@ function checkEventAge(event: SluiceEvent, ctx: DestinationContext): void {
   if (!Number.isNaN(ms) && nowOf(ctx) - ms > MAX_EVENT_AGE_MS) throw new TransformError("Event timestamp should be within last 5 years");
 }
 
-const simplified = (config: Obj) => config.identityMergeApi === "simplified";
-const distinctId = (event: SluiceEvent, config: Obj) =>
+const simplified = (config: MixpanelConfig) => config.identityMergeApi === "simplified";
+const distinctId = (event: SluiceEvent, config: MixpanelConfig) =>
   simplified(config) ? event.userId || `$device:${event.anonymousId}` : event.userId || event.anonymousId;
 const ipOf = (event: SluiceEvent) => getPath(event, "context.ip") || event.request_ip;
 
@@ -191,17 +172,11 @@ export const mixpanel: DestinationDefinition = {
   name: "MP",
   displayName: "Mixpanel",
   config: {
-    defaultConfig: [
-      "token", "apiSecret", "serviceAccountUserName", "serviceAccountSecret", "projectId", "dataResidency",
-      "identityMergeApi", "groupKeySettings", "useNewMapping", "strictMode", "userDeletionApi", "gdprApiToken",
-      "useUserDefinedPageEventName", "userDefinedPageEventTemplate", "useUserDefinedScreenEventName",
-      "userDefinedScreenEventTemplate", "dropTraitsInTrackEvent", "propIncrements", "setOnceProperties",
-      "unionProperties", "appendProperties", ...EVENT_FILTERING_KEYS,
-      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
+    defaultConfig: configKeys(MixpanelConfig, [
       "people", "setAllTraitsByDefault", "superProperties", "peopleProperties", "eventIncrements", "consolidatedPageCalls", "trackCategorizedPages", "trackNamedPages", "sourceName", "crossSubdomainCookie", "persistence", "persistenceType", "persistenceName", "secureCookie", "oneTrustCookieCategories", "ignoreDnt", "useNativeSDK",
-    ],
+    ]),
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
-    requiredKeys: ["token"],
+    requiredKeys: requiredKeysOf(MixpanelConfig),
   },
   configSchema: MixpanelConfig,
   // Profile-operation properties and group keys are dotted paths into the traits.
@@ -212,8 +187,8 @@ export const mixpanel: DestinationDefinition = {
     refusedListField(c, "groupKeySettings", "groupKey"),
   transform(event, ctx) {
     const token = String(requireConfig(ctx, "token"));
-    if (!isEventAllowed(event, ctx.config)) return [];
-    const c = ctx.config;
+    const c = configOf(ctx, MixpanelConfig);
+    if (!isEventAllowed(event, c)) return [];
     const base = BASES[region(c)]!;
     const ev: SluiceEvent = {
       ...event,
@@ -351,13 +326,14 @@ export const mixpanel: DestinationDefinition = {
   deleteUsers(users, ctx: DestinationContext) {
     const token = String(requireConfig(ctx, "token"));
     const ids = users.map((u) => u.userId).filter((id) => !!id);
-    if (ctx.config.userDeletionApi === "task") {
+    const config = configOf(ctx, MixpanelConfig);
+    if (config.userDeletionApi === "task") {
       const gdprToken = String(requireConfig(ctx, "gdprApiToken"));
       // Mixpanel files EU projects under GDPR and the rest under CCPA, as RudderStack does.
-      const complianceType = ctx.config.dataResidency === "eu" ? "GDPR" : "CCPA";
+      const complianceType = config.dataResidency === "eu" ? "GDPR" : "CCPA";
       return chunkItems(ids, DELETE_TASK_BATCH).map((distinctIds) =>
         restRequest({
-          endpoint: endpointFor(ctx, DELETION_TASK_BASES[region(ctx.config)]!),
+          endpoint: endpointFor(ctx, DELETION_TASK_BASES[region(config)]!),
           headers: { "Content-Type": "application/json", Authorization: `Bearer ${gdprToken}` },
           params: { token },
           json: { distinct_ids: distinctIds, compliance_type: complianceType },
@@ -366,7 +342,7 @@ export const mixpanel: DestinationDefinition = {
     }
     return chunkItems(ids, DELETE_PROFILE_BATCH).map((batch) =>
       restRequest({
-        endpoint: endpointFor(ctx, `${BASES[region(ctx.config)]}/engage`),
+        endpoint: endpointFor(ctx, `${BASES[region(config)]}/engage`),
         headers: { accept: "text/plain", "content-type": "application/json" },
         json: batch.map((id) => ({ $distinct_id: id, $token: token, $delete: null, $ignore_alias: true })),
       }),

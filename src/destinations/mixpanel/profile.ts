@@ -7,6 +7,7 @@ import { setOwn } from "../../lib/safe-keys";
 import { copyFieldsExcept, firstPresent, getPath, isAppleFamily, isPlainObject, traitPaths, withoutUndefined } from "../shared";
 import { type SluiceEvent, TransformError } from "../types";
 import { parseUserAgent } from "../user-agent";
+import type { MixpanelConfig } from "./config";
 
 type Obj = Record<string, any>;
 export type Mapping = Array<[string, string[]]>;
@@ -125,7 +126,7 @@ function deviceFields(event: SluiceEvent): Obj {
 }
 
 /** The `$set` of an identify call. */
-export function profileProperties(event: SluiceEvent, config: Obj): Obj {
+export function profileProperties(event: SluiceEvent, config: MixpanelConfig): Obj {
   const out = mapPaths(event, PROFILE);
   if (out.$geo_source !== undefined && out.$geo_source !== "reverse_geocoding") {
     throw new TransformError("$geo_source value must be either null or 'reverse_geocoding' ");
@@ -155,7 +156,7 @@ function unsetPath(target: unknown, path: string): void {
 }
 
 /** The profile operations RudderStack drives from config, in the order it sends them. */
-export const PROFILE_OPERATIONS: Array<[string, string]> = [
+export const PROFILE_OPERATIONS: Array<[string, keyof MixpanelConfig]> = [
   ["$set_once", "setOnceProperties"],
   ["$union", "unionProperties"],
   ["$append", "appendProperties"],

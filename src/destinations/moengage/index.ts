@@ -4,11 +4,11 @@
  * type and push token in the context, the device), track sends one action, alias merges the
  * previous user into the new one. One request per event, as RudderStack sends them.
  */
-import { t } from "elysia";
+import { type Static, t } from "elysia";
 import { endpointFor } from "../base-url";
 import { GENERIC_PATHS, genericField } from "../generic-fields";
-import { basicAuth, compact, EVENT_FILTERING_KEYS, firstPresent, flattenJson, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, requireValue, traitValue, eventFilteringSchema } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, nowOf, requireConfig, restRequest } from "../types";
+import { basicAuth, compact, firstPresent, flattenJson, getPath, isAppleFamily, isEventAllowed, isPlainObject, isPresent, requireValue, traitValue, eventFilteringSchema } from "../shared";
+import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configKeys, configOf, nowOf, requireConfig, requiredKeysOf, restRequest } from "../types";
 
 type Obj = Record<string, any>;
 
@@ -18,10 +18,13 @@ export const MoengageConfig = t.Object(
     apiKey: t.String({ minLength: 1 }),
     region: t.String({ minLength: 1 }),
     useObjectData: t.Optional(t.Boolean()),
-    ...eventFilteringSchema,
+    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
+    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
+    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
   },
   { additionalProperties: true },
 );
+export type MoengageConfig = Static<typeof MoengageConfig>;
 
 const HOSTS: Record<string, string> = { US: "https://api-01.moengage.com", EU: "https://api-02.moengage.com", IND: "https://api-03.moengage.com" };
 
@@ -43,9 +46,9 @@ function without(value: unknown, exclude: Set<string>): Obj {
 }
 
 /** MoEngage takes flat attributes unless the account stores objects (`useObjectData`). */
-const shaped = (attributes: Obj, config: Obj) => (config.useObjectData ? attributes : flattenJson(attributes));
+const shaped = (attributes: Obj, config: MoengageConfig) => (config.useObjectData ? attributes : flattenJson(attributes));
 
-function customerAttributes(event: SluiceEvent, config: Obj): Obj {
+function customerAttributes(event: SluiceEvent, config: MoengageConfig): Obj {
   const standard = compact({
     name: asText(traitValue(event, "name")),
     first_name: asText(traitValue(event, "firstname", "first_name", "firstName")),
@@ -68,7 +71,7 @@ function platform(value: unknown): unknown {
   return isAppleFamily(value) ? "iOS" : value;
 }
 
-function deviceAttributes(event: SluiceEvent, config: Obj): Obj {
+function deviceAttributes(event: SluiceEvent, config: MoengageConfig): Obj {
   const attributes = {
     ...compact({
       platform: platform(getPath(event, "context.device.type")),
@@ -98,7 +101,7 @@ export function offsetSeconds(zone: unknown, at: number = Date.now()): number | 
   }
 }
 
-function action(event: SluiceEvent, config: Obj, now: number): Obj {
+function action(event: SluiceEvent, config: MoengageConfig, now: number): Obj {
   if (!isPresent(event.event)) throw new TransformError('Missing required value from "event"');
   const properties = isPlainObject(event.properties) ? event.properties : undefined;
   return compact({
@@ -120,12 +123,9 @@ export const moengage: DestinationDefinition = {
   name: "MOENGAGE",
   displayName: "MoEngage",
   config: {
-    defaultConfig: [
-      "apiId", "apiKey", "region", "useObjectData", ...EVENT_FILTERING_KEYS, "oneTrustCookieCategories", "useNativeSDK", "debug",
-      "connectionMode", "consentManagement",
-    ],
+    defaultConfig: configKeys(MoengageConfig, ["oneTrustCookieCategories", "useNativeSDK", "debug", "connectionMode", "consentManagement"]),
     supportedMessageTypes: ["identify", "track", "alias"],
-    requiredKeys: ["apiId", "apiKey", "region"],
+    requiredKeys: requiredKeysOf(MoengageConfig),
   },
   configSchema: MoengageConfig,
   transform(event, ctx: DestinationContext): DestinationRequest[] {
@@ -134,12 +134,13 @@ export const moengage: DestinationDefinition = {
     if (!isPresent(event.type)) throw new TransformError("Event type is required");
     const type = String(event.type).toLowerCase();
     if (type !== "identify" && type !== "track" && type !== "alias") throw new TransformError(`Event type ${type} is not supported`);
-    if (!isEventAllowed(event, ctx.config)) return [];
+    const config = configOf(ctx, MoengageConfig);
+    if (!isEventAllowed(event, config)) return [];
     const auth = basicAuth(apiId, apiKey);
     const headers = { "Content-Type": "application/json", "MOE-APPKEY": apiId, Authorization: auth };
     // As in RudderStack, the user's id is checked before the region, and the region before the rest of the body.
     const post = (path: string, body: () => Obj, h: Record<string, string> = headers) => {
-      const region = ctx.config.region;
+      const region = config.region;
       const host = typeof region === "string" && Object.hasOwn(HOSTS, region) ? HOSTS[region] : undefined;
       if (!host) throw new TransformError("The region is not valid");
       return restRequest({ endpoint: endpointFor(ctx, `${host}${path}`), headers: h, json: body() });
@@ -148,15 +149,15 @@ export const moengage: DestinationDefinition = {
     switch (type) {
       case "identify": {
         const id = customerId(event);
-        const requests = [post(`/v1/customer/${apiId}`, () => ({ customer_id: id, type: "customer", attributes: customerAttributes(event, ctx.config) }))];
+        const requests = [post(`/v1/customer/${apiId}`, () => ({ customer_id: id, type: "customer", attributes: customerAttributes(event, config) }))];
         if (getPath(event, "context.device.type") && getPath(event, "context.device.token")) {
-          requests.push(post(`/v1/device/${apiId}`, () => compact({ customer_id: id, device_id: deviceId, type: "device", attributes: deviceAttributes(event, ctx.config) })));
+          requests.push(post(`/v1/device/${apiId}`, () => compact({ customer_id: id, device_id: deviceId, type: "device", attributes: deviceAttributes(event, config) })));
         }
         return requests;
       }
       case "track": {
         const id = customerId(event);
-        return [post(`/v1/event/${apiId}`, () => compact({ customer_id: id, device_id: deviceId, type: "event", actions: [action(event, ctx.config, nowOf(ctx))] }))];
+        return [post(`/v1/event/${apiId}`, () => compact({ customer_id: id, device_id: deviceId, type: "event", actions: [action(event, config, nowOf(ctx))] }))];
       }
       default: {
         const retained = requireValue(event.userId, "userId");

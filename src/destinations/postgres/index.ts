@@ -1,5 +1,5 @@
 /**
- * POSTGRES: a warehouse kind (README, Warehouse). Events are not sent one by one: the router stages
+ * POSTGRES: a warehouse kind (docs/warehouse.md). Events are not sent one by one: the router stages
  * their rows on Sluice's disk and src/warehouse/loads.ts loads them into the user's database
  * every `syncFrequency` minutes. Config keys follow RudderStack's POSTGRES definition
  * (rudder-integrations-config db-config.json) so workspace files carry over; its object-storage,
@@ -8,7 +8,7 @@
  */
 import { t } from "elysia";
 import type { PostgresConfig, PostgresSslMode } from "./config";
-import { type DestinationDefinition, TransformError } from "../types";
+import { type DestinationDefinition, TransformError, configKeys, requiredKeysOf } from "../types";
 
 const SSL_MODES = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] as const;
 
@@ -18,12 +18,16 @@ const NumberOrText = t.Union([t.Integer({ minimum: 1 }), t.String({ pattern: "^[
 export const PostgresDestinationConfig = t.Object(
   {
     host: t.String({ minLength: 1 }),
-    port: t.Optional(NumberOrText),
     database: t.String({ minLength: 1 }),
     user: t.String({ minLength: 1 }),
     password: t.Optional(t.String()),
+    port: t.Optional(NumberOrText),
     namespace: t.Optional(t.String()),
     sslMode: t.Optional(t.Union(SSL_MODES.map((m) => t.Literal(m)))),
+    skipTracksTable: t.Optional(t.Boolean()),
+    skipUsersTable: t.Optional(t.Boolean()),
+    /** Builds rudder_identity_merge_rules and rudder_identity_mappings (src/warehouse/identity.ts). */
+    enableIDResolution: t.Optional(t.Union([t.Boolean(), t.Literal("true"), t.Literal("false")])),
     /** Minutes between loads. */
     syncFrequency: t.Optional(NumberOrText),
     /** "HH:MM" (UTC): loads run at this time of day plus multiples of syncFrequency. */
@@ -38,10 +42,6 @@ export const PostgresDestinationConfig = t.Object(
         { additionalProperties: true },
       ),
     ),
-    skipTracksTable: t.Optional(t.Boolean()),
-    skipUsersTable: t.Optional(t.Boolean()),
-    /** Builds rudder_identity_merge_rules and rudder_identity_mappings (src/warehouse/identity.ts). */
-    enableIDResolution: t.Optional(t.Union([t.Boolean(), t.Literal("true"), t.Literal("false")])),
   },
   { additionalProperties: true },
 );
@@ -104,25 +104,10 @@ export const postgres: DestinationDefinition = {
   name: "POSTGRES",
   displayName: "Postgres",
   config: {
-    defaultConfig: [
-      "host",
-      "database",
-      "user",
-      "password",
-      "port",
-      "namespace",
-      "sslMode",
-      "skipTracksTable",
-      "skipUsersTable",
-      "enableIDResolution",
-      "syncFrequency",
-      "syncStartAt",
-      "excludeWindow",
-      ...IGNORED_KEYS,
-    ],
+    defaultConfig: configKeys(PostgresDestinationConfig, IGNORED_KEYS),
     // merge gives no event rows, only identity merge rules (when enableIDResolution is on).
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias", "merge"],
-    requiredKeys: ["host", "database", "user"],
+    requiredKeys: requiredKeysOf(PostgresDestinationConfig),
   },
   configSchema: PostgresDestinationConfig,
   serverDelivered: true,

@@ -2,10 +2,9 @@
  * POSTHOG: events to PostHog's capture API (`<instance>/batch`), mapped to PostHog's own
  * event names ($identify, $pageview, $screen, $groupidentify, $create_alias) as RudderStack does.
  */
-import { t } from "elysia";
+import { type Static, t } from "elysia";
 import { endpointFor } from "../base-url";
 import {
-  EVENT_FILTERING_KEYS,
   batchConsecutive,
   chunkItems,
   compact,
@@ -17,7 +16,7 @@ import {
   jsonBytes,
   requireValue,
 } from "../shared";
-import { type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { type DestinationDefinition, type SluiceEvent, TransformError, configKeys, configOf, requireConfig, requiredKeysOf, restRequest } from "../types";
 import { parseUserAgent } from "../user-agent";
 
 type Obj = Record<string, any>;
@@ -37,11 +36,14 @@ export const PostHogConfig = t.Object(
   {
     teamApiKey: t.String({ minLength: 1 }),
     yourInstance: t.Optional(t.String()),
+    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
+    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
+    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
     useV2Group: t.Optional(t.Boolean()),
-    ...eventFilteringSchema,
   },
   { additionalProperties: true },
 );
+export type PostHogConfig = Static<typeof PostHogConfig>;
 
 /** An object of the present values only, as RudderStack's mapping files build it. */
 function mapped(entries: Array<[string, unknown]>): Obj {
@@ -208,11 +210,7 @@ export const posthog: DestinationDefinition = {
   name: "POSTHOG",
   displayName: "PostHog",
   config: {
-    defaultConfig: [
-      "teamApiKey",
-      "yourInstance",
-      ...EVENT_FILTERING_KEYS,
-      "useV2Group",
+    defaultConfig: configKeys(PostHogConfig, [
       "oneTrustCookieCategories",
       "useNativeSDK",
       "autocapture",
@@ -221,17 +219,18 @@ export const posthog: DestinationDefinition = {
       "propertyBlackList",
       "xhrHeaders",
       "enableLocalStoragePersistence",
-    ],
+    ]),
     supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
-    requiredKeys: ["teamApiKey"],
+    requiredKeys: requiredKeysOf(PostHogConfig),
     urlKeys: ["yourInstance"],
   },
   configSchema: PostHogConfig,
   transform(event, ctx) {
     const apiKey = String(requireConfig(ctx, "teamApiKey"));
-    if (!isEventAllowed(event, ctx.config)) return [];
+    const config = configOf(ctx, PostHogConfig);
+    if (!isEventAllowed(event, config)) return [];
     if (!event.userId && !event.anonymousId) throw new TransformError("Either userId or anonymousId must be provided");
-    const { type, body } = eventBody(event, ctx.config.useV2Group === true);
+    const { type, body } = eventBody(event, config.useV2Group === true);
     const json = { ...body, type };
     const size = jsonBytes(json);
     if (size > MAX_EVENT_BYTES) {
@@ -239,7 +238,7 @@ export const posthog: DestinationDefinition = {
         `Event size (${size} bytes) exceeds PostHog's 1 MB limit. PostHog will reject this event with "maximum event size exceeded". Please reduce the size of the event properties to stay within the limit.`,
       );
     }
-    const instance = String(ctx.config.yourInstance || DEFAULT_INSTANCE).replace(/\/+$/, "");
+    const instance = String(config.yourInstance || DEFAULT_INSTANCE).replace(/\/+$/, "");
     return [
       restRequest({
         endpoint: endpointFor(ctx, `${instance}/batch`),

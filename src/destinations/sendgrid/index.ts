@@ -3,12 +3,12 @@
  * combination), a configured track event sends a mail through /v3/mail/send, and deletion is
  * DELETE /v3/marketing/contacts?ids=... (Bearer apiKey throughout).
  */
-import { t } from "elysia";
+import { type Static, t } from "elysia";
 import { ownValue, setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { type GenericField, genericField } from "../generic-fields";
 import { batchConsecutive, chunkItems, compact, firstPresent, isPlainObject, isPresent, refusedListField, traitPaths, withoutUndefined } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
+import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configKeys, configOf, requiredKeysOf, restRequest } from "../types";
 
 type Obj = Record<string, any>;
 
@@ -48,20 +48,51 @@ const CONTACT_MAPPING: Array<[string, GenericField | string[]]> = [
   ["unique_name", "name"],
 ];
 
+// Mail defaults and settings from RudderStack's dashboard (texts, flags, ids), passed on to
+// SendGrid as they are: any value is taken, as an imported config may hold a flag as "true" or an
+// id as a number.
+const MailSetting = t.Optional(t.Any());
+
 export const SendgridConfig = t.Object(
   {
     apiKey: t.String({ minLength: 1 }),
+    subject: MailSetting,
     listId: t.Optional(t.String()),
-    eventNamesSettings: t.Optional(t.Array(t.Any())),
     customFieldsMapping: t.Optional(t.Array(t.Any())),
+    templateId: MailSetting,
+    mailFromTraits: t.Optional(t.Boolean()),
+    replyToEmail: MailSetting,
+    replyToName: MailSetting,
+    IPPoolName: MailSetting,
+    fromEmail: MailSetting,
+    fromName: MailSetting,
+    eventNamesSettings: t.Optional(t.Array(t.Any())),
     contents: t.Optional(t.Array(t.Any())),
     attachments: t.Optional(t.Array(t.Any())),
-    groupsToDisplay: t.Optional(t.Array(t.Any())),
     group: t.Optional(t.Union([t.String(), t.Number()])),
-    mailFromTraits: t.Optional(t.Boolean()),
+    groupsToDisplay: t.Optional(t.Array(t.Any())),
+    footer: MailSetting,
+    footerText: MailSetting,
+    footerHtml: MailSetting,
+    sandboxMode: MailSetting,
+    clickTracking: MailSetting,
+    clickTrackingEnableText: MailSetting,
+    openTracking: MailSetting,
+    openTrackingSubstitutionTag: MailSetting,
+    subscriptionTracking: MailSetting,
+    text: MailSetting,
+    html: MailSetting,
+    substitutionTag: MailSetting,
+    ganalytics: MailSetting,
+    utmSource: MailSetting,
+    utmMedium: MailSetting,
+    utmTerm: MailSetting,
+    utmContent: MailSetting,
+    utmCampaign: MailSetting,
   },
   { additionalProperties: true },
 );
+export type SendgridConfig = Static<typeof SendgridConfig>;
 
 /** lodash's toString, which RudderStack's emptiness checks go through: nullish is "", arrays join their items' text. */
 function lodashText(v: unknown): string {
@@ -84,7 +115,7 @@ function headersOf(apiKey: string): Record<string, string> {
 }
 
 function requireApiKey(ctx: DestinationContext): string {
-  const key = ctx.config.apiKey;
+  const key = configOf(ctx, SendgridConfig).apiKey;
   if (!key) throw new TransformError("Invalid Api Key");
   return String(key);
 }
@@ -98,7 +129,7 @@ function flattenAddress(address: unknown): string {
 }
 
 /** The config list plus the event's `listIds` external id, sorted, as one comma-separated key. */
-function listIdsOf(event: SluiceEvent, config: Obj): string[] {
+function listIdsOf(event: SluiceEvent, config: SendgridConfig): string[] {
   const ids: string[] = [];
   if (config.listId) ids.push(String(config.listId));
   // When several entries have the type, the last one counts, as in RudderStack's getDestinationExternalID.
@@ -112,7 +143,7 @@ function listIdsOf(event: SluiceEvent, config: Obj): string[] {
  * SendGrid takes custom fields by field id; RudderStack looks the ids up by name over the
  * network, which a pure transform cannot, so the mapping's `to` is taken as the field id.
  */
-function customFieldsOf(event: SluiceEvent, config: Obj): Obj {
+function customFieldsOf(event: SluiceEvent, config: SendgridConfig): Obj {
   const out: Obj = {};
   const traits = event.context?.traits;
   if (!Array.isArray(config.customFieldsMapping) || !isPlainObject(traits)) return out;
@@ -127,7 +158,7 @@ function customFieldsOf(event: SluiceEvent, config: Obj): Obj {
 
 const trimmedKey = (key: string) => [key.trim()];
 
-function contactOf(event: SluiceEvent, config: Obj): Obj {
+function contactOf(event: SluiceEvent, config: SendgridConfig): Obj {
   const contact: Obj = {};
   for (const [key, source] of CONTACT_MAPPING) {
     const v = typeof source === "string" ? genericField(event, source) : firstPresent(event, source);
@@ -142,14 +173,15 @@ function identify(event: SluiceEvent, ctx: DestinationContext, apiKey: string): 
   if (!genericField(event, "email")) throw new TransformError("Parameter mail is required");
   // The check above also finds an e-mail in context.externalId, which the mapping does not read.
   if (!genericField(event, "emailOnly")) throw new TransformError(`Missing required value from "emailOnly"`);
-  const listIds = listIdsOf(event, ctx.config);
-  const body: Obj = listIds.length > 0 ? { list_ids: listIds, contacts: [contactOf(event, ctx.config)] } : { contacts: [contactOf(event, ctx.config)] };
+  const config = configOf(ctx, SendgridConfig);
+  const listIds = listIdsOf(event, config);
+  const body: Obj = listIds.length > 0 ? { list_ids: listIds, contacts: [contactOf(event, config)] } : { contacts: [contactOf(event, config)] };
   return restRequest({ method: "PUT", endpoint: endpointFor(ctx, CONTACTS), headers: headersOf(apiKey), json: body });
 }
 
 // ---------- track: mail send ----------
 
-function validateEvent(event: SluiceEvent, config: Obj): void {
+function validateEvent(event: SluiceEvent, config: SendgridConfig): void {
   const name = event.event;
   if (!name) throw new TransformError("Event is required for track call");
   const wanted = String(name).trim().toLowerCase();
@@ -163,7 +195,7 @@ function validListOf<T extends Obj>(list: unknown, keep: (item: Obj) => boolean)
 }
 
 /** Dashboard values fill what the event's properties leave unset. */
-function fillFromConfig(payload: Obj, config: Obj): void {
+function fillFromConfig(payload: Obj, config: SendgridConfig): void {
   if (!payload.from) payload.from = compact({ email: config.fromEmail, name: config.fromName || undefined });
   if (config.templateId && !payload.template_id) payload.template_id = config.templateId;
   if (isUnset(payload.attachments)) {
@@ -189,7 +221,7 @@ function requireMailFields(payload: Obj): void {
   if (!payload.from.email) throw new TransformError("Email inside from object is required");
 }
 
-function mailSettings(properties: Obj, config: Obj): Obj | undefined {
+function mailSettings(properties: Obj, config: SendgridConfig): Obj | undefined {
   const s: Obj = {};
   const footer: Obj = { enable: config.footer, text: config.footerText, html: config.footerHtml };
   let sandbox = config.sandboxMode;
@@ -213,7 +245,7 @@ function mailSettings(properties: Obj, config: Obj): Obj | undefined {
   return Object.keys(s).length > 0 ? s : undefined;
 }
 
-function trackingSettings(config: Obj): Obj | undefined {
+function trackingSettings(config: SendgridConfig): Obj | undefined {
   const s: Obj = {};
   // Unlike the other settings, RudderStack sends click tracking's two flags as set, null included.
   if (config.clickTracking || config.clickTrackingEnableText) s.click_tracking = withoutUndefined({ enable: config.clickTracking, enable_text: config.clickTrackingEnableText });
@@ -239,7 +271,7 @@ function trackingSettings(config: Obj): Obj | undefined {
   return Object.keys(s).length > 0 ? s : undefined;
 }
 
-function asmOf(config: Obj): Obj | undefined {
+function asmOf(config: SendgridConfig): Obj | undefined {
   const asm: Obj = {};
   if (config.group && isIntegerText(config.group)) asm.group_id = Number(config.group);
   const groups = (Array.isArray(config.groupsToDisplay) ? config.groupsToDisplay : [])
@@ -268,7 +300,7 @@ function tidyMail(payload: Obj): void {
 }
 
 function track(event: SluiceEvent, ctx: DestinationContext, apiKey: string): DestinationRequest {
-  const config = ctx.config;
+  const config = configOf(ctx, SendgridConfig);
   validateEvent(event, config);
   const properties: Obj = isPlainObject(event.properties) ? event.properties : {};
   const payload: Obj = {};
@@ -331,17 +363,9 @@ export const sendgrid: DestinationDefinition = {
   name: "SENDGRID",
   displayName: "Sendgrid",
   config: {
-    defaultConfig: [
-      "apiKey", "subject", "listId", "customFieldsMapping", "templateId", "mailFromTraits", "replyToEmail", "replyToName",
-      "IPPoolName", "fromEmail", "fromName", "eventNamesSettings", "contents", "attachments", "group", "groupsToDisplay",
-      "footer", "footerText", "footerHtml", "sandboxMode", "clickTracking", "clickTrackingEnableText", "openTracking",
-      "openTrackingSubstitutionTag", "subscriptionTracking", "text", "html", "substitutionTag", "ganalytics",
-      "utmSource", "utmMedium", "utmTerm", "utmContent", "utmCampaign",
-      // Consent setting of RudderStack's dashboard: accepted so imported configs stay whole; not used here.
-      "oneTrustCookieCategories",
-    ],
+    defaultConfig: configKeys(SendgridConfig, ["oneTrustCookieCategories"]),
     supportedMessageTypes: ["identify", "track"],
-    requiredKeys: ["apiKey"],
+    requiredKeys: requiredKeysOf(SendgridConfig),
   },
   configSchema: SendgridConfig,
   // A custom field mapping names a trait (`from`) and the key it is sent under (`to`), both trimmed.
@@ -362,7 +386,8 @@ export const sendgrid: DestinationDefinition = {
     );
   },
   deleteUsers(users, ctx) {
-    if (!ctx.config.apiKey) throw new TransformError("apiKey is required for deleting user");
+    const config = configOf(ctx, SendgridConfig);
+    if (!config.apiKey) throw new TransformError("apiKey is required for deleting user");
     const ids = users.map((u) => u.userId).filter((id): id is string => !!id);
     // RudderStack's last (usually only) chunk keeps the brackets of its `ids=[IDS]` template.
     const chunks = idChunks(ids);
@@ -370,7 +395,7 @@ export const sendgrid: DestinationDefinition = {
       restRequest({
         method: "DELETE",
         endpoint: endpointFor(ctx, `${CONTACTS}?ids=${i === chunks.length - 1 ? `[${chunk.join(",")}]` : chunk.join(",")}`),
-        headers: { Authorization: `Bearer ${ctx.config.apiKey}` },
+        headers: { Authorization: `Bearer ${config.apiKey}` },
       }),
     );
   },

@@ -3,11 +3,11 @@
  * Handlebars templates configured per event (rendered by the handlebars library). Config keys
  * and texts follow RudderStack's SLACK destination so workspace files carry over.
  */
-import { type TSchema, t } from "elysia";
+import { type Static, type TSchema, t } from "elysia";
 import { configRegexProblem, configRegexTest } from "../../lib/config-regex";
 import { endpointFor } from "../base-url";
 import { traitsOf } from "../shared";
-import { type ConfigProblem, type DestinationDefinition, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { type ConfigProblem, type DestinationDefinition, type SluiceEvent, TransformError, configKeys, configOf, requireConfig, requiredKeysOf, restRequest } from "../types";
 import { escapedText, renderTemplate } from "./handlebars";
 
 export { renderTemplate } from "./handlebars";
@@ -25,12 +25,6 @@ const OptionalList = <T extends TSchema>(item: T) => t.Optional(t.Union([t.Array
 
 export const SlackConfig = t.Object(
   {
-    webhookUrl: t.String({ minLength: 1 }),
-    incomingWebhooksType: t.Optional(t.Union([t.String(), t.Null()])),
-    identifyTemplate: t.Optional(t.Union([t.String(), t.Null()])),
-    eventTemplateSettings: OptionalList(
-      Loose({ eventName: t.Optional(t.String()), eventTemplate: t.Optional(t.String()), eventRegex: t.Optional(t.Boolean()) }),
-    ),
     eventChannelSettings: OptionalList(
       Loose({
         eventName: t.Optional(t.String()),
@@ -39,11 +33,18 @@ export const SlackConfig = t.Object(
         eventRegex: t.Optional(t.Boolean()),
       }),
     ),
+    incomingWebhooksType: t.Optional(t.Union([t.String(), t.Null()])),
+    identifyTemplate: t.Optional(t.Union([t.String(), t.Null()])),
+    eventTemplateSettings: OptionalList(
+      Loose({ eventName: t.Optional(t.String()), eventTemplate: t.Optional(t.String()), eventRegex: t.Optional(t.Boolean()) }),
+    ),
+    webhookUrl: t.String({ minLength: 1 }),
     whitelistedTraitsSettings: OptionalList(Loose({ trait: t.Optional(t.String()) })),
     denyListOfEvents: OptionalList(t.Any()),
   },
   { additionalProperties: true },
 );
+export type SlackConfig = Static<typeof SlackConfig>;
 
 /** Who the message is about, in RudderStack's order of preference. */
 function userName(event: SluiceEvent): string {
@@ -60,7 +61,7 @@ function userName(event: SluiceEvent): string {
   );
 }
 
-function whitelistedTraits(config: Record<string, any>): string[] {
+function whitelistedTraits(config: SlackConfig): string[] {
   if (!Array.isArray(config.whitelistedTraitsSettings)) return [];
   return config.whitelistedTraitsSettings
     .map((s: any) => (typeof s?.trait === "string" ? s.trait.trim() : ""))
@@ -136,20 +137,15 @@ export const slack: DestinationDefinition = {
   name: "SLACK",
   displayName: "Slack",
   config: {
-    defaultConfig: [
-      "eventChannelSettings", "incomingWebhooksType", "identifyTemplate", "eventTemplateSettings",
-      "webhookUrl", "whitelistedTraitsSettings", "denyListOfEvents",
-      // Keys of RudderStack's device-mode and dashboard settings: accepted so imported configs stay whole; not used here.
-      "oneTrustCookieCategories",
-    ],
+    defaultConfig: configKeys(SlackConfig, ["oneTrustCookieCategories"]),
     supportedMessageTypes: ["identify", "track"],
-    requiredKeys: ["webhookUrl"],
+    requiredKeys: requiredKeysOf(SlackConfig),
   },
   configSchema: SlackConfig,
   checkConfig: slackEventRegexProblem,
   transform(event, ctx) {
     const webhookUrl = String(requireConfig(ctx, "webhookUrl"));
-    const c = ctx.config;
+    const c = configOf(ctx, SlackConfig);
     const whitelist = whitelistedTraits(c);
     const traits = traitsOf(event) ?? {};
 

@@ -6,12 +6,12 @@
  *
  * RudderStack looks users and organizations up (search by email, list identities and
  * memberships, create missing custom fields) before it answers; a Sluice transform makes no
- * calls, so each of those becomes the upsert Zendesk documents for it (see README).
+ * calls, so each of those becomes the upsert Zendesk documents for it (see zendesk/README.md).
  */
-import { t } from "elysia";
+import { type Static, t } from "elysia";
 import { endpointFor } from "../base-url";
 import { basicAuth, chunkItems, traitsOf, withoutUndefined } from "../shared";
-import { type DestinationDefinition, type DestinationContext, type SluiceEvent, TransformError, requireConfig, restRequest } from "../types";
+import { type DestinationDefinition, type DestinationContext, type SluiceEvent, TransformError, configKeys, configOf, requireConfig, requiredKeysOf, restRequest } from "../types";
 import { organizationPayload, userPayload } from "./mapping";
 
 const MARKETPLACE_HEADERS = {
@@ -27,14 +27,15 @@ export const ZendeskConfig = t.Object(
     email: t.String({ minLength: 1 }),
     apiToken: t.String({ minLength: 1 }),
     domain: t.String({ minLength: 1 }),
-    sourceName: t.Optional(t.String()),
     createUsersAsVerified: t.Optional(t.Boolean()),
     sendGroupCallsWithoutUserId: t.Optional(t.Boolean()),
     removeUsersFromOrganization: t.Optional(t.Boolean()),
     searchByExternalId: t.Optional(t.Boolean()),
+    sourceName: t.Optional(t.String()),
   },
   { additionalProperties: true },
 );
+export type ZendeskConfig = Static<typeof ZendeskConfig>;
 
 interface Api {
   base: string;
@@ -60,7 +61,7 @@ function requireUserId(event: SluiceEvent): void {
 }
 
 /** Zendesk reserves the source `zendesk` for itself, so RudderStack refuses it. */
-function sourceNameOf(config: Record<string, any>): string {
+function sourceNameOf(config: ZendeskConfig): string {
   const name = config.sourceName;
   if (typeof name === "string" && name.trim().toLowerCase() === "zendesk") {
     throw new TransformError("Invalid source name. The source name `zendesk` is not allowed.");
@@ -70,7 +71,7 @@ function sourceNameOf(config: Record<string, any>): string {
 
 function identify(event: SluiceEvent, ctx: DestinationContext, api: Api) {
   requireUserId(event);
-  const payload = userPayload(traitsOf(event), event.userId, !!ctx.config.createUsersAsVerified);
+  const payload = userPayload(traitsOf(event), event.userId, !!configOf(ctx, ZendeskConfig).createUsersAsVerified);
   return [post(api, "users/create_or_update.json", payload)];
 }
 
@@ -82,7 +83,7 @@ function track(event: SluiceEvent, ctx: DestinationContext, api: Api) {
   requireUserId(event);
   const email = traitsOf(event)?.email;
   if (!email) throw new TransformError("email not found in traits.");
-  const source = sourceNameOf(ctx.config);
+  const source = sourceNameOf(configOf(ctx, ZendeskConfig));
   const body = {
     event: withoutUndefined({ description: event.event, type: event.event, source, properties: event.properties }),
     profile: withoutUndefined({ type: event.event, source, identifiers: [{ type: "email", value: email }] }),
@@ -101,12 +102,12 @@ function membership(event: SluiceEvent, ctx: DestinationContext, orgName: unknow
   if (traits?.name) user.name = traits.name;
   if (traits?.email) user.email = traits.email;
   user.organization = { name: orgName };
-  if (ctx.config.createUsersAsVerified) user.verified = true;
+  if (configOf(ctx, ZendeskConfig).createUsersAsVerified) user.verified = true;
   return { user };
 }
 
 function group(event: SluiceEvent, ctx: DestinationContext, api: Api) {
-  const withoutUser = !!ctx.config.sendGroupCallsWithoutUserId && !event.userId;
+  const withoutUser = !!configOf(ctx, ZendeskConfig).sendGroupCallsWithoutUserId && !event.userId;
   if (!withoutUser) requireUserId(event);
   if (event.traits === undefined || event.traits === null) throw new TransformError("Organisation Traits are missing. Aborting.");
   const payload = organizationPayload(event);
@@ -121,22 +122,9 @@ export const zendesk: DestinationDefinition = {
   name: "ZENDESK",
   displayName: "Zendesk",
   config: {
-    defaultConfig: [
-      "email",
-      "apiToken",
-      "domain",
-      "createUsersAsVerified",
-      "sendGroupCallsWithoutUserId",
-      "removeUsersFromOrganization",
-      "searchByExternalId",
-      "sourceName",
-      "connectionMode",
-      "consentManagement",
-      "oneTrustCookieCategories",
-      "ketchConsentPurposes",
-    ],
+    defaultConfig: configKeys(ZendeskConfig, ["connectionMode", "consentManagement", "oneTrustCookieCategories", "ketchConsentPurposes"]),
     supportedMessageTypes: ["identify", "track", "group"],
-    requiredKeys: ["email", "apiToken", "domain"],
+    requiredKeys: requiredKeysOf(ZendeskConfig),
     hostKeys: ["domain"],
   },
   configSchema: ZendeskConfig,
@@ -155,7 +143,7 @@ export const zendesk: DestinationDefinition = {
   },
   /**
    * RudderStack has no deletion for Zendesk; Zendesk's bulk delete takes external ids, which
-   * is what identify sets to the userId. Zendesk soft-deletes these users (see README).
+   * is what identify sets to the userId. Zendesk soft-deletes these users (see zendesk/README.md).
    */
   deleteUsers(users, ctx) {
     const api = apiOf(ctx);
