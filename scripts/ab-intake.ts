@@ -9,6 +9,8 @@
  * Reported per binary, as means over its rounds: events/s, p99, CPU µs per request of the
  * main thread and of the whole process (user + system, from /proc), and the largest RSS.
  * Build the old binary from a worktree: git worktree add /tmp/old HEAD && (cd /tmp/old && npm run build).
+ * With --record the run goes into docs/benchmarks/ab-history.md and its line, as the latest
+ * intake A/B, into BENCHMARKS.md.
  */
 import { resolve } from "node:path";
 import { INTAKE_BODIES, adminApi, balancedOrder, basicAuth, fmt, mean, median, numberArg, record, requireWrk, rssMb, startSluice, wrk } from "./bench-lib";
@@ -65,5 +67,18 @@ const rows = [
   "",
   `${rounds} interleaved rounds of wrk ${seconds} s each per binary, ${batchMode ? "/v1/batch of 100 events at 16 connections" : "single track calls at 64 connections"}; means over the rounds, and the median p99 (one disturbed round moves the mean).`,
 ];
-if (args.includes("--record")) await record(`Intake A/B${batchMode ? " (batch)" : ""}`, `bun scripts/ab-intake.ts ${args.join(" ")}`, rows);
+const [a, b] = servers as [(typeof servers)[number], (typeof servers)[number]];
+const meanOf = (s: typeof a, k: "events" | "main") => mean(s.runs.map((x) => x[k]));
+if (args.includes("--record"))
+  await record({
+    name: "ab-intake",
+    doc: "ab-history",
+    title: `Intake A/B${batchMode ? " (batch)" : ""}`,
+    label: "Intake",
+    command: `bun scripts/ab-intake.ts ${args.join(" ")}`,
+    lines: rows,
+    latest:
+      `${a.spec} → ${b.spec}, ${batchMode ? "batches" : "single calls"}: ${fmt(meanOf(a, "events"))} → ${fmt(meanOf(b, "events"))} events/s, ` +
+      `main-thread CPU ${fmt(meanOf(a, "main"), 1)} → ${fmt(meanOf(b, "main"), 1)} µs a ${unit}, p99 (median) ${fmt(median(a.runs.map((x) => x.p99)), 2)} → ${fmt(median(b.runs.map((x) => x.p99)), 2)} ms.`,
+  });
 else console.log(rows.join("\n"));

@@ -1,7 +1,8 @@
 /**
  * Cluster benchmark (issue 24): the compiled binary on one local PostgreSQL, one and two
  * instances on a fresh schema each, beside the SQLite single node of the same run (the
- * baseline: every figure is also a ratio to it). Writes the figures into BENCHMARKS.md.
+ * baseline: every figure is also a ratio to it). Writes the run into docs/benchmarks/cluster.md
+ * and its line into BENCHMARKS.md.
  *
  *   npm run bench:cluster [-- --seconds 24 --rounds 4 --events 20000 --users 200 --e2e-rounds 3 --takeovers 3 --build --no-record]
  *
@@ -276,6 +277,7 @@ async function main() {
 
   const kinds: Config["kind"][] = ["sqlite", "pg1", "pg2"];
   const rows: string[] = [];
+  let latest = "";
   try {
     // 1. Intake.
     const configs: Config[] = [];
@@ -408,6 +410,16 @@ async function main() {
         `| ${c.name} | ${fmt(runs.reduce((a, w) => a + w.rps, 0) / runs.length)} | ${c === base ? "1.00" : ratio(runs.map((w, r) => w.rps / baseRuns[r]!.rps))} | ${fmt(median(runs.map((w) => w.p50ms)), 2)} | ${fmt(median(runs.map((w) => w.p99ms)), 2)} | ${fmt(perCall("cpuUs"), 1)}${c.kind === "sqlite" ? "" : ` (${fmt(perCall("pgCpuUs"), 1)})`} | ${runs.reduce((a, w) => a + w.non2xx, 0)} | ${fmt(ends.reduce((a, e) => a + e.rate, 0) / ends.length)} | ${c === base ? "1.00" : ratio(ends.map((e, r) => e.rate / baseEnds[r]!.rate))} | ${fmt(ends.reduce((a, e) => a + e.acceptRate, 0) / ends.length)} |`,
       );
     }
+    const ratioTo = (kind: Config["kind"]) => {
+      const c = configs.find((x) => x.kind === kind)!;
+      const intakeRatio = median(intake.get(c)!.map((w, r) => w.rps / intake.get(base)![r]!.rps));
+      const endRatio = median(e2e.get(kind)!.map((e, r) => e.rate / e2e.get("sqlite")![r]!.rate));
+      return { intakeRatio, endRatio };
+    };
+    const [pg1, pg2] = [ratioTo("pg1"), ratioTo("pg2")];
+    latest =
+      `PostgreSQL intake ${fmt(pg1.intakeRatio, 2)} of SQLite with one instance, ${fmt(pg2.intakeRatio, 2)} with two; end to end ${fmt(pg1.endRatio, 2)} and ${fmt(pg2.endRatio, 2)}; ` +
+      `takeover after kill -9 ${fmt(median(takeover.map((x) => x.firstMs)) / 1000, 1)} s (median).`;
     rows.push("");
     rows.push(
       `Takeover after kill -9 of one of two instances (${takeovers} run${takeovers === 1 ? "" : "s"}, each on a fresh schema; light load of about ${fmt(median(takeover.map((x) => x.steadyRate)))} single calls/s to both instances, a call refused by the dead one sent again to the other): ` +
@@ -427,9 +439,11 @@ async function main() {
     for (const s of schemas) await admin.unsafe(`DROP SCHEMA IF EXISTS "${s}" CASCADE`).catch((err) => console.error(`could not drop schema ${s}: ${(err as Error).message}`));
     await admin.close();
   }
-  await record(
-    "Cluster",
-    `npm run bench:cluster -- --seconds ${seconds} --rounds ${rounds} --events ${total} --users ${users} --e2e-rounds ${e2eRounds} --takeovers ${takeovers}`,
-    rows,
-  );
+  await record({
+    name: "cluster",
+    title: "Cluster",
+    command: `npm run bench:cluster -- --seconds ${seconds} --rounds ${rounds} --events ${total} --users ${users} --e2e-rounds ${e2eRounds} --takeovers ${takeovers}`,
+    lines: rows,
+    latest,
+  });
 }

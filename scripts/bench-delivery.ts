@@ -2,7 +2,8 @@
  * Delivery benchmark: the compiled binary delivering to a local webhook sink (a
  * separate process that records each event's latency from receivedAt to arrival).
  * In the same run the sink's own capacity is measured with wrk, so the delivery rate
- * is also a ratio. Writes the figures into BENCHMARKS.md.
+ * is also a ratio. Writes the run into docs/benchmarks/delivery.md and its line into
+ * BENCHMARKS.md.
  *
  *   npm run bench:delivery [-- --events 50000 --seconds 10 --build] [--binary PATH --no-record]
  *
@@ -32,6 +33,7 @@ const rows: string[] = [
   "| --- | --- | --- | --- | --- | --- | --- |",
 ];
 
+const results: Array<{ destinations: number; transformation: boolean; drainRate: number; p99: number }> = [];
 const variants: Array<{ destinations: number; transformation?: string }> = [
   { destinations: 1 },
   { destinations: 1, transformation: "export function transformEvent(event, metadata) { return event; }" },
@@ -89,6 +91,7 @@ for (const { destinations, transformation } of variants) {
   while ((await sinkStats()).count < want && Date.now() < until) await Bun.sleep(50);
   const lat = await sinkStats();
   const mem = rssMb(s.pid);
+  results.push({ destinations, transformation: !!transformation, drainRate, p99: lat.p99 });
   rows.push(
     `| ${destinations}${transformation ? " + trivial transformEvent" : ""} | ${fmt(drainRate)} | ${fmt(drainRate / capacity.rps, 2)} | ${fmt(inRate)} (${fmt(inRate * destinations)} deliveries/s) | ${fmt(lat.p50)} | ${fmt(lat.p99)} | ${fmt(mem.rss)} (${fmt(mem.peak)}) |`,
   );
@@ -100,4 +103,13 @@ rows.push("");
 rows.push(
   `Sink capacity (wrk, 16 connections, straight at the sink): ${fmt(capacity.rps)} requests/s. Drain: ${fmt(total)} events (10 destinations: ${fmt(total / 5)} events × 10) accepted through /v1/batch from 1,000 users, timed from the first request until the sink has every delivery. Steady: wrk single track calls (4 connections for 1 destination, 1 for 10) for ${seconds} s, rotating over 100 users; latency is receivedAt → arrival at the sink. --destination-concurrency 16. Targets: ≥ 10,000 events/s to one destination, p99 ≤ 100 ms while not saturated.`,
 );
-await record("Delivery", `npm run bench:delivery -- --events ${total} --seconds ${seconds}`, rows);
+const [one, withTransformation, ten] = results as [(typeof results)[number], (typeof results)[number], (typeof results)[number]];
+await record({
+  name: "delivery",
+  title: "Delivery",
+  command: `npm run bench:delivery -- --events ${total} --seconds ${seconds}`,
+  lines: rows,
+  latest:
+    `one destination ${fmt(one.drainRate)} events/s (${fmt(one.drainRate / capacity.rps, 2)} of the sink's ${fmt(capacity.rps)} requests/s; ≥ 10,000: ${one.drainRate >= 10_000 ? "met" : "not met"}), p99 ${fmt(one.p99)} ms not saturated (≤ 100: ${one.p99 <= 100 ? "met" : "not met"}); ` +
+    `with a transformEvent ${fmt(withTransformation.drainRate)}, p99 ${fmt(withTransformation.p99)} ms; ten destinations ${fmt(ten.drainRate)}, p99 ${fmt(ten.p99)} ms.`,
+});

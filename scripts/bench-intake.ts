@@ -1,7 +1,8 @@
 /**
  * Intake benchmark: the compiled binary under load from wrk (a separate process) on
  * 127.0.0.1 with keep-alive connections, against a bare Bun.serve that answers OK
- * without storing, in the same run. Writes the figures into BENCHMARKS.md.
+ * without storing, in the same run. Writes the run into docs/benchmarks/intake.md and its
+ * figures' line into BENCHMARKS.md.
  *
  *   npm run bench:intake [-- --seconds 8 --rounds 4 --build --regulations N --full-only --no-record]
  *
@@ -174,6 +175,26 @@ rows.push("");
 rows.push(dedupInIsolation(3_000_000));
 rows.push("");
 rows.push(
-  `wrk, 2 threads; ${rounds} rounds in which every server takes a turn of ${turn} s under the load, in a balanced order (each server follows every other equally often) and once the server before it has gone idle, for each load in turn: single calls at 64 connections, then batches at 16, then at 64 (${fmt(turn * rounds)} s per server and load). Rates are means over the rounds, p50 and p99 medians over them; each ratio is taken against the bare server's figure of the same round, and the median of those is shown with the lowest and highest. Single call = one track event (~200 B); batch = 100 track events per request. Each event carries its own messageId, unique per request (wrk substitutes it), as SDKs send them, so deduplication is in every Sluice figure but those of the server sent none. CPU µs = user + system time of the server process (all threads; the main thread alone in brackets) over the turns, divided by the requests wrk completed (steadier than rates on a shared machine). RSS after the 16-connection batches, and again at the end. Targets: single ≥ 0.70 of bare, p99 ≤ 1.5× bare, batch ≥ 200,000 events/s, RSS ≤ 150 MB.`,
+  `wrk, 2 threads; ${rounds} rounds in which every server takes a turn of ${turn} s under the load, in a balanced order (each server follows every other equally often) and once the server before it has gone idle, for each load in turn: single calls at 64 connections, then batches at 16, then at 64 (${fmt(turn * rounds)} s per server and load). Rates are means over the rounds, p50 and p99 medians over them; each ratio is taken against the bare server's figure of the same round, and the median of those is shown with the lowest and highest. Single call = one track event (~200 B); batch = 100 track events per request. Each event carries its own messageId, unique per request (wrk substitutes it), as SDKs send them, so deduplication is in every Sluice figure but those of the server sent none. CPU µs = user + system time of the server process (all threads; the main thread alone in brackets) over the turns, divided by the requests wrk completed (steadier than rates on a shared machine). RSS after the 16-connection batches, and again at the end. Targets: single calls ≥ 0.5 of bare with --sync FULL and ≥ 0.7 with NORMAL; RSS ≤ 150 MB steady and ≤ 200 MB at peaks (the first targets also asked p99 ≤ 1.5× bare and batches ≥ 200,000 events/s).`,
 );
-await record("Intake", `npm run bench:intake -- --seconds ${seconds} --rounds ${rounds}${regulations ? ` --regulations ${regulations}` : ""}`, rows);
+/** The median ratio of a server's single-call rate to the bare server's, over the rounds. */
+const singleRatio = (s: Server) => median(s.runs.single.map((w, r) => w.rps / servers[0]!.runs.single[r]!.rps));
+const met = (ok: boolean) => (ok ? "met" : "not met");
+const full = servers[1]!;
+const normal = servers.find((s) => s.name === "Sluice, sync NORMAL");
+const fullRatio = singleRatio(full);
+const rss = full.memEnd ?? { rss: NaN, peak: NaN };
+const latest = [
+  `FULL single calls ${fmt(fullRatio, 2)} of bare (≥ 0.5: ${met(fullRatio >= 0.5)})`,
+  normal ? `, NORMAL ${fmt(singleRatio(normal), 2)} (≥ 0.7: ${met(singleRatio(normal) >= 0.7)})` : "",
+  `; FULL p99 ${fmt(median(full.runs.single.map((w, r) => w.p99ms / servers[0]!.runs.single[r]!.p99ms)), 2)}× bare`,
+  `; FULL batches ${fmt(summary(full.runs.batch16).rps * 100)} events/s`,
+  `; FULL RSS at the end ${fmt(rss.rss)} MB, peak ${fmt(rss.peak)} (≤ 150 / 200: ${met(rss.rss <= 150 && rss.peak <= 200)}).`,
+].join("");
+await record({
+  name: "intake",
+  title: "Intake",
+  command: `npm run bench:intake -- --seconds ${seconds} --rounds ${rounds}${regulations ? ` --regulations ${regulations}` : ""}`,
+  lines: rows,
+  latest,
+});

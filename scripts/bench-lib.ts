@@ -1,6 +1,6 @@
-/** Shared pieces of the benchmarks: processes, wrk runs, and BENCHMARKS.md. */
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+/** Shared pieces of the benchmarks: processes, wrk runs, and where runs are written (docs/benchmarks/, BENCHMARKS.md). */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpus as osCpus, release, tmpdir, totalmem, type } from "node:os";
 import { join } from "node:path";
 
 export const ROOT = join(import.meta.dir, "..");
@@ -231,48 +231,143 @@ export function rssMb(pid: number): { rss: number; peak: number } {
   }
 }
 
-/** A new BENCHMARKS.md's opening. */
-const HEADER =
-  "# Benchmarks\n\nFigures from `scripts/`. Each benchmark has one section: its latest recorded run, then a short history of its earlier runs and notes. Each run measures a bare baseline in the same run, so compare ratios, not absolute numbers: the machine (2 cores, shared) is noisy.\n";
-
 /**
- * Writes a run into BENCHMARKS.md as the section `## {title} — {now}`, in place of the run of
- * the same title, so the file stays one section per benchmark. The section's `### ` parts
- * (History, Notes) are kept: the run replaced stays in git's history, and a row for it in
- * History is written by hand where it matters. With --no-record, only prints.
+ * Where a run goes. BENCHMARKS.md holds one short summary per benchmark and has to stay small
+ * enough to read (under 8 KB), so a run writes its whole section into docs/benchmarks/{doc}.md
+ * and only its marked lines (`<!-- bench:{name}:begin -->` … `end -->`) in BENCHMARKS.md.
  */
-export async function record(title: string, command: string, lines: string[]) {
-  const body = `Command: \`${command}\` (commit ${gitHead()})\n\n${lines.join("\n")}`;
-  if (process.argv.includes("--no-record")) {
-    console.log(body);
-    return;
-  }
-  console.log(await replaceSection(title, body));
+export interface RunRecord {
+  /** The marker's name in BENCHMARKS.md. */
+  name: string;
+  /** docs/benchmarks/{doc}.md; the name when not given. */
+  doc?: string;
+  /** The run's heading: `## {title} — {when}`. */
+  title: string;
+  /** The section under the heading, in full. */
+  body: string;
+  /** The run's figures for BENCHMARKS.md, on one line. */
+  latest: string;
+  /**
+   * For a record shown as one line among others (the A/B records): its label. Without it the
+   * summary is a Latest and a Machine line.
+   */
+  label?: string;
+  /** The run's instant as an ISO string to the second; now when not given. */
+  when?: string;
+  commit?: string;
+  machine?: string;
 }
 
-/** `record` for a body of its own (no command line). */
-export async function replaceSection(title: string, body: string): Promise<string> {
-  const file = join(ROOT, "BENCHMARKS.md");
-  const when = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-  const run = `## ${title} — ${when}\n\n${body.trim()}\n`;
-  const text = (await Bun.file(file).exists()) ? await Bun.file(file).text() : HEADER;
-  const lines = text.split("\n");
-  const start = lines.findIndex((l) => l.startsWith(`## ${title} —`));
-  let out: string;
-  if (start < 0) {
-    out = `${text.trimEnd()}\n\n${run}`;
-  } else {
-    const next = lines.findIndex((l, i) => i > start && l.startsWith("## "));
-    const end = next < 0 ? lines.length : next;
-    const kept = lines.findIndex((l, i) => i > start && i < end && l.startsWith("### "));
-    const parts = kept < 0 ? "" : `\n${lines.slice(kept, end).join("\n").trimEnd()}\n`;
-    const before = lines.slice(0, start).join("\n").trimEnd();
-    const after = next < 0 ? "" : `\n${lines.slice(next).join("\n")}`;
-    out = `${before}\n\n${run}${parts}${after}`;
-    console.log(`BENCHMARKS.md: replaced the run of ${lines[start]!.slice(3)}; add it to the section's History if it matters.`);
+/** The size BENCHMARKS.md has to stay under. */
+export const SUMMARY_LIMIT = 8192;
+
+const LATEST_BEGIN = "<!-- bench:latest:begin -->";
+const LATEST_END = "<!-- bench:latest:end -->";
+/** Where a doc keeps the runs a newer one replaced, word for word: nothing measured is lost. */
+const EARLIER = "## Earlier runs as recorded";
+
+export const markers = (name: string) => [`<!-- bench:${name}:begin -->`, `<!-- bench:${name}:end -->`] as const;
+
+export const isoSeconds = (d = new Date()) => d.toISOString().replace(/\.\d+Z$/, "Z");
+
+/** The lines between a benchmark's markers in BENCHMARKS.md. */
+export function summaryLines(run: RunRecord): string {
+  const when = run.when ?? isoSeconds();
+  const commit = run.commit ?? gitHead();
+  if (run.label) return `- ${run.label}: ${when} (commit ${commit}): ${run.latest}`;
+  return `- Latest: ${when} (commit ${commit}): ${run.latest}\n- Machine: ${run.machine ?? machine()}`;
+}
+
+/**
+ * Replaces what lies between a pair of markers; without them, the markers and the content go
+ * at the end (under a heading), so a new benchmark still gets its line.
+ */
+export function replaceMarked(text: string, name: string, content: string, heading = name): string {
+  const [begin, end] = markers(name);
+  const b = text.indexOf(begin);
+  const e = b < 0 ? -1 : text.indexOf(end, b);
+  if (b < 0 || e < 0) return `${text.trimEnd()}\n\n## ${heading}\n\n${begin}\n${content}\n${end}\n`;
+  return `${text.slice(0, b + begin.length)}\n${content}\n${text.slice(e)}`;
+}
+
+/**
+ * Puts a run in a doc's latest-run place. The run it replaces moves, as it was, to the top of
+ * the doc's earlier runs (its headings a level down), below which the History and Notes stay.
+ */
+export function replaceLatestRun(doc: string, section: string, title: string): string {
+  const b = doc.indexOf(LATEST_BEGIN);
+  const e = b < 0 ? -1 : doc.indexOf(LATEST_END, b);
+  if (b < 0 || e < 0) {
+    const head = doc.trim() ? doc.trimEnd() : `# ${title}`;
+    return `${head}\n\n${LATEST_BEGIN}\n${section.trim()}\n${LATEST_END}\n`;
   }
-  await Bun.write(file, out.endsWith("\n") ? out : `${out}\n`);
-  return run;
+  const old = doc.slice(b + LATEST_BEGIN.length, e).trim();
+  let after = doc.slice(e + LATEST_END.length);
+  if (old) {
+    const demoted = old.replace(/^(#{2,5}) /gm, "#$1 ");
+    const at = after.indexOf(`${EARLIER}\n`);
+    after =
+      at < 0
+        ? `\n\n${EARLIER}\n\n${demoted}\n${after.replace(/^\n+/, "\n")}`
+        : `${after.slice(0, at + EARLIER.length + 1)}\n${demoted}\n${after.slice(at + EARLIER.length + 1)}`;
+  }
+  return `${doc.slice(0, b)}${LATEST_BEGIN}\n${section.trim()}\n${LATEST_END}${after.endsWith("\n") ? after : `${after}\n`}`;
+}
+
+/**
+ * Writes a run: its section into docs/benchmarks/{doc}.md, its summary between its markers in
+ * BENCHMARKS.md. `root` is the repository's root, a parameter so a test can write a copy.
+ */
+export function writeRun(run: RunRecord, root = ROOT): { docPath: string; section: string; summary: string } {
+  const when = run.when ?? isoSeconds();
+  const commit = run.commit ?? gitHead();
+  const full = { ...run, when, commit };
+  const section = `## ${run.title} — ${when}\n\n${run.body.trim()}\n`;
+  const dir = join(root, "docs", "benchmarks");
+  mkdirSync(dir, { recursive: true });
+  const docPath = join(dir, `${run.doc ?? run.name}.md`);
+  const doc = existsSync(docPath) ? readFileSync(docPath, "utf8") : "";
+  writeFileSync(docPath, replaceLatestRun(doc, section, run.title));
+
+  const summaryPath = join(root, "BENCHMARKS.md");
+  const summary = summaryLines(full);
+  const text = existsSync(summaryPath) ? readFileSync(summaryPath, "utf8") : "# Benchmarks\n";
+  const out = replaceMarked(text, run.name, summary, run.title);
+  writeFileSync(summaryPath, out);
+  const bytes = Buffer.byteLength(out);
+  // The run is kept either way; a summary line that grew too long is for a person to shorten.
+  if (bytes >= SUMMARY_LIMIT) console.warn(`BENCHMARKS.md is ${bytes} bytes, over its limit of ${SUMMARY_LIMIT}: shorten the summary lines.`);
+  return { docPath, section, summary };
+}
+
+/**
+ * A run with its command line: written by writeRun, or with --no-record only printed.
+ * `lines` are the section's tables and paragraphs; `latest` its figures on one line.
+ */
+export async function record(run: Omit<RunRecord, "body"> & { command: string; lines: string[] }) {
+  const commit = run.commit ?? gitHead();
+  const host = run.machine ?? machine();
+  const body = `Command: \`${run.command}\` (commit ${commit})\n\nMachine: ${host}\n\n${run.lines.join("\n")}`;
+  if (process.argv.includes("--no-record")) {
+    console.log(`${body}\n\nSummary: ${run.latest}`);
+    return;
+  }
+  const { docPath, section, summary } = writeRun({ ...run, body, commit, machine: host });
+  console.log(section);
+  console.log(`wrote ${docPath.slice(ROOT.length + 1)} and, in BENCHMARKS.md:\n${summary}`);
+}
+
+/** The machine a run ran on, on one line: the figures mean little without it. */
+export function machine(): string {
+  const cpus = osCpus();
+  const model = cpus[0]?.model.replace(/\s+/g, " ").trim() || "unknown CPU";
+  let vm = false;
+  try {
+    vm = /\bhypervisor\b/.test(readFileSync("/proc/cpuinfo", "utf8"));
+  } catch {
+    // Without /proc (not Linux) the line just does not say whether it is a VM.
+  }
+  return `${cpus.length} CPUs (${model}${vm ? ", a VM" : ""}), ${Math.round(totalmem() / 2 ** 30)} GB RAM, ${type()} ${release()}`;
 }
 
 export function gitHead(): string {

@@ -1,5 +1,6 @@
 /**
- * Warehouse loader benchmark (issue 22), in two parts; writes BENCHMARKS.md.
+ * Warehouse loader benchmark, in two parts. Writes the run into docs/benchmarks/warehouse.md
+ * and its line into BENCHMARKS.md.
  *
  * 1. The loader: events of 20 names with 30 properties each become staged rows (`eventRows`
  *    and the staged text, as the stager writes them); the load thread's work on them (grouping,
@@ -238,8 +239,8 @@ function pooled(windows: WrkResult[]): WrkResult {
   };
 }
 
-/** Part 2: the binary. Returns the lines of its table. */
-async function binaryPart(): Promise<string[]> {
+/** Part 2: the binary. Returns the lines of its table, and its figures for BENCHMARKS.md. */
+async function binaryPart(): Promise<{ lines: string[]; latest: string }> {
   requireWrk();
   await ensureBinary();
   const server = await startSluice();
@@ -420,7 +421,10 @@ async function binaryPart(): Promise<string[]> {
     const aloneToCopy = aloneRates.map((r, i) => r / copyRates[i]!);
     const rps = (xs: WrkResult[]) => xs.map((x) => x.rps);
     const cpu = (xs: WrkResult[]) => median(xs.map((x) => x.mainCpuUs ?? NaN));
-    return [
+    const latest =
+      `a whole load by the binary ${fmt(median(aloneRates))} events/s (≥ 50,000: ${median(aloneRates) >= 50_000 ? "met" : "not met"}); ` +
+      `intake during a load ${fmt(median(ratios), 2)} of idle on shared cores${apart ? `, ${fmt(median(apart.ratios), 2)} with the warehouse on a CPU of its own` : ""}.`;
+    const lines = [
       "",
       `The binary (dist/sluice, --sync FULL): ${fmt(stagedEvents)} events staged; each load takes all of them into an empty schema. ${turns} turns, each of a load alone with a plain COPY of one round's rows right before or after it, wrk single track calls to another source (64 connections) in two one-second windows with the server idle, and the same wrk in one-second windows from a load's start, counting the windows that ended before the load had (its rows marked loaded included), in rotating order. A load's events/s run from its recorded start to its finish: its rows written to PostgreSQL and marked loaded in Sluice's database.`,
       "",
@@ -451,6 +455,7 @@ async function binaryPart(): Promise<string[]> {
           ]
         : []),
     ];
+    return { lines, latest };
   } finally {
     await pgAdmin.unsafe(`DROP SCHEMA IF EXISTS ${ident(whNs)} CASCADE`).catch(() => {});
     await pgAdmin.unsafe(`DROP SCHEMA IF EXISTS ${ident(`${ns}_turn`)} CASCADE`).catch(() => {});
@@ -459,14 +464,17 @@ async function binaryPart(): Promise<string[]> {
   }
 }
 
-const binaryLines = process.argv.includes("--no-binary") ? [] : await binaryPart();
+const binary = process.argv.includes("--no-binary") ? undefined : await binaryPart();
+const binaryLines = binary?.lines ?? [];
 
 const loader = median(loaderRates);
 const baseline = median(baselineRates);
-await record(
-  "Warehouse load (PostgreSQL)",
-  `npm run bench:warehouse -- --events ${eventsPerRound} --rounds ${rounds} --staged ${stagedEvents} --turns ${turns} --split-turns ${splitTurns}`,
-  [
+await record({
+  name: "warehouse",
+  title: "Warehouse load (PostgreSQL)",
+  command: `npm run bench:warehouse -- --events ${eventsPerRound} --rounds ${rounds} --staged ${stagedEvents} --turns ${turns} --split-turns ${splitTurns}`,
+  latest: binary?.latest ?? `the loader (in-process, no binary) ${fmt(loader)} events/s, ${fmt(loader / baseline, 2)} of plain COPY.`,
+  lines: [
     "| What | events/s (median of rounds) | ratio to plain COPY | min–max |",
     "| --- | --- | --- | --- |",
     `| plain COPY of the encoded rows (no key, no merge) | ${fmt(baseline)} | 1.00 | ${range(baselineRates)} |`,
@@ -477,4 +485,4 @@ await record(
     `${fmt(eventsPerRound)} track events a round (${EVENT_NAMES} names × ${PROPERTIES} properties: ${fmt(rowsPerRound)} rows in ${tablesPerRound} tables, \`tracks\` and one wide table per name), ${rounds} rounds after a first that creates the tables, into one schema that keeps growing (${fmt(eventsPerRound * (rounds + 1))} events at the end). PostgreSQL ${PG.host}:${PG.port}, same machine. Goal: ≥ 50,000 events/s, for a whole load by the binary${binaryLines.length ? " (below)" : " (not run: --no-binary)"}; the loader row is its PostgreSQL part, run in this process on one page into a schema that keeps growing.`,
     ...binaryLines,
   ],
-);
+});

@@ -1,5 +1,5 @@
 /**
- * Screenshots of the dashboard's main pages for the README (docs/screenshots/*.png), taken with
+ * Screenshots of the dashboard's main pages for docs/dashboard.md (docs/screenshots/*.png), taken with
  * Debian's Chromium (CHROMIUM_PATH) at 1280×800 from a real Sluice with a little seeded data:
  * `npm run screenshots`.
  */

@@ -2,7 +2,8 @@
  * Retention soak: the compiled binary under steady load (wrk on 127.0.0.1, events
  * delivered to a local webhook sink) with a short retention window, sampling the size
  * of the database file and its WAL. Under steady load the size should level off once
- * the first window has passed. Writes the samples into BENCHMARKS.md.
+ * the first window has passed. Writes the samples into docs/benchmarks/retention.md and
+ * their line into BENCHMARKS.md.
  *
  *   npm run bench:retention [-- --seconds 90 --retention-seconds 15]
  */
@@ -56,4 +57,15 @@ const rows = [
   "",
   `Steady load: ${/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? "?"} requests/s of ~400 B track events from 100 users (wrk, 4 connections), delivered to a local webhook; retention ${retentionSeconds} s.`,
 ];
-await record("Retention soak", `bun scripts/soak-retention.ts -- --seconds ${seconds} --retention-seconds ${retentionSeconds}`, rows);
+const rate = /Requests\/sec:\s+([\d.]+)/.exec(out)?.[1];
+// The size is judged once the first window has passed: before it nothing is old enough to go.
+const settled = samples.filter((x) => x.t > retentionSeconds);
+const spread = (f: (x: (typeof samples)[number]) => number) => (settled.length ? `${mb(Math.min(...settled.map(f)))}–${mb(Math.max(...settled.map(f)))}` : "n/a");
+const last = samples[samples.length - 1];
+await record({
+  name: "retention",
+  title: "Retention soak",
+  command: `npm run bench:retention -- --seconds ${seconds} --retention-seconds ${retentionSeconds}`,
+  lines: rows,
+  latest: `${rate ? fmt(Number(rate)) : "?"} requests/s for ${seconds} s, retention ${retentionSeconds} s: after the first window the database ${spread((x) => x.db)} MB (${last ? mb(last.db) : "?"} at the end), the WAL ${spread((x) => x.wal)} MB.`,
+});

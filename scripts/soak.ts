@@ -8,9 +8,9 @@
  *
  * Each minute: the server's RSS (/proc) and JavaScript heap (/metrics), the database and WAL
  * sizes, the age of the oldest stored event, delivery lag (receivedAt → arrival at the sink,
- * p50/p99 over the minute), events in and delivered. At the end: docs/soak.png and the
- * "Soak" section of BENCHMARKS.md (replaced), with the goals after warm-up: RSS and lag flat
- * within 10%, the database bounded by retention.
+ * p50/p99 over the minute), events in and delivered. At the end: docs/soak.png, the run in
+ * docs/benchmarks/soak.md and its line in BENCHMARKS.md, with the goals after warm-up: RSS and
+ * lag flat within 10%, the database bounded by retention.
  *
  *   npm run soak [-- --minutes 60 --rate N --warmup-minutes 5 --retention-minutes 2 --load wrk|bun --no-record --build]
  *   npm run soak -- --minutes 2 --smoke   (CI: checks the loop end to end, writes no figures; exits 1 on failure)
@@ -18,7 +18,7 @@
 import { Database } from "bun:sqlite";
 import { rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { adminApi, BINARY, basicAuth, cpuTimeUs, ensureBinary, fmt, gitHead, mean, numberArg, ROOT, replaceSection, rssMb, startProcess, startSluice } from "./bench-lib";
+import { adminApi, BINARY, basicAuth, cpuTimeUs, ensureBinary, fmt, gitHead, machine, mean, numberArg, ROOT, rssMb, startProcess, startSluice, writeRun } from "./bench-lib";
 import { CHROMIUM, renderPng } from "./lib/chromium";
 import { chartPageHtml } from "./lib/line-charts";
 import { type LoadRun, type LoadSummary, type LoadTarget, type LoadTool, pacedConnections, startLoad, USERS } from "./lib/soak-load";
@@ -356,7 +356,7 @@ const row = (name: string, f: (x: Sample) => number, digits: number, goal: strin
 const step = Math.max(1, Math.ceil(samples.length / 8));
 const shown = samples.filter((_, i) => (i + 1) % step === 0 || i === 0 || i === samples.length - 1);
 const lines = [
-  `Command: \`${command}\` (commit ${commit}; dist/sluice built ${binaryBuilt}). ${fmtMin(minutes)} min, sampled every ${fmt(sampleSeconds)} s; chart: [docs/soak.png](docs/soak.png).`,
+  `Command: \`${command}\` (commit ${commit}; dist/sluice built ${binaryBuilt}). ${fmtMin(minutes)} min, sampled every ${fmt(sampleSeconds)} s; chart: [docs/soak.png](../soak.png). Machine: ${machine()}.`,
   "",
   `Rate: ${fmt(rate)} events/s asked, ${fmt(meanIn)} accepted on average: ${
     capacity ? `half the measured capacity of ${fmt(capacity.rate)} events/s (a ${burstSeconds} s burst of unpaced single calls, ${fmt(capacity.accepted)} events through in ${fmt(capacity.seconds, 1)} s)` : "set with --rate"
@@ -414,6 +414,16 @@ const html = chartPageHtml({
     { title: "Oldest stored event", unit: "s; retention " + fmt(retentionS) + " s", series: [{ name: "age", color: "#8c564b", values: samples.map((v) => v.oldestS) }] },
   ],
 });
-await replaceSection("Soak", lines.join("\n"));
+const rssOf = (x: Sample) => x.rssMb;
+const lagOf = (x: Sample) => x.lagP50;
+writeRun({
+  name: "soak",
+  title: "Soak",
+  body: lines.join("\n"),
+  commit,
+  latest:
+    `${fmtMin(minutes)} min at ${fmt(meanIn)} events/s: RSS ${fmt(firstOf(rssOf))} → ${fmt(lastOf(rssOf))} MB (${verdict(rssFlat, rssOf)}), ` +
+    `delivery lag p50 ${fmt(firstOf(lagOf), 1)} → ${fmt(lastOf(lagOf), 1)} ms (${verdict(lagFlat, lagOf)}), database + WAL ${fmt(firstOf(dbOf), 1)} → ${fmt(lastOf(dbOf), 1)} MB (${verdict(dbBounded)}); peak RSS ${fmt(Math.max(...samples.map((x) => x.peakMb)))} MB.`,
+});
 await renderPng(html, join(ROOT, "docs", "soak.png"), { width: 3 * 400 + 32, height: 640 });
-console.log("wrote docs/soak.png and the Soak section of BENCHMARKS.md");
+console.log("wrote docs/soak.png, docs/benchmarks/soak.md and the soak's line in BENCHMARKS.md");

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import journal from "../db/migrations/meta/_journal.json";
 import { renderMigrationIndex } from "../scripts/embed-migrations";
 import { SETTINGS, SettingsError, parseSettings } from "../src/settings";
@@ -65,11 +65,11 @@ describe("settings", () => {
     expect(() => parseSettings(["--metrics-token", "short"], {})).toThrow(/--metrics-token must be at least 16 characters/);
   });
 
-  test("README documents every setting", async () => {
-    const readme = await Bun.file(join(import.meta.dir, "..", "README.md")).text();
+  test("docs/configuration.md documents every setting", async () => {
+    const page = await Bun.file(join(import.meta.dir, "..", "docs", "configuration.md")).text();
     for (const s of SETTINGS) {
-      if (s.flag) expect(readme).toContain(`--${s.flag}`);
-      if (s.env) expect(readme).toContain(s.env);
+      if (s.flag) expect(page).toContain(`--${s.flag}`);
+      if (s.env) expect(page).toContain(s.env);
     }
   });
 });
@@ -249,11 +249,11 @@ describe("control-plane API", () => {
     const metrics = await (await fetch(`${s.url}/metrics`)).text();
     expect(metrics).toContain('sluice_http_requests_total{method="GET",route="/v2/sources",status="401"}');
     expect(metrics).toContain("sluice_http_request_duration_seconds_bucket");
-    // The README names every metric.
-    const readme = await Bun.file(join(import.meta.dir, "..", "README.md")).text();
+    // docs/operations.md names every metric.
+    const operations = await Bun.file(join(import.meta.dir, "..", "docs", "operations.md")).text();
     const names = [...new Set([...metrics.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]!))];
     expect(names.length).toBeGreaterThan(8);
-    expect(names.filter((n) => !readme.includes(`\`${n}\``))).toEqual([]);
+    expect(names.filter((n) => !operations.includes(`\`${n}\``))).toEqual([]);
     const doc = (await (await fetch(`${s.url}/openapi/json`)).json()) as any;
     for (const p of ["/v1/track", "/v1/batch", "/v2/sources", "/v2/destinations", "/destination-definitions", "/health"]) expect(Object.keys(doc.paths)).toContain(p);
     expect((await fetch(`${s.url}/openapi`)).status).toBe(200);
@@ -386,9 +386,9 @@ test("serve restarts itself once (same pid) with the collector paced to --gc-mem
   }
 });
 
-test("the README's workspace file example applies as written", async () => {
-  const readme = await Bun.file(join(import.meta.dir, "..", "README.md")).text();
-  const section = readme.slice(readme.indexOf("## Workspace file"));
+test("docs/configuration.md's workspace file example applies as written", async () => {
+  const page = await Bun.file(join(import.meta.dir, "..", "docs", "configuration.md")).text();
+  const section = page.slice(page.indexOf("## Workspace file"));
   const yaml = /```yaml\n([\s\S]*?)```/.exec(section)![1];
   const dir = tempDir();
   const file = join(dir, "workspace.yaml");
@@ -402,4 +402,27 @@ test("the README's workspace file example applies as written", async () => {
   expect(t).toMatchObject({ name: "tag-events", destinationIds: [dest.id] });
   await s.stop();
   cleanup(dir);
+});
+
+describe("the docs", () => {
+  const root = join(import.meta.dir, "..");
+
+  test("README.md stays under 10 KB (the rest lives in docs/)", () => {
+    expect(statSync(join(root, "README.md")).size).toBeLessThan(10_240);
+  });
+
+  test("every relative link in README.md, CONTRIBUTING.md and docs/*.md points at a file that exists", () => {
+    const pages = ["README.md", "CONTRIBUTING.md", ...readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => join("docs", f))];
+    expect(pages.length).toBeGreaterThan(10);
+    const broken: string[] = [];
+    for (const page of pages) {
+      const text = readFileSync(join(root, page), "utf8").replace(/```[\s\S]*?```/g, "");
+      for (const m of text.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+        const target = m[1]!.split("#")[0]!;
+        if (target === "" || /^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // an anchor on the same page, or a URL
+        if (!existsSync(join(root, dirname(page), decodeURIComponent(target)))) broken.push(`${page}: ${m[1]}`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
 });

@@ -338,7 +338,7 @@ test("deduplication survives a restart: the messageIds are rebuilt from stored e
   await cleanup(a.dataDir);
 });
 
-// Documented to differ (README, cluster mode): SQLite deduplicates a source's messageIds within
+// Documented to differ (docs/cluster.md, State and intake): SQLite deduplicates a source's messageIds within
 // --retention-hours, PostgreSQL forever (the unique key is on the table). Known to fail on
 // PostgreSQL: its retention deletes the event row and with it the unique key, so the repeat is
 // stored (src/storage/postgres/stats.ts purgeExpired). failingIf turns red once that is settled.

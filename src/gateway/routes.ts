@@ -1,5 +1,5 @@
 /**
- * The data plane's HTTP surface (README, Event calls) plus what real SDKs need beside it:
+ * The data plane's HTTP surface (docs/api.md, Event calls) plus what real SDKs need beside it:
  * the browser SDK's beacon and sourceConfig calls, and CORS; and the rest of what
  * rudder-server's gateway serves: /v1/import, /v1/webhook (webhook.ts), the pixels
  * (pixel.ts) and /robots.txt. Bodies are read raw

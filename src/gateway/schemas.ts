@@ -1,5 +1,5 @@
 /**
- * Event call schemas (README, Event calls). The same TypeBox objects validate requests, type the
+ * Event call schemas (docs/api.md, Event calls). The same TypeBox objects validate requests, type the
  * code and document the calls in OpenAPI. Unknown fields are kept: SDKs send many.
  */
 import { t, type TSchema } from "elysia";

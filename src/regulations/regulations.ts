@@ -69,7 +69,7 @@ function checkUsers(body: Record<string, unknown>): RegulationAttributes[] {
   return [...byId.values()];
 }
 
-/** Checks every rule of the Data Regulation API (README), naming the first one broken. */
+/** Checks every rule of the Data Regulation API (docs/api.md), naming the first one broken. */
 function checkBody(ctx: Scoped<RegulationsContext>, body: unknown): Checked {
   if (!isObject(body)) throw badRequest("body: must be a JSON object with regulationType and users");
   for (const k of Object.keys(body)) {

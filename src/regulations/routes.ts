@@ -1,4 +1,4 @@
-/** Data Regulation API (README). Routes only parse, call, map. */
+/** Data Regulation API (docs/api.md). Routes only parse, call, map. */
 import { Elysia } from "elysia";
 import { withWorkspace } from "../control-plane/routes";
 import type { RegulationsContext } from "./context";

@@ -1,4 +1,4 @@
-/** Shapes of the Data Regulation API (README), for OpenAPI and for the code. */
+/** Shapes of the Data Regulation API (docs/api.md), for OpenAPI and for the code. */
 import { type Static, t } from "elysia";
 
 export const REGULATION_TYPES = ["suppress", "suppress_with_delete"] as const;

@@ -1,4 +1,4 @@
-/** Test API routes (README, Test API): parse, call one service function, map errors. */
+/** Test API routes (docs/api.md, Test API): parse, call one service function, map errors. */
 import { type DocumentDecoration, Elysia, type TSchema } from "elysia";
 import { authenticateRequest } from "../control-plane/auth";
 import type { Scoped } from "../control-plane/context";

@@ -1,5 +1,5 @@
 /**
- * Request and result schemas of the Test API (README, Test API): they validate, type and document.
+ * Request and result schemas of the Test API (docs/api.md, Test API): they validate, type and document.
  * Bodies are checked with `parseWith` in the routes, not by Elysia: the spec fixes exact
  * error bodies for `message.type`, which must come after the auth and id checks.
  */

@@ -43,7 +43,7 @@ const aborted = (stage: "user_transform" | "dest_transform") => `aborted: ${stag
 /**
  * A destination the request asked for but that cannot be tested (disabled without
  * force, or delivered by the server itself). testDestination answers it as its body
- * (README, Test API); testSource lists it as an entry.
+ * (docs/api.md, Test API); testSource lists it as an entry.
  */
 export class DestinationNotTestable extends Error {
   constructor(readonly entry: DestinationNotTested) {
@@ -111,7 +111,7 @@ function refusal(d: DestinationRuntime, force: boolean): DestinationNotTested | 
   return undefined;
 }
 
-/** The request as the Test API shows it (README, Test API) (without the pipeline's own fields). */
+/** The request as the Test API shows it (docs/api.md, Test API) (without the pipeline's own fields). */
 function requestView(r: DestinationRequest): DestinationRequestView {
   return { version: r.version, type: r.type, method: r.method, endpoint: r.endpoint, headers: r.headers, params: r.params, body: r.body, files: r.files };
 }

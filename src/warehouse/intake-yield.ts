@@ -1,6 +1,6 @@
 /**
  * A warehouse load yields to intake, so that event calls keep their speed while a load runs
- * (BENCHMARKS.md, "Warehouse load").
+ * (docs/benchmarks/warehouse.md).
  *
  * The load thread runs at a lower priority (load-worker.ts), but most of a load's work is not
  * Sluice's: PostgreSQL's backends parse and index every row Sluice sends, about 1.5 CPU-seconds

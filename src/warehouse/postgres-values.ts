@@ -148,7 +148,7 @@ export function fitValue(v: unknown, kind: ColumnKind): string | null | Misfit {
       return misfit(kind, v);
     case "json":
       if (typeof v === "string") {
-        // A string in a json column is usually JSON text already (README, Warehouse: arrays and objects
+        // A string in a json column is usually JSON text already (docs/warehouse.md, Types: arrays and objects
         // as JSON text); anything else is quoted into a JSON string, as RudderStack does.
         try {
           JSON.parse(v);
