@@ -132,7 +132,7 @@ function recordVersion(sqlite: Database) {
 /**
  * The journal and SQL text are bundled; the hash matches drizzle's own migrator. drizzle
  * applies every migration newer than the newest one recorded in the file, so each earlier
- * state is brought up to date as long as the journal only grows (test/upgrade.test.ts).
+ * state is brought up to date as long as the journal only grows (test/e2e/upgrade.test.ts).
  * `count` applies only the first ones: for tests that make the states of earlier releases.
  */
 export function migrate(db: Db, count = journal.entries.length) {

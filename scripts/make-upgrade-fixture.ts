@@ -1,5 +1,5 @@
 /**
- * Makes a data-dir fixture for test/upgrade.test.ts with a given Sluice checkout:
+ * Makes a data-dir fixture for test/e2e/upgrade.test.ts with a given Sluice checkout:
  *
  *   npx bun scripts/make-upgrade-fixture.ts <sluice checkout> <output dir>
  *

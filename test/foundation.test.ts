@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import journal from "../db/migrations/meta/_journal.json";
 import { renderMigrationIndex } from "../scripts/embed-migrations";
 import { SETTINGS, SettingsError, parseSettings } from "../src/settings";
-import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, basic, cleanup, startSluice, tempDir } from "./helpers";
+import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, basic, cleanup, startSluice, tempDir } from "./support/helpers";
 
 describe("settings", () => {
   test("defaults: port 8080, host 0.0.0.0, data dir ./data, FULL sync", () => {
@@ -346,7 +346,7 @@ destinations:
 });
 
 test("--api-port serves the APIs on their own listener; event calls stay on --port", async () => {
-  const { spawnSluice } = await import("./helpers");
+  const { spawnSluice } = await import("./support/helpers");
   const server = await spawnSluice({ args: ["--api-port", "0"] });
   const apiPort = /"api":"http:\/\/[^:]+:(\d+)"/.exec(server.output())![1];
   const apiUrl = `http://127.0.0.1:${apiPort}`;
@@ -365,7 +365,7 @@ test("--api-port serves the APIs on their own listener; event calls stay on --po
 });
 
 test("serve restarts itself once (same pid) with the collector paced to --gc-memory-mb; 0 or the user's own BUN_JSC_forceRAMSize is left alone", async () => {
-  const { spawnSluice } = await import("./helpers");
+  const { spawnSluice } = await import("./support/helpers");
   const forcedRam = (pid: number) => /(?:^|\0)BUN_JSC_forceRAMSize=([^\0]*)/.exec(readFileSync(`/proc/${pid}/environ`, "utf8"))?.[1];
   const cases: Array<{ args?: string[]; env: Record<string, string | undefined>; bytes: string | undefined; logged: number | undefined }> = [
     { env: { BUN_JSC_forceRAMSize: undefined }, bytes: String(128 * 1024 * 1024), logged: 128 },

@@ -35,7 +35,7 @@ import type {
 } from "../../db/schema";
 import { AppError } from "../lib/errors";
 
-// The SQLite schema's row types; the pg schema has the same shapes (test/pg-schema.test.ts).
+// The SQLite schema's row types; the pg schema has the same shapes (test/storage/pg-schema.test.ts).
 /**
  * `rudderDefinition` (the RudderStack file's sourceDefinition) is absent for sources made through
  * the API or Sluice's own file: the stores read its NULL as absent, as for DestinationRow.

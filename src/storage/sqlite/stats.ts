@@ -43,7 +43,7 @@ export function lastEventIdBefore(c: Database, cutoff: number): number {
 
 /**
  * Retention's deletes, in slices of SLICE rows so intake never waits long. Synchronous: the
- * store's purgeExpired, and callers that hold the database itself (test/delivery.test.ts).
+ * store's purgeExpired, and callers that hold the database itself (test/pipeline/delivery.test.ts).
  */
 export function purgeExpired(db: Db, olderThan: number): { deliveries: number; events: number } {
   return retentionStatements(db.$client).purge(olderThan);

@@ -1,0 +1,113 @@
+/**
+ * Every kind turns any event intake can accept into requests or a TransformError naming the
+ * problem, never a crash (a TypeError would abort the delivery with an unhelpful message).
+ * Seeded random events: odd types in properties, traits and products, empty ids, and the
+ * ecommerce event names the kinds map specially.
+ */
+import { expect, test } from "bun:test";
+import { findDefinition } from "../../src/destinations/registry";
+import { TransformError } from "../../src/destinations/types";
+
+const KINDS: Array<{ type: string; config: Record<string, unknown> }> = [
+  { type: "WEBHOOK", config: { webhookUrl: "https://x.example/h" } },
+  { type: "HTTP", config: { apiUrl: "https://api.example.com/collect/{{$.userId}}", method: "POST", format: "XML", auth: "basicAuth", username: "u", propertiesMapping: [{ from: "$.properties.products[*].sku", to: "$.items[*].id" }, { from: "$.event", to: "$.name" }], isDefaultMapping: false } },
+  { type: "SLACK", config: { webhookUrl: "https://hooks.slack.com/services/T/B/X", eventTemplateSettings: [{ eventName: "Order Completed", eventTemplate: "{{name}} bought {{#each properties.products}}{{this.name}}{{/each}}" }], identifyTemplate: "{{traits.email}} {{newline}}" } },
+  { type: "SEGMENT", config: { writeKey: "seg-key" } },
+  { type: "POSTHOG", config: { teamApiKey: "ph-key", yourInstance: "https://app.posthog.com", useV2Group: true } },
+  { type: "AM", config: { apiKey: "amp-key", trackProductsOnce: true, trackRevenuePerProduct: true, traitsToIncrement: [{ traits: "price" }], enableEnhancedUserOperations: true } },
+  { type: "MP", config: { token: "mp-token", apiSecret: "mp-secret", groupKeySettings: [{ groupKey: "company" }], setOnceProperties: [{ property: "email" }], propIncrements: [{ property: "quantity" }] } },
+  { type: "GA4", config: { apiSecret: "ga-secret", typesOfClient: "gtag", measurementId: "G-123" } },
+  { type: "HEAP", config: { appId: "heap-app" } },
+  { type: "CUSTOMERIO", config: { siteID: "cio-site", apiKey: "cio-key" } },
+  { type: "BRAZE", config: { restApiKey: "braze-key", dataCenter: "US-01", enableNestedArrayOperations: true, sendPurchaseEventWithExtraProperties: true, enableSubscriptionGroupInGroupCall: true } },
+  { type: "INTERCOM", config: { apiKey: "ic-key", apiVersion: "v2", sendAnonymousId: true } },
+  { type: "KLAVIYO", config: { publicApiKey: "kl-public", privateApiKey: "pk_kl-private", listId: "L1", consent: ["email", "sms"] } },
+  { type: "SENDGRID", config: { apiKey: "sg-key", eventNamesSettings: [{ event: "Bought" }, { event: "Order Completed" }], fromEmail: "from@example.com", subject: "Hi", contents: [{ type: "text/plain", value: "hello" }], mailFromTraits: true } },
+  { type: "ZENDESK", config: { domain: "acme", email: "agent@example.com", apiToken: "zd-token", createUsersAsVerified: true } },
+  { type: "CLEVERTAP", config: { accountId: "ct-acc", passcode: "ct-pass", region: "in1" } },
+  { type: "MOENGAGE", config: { apiId: "moe-id", apiKey: "moe-key", region: "US" } },
+  { type: "FRESHSALES", config: { apiKey: "fs-key", domain: "acme", rudderEventsToFreshsalesEvents: [{ from: "Bought", to: "lifecycle_stage" }] } },
+  { type: "MAUTIC", config: { userName: "admin@example.com", password: "mautic-pass", subDomainName: "acme", lookUpField: "email" } },
+  { type: "ITERABLE", config: { apiKey: "it-key", dataCenter: "USDC" } },
+  { type: "HS", config: { authorizationType: "legacyApiKey", apiKey: "hs-key", hubID: "123", apiVersion: "legacyApi" } },
+];
+
+let seed = 20261122;
+const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+const pick = <T,>(a: T[]): T => a[Math.floor(rand() * a.length)]!;
+const KEYS = ["price", "quantity", "products", "product_id", "name", "email", "currency", "revenue", "value", "items", "id", "sku", "category", "total", "order_id", "url", "phone", "firstName", "lastName", "address", "company", "query", "$add", "$update"];
+const scalar = () => pick<unknown>([null, 0, -1, 1.5, "", "x", "EUR", "Order Completed", true, false, "2024-01-01T00:00:00.000Z", "😀", "a.b", "{{x}}", "<b>", 1e21]);
+function value(depth: number): unknown {
+  const r = rand();
+  if (depth > 2 || r < 0.45) return scalar();
+  if (r < 0.7) return Array.from({ length: Math.floor(rand() * 3) }, () => value(depth + 1));
+  const o: Record<string, unknown> = {};
+  for (let i = 0; i < Math.floor(rand() * 5); i++) o[pick(KEYS)] = value(depth + 1);
+  return o;
+}
+const objectOr = (v: unknown) => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+
+function randomEvent(i: number): Record<string, any> {
+  const now = new Date().toISOString();
+  const type = pick(["identify", "track", "page", "screen", "group", "alias"]);
+  const ev: Record<string, any> = {
+    type,
+    messageId: `m-${i}`,
+    userId: pick(["u1", "", "user@example.com", "1234"]),
+    anonymousId: pick(["a1", "anon-2"]),
+    timestamp: now,
+    originalTimestamp: now,
+    receivedAt: now,
+    sentAt: now,
+    channel: pick(["web", "server", "mobile"]),
+    context: {
+      traits: objectOr(value(0)),
+      library: { name: "fuzz" },
+      userAgent: pick(["Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1", "", "curl/8"]),
+      ip: "1.2.3.4",
+      device: objectOr(value(1)),
+      os: objectOr(value(1)),
+    },
+    properties: objectOr(value(0)),
+    traits: objectOr(value(0)),
+    integrations: pick([{}, { All: true }, { Braze: { alias: { alias_name: "x", alias_label: "y" } } }]),
+  };
+  if (rand() < 0.5) ev.properties.products = value(1);
+  // Many CRM kinds need an e-mail or a name; give most events one of mixed quality.
+  if (rand() < 0.7) ev.context.traits.email = pick(["ada@example.com", "ADA@Example.com", "", "not-an-email", 5]);
+  if (rand() < 0.5) ev.traits.name = pick(["Acme", "", 7, null]);
+  if (type === "track") ev.event = pick(["Order Completed", "Product Added", "Product Viewed", "Checkout Started", "Checkout Step Completed", "Bought", "Promotion Viewed", "Cart Shared", "Products Searched", "Order Refunded", "Product Removed", "Payment Info Entered"]);
+  if (type === "page" || type === "screen") ev.name = pick(["Home", "", "Docs"]);
+  if (type === "group") ev.groupId = pick(["g1", ""]);
+  if (type === "alias") ev.previousId = pick(["p1", ""]);
+  return ev;
+}
+
+// Every kind sees the same 3,000 events, one test per kind so a kind can be run alone (-t KIND).
+const EVENTS = Array.from({ length: 3000 }, (_, i) => randomEvent(i));
+
+for (const k of KINDS) {
+  test(`${k.type} answers 3,000 random events with requests or a TransformError, never a crash`, () => {
+    const def = findDefinition(k.type)!;
+    const crashes = new Map<string, string>();
+    const tally = { requests: 0, refused: 0 };
+    for (const ev of EVENTS) {
+      if (!def.config.supportedMessageTypes.includes(ev.type)) continue;
+      try {
+        const requests = def.transform(structuredClone(ev) as any, { config: k.config, destination: { id: "d", name: "d", workspaceId: "w" } });
+        for (const r of requests) expect(typeof r.endpoint).toBe("string");
+        tally.requests++;
+      } catch (err) {
+        if (err instanceof TransformError) {
+          tally.refused++;
+          continue;
+        }
+        const key = `${k.type} ${ev.type}: ${(err as Error)?.message}`;
+        if (!crashes.has(key)) crashes.set(key, JSON.stringify(ev).slice(0, 300));
+      }
+    }
+    expect([...crashes].map(([key, ev]) => `${key}\n  ${ev}`)).toEqual([]);
+    // The events must reach the kind's mapping, not be refused wholesale.
+    expect(tally.requests).toBeGreaterThan(100);
+  });
+}
