@@ -34,6 +34,8 @@ export async function buildDashboard(outdir = DASHBOARD_OUT): Promise<{ files: s
     '<meta charset="utf-8">',
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
     "<title>Sluice</title>",
+    // Served by the server itself (src/dashboard/routes.ts), built or not.
+    '<link rel="icon" type="image/svg+xml" href="/favicon.svg">',
     ...styles.map((f) => `<link rel="stylesheet" href="/${f}">`),
     `<script type="module" src="/${script}"></script>`,
     "</head>",

@@ -10,6 +10,7 @@ import type { Principal } from "../control-plane/tokens";
 import type { AuthContext } from "../control-plane/context";
 import { DashboardAssets, SECURITY_HEADERS } from "./assets";
 import { sessionCookie, sessionIdFrom, sessionPrincipal, signIn, signOut } from "../control-plane/sessions";
+import FAVICON from "./ui/favicon.svg" with { type: "text" };
 
 /** Every page the dashboard has; anything else under these prefixes is the page's own business. */
 export const PAGES = [
@@ -51,6 +52,10 @@ export function dashboardRoutes(ctx: AuthContext, assets: DashboardAssets) {
     const html = await assets.response("index.html", request.headers.get("accept-encoding"), { ...SECURITY_HEADERS, "Cache-Control": "no-cache" });
     return html ?? new Response(NOT_BUILT, { status: 503, headers: { ...SECURITY_HEADERS, "Content-Type": "text/html; charset=utf-8" } });
   };
+
+  // A fixed name, not hashed, and embedded as text: browsers ask for the icon by the name they remember.
+  const favicon = () =>
+    new Response(FAVICON, { headers: { ...SECURITY_HEADERS, "Content-Type": "image/svg+xml", "Cache-Control": "public, max-age=86400" } });
 
   const app = new Elysia({ name: "dashboard" })
     .post(
@@ -98,6 +103,9 @@ export function dashboardRoutes(ctx: AuthContext, assets: DashboardAssets) {
       });
       return res ?? new Response(JSON.stringify({ message: `no dashboard asset '${params["*"]}'` }), { status: 404, headers: { "Content-Type": "application/json" } });
     }, { detail: { hide: true } })
+    // /favicon.ico too: pages outside the dashboard (the OpenAPI, an API answer opened in a tab) ask for that name.
+    .get("/favicon.svg", favicon, { detail: { hide: true } })
+    .get("/favicon.ico", favicon, { detail: { hide: true } })
     .get("/login", page, { detail: { hide: true } });
   // Registered one by one, so a path that is not a page keeps the API's JSON 404.
   for (const path of PAGES) app.get(path, page, { detail: { hide: true } });

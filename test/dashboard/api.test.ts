@@ -200,3 +200,14 @@ describe("pages and assets", () => {
     expect(total).toBeLessThan(300 * 1024);
   });
 });
+
+test("the icon is served at /favicon.svg and /favicon.ico without sign-in, and the pages link it", async () => {
+  for (const path of ["/favicon.svg", "/favicon.ico"]) {
+    const res = await fetch(s.url + path);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("image/svg+xml");
+    expect(await res.text()).toStartWith("<svg");
+  }
+  const login = await (await fetch(`${s.url}/login`)).text();
+  expect(login).toContain('<link rel="icon" type="image/svg+xml" href="/favicon.svg">');
+});

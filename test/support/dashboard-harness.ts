@@ -14,10 +14,13 @@ export type BrowserContext = import("playwright-core").BrowserContext;
 
 /**
  * Chromium logs every fetch answered 4xx/5xx as a console error "Failed to load resource: …";
- * the pages meet such answers on purpose (401 before sign-in, a refused form's 400, a probed
- * 404), and show them on the page, where the tests check them.
+ * the pages' own API calls meet such answers on purpose (401 before sign-in, a refused form's
+ * 400, a probed 404) and show them on the page, where the tests check them. Only those are let
+ * through: a page, script, style, image or icon (the favicon included) that fails to load is
+ * an error like any other.
  */
-const ALLOWED_CONSOLE_ERRORS = /Failed to load resource/;
+const FAILED_RESOURCE = /^Failed to load resource/;
+const API_CALLS = new Set(["fetch", "xhr", "eventsource"]);
 
 export interface Dashboard {
   s: TestServer;
@@ -63,9 +66,16 @@ export async function startDashboard(opts: { args?: string[]; browser?: boolean;
 
   const pageErrors: string[] = [];
   function watch(page: Page) {
+    // A request is seen before the console reports its failure, so the URL is known by then.
+    const apiCalls = new Set<string>();
+    page.on("request", (r) => {
+      if (API_CALLS.has(r.resourceType())) apiCalls.add(r.url());
+    });
     page.on("pageerror", (e) => pageErrors.push(String(e)));
     page.on("console", (m) => {
-      if (m.type() === "error" && !ALLOWED_CONSOLE_ERRORS.test(m.text())) pageErrors.push(m.text());
+      if (m.type() !== "error") return;
+      if (FAILED_RESOURCE.test(m.text()) && apiCalls.has(m.location().url)) return;
+      pageErrors.push(`${m.text()} (${m.location().url || page.url()})`);
     });
     // alert() would mean a hostile value ran as markup; other dialogs are the tests' to answer.
     page.on("dialog", (d) => {
