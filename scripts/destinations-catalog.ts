@@ -17,7 +17,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { listDefinitions, publicDefinition } from "../src/destinations/registry";
 import { EVENT_FILTERING_KEYS } from "../src/destinations/shared";
-import type { DestinationDefinition } from "../src/destinations/types";
+import type { AnyDestinationDefinition } from "../src/destinations/types";
 
 const ROOT = resolve(import.meta.dir, "..");
 const DESTINATIONS_DIR = join(ROOT, "src/destinations");
@@ -28,7 +28,7 @@ export const STALE_MESSAGE = `${CATALOG_PATH}'s catalog is stale: run npm run do
 
 /** A kind as the catalog shows it: its definition, its folder, and the notes its README gives. */
 export interface CatalogKind {
-  definition: DestinationDefinition;
+  definition: AnyDestinationDefinition;
   /** Folder under src/destinations/ (AM → amplitude). */
   folder: string;
   batching: string;
@@ -48,7 +48,7 @@ export async function kindFolders(): Promise<Map<string, string>> {
   for (const dir of dirs) {
     const mod: Record<string, unknown> = await import(join(DESTINATIONS_DIR, dir, "index.ts"));
     for (const value of Object.values(mod)) {
-      const d = value as Partial<DestinationDefinition> | null;
+      const d = value as Partial<AnyDestinationDefinition> | null;
       if (d && typeof d === "object" && typeof d.name === "string" && typeof d.transform === "function" && d.config) folders.set(d.name, dir);
     }
   }

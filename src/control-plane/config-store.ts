@@ -18,7 +18,7 @@ import type { Db } from "../../db";
 import type { SourceSettings } from "../../db/schema";
 import type { EpochWatch } from "../cluster/bus";
 import { findDefinition } from "../destinations/registry";
-import type { DestinationDefinition } from "../destinations/types";
+import type { AnyDestinationDefinition } from "../destinations/types";
 import type { ControlPlaneStore, ControlPlaneWrite, RoutingAttachment, RoutingRows, WriteResult } from "./store";
 
 export interface SourceRuntime {
@@ -42,7 +42,7 @@ export interface DestinationRuntime {
   type: string;
   enabled: boolean;
   config: Record<string, unknown>;
-  definition: DestinationDefinition | undefined;
+  definition: AnyDestinationDefinition | undefined;
   transformation?: TransformationRuntime;
   /**
    * What a RudderStack workspace file said of this destination's definition (its

@@ -1,7 +1,7 @@
 /** Destinations: where events go, each of a kind from the destination registry. */
 import type { RudderDefinition } from "../../db/schema";
 import { findDefinition, listDefinitions, urlKeysOf } from "../destinations/registry";
-import type { DestinationDefinition } from "../destinations/types";
+import type { AnyDestinationDefinition } from "../destinations/types";
 import { AppError, badRequest, notFound } from "../lib/errors";
 import type { AuthContext, Scoped, ScopedContext } from "./context";
 import { newId } from "../lib/ids";
@@ -56,7 +56,7 @@ const isWebScheme = (scheme: string | undefined) => scheme === "http" || scheme 
  * data:) could make the server read local files or speak other protocols for whoever writes
  * the config. Empty values are left to the schema and the kind's required keys.
  */
-function urlProblem(def: DestinationDefinition, config: Record<string, unknown>, prefix: string): string | undefined {
+function urlProblem(def: AnyDestinationDefinition, config: Record<string, unknown>, prefix: string): string | undefined {
   for (const key of urlKeysOf(def)) {
     const v = config[key];
     if (typeof v === "string" && v.trim() !== "" && !isWebScheme(schemeOf(v))) return `${prefix}.${key}: must be an http or https URL`;

@@ -2,7 +2,7 @@
  * Every destination kind Sluice can deliver to. To add a kind, create its folder
  * and list it here; nothing in the pipeline changes.
  */
-import type { DestinationDefinition } from "./types";
+import type { AnyDestinationDefinition } from "./types";
 import { amplitude } from "./amplitude";
 import { braze } from "./braze";
 import { clevertap } from "./clevertap";
@@ -32,12 +32,12 @@ import { zendesk } from "./zendesk";
  */
 const LIVE_EVENTS_KEYS = ["eventDelivery", "eventDeliveryTS"];
 
-function withLiveEventsKeys(d: DestinationDefinition): DestinationDefinition {
+function withLiveEventsKeys(d: AnyDestinationDefinition): AnyDestinationDefinition {
   const keys = [...d.config.defaultConfig, ...LIVE_EVENTS_KEYS.filter((k) => !d.config.defaultConfig.includes(k))];
   return { ...d, config: { ...d.config, defaultConfig: keys } };
 }
 
-const KINDS: DestinationDefinition[] = [
+const KINDS: AnyDestinationDefinition[] = [
   webhook,
   http,
   slack,
@@ -64,11 +64,11 @@ const KINDS: DestinationDefinition[] = [
 
 const BY_NAME = new Map(KINDS.map((k) => [k.name, k]));
 
-export function listDefinitions(): DestinationDefinition[] {
+export function listDefinitions(): AnyDestinationDefinition[] {
   return KINDS;
 }
 
-export function findDefinition(name: string): DestinationDefinition | undefined {
+export function findDefinition(name: string): AnyDestinationDefinition | undefined {
   return BY_NAME.get(name);
 }
 
@@ -99,7 +99,7 @@ export function isSecretKey(key: string): boolean {
  * The config keys of a kind that hold a request URL: those it lists, and every key of its
  * schema named `…Url`/`…URL`, so a kind that forgets to list its webhook URL is still checked.
  */
-export function urlKeysOf(d: DestinationDefinition): string[] {
+export function urlKeysOf(d: AnyDestinationDefinition): string[] {
   const named = Object.keys((d.configSchema as any).properties ?? {}).filter((k) => /url$/i.test(k));
   return [...new Set([...(d.config.urlKeys ?? []), ...named])];
 }
@@ -125,7 +125,7 @@ function fieldType(schema: any): Pick<ConfigField, "type" | "options"> {
  * first. Keys of `defaultConfig` outside the schema are accepted and stored but typed by
  * nothing, so they are not fields.
  */
-export function configFields(d: DestinationDefinition): ConfigField[] {
+export function configFields(d: AnyDestinationDefinition): ConfigField[] {
   const schema = d.configSchema as any;
   const required = new Set<string>([...(d.config.requiredKeys ?? []), ...(Array.isArray(schema.required) ? schema.required : [])]);
   const fields = Object.entries<any>(schema.properties ?? {}).map(([key, prop]) => ({ key, ...fieldType(prop), required: required.has(key), secret: isSecretKey(key) }));
@@ -133,7 +133,7 @@ export function configFields(d: DestinationDefinition): ConfigField[] {
 }
 
 /** The public view of a definition, as GET /destination-definitions shows it. */
-export function publicDefinition(d: DestinationDefinition) {
+export function publicDefinition(d: AnyDestinationDefinition) {
   return {
     name: d.name,
     displayName: d.displayName,

@@ -36,6 +36,37 @@ export interface DestinationRequest {
   userKey?: string;
 }
 
+/** A call a kind's transform makes to the service before it builds its requests (RudderStack's lookups). */
+export interface LookupRequest {
+  method: DestinationRequest["method"];
+  endpoint: string;
+  headers?: Record<string, string>;
+  params?: Record<string, unknown>;
+  json?: Record<string, unknown> | unknown[];
+}
+
+/** The service's answer to a lookup: its status, the body parsed as JSON (or its text when it is not JSON). */
+export interface LookupAnswer {
+  status: number;
+  body: any;
+  text: string;
+}
+
+/**
+ * The HTTP client the pipeline hands a kind for its lookups: the same outbound address policy,
+ * time-out and connection slots as delivery. An answer the delivery would retry (a network
+ * failure, a time-out, 408, 429, 5xx) throws a RetryableTransformError, so the delivery is
+ * retried later; every other status is answered for the kind to read (a 404 that means "no such
+ * contact" takes the create branch, a 401 aborts in the kind's own words).
+ */
+export type LookupClient = (request: LookupRequest) => Promise<LookupAnswer>;
+
+/** What a kind may keep per destination between events (HubSpot's property list), each entry with its own lifetime. */
+export interface LookupCache {
+  get<T>(key: string): T | undefined;
+  set(key: string, value: unknown, ttlMs: number): void;
+}
+
 export interface DestinationContext {
   /** The destination's stored config (or the Test API's destinationConfig). */
   config: Record<string, any>;
@@ -47,9 +78,17 @@ export interface DestinationContext {
    * test can fix it. The pipeline passes Date.now; read it through `nowOf(ctx)`.
    */
   now?: () => number;
+  /** The lookup client (delivery and the Test API hand one in); read it through `lookupOf(ctx)`. */
+  lookup?: LookupClient;
+  /** Per-destination memory for lookups' answers; absent, nothing is kept. */
+  cache?: LookupCache;
 }
 
-export interface DestinationDefinition {
+/**
+ * A kind. `Out` is what its transform answers: the requests at once (most kinds), or a promise of
+ * them for a kind that asks the service first (its lookups, through `lookupOf(ctx)`).
+ */
+export interface DestinationDefinition<Out extends DestinationRequest[] | Promise<DestinationRequest[]> = DestinationRequest[]> {
   /** RudderStack's definition name, e.g. WEBHOOK, AM, MP. */
   name: string;
   displayName: string;
@@ -80,7 +119,7 @@ export interface DestinationDefinition {
    * Turns one event into zero or more requests. Throws a TransformError for config
    * problems or events the kind cannot send; that aborts the event with its message.
    */
-  transform(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[];
+  transform(event: SluiceEvent, ctx: DestinationContext): Out;
   /**
    * Optional: merges transformed requests of several events into fewer requests. Each user's
    * requests (by `userKey`) keep their order; requests of different users may be reordered
@@ -100,6 +139,9 @@ export interface DestinationDefinition {
   /** Set for key-value-store and object-storage kinds: deletion takes userId only (the Data Regulation API's rule for those kinds). */
   deletionByUserIdOnly?: boolean;
 }
+
+/** Any kind, whichever its transform answers: what the registry and the pipeline hold. */
+export type AnyDestinationDefinition = DestinationDefinition<DestinationRequest[]> | DestinationDefinition<Promise<DestinationRequest[]>>;
 
 /** A config refused on save: `key` is where (`headers[2].from`), `message` why. */
 export interface ConfigProblem {
@@ -124,6 +166,23 @@ export class TransformError extends Error {
     super(message);
     this.name = "TransformError";
   }
+}
+
+/** A lookup failed for a reason worth retrying: the delivery is retried, after `retryAfterMs` when the service said. */
+export class RetryableTransformError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+    this.name = "RetryableTransformError";
+  }
+}
+
+/** The context's lookup client; a context built by hand without one (unit tests of other paths) cannot look up. */
+export function lookupOf(ctx: DestinationContext): LookupClient {
+  if (!ctx.lookup) throw new TransformError("this transform needs to look up the service, and no lookup client was given");
+  return ctx.lookup;
 }
 
 /** Builds a request with the empty parts filled in, so each kind names only what it sets. */

@@ -16,19 +16,15 @@ export interface RequestMeta {
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
- * RudderStack accepts a number as userId or anonymousId (its gateway reads ids as strings),
- * so SDKs and backends that send `userId: 42` keep working: the id becomes "42" before
- * validation, and every later step (suppression, per-user order, destinations) sees the string.
+ * The id a user's events are ordered and partitioned by, and the one regulations name: the
+ * userId, else the anonymousId, as text. A number sent as an id stays a number in the event
+ * (rudder-server passes it on so, and destinations see 42, not "42"); only this key is its
+ * decimal string (42 → "42", 1e21 → "1000000000000000000000", not "1e+21").
  */
-export function stringifyNumericIds(call: Record<string, any>): void {
-  if (typeof call.userId === "number") call.userId = decimalString(call.userId);
-  if (typeof call.anonymousId === "number") call.anonymousId = decimalString(call.anonymousId);
-}
-
-/** 42 → "42", 1e21 → "1000000000000000000000" (not "1e+21"); NaN and Infinity stay numbers and fail validation. */
-function decimalString(n: number): string | number {
-  if (!Number.isFinite(n)) return n;
-  return Number.isInteger(n) ? BigInt(n).toString() : String(n);
+export function idText(id: unknown): string | undefined {
+  if (typeof id === "string") return id === "" ? undefined : id;
+  if (typeof id === "number" && Number.isFinite(id)) return Number.isInteger(id) ? BigInt(id).toString() : String(id);
+  return undefined;
 }
 
 export function enrichEvent(event: Record<string, any>, type: string, meta: RequestMeta): Record<string, any> {
@@ -42,7 +38,9 @@ export function enrichEvent(event: Record<string, any>, type: string, meta: Requ
   const receivedIso = (meta.receivedAtIso ??= iso(received));
   const sentAtRaw = event.sentAt ?? meta.batchSentAt;
   const sent = sentAtRaw ? Date.parse(sentAtRaw) : received;
-  const original = event.originalTimestamp ? Date.parse(event.originalTimestamp) : sent;
+  // A missing originalTimestamp is the time received, not sentAt: rudder-server's processor
+  // defaults both to receivedAt, so such an event's timestamp moves back by sentAt's skew.
+  const original = event.originalTimestamp ? Date.parse(event.originalTimestamp) : received;
   event.receivedAt = receivedIso;
   event.sentAt = sent === received ? receivedIso : iso(sent);
   event.originalTimestamp = original === received ? receivedIso : iso(original);

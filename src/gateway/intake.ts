@@ -12,7 +12,7 @@ import type { ConfigStore, SourceRuntime } from "../control-plane/config-store";
 import type { LiveEvents } from "../pipeline/live-events";
 import type { Suppressor } from "../regulations/suppression";
 import { RecentMessageIds } from "./dedup";
-import { type RequestMeta, enrichEvent, stringifyNumericIds } from "./enrich";
+import { type RequestMeta, enrichEvent, idText } from "./enrich";
 import type { AppendOutcome, EventLog, EventRow } from "./store";
 import { BATCH_TYPES, BatchCall, CallSchemas, type CallType, LenientCallSchemas, MAX_CALL_BYTES } from "./schemas";
 
@@ -39,16 +39,13 @@ const batchCheck = compile(BatchCall);
 
 /** Throws a 400 naming the first field at fault (prefixed `batch[i].` inside a batch). */
 function validateCall(source: SourceRuntime, type: CallType, call: Record<string, any>, prefix: string) {
-  stringifyNumericIds(call);
   const check = (source.settings.lenientValidation ? lenient : strict)[type];
   if (!check.Check(call)) {
     const first = check.Errors(call).First();
     throw badRequest(first ? describeError(first, prefix) : `${prefix || "body"}: invalid ${type} call`);
   }
   checkDates(call, prefix);
-  const hasUser = typeof call.userId === "string" && call.userId !== "";
-  const hasAnon = typeof call.anonymousId === "string" && call.anonymousId !== "";
-  if (!hasUser && !hasAnon) throw badRequest(`${prefix ? prefix + "." : ""}userId or anonymousId is required`);
+  if (idText(call.userId) === undefined && idText(call.anonymousId) === undefined) throw badRequest(`${prefix ? prefix + "." : ""}userId or anonymousId is required`);
 }
 
 const DATE_FIELDS = ["timestamp", "originalTimestamp", "sentAt"] as const;
@@ -135,7 +132,8 @@ export async function acceptCalls(
   const userIds: unknown[] = [];
   for (let i = 0; i < calls.length; i++) {
     const { type, call } = calls[i]!;
-    if (typeof call.userId === "string" && call.userId !== "" && deps.suppressor.isSuppressed(source.workspaceId, source.id, call.userId)) {
+    const userId = idText(call.userId);
+    if (userId !== undefined && deps.suppressor.isSuppressed(source.workspaceId, source.id, userId)) {
       suppressed++;
       continue;
     }
@@ -148,13 +146,13 @@ export async function acceptCalls(
       }
       keys.push(key);
     }
-    userIds.push(call.userId);
+    userIds.push(userId);
     watched?.push(event);
     rows.push({
       workspaceId: source.workspaceId,
       sourceId: source.id,
       messageId: event.messageId,
-      userKey: event.userId || event.anonymousId,
+      userKey: (userId ?? idText(event.anonymousId))!,
       type,
       payload: JSON.stringify(event),
       receivedAt: meta.receivedAt,

@@ -67,25 +67,26 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-const RETRYABLE = (status: number) => status === 408 || status === 429 || status >= 500;
 
-export async function sendRequest(
-  req: DestinationRequest,
-  /**
-   * `outbound`: the scheme and address check every request passes;
-   * `keepBytes`: how much of the answer to keep (the Test API shows 4 KB); the first KB by default.
-   */
-  opts: { outbound: Outbound; timeoutMs: number; messageId?: string; keepBytes?: number },
-): Promise<Outcome> {
+/** What one HTTP exchange came to: the answer (read up to 1 MB), or why there is none and whether that is worth retrying. */
+export type Exchange =
+  | { ok: true; status: number; text: string; headers: Headers; ms: number }
+  | { ok: false; retry: boolean; error: string; ms: number };
+
+/**
+ * One request through the outbound address policy, pinned to the checked address, with the
+ * time-out: the HTTP client of deliveries, the Test API, deletions and the kinds' lookups.
+ */
+export async function exchange(req: DestinationRequest, opts: { outbound: Outbound; timeoutMs: number; messageId?: string }): Promise<Exchange> {
   const started = performance.now();
   let url: string;
   try {
     url = requestUrl(req);
   } catch {
-    return { kind: "abort", response: "", error: `destination URL '${String(req.endpoint).slice(0, 80)}' is not a valid URL`, ms: performance.now() - started };
+    return { ok: false, retry: false, error: `destination URL '${String(req.endpoint).slice(0, 80)}' is not a valid URL`, ms: performance.now() - started };
   }
   const target = await opts.outbound.target(url);
-  if (!target.ok) return { kind: target.retry ? "retry" : "abort", response: "", error: target.error, ms: performance.now() - started };
+  if (!target.ok) return { ok: false, retry: target.retry === true, error: target.error, ms: performance.now() - started };
   const { body, contentType } = requestBody(req);
   // Defaults only where the kind set no header of that name in any case: fetch would join two
   // spellings of one name into a list ("Sluice, RudderStack").
@@ -115,15 +116,31 @@ export async function sendRequest(
     // One message for refused, reset and TLS failures alike: telling them apart would make the
     // Test API a port scanner of whatever network the server sits in.
     const error = e.name === "TimeoutError" ? `timed out after ${opts.timeoutMs} ms` : `could not connect to ${target.host ?? new URL(target.url).host}`;
-    return { kind: "retry", response: "", error, ms: performance.now() - started };
+    return { ok: false, retry: true, error, ms: performance.now() - started };
   }
   const text = await readBounded(res, RESPONSE_READ_BYTES);
+  return { ok: true, status: res.status, text, headers: res.headers, ms: performance.now() - started };
+}
+
+/** Whether an answer's status is worth another try later. */
+export const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500;
+
+export async function sendRequest(
+  req: DestinationRequest,
+  /**
+   * `outbound`: the scheme and address check every request passes;
+   * `keepBytes`: how much of the answer to keep (the Test API shows 4 KB); the first KB by default.
+   */
+  opts: { outbound: Outbound; timeoutMs: number; messageId?: string; keepBytes?: number },
+): Promise<Outcome> {
+  const x = await exchange(req, opts);
+  if (!x.ok) return { kind: x.retry ? "retry" : "abort", response: "", error: x.error, ms: x.ms };
+  const { status, text, ms } = x;
   const keep = opts.keepBytes ?? RESPONSE_KEEP_BYTES;
   const response = text.length > keep ? text.slice(0, keep) : text;
-  const ms = performance.now() - started;
-  if (res.status >= 200 && res.status < 300) return { kind: "delivered", status: res.status, response, body: text, ms };
-  if (RETRYABLE(res.status)) return { kind: "retry", status: res.status, response, error: `destination answered ${res.status}`, retryAfterMs: parseRetryAfter(res.headers.get("retry-after")), ms };
-  return { kind: "abort", status: res.status, response, error: `destination answered ${res.status}`, ms };
+  if (status >= 200 && status < 300) return { kind: "delivered", status, response, body: text, ms };
+  if (isRetryableStatus(status)) return { kind: "retry", status, response, error: `destination answered ${status}`, retryAfterMs: parseRetryAfter(x.headers.get("retry-after")), ms };
+  return { kind: "abort", status, response, error: `destination answered ${status}`, ms };
 }
 
 /** The answer's text, at most `max` bytes of it: a destination cannot make Sluice hold a huge answer. */

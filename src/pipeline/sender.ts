@@ -7,8 +7,9 @@
 import type { DestinationRuntime } from "../control-plane/config-store";
 import type { DestinationRequest, ResponseCheck, ResponseVerdict } from "../destinations/types";
 import type { Logger } from "../lib/logger";
+import { LookupCaches, lookupClient } from "./lookup";
 import { type Outcome, sendRequest } from "./send";
-import { type StageContext, destinationContext } from "./stages";
+import { type StageContext, type TransformExtras, destinationContext } from "./stages";
 
 export interface SenderSettings {
   /** Requests on the wire at once, per destination. */
@@ -37,6 +38,8 @@ class ConnectionSlots {
 
 export class Sender {
   private slots = new Map<string, ConnectionSlots>();
+  private lookups = new WeakMap<DestinationRuntime, TransformExtras>();
+  private lookupCaches = new LookupCaches();
 
   constructor(
     private stages: StageContext,
@@ -44,13 +47,33 @@ export class Sender {
     private log: Logger,
   ) {}
 
+  /** The lookup client of a destination's transforms (on its connection slots) and its lookup memory. */
+  lookupsFor(dest: DestinationRuntime): TransformExtras {
+    let extras = this.lookups.get(dest);
+    if (!extras) {
+      const slots = this.slotsOf(dest);
+      const acquire = async () => {
+        await this.acquire(slots);
+        return () => this.release(slots);
+      };
+      extras = { lookup: lookupClient({ outbound: this.stages.outbound, timeoutMs: this.settings.timeoutMs, acquire }), cache: this.lookupCaches.for(dest) };
+      this.lookups.set(dest, extras);
+    }
+    return extras;
+  }
+
+  private slotsOf(dest: DestinationRuntime): ConnectionSlots {
+    let slots = this.slots.get(dest.id);
+    if (!slots) this.slots.set(dest.id, (slots = new ConnectionSlots()));
+    return slots;
+  }
+
   /**
    * Sends in order over the destination's bounded connections; stops at the first request not
    * delivered, which includes a 2xx answer the kind's checkResponse reads as a failure.
    */
   async sendInOrder(dest: DestinationRuntime, sends: Array<{ request: DestinationRequest; messageId?: string }>): Promise<Sent> {
-    let slots = this.slots.get(dest.id);
-    if (!slots) this.slots.set(dest.id, (slots = new ConnectionSlots()));
+    const slots = this.slotsOf(dest);
     let last: Outcome | undefined;
     const itemChecks: ItemCheck[] = [];
     for (const { request, messageId } of sends) {

@@ -4,7 +4,15 @@
  * request is the sender's (sender.ts). Nothing here touches the queue.
  */
 import type { DestinationRuntime } from "../control-plane/config-store";
-import { TransformError, type DestinationContext, type DestinationRequest, type SluiceEvent } from "../destinations/types";
+import {
+  type DestinationContext,
+  type DestinationRequest,
+  type LookupCache,
+  type LookupClient,
+  RetryableTransformError,
+  type SluiceEvent,
+  TransformError,
+} from "../destinations/types";
 import type { EventMetadata, TransformationResult } from "../transformations/contract";
 import type { SandboxPool } from "../transformations/sandbox";
 import type { Outbound } from "./outbound";
@@ -54,20 +62,36 @@ export async function userTransform(
   return { ...res, ran: true };
 }
 
-export type DestTransformResult = { ok: true; requests: DestinationRequest[] } | { ok: false; error: string };
+/** A failed transform is aborted, unless a lookup failed for a reason worth retrying (`retry`). */
+export type DestTransformResult = { ok: true; requests: DestinationRequest[] } | { ok: false; error: string; retry?: boolean; retryAfterMs?: number };
+
+/** What a transform may use besides its config: the lookup client and the destination's lookup memory. */
+export interface TransformExtras {
+  lookup?: LookupClient;
+  cache?: LookupCache;
+}
 
 /** The destination kind's transform; config problems come back as an error naming the key. */
-export function destinationTransform(ctx: StageContext, d: DestinationRuntime, event: Record<string, any>, config = d.config): DestTransformResult {
+export async function destinationTransform(
+  ctx: StageContext,
+  d: DestinationRuntime,
+  event: Record<string, any>,
+  config = d.config,
+  extras?: TransformExtras,
+): Promise<DestTransformResult> {
   const def = d.definition;
   if (!def) return { ok: false, error: `unknown destination type '${d.type}'` };
   if (!def.config.supportedMessageTypes.includes(event.type)) {
     return { ok: false, error: `${def.name} does not take '${event.type}' messages` };
   }
   try {
-    const requests = def.transform(event as SluiceEvent, destinationContext(ctx.baseUrls, d, config));
+    const dctx = destinationContext(ctx.baseUrls, d, config);
+    if (extras) Object.assign(dctx, extras);
+    const requests = await def.transform(event as SluiceEvent, dctx);
     return { ok: true, requests };
   } catch (err) {
     if (err instanceof TransformError) return { ok: false, error: err.message };
+    if (err instanceof RetryableTransformError) return { ok: false, error: err.message, retry: true, retryAfterMs: err.retryAfterMs };
     return { ok: false, error: `transform failed: ${(err as Error)?.message ?? String(err)}` };
   }
 }

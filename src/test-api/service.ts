@@ -7,15 +7,16 @@
 import type { DestinationRuntime } from "../control-plane/config-store";
 import { validateDestinationConfig } from "../control-plane/destinations";
 import type { DestinationRequest } from "../destinations/types";
-import { enrichEvent, stringifyNumericIds } from "../gateway/enrich";
+import { enrichEvent } from "../gateway/enrich";
 import { LenientCallSchemas } from "../gateway/schemas";
 import type { Scoped } from "../control-plane/context";
 import type { TestApiContext } from "./context";
 import { AppError, badRequest, notFound } from "../lib/errors";
 import { parseWith } from "../lib/schema";
 import { type RouteSource, dropReason, routeSourceOf, routingOf } from "../pipeline/route";
+import { lookupClient } from "../pipeline/lookup";
 import { TEST_RESPONSE_KEEP_BYTES, sendRequest } from "../pipeline/send";
-import { type StageContext, destinationTransform, userTransform } from "../pipeline/stages";
+import { type StageContext, destinationContext, destinationTransform, userTransform } from "../pipeline/stages";
 import type {
   DestinationNotTested,
   DestinationRequestView,
@@ -74,7 +75,6 @@ export function prepareMessage(message: Record<string, unknown>, now: number): R
   const type = message.type;
   if (typeof type !== "string" || type === "") throw badRequest("message type missing or invalid");
   if (!SUPPORTED_TYPES.has(type)) throw badRequest("message type is unsupported");
-  stringifyNumericIds(message);
   parseWith(LenientCallSchemas[type as keyof typeof LenientCallSchemas], message, "message");
   for (const f of DATE_FIELDS) {
     const v = message[f];
@@ -175,14 +175,18 @@ export async function runDestinationTest(
   for (const { entry, event: out } of items) {
     if (!stages.dest_transform && !stages.send_to_destination) continue;
     // Sending needs the destination-format request even when its stage is not shown.
-    const dt = destinationTransform(deps.stages, d, out, input.config ?? d.config);
+    // Lookups are made for real, so the requests shown are the final ones; a test keeps no lookup memory.
+    const dt = await destinationTransform(deps.stages, d, out, input.config ?? d.config, { lookup: lookupClient({ outbound: deps.stages.outbound, timeoutMs: deps.timeoutMs }) });
     if (stages.dest_transform) entry.dest_transformed_payload = dt.ok ? dt.requests.map(requestView) : { error: dt.error };
     if (!stages.send_to_destination) continue;
     if (!dt.ok) {
       entry.destination_response = { error: stages.dest_transform ? aborted("dest_transform") : `${aborted("dest_transform")}: ${dt.error}` };
       continue;
     }
-    Object.assign(entry, await send(deps, dt.requests, String(out.messageId ?? event.messageId ?? "")));
+    // What the service would receive: a batching kind's batch() shapes even one event's requests
+    // (SENDGRID's processor output is not what SendGrid takes), as delivery does.
+    const wire = d.definition?.batch ? d.definition.batch(dt.requests, destinationContext(deps.stages.baseUrls, d, input.config ?? d.config)) : dt.requests;
+    Object.assign(entry, await send(deps, wire, String(out.messageId ?? event.messageId ?? "")));
   }
   return result(items.map((i) => i.entry));
 }

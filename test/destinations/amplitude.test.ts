@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { amplitude } from "../../src/destinations/amplitude";
-import { parseUserAgent } from "../../src/destinations/user-agent";
+import { amplitudeUserAgent } from "../../src/destinations/user-agent";
 import { type TestServer, api, cleanup, createSource, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
 import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError } from "../../src/destinations/types";
 
@@ -367,14 +367,22 @@ test("AM deleteUsers → POST amplitude.com/api/2/deletions/users, Basic apiKey:
   );
 });
 
-test("AM user agents → the names Amplitude's fork of ua-parser-js reports for common browsers", () => {
+test("AM user agents → the names Amplitude's fork of ua-parser-js (0.7.24, RudderStack's AM) gives: Chrome Mobile, iPhone / iPad, Mac, Linux", () => {
+  // Each expectation is what @amplitude/ua-parser-js 0.7.24 answers for the agent.
   const cases: Array<[string, [string?, string?, string?, string?]]> = [
     [CHROME_MAC, ["Chrome", "77.0.3865.90", "Mac", undefined]],
     ["Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 Edg/120.0.2210.91", ["Edge", "120.0.2210.91", "Windows", undefined]],
-    ["Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1", ["Mobile Safari", "17.4", "iOS", "Apple"]],
+    ["Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1", ["Mobile Safari", "17.4", "iPhone", "Apple"]],
+    ["Mozilla/5.0 (iPad; CPU OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1", ["Mobile Safari", "17.4", "iPad", "Apple"]],
+    ["Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/124.0.6367.88 Mobile/15E148 Safari/604.1", ["Chrome Mobile", "124.0.6367.88", "iPhone", "Apple"]],
     ["Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.3 Safari/605.1.15", ["Safari", "17.3", "Mac", undefined]],
-    ["Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/121.0.0.0 Mobile Safari/537.36", ["Chrome", "121.0.0.0", "Android", "Samsung"]],
-    ["Mozilla/5.0 (X11; Ubuntu; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0", ["Firefox", "121.0", "Ubuntu", undefined]],
+    ["Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/121.0.0.0 Mobile Safari/537.36", ["Chrome Mobile", "121.0.0.0", "Android", "Samsung"]],
+    // A tablet's Chrome says no "Mobile", so it stays Chrome.
+    ["Mozilla/5.0 (Linux; Android 13; SM-X700) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36", ["Chrome", "120.0.0.0", "Android", "Samsung"]],
+    ["Mozilla/5.0 (Linux; Android 13; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/23.0 Chrome/115.0.0.0 Mobile Safari/537.36", ["Samsung Browser", "23.0", "Android", "Samsung"]],
+    ["Mozilla/5.0 (Linux; Android 13; Pixel 7 Build/TQ3A.230901.001; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/124.0.6367.82 Mobile Safari/537.36", ["Chrome WebView", "124.0.6367.82", "Android", "Google"]],
+    ["Mozilla/5.0 (X11; Ubuntu; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0", ["Firefox", "121.0", "Linux", undefined]],
+    ["Mozilla/5.0 (X11; Fedora; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0", ["Firefox", "125.0", "Linux", undefined]],
   ];
   // AM sends the browser as os_name/os_version, the OS as device_model and the vendor as device_manufacturer.
   for (const [ua, expected] of cases) {
@@ -382,7 +390,22 @@ test("AM user agents → the names Amplitude's fork of ua-parser-js reports for 
     const f = sent(amplitude.transform(event, ctx()));
     expect([f.os_name, f.os_version, f.device_model, f.device_manufacturer]).toEqual(expected);
   }
-  expect(parseUserAgent(undefined)).toEqual({ browser: {}, os: {}, device: {} });
+  expect(amplitudeUserAgent(undefined)).toEqual({ browser: {}, os: {}, device: {} });
+});
+
+test("AM user agents: a crafted agent is read in bounded time (the fork RudderStack pins backtracks for seconds on this one)", () => {
+  const crafted = `Mozilla/5.0 (Linux; Android 9; redmi${" ".repeat(5000)}!`;
+  const started = performance.now();
+  const f = sent(amplitude.transform({ ...base, channel: "web", context: { userAgent: crafted }, type: "track", event: "Clicked" }, ctx()));
+  expect(performance.now() - started).toBeLessThan(1000);
+  expect([f.platform, f.device_model]).toEqual(["Web", "Android"]);
+});
+
+test("AM user agents: one agent is parsed once, however many requests and events carry it", () => {
+  const ua = "Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/121.0.0.0 Mobile Safari/537.36 sluice-cache-test";
+  const first = amplitudeUserAgent(ua);
+  expect(amplitudeUserAgent(ua)).toBe(first);
+  expect(Object.isFrozen(first.browser)).toBe(true);
 });
 
 const webDevice = { os_name: "Chrome", os_version: "77.0.3865.90", device_model: "Mac", library: "rudderstack", platform: "Web", app_name: "RudderLabs JavaScript SDK", app_version: "1.0.0", language: "en-US", session_id: -1 };

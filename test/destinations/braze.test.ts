@@ -472,6 +472,74 @@ test("BRAZE batch → subscription status 25 per call with the same group and st
   expect(braze.batch!(merges, ctx()).map((r) => (r.body.JSON.merge_updates as unknown[]).length)).toEqual([50, 1]);
 });
 
+test("BRAZE supportDedup: within a batch, a user's later attributes carry only what changed; non-billable ones are always sent", () => {
+  const config = { supportDedup: true };
+  const identify = (user: string, traits: Record<string, unknown>) => ({
+    ...braze.transform({ type: "identify", messageId: `${user}-${Object.keys(traits).join()}`, userId: user, traits }, ctx(config))[0]!,
+    userKey: user,
+  });
+  const first = identify("u-1", { plan: "pro", seats: 3, tags: ["a"], country: "EE", nested: { $add: [1] } });
+  const again = identify("u-1", { plan: "pro", seats: 4, tags: ["a"], country: "EE", nested: { $add: [2] } });
+  const attributes = (batched: DestinationRequest[]) => batched.flatMap((r) => (r.body.JSON.attributes as any[]) ?? []);
+  // The first attributes of the batch go whole (nothing is known of the user); the second only the
+  // changed seat count, the non-billable country again, and no array operation.
+  expect(attributes(braze.batch!([first, again], ctx(config)))).toEqual([
+    { plan: "pro", seats: 3, tags: ["a"], country: "EE", nested: { $add: [1] }, external_id: "u-1" },
+    { seats: 4, country: "EE", external_id: "u-1" },
+  ]);
+  // Nothing new at all: the later update is left out, and the call carries the first alone.
+  const same = identify("u-1", { plan: "pro" });
+  expect(attributes(braze.batch!([identify("u-1", { plan: "pro" }), same], ctx(config)))).toEqual([{ plan: "pro", external_id: "u-1" }]);
+  // A null clears an attribute only where the batch set one; users are kept apart by external id.
+  const cleared = identify("u-1", { plan: null, seats: null });
+  const other = identify("u-2", { plan: "pro" });
+  // (Items sorted by external id, as every /users/track call.)
+  expect(attributes(braze.batch!([identify("u-1", { plan: "pro" }), other, cleared], ctx(config)))).toEqual([
+    { plan: "pro", external_id: "u-1" },
+    { plan: null, external_id: "u-1" },
+    { plan: "pro", external_id: "u-2" },
+  ]);
+  // Without supportDedup every update is sent as it is.
+  expect(attributes(braze.batch!([identify("u-1", { plan: "pro" }), identify("u-1", { plan: "pro" })], ctx()))).toHaveLength(2);
+});
+
+test("BRAZE supportDedup: a track keeps its event when its attributes are all known; an identify that updates nothing is refused", () => {
+  const config = { supportDedup: true };
+  const track = (n: number) => ({ ...braze.transform(trackE({ messageId: `t${n}`, context: { traits: { plan: "pro" } } }), ctx(config))[0]!, userKey: "u-1" });
+  const [call] = braze.batch!([track(1), track(2)], ctx(config));
+  expect(call!.body.JSON.attributes).toEqual([{ plan: "pro", external_id: "u-1" }]);
+  expect((call!.body.JSON.events as unknown[]).length).toBe(2);
+  // Traits that name only the user leave nothing to update: RudderStack drops the identify in these
+  // words and sends a track without attributes.
+  const idsOnly = { type: "identify", messageId: "m", userId: "u-1", traits: { external_id: "x" } } as SluiceEvent;
+  expect(() => braze.transform(idsOnly, ctx(config))).toThrow("[Braze Deduplication]: Duplicate user detected, the user is dropped");
+  expect(braze.transform(idsOnly, ctx())[0]!.body.JSON).toEqual({ attributes: [{ external_id: "u-1" }] });
+  expect(bodyOf(trackE({ context: { traits: { external_id: "x" } } }), config).attributes).toBeUndefined();
+});
+
+test("BRAZE RudderStack fixture: supportDedup within a router batch, for a user Braze's lookup does not know", () => {
+  // RudderStack's "dedup enabled router tests", user@50: three identifies with the same traits, the
+  // last without country. The first goes whole, the second only the non-billable country, and
+  // the third has nothing left (RudderStack drops that event with its dedup error).
+  const config = { supportDedup: true, dataCenter: "US-03" };
+  const traits = { city: "Disney", country: "USA", email: "mickey@disney.com", firstName: "Mickey" };
+  const identify = (t: Record<string, unknown>) => ({
+    ...braze.transform({ type: "identify", messageId: "m", userId: "user@50", context: { traits: t } }, ctx(config))[0]!,
+    userKey: "user@50",
+  });
+  const { country: _c, ...noCountry } = traits;
+  const batched = braze.batch!([identify(traits), identify(traits), identify(noCountry)], ctx(config));
+  expect(batched.map((r) => r.body.JSON)).toEqual([
+    {
+      partner: "RudderStack",
+      attributes: [
+        { city: "Disney", country: "USA", email: "mickey@disney.com", first_name: "Mickey", external_id: "user@50" },
+        { country: "USA", external_id: "user@50" },
+      ],
+    },
+  ]);
+});
+
 test("BRAZE deleteUsers → POST /users/delete {external_ids}, 50 per request, users without userId skipped", () => {
   const users = Array.from({ length: 51 }, (_, i) => ({ userId: `u${i}` }));
   const reqs = braze.deleteUsers!([...users, { userId: "" }], ctx({ dataCenter: "EU-01" }));

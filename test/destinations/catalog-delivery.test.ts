@@ -97,8 +97,11 @@ describe("every kind: the stand-in receives exactly the requests the kind's tran
     cleanup(local.dataDir);
   });
 
+  // Kinds that ask the service first need a stand-in that answers their lookups as the service
+  // would; each has its own end-to-end tests against one (test/destinations/<kind>*.test.ts).
+  const LOOKUP_KINDS = new Set(["HS", "INTERCOM", "ZENDESK", "FRESHSALES", "MAUTIC"]);
   // One test per kind (run one alone with -t KIND); they share the server and take turns at the stand-in.
-  for (const k of KINDS) {
+  for (const k of KINDS.filter((k) => !LOOKUP_KINDS.has(k.type))) {
     test(k.type, async () => {
       const { findDefinition } = await import("../../src/destinations/registry");
       const { requestUrl, requestBody } = await import("../../src/pipeline/send");
@@ -111,7 +114,7 @@ describe("every kind: the stand-in receives exactly the requests the kind's tran
       const stored = local.sluice.db.$client.query("SELECT payload FROM events WHERE message_id = ?").get(`m-${k.type}`) as { payload: string };
       const def = findDefinition(k.type)!;
       const ctx = { config: k.config, destination: { id: dst.json.id, name: `d-${k.type}`, workspaceId: local.sluice.workspaceId }, baseUrl: stand.url };
-      let expected = def.transform(JSON.parse(stored.payload), ctx);
+      let expected = await def.transform(JSON.parse(stored.payload), ctx);
       if (def.batch) expected = def.batch(expected, ctx);
       expect(expected.length).toBeGreaterThan(0);
       await waitFor(() => stand.received.length >= expected.length, { what: `${k.type} requests at the stand-in` });

@@ -64,9 +64,10 @@ test("every registered kind has src/destinations/<kind>/README.md, free of issue
   }
 });
 
-test("src/destinations/README.md stays short (under 12 KB), names no issue number and links every kind's README", async () => {
+// The contract, how to add a kind and the list of every deliberate difference from RudderStack with its reason; a kind's own details live in its README.
+test("src/destinations/README.md stays short (under 16 KB), names no issue number and links every kind's README", async () => {
   const readme = read("src/destinations/README.md");
-  expect(Buffer.byteLength(readme)).toBeLessThan(12 * 1024);
+  expect(Buffer.byteLength(readme)).toBeLessThan(16 * 1024);
   expect(readme).not.toMatch(ISSUE_NUMBER);
   for (const folder of (await kindFolders()).values()) expect(readme).toContain(`](${folder}/README.md)`);
 });

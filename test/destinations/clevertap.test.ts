@@ -192,9 +192,11 @@ test("CLEVERTAP RudderStack fixture: Order Completed → Charged with the other 
   expect(() => clevertap.transform({ ...event, properties: { ...event.properties, products: products[0] } }, ctx())).toThrow("Products property value must be an array of objects");
 });
 
-test("CLEVERTAP RudderStack fixture: track keeps properties.ts inside evtData only (the track mapping has no ts)", () => {
+test("CLEVERTAP track: properties.ts is also the record's ts, in epoch seconds, as RudderStack's track mapping reads it", () => {
   const event: SluiceEvent = { type: "track", messageId: "m", userId: "u", event: "Played", properties: { ts: "2021-03-10T11:59:22.080Z", level: 2 } };
-  expect(clevertap.transform(event, ctx())).toEqual([upload({ evtName: "Played", evtData: { ts: "2021-03-10T11:59:22.080Z", level: 2 }, type: "event", identity: "u" })]);
+  expect(clevertap.transform(event, ctx())).toEqual([upload({ evtName: "Played", evtData: { ts: "2021-03-10T11:59:22.080Z", level: 2 }, ts: 1615377562, type: "event", identity: "u" })]);
+  const inSeconds = { ...event, properties: { ts: 1615377562 } };
+  expect(clevertap.transform(inSeconds, ctx())[0]!.body.JSON.d).toEqual([{ evtName: "Played", evtData: { ts: 1615377562 }, ts: 1615377562, type: "event", identity: "u" }]);
   expect(() => clevertap.transform({ type: "track", messageId: "m", userId: "u", properties: {} }, ctx())).toThrow('Missing required value from "event"');
 });
 
@@ -278,6 +280,36 @@ test("CLEVERTAP RudderStack fixture: deletion needs account id and passcode (del
   expect(() => clevertap.deleteUsers!([{ userId: "test_user_id" }], ctx({ passcode: undefined }))).toThrow("Project ID and Passcode is required for delete user");
   expect(() => clevertap.deleteUsers!([{ userId: "user_sdk2" }], ctx({ accountId: undefined }))).toThrow("Project ID and Passcode is required for delete user");
   expect(() => clevertap.deleteUsers!([{ userId: "" }], ctx())).toThrow("No User id for deletion is present");
+});
+
+test("CLEVERTAP identify: category-unsubscribe and category-resubscribe stay objects, as CleverTap reads them (RudderStack's Test 0)", () => {
+  const subscriptions = { "category-unsubscribe": { email: ["Marketing", "Transactional"] }, "category-resubscribe": { sms: ["Alerts"] } };
+  const event: SluiceEvent = { type: "identify", messageId: "m", userId: "u-7", traits: { email: "ada@example.com", tags: ["a"], ...subscriptions } };
+  expect(clevertap.transform(event, ctx())).toEqual([upload({ type: "profile", profileData: { Email: "ada@example.com", tags: '["a"]', ...subscriptions }, identity: "u-7" })]);
+});
+
+test("CLEVERTAP identify: an external id is never taken for the e-mail (RudderStack's 'Should not load email from externalId')", () => {
+  const event: SluiceEvent = { type: "identify", messageId: "m", userId: "u-8", traits: { name: "Ada" }, context: { externalId: [{ id: "crm-42", type: "CLEVERTAP-profile" }] } };
+  expect(clevertap.transform(event, ctx())).toEqual([upload({ type: "profile", profileData: { Name: "Ada" }, identity: "u-8" })]);
+  // An e-mail in the properties still counts, as in RudderStack's emailOnly field.
+  const inProperties = { ...event, properties: { email: "ada@example.com" } };
+  expect(profileOf(clevertap.transform(inProperties, ctx())[0]!.body.JSON.d).profileData.Email).toBe("ada@example.com");
+});
+
+test("CLEVERTAP push token: chromeKeys go with any token type, cleared of null and empty parts", () => {
+  const objectIds = ctx({ enableObjectIdMapping: true });
+  const keys = { auth: "k1", p256dh: null, extra: {} };
+  expect(clevertap.transform(androidIdentify({ clevertap: { chromeKeys: keys } }), objectIds)).toEqual([androidProfile, token({ type: "fcm", keys: { auth: "k1" } })]);
+  expect(clevertap.transform(androidIdentify({ clevertap: { deviceTokenType: "chrome", chromeKeys: { auth: null } } }), objectIds)).toEqual([androidProfile, token({ type: "chrome" })]);
+});
+
+test("CLEVERTAP numeric ids (as rudder-server passes them) are sent as numbers", () => {
+  const identify = { type: "identify", messageId: "m", userId: 42, traits: { email: "n@example.com" } } as unknown as SluiceEvent;
+  expect(clevertap.transform(identify, ctx())).toEqual([upload({ type: "profile", profileData: { Email: "n@example.com" }, identity: 42 })]);
+  const track = { type: "track", messageId: "m", anonymousId: 7, userId: 42, event: "E", properties: {} } as unknown as SluiceEvent;
+  expect(clevertap.transform(track, ctx({ enableObjectIdMapping: true }))[0]!.body.JSON.d).toEqual([{ evtName: "E", evtData: {}, type: "event", objectId: 7 }]);
+  const alias = { type: "alias", messageId: "m", userId: 42, previousId: 41 } as unknown as SluiceEvent;
+  expect(clevertap.transform(alias, ctx())[0]!.body.JSON.d).toEqual([{ type: "profile", profileData: { identity: 42 }, identity: 41 }]);
 });
 
 let s: TestServer;

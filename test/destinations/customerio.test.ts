@@ -122,26 +122,23 @@ test("CUSTOMERIO group → /api/v2/batch object with Content-Type, related to th
     request(
       "POST",
       `${API}/v2/batch`,
+      // RudderStack's processor output is the bare object; batch() wraps objects in `batch`.
       {
-        batch: [
-          {
-            identifiers: { object_id: "7", object_type_id: "2" },
-            type: "object",
-            action: "delete",
-            // Only the action is taken out of the traits; objectTypeId stays an attribute too.
-            attributes: { name: "Acme", objectTypeId: 2 },
-            cio_relationships: [{ identifiers: { id: "u1" } }],
-          },
-        ],
+        identifiers: { object_id: "7", object_type_id: "2" },
+        type: "object",
+        action: "delete",
+        // Only the action is taken out of the traits; objectTypeId stays an attribute too.
+        attributes: { name: "Acme", objectTypeId: 2 },
+        cio_relationships: [{ identifiers: { id: "u1" } }],
       },
-      JSON_HEADERS,
+      { Authorization: AUTH },
     ),
   );
   // No user id: the email relates the user; an unknown action falls back to identify; no traits → no attributes.
   const byEmail = one({ type: "group", messageId: "g", anonymousId: "a", groupId: "acme", properties: { action: "bogus" }, context: { traits: { email: "ada@example.com" } } });
-  expect(byEmail.body.JSON.batch).toEqual([
-    { identifiers: { object_id: "acme", object_type_id: "1" }, type: "object", action: "identify", attributes: {}, cio_relationships: [{ identifiers: { email: "ada@example.com" } }] },
-  ]);
+  expect(byEmail.body.JSON).toEqual({ identifiers: { object_id: "acme", object_type_id: "1" }, type: "object", action: "identify", attributes: {}, cio_relationships: [{ identifiers: { email: "ada@example.com" } }] });
+  // What Customer.io's /v2/batch takes: batch() wraps even a single object.
+  expect(customerio.batch!([byEmail], ctx())[0]!.body.JSON.batch).toEqual([byEmail.body.JSON]);
   expect(() => customerio.transform({ type: "group", messageId: "g", userId: "u1" }, ctx())).toThrow('Missing required value from "groupId"');
 });
 
@@ -150,8 +147,9 @@ test("CUSTOMERIO datacenter EU → track-eu.customer.io; baseUrl override; filte
   expect(one(event, { datacenter: "EU" }).endpoint).toBe("https://track-eu.customer.io/api/v1/customers/u1/events");
   expect(customerio.transform(event, ctx({}, "http://127.0.0.1:4000"))[0]!.endpoint).toBe("http://127.0.0.1:4000/api/v1/customers/u1/events");
   expect(customerio.transform(event, ctx({ eventFilteringOption: "blacklistedEvents", blacklistedEvents: [{ eventName: "E" }] }))).toEqual([]);
-  expect(() => customerio.transform(event, ctx({ siteID: "" }))).toThrow("destination config is missing 'siteID'");
-  expect(() => customerio.transform(event, ctx({ apiKey: undefined }))).toThrow("destination config is missing 'apiKey'");
+  // RudderStack's words (its Test 1), siteID checked first.
+  expect(() => customerio.transform(event, ctx({ siteID: "", apiKey: "" }))).toThrow("siteID not found in Configs");
+  expect(() => customerio.transform(event, ctx({ apiKey: undefined }))).toThrow("apiKey not found in Configs");
 });
 
 test("CUSTOMERIO batch → consecutive group objects merged into one /v2/batch call (1000 max); other calls untouched", () => {
@@ -298,11 +296,9 @@ test("CUSTOMERIO RudderStack fixture: device events (Test 9, 10, 13, 30, 45, 46)
 test("CUSTOMERIO RudderStack fixture: group with numeric userId and groupId (Test 60) → ids as text, traits as attributes, object type 1", () => {
   const traits = { city: "Frankfurt", name: "rudder test", address: "Solmsstraße 83", organisationId: 306, isPersonnelServiceProvider: false };
   const group: SluiceEvent = { type: "group", messageId: "7032394c", userId: 432 as any, groupId: 306, traits, originalTimestamp: "2023-03-28T09:36:49.882Z" };
-  expect(one(group).body.JSON).toEqual({
-    batch: [{ type: "object", action: "identify", attributes: traits, identifiers: { object_id: "306", object_type_id: "1" }, cio_relationships: [{ identifiers: { id: "432" } }] }],
-  });
+  expect(one(group).body.JSON).toEqual({ type: "object", action: "identify", attributes: traits, identifiers: { object_id: "306", object_type_id: "1" }, cio_relationships: [{ identifiers: { id: "432" } }] });
   // Test 61: a userId that is an e-mail address relates the user by email.
-  expect((one({ ...group, userId: "abc@xyz.com" }).body.JSON.batch as any[])[0].cio_relationships).toEqual([{ identifiers: { email: "abc@xyz.com" } }]);
+  expect((one({ ...group, userId: "abc@xyz.com" }).body.JSON as any).cio_relationships).toEqual([{ identifiers: { email: "abc@xyz.com" } }]);
 });
 
 test("CUSTOMERIO RudderStack fixture: router batch → identify and page sent alone, consecutive group objects in one /v2/batch call with Content-Type", () => {
@@ -497,19 +493,13 @@ test("CUSTOMERIO RudderStack fixture: group actions and the EU host (Tests 56-57
     request(
       "POST",
       `${API}/v2/batch`,
-      {
-        batch: [
-          { type: "object", action: "delete", attributes: traits, identifiers: { object_id: "group@1", object_type_id: "1" }, cio_relationships: [{ identifiers: { id: "user@1" } }] },
-        ],
-      },
-      JSON_HEADERS,
+      { type: "object", action: "delete", attributes: traits, identifiers: { object_id: "group@1", object_type_id: "1" }, cio_relationships: [{ identifiers: { id: "user@1" } }] },
+      { Authorization: AUTH },
     ),
   );
   const eu = one({ type: "group", messageId: "g", userId: 432 as any, groupId: 306, traits: { city: "Frankfurt", organisationId: 306 } }, { datacenter: "EU" });
   expect(eu.endpoint).toBe(`${EU}/v2/batch`);
-  expect(eu.body.JSON.batch).toEqual([
-    { type: "object", action: "identify", attributes: { city: "Frankfurt", organisationId: 306 }, identifiers: { object_id: "306", object_type_id: "1" }, cio_relationships: [{ identifiers: { id: "432" } }] },
-  ]);
+  expect(eu.body.JSON).toEqual({ type: "object", action: "identify", attributes: { city: "Frankfurt", organisationId: 306 }, identifiers: { object_id: "306", object_type_id: "1" }, cio_relationships: [{ identifiers: { id: "432" } }] });
 });
 
 test("CUSTOMERIO RudderStack fixture: page named by its url, unnamed, without properties, and an anonymous unnamed page refused (Tests 63-66)", () => {
@@ -538,8 +528,8 @@ test("CUSTOMERIO identify → user_properties names are written as paths (Rudder
 });
 
 // router/dataEventStreamV1.ts (d4c00a2f…): RudderStack's batching framework keeps event-stream calls in
-// the Track API v1 shape unless its operator flag CUSTOMERIO_EVENT_STREAM_V2_API_ENABLED is set
-// (off by default), one request per event; only group objects share /v2/batch.
+// the Track API v1 shape unless its operator setting CUSTOMERIO_BATCHING_FRAMEWORK_ENABLED_WORKSPACE_IDS
+// names the workspace (unset by default), one request per event; only group objects share /v2/batch.
 test("CUSTOMERIO RudderStack fixture: router with the v2 API flag off (its default) → identify and track in the v1 shape, one request each", () => {
   const identify: SluiceEvent = {
     type: "identify",
@@ -554,4 +544,40 @@ test("CUSTOMERIO RudderStack fixture: router with the v2 API flag off (its defau
     request("PUT", `${API}/v1/customers/user-1`, { plan: "pro", email: "test@rudderstack.com", _timestamp: 1578564113 }),
     request("POST", `${API}/v1/customers/user-789/events`, { data: { total: 42 }, name: "Order Completed", type: "event", timestamp: 1578564113 }),
   ]);
+});
+
+test("CUSTOMERIO reverse ETL (context.mappedToDestination) → the first external id is the person's id and a trait under its identifier type", () => {
+  const row = (identifierType: string, id: string): SluiceEvent => ({
+    type: "identify",
+    messageId: "r",
+    channel: "sources",
+    timestamp: ts,
+    context: { mappedToDestination: "true", externalId: [{ id, identifierType, type: "CUSTOMERIO-customers" }] },
+    traits: { first_name: "Ada", last_name: "Lovelace" },
+  });
+  const byEmail = row("email", "ada@example.com");
+  const before = structuredClone(byEmail);
+  expect(one(byEmail)).toEqual(request("PUT", `${API}/v1/customers/ada%40example.com`, { first_name: "Ada", last_name: "Lovelace", email: "ada@example.com", _timestamp: secs }));
+  expect(byEmail).toEqual(before);
+  expect(one(row("id", "ada-1"))).toEqual(request("PUT", `${API}/v1/customers/ada-1`, { first_name: "Ada", last_name: "Lovelace", id: "ada-1", _timestamp: secs }));
+  // The external id wins over the row's own userId, for events too; without the flag the external id is not read.
+  const track: SluiceEvent = { type: "track", messageId: "t", userId: "other", event: "Synced", context: { mappedToDestination: true, externalId: [{ id: "ada-1", identifierType: "id" }] } };
+  expect(one(track).endpoint).toBe(`${API}/v1/customers/ada-1/events`);
+  expect(one({ ...track, context: { externalId: track.context!.externalId } }).endpoint).toBe(`${API}/v1/customers/other/events`);
+});
+
+test("CUSTOMERIO numeric ids (as rudder-server passes them): paths carry their text, bodies the numbers; group ids as text, as RudderStack's object mapping", () => {
+  const n = (e: Record<string, unknown>) => e as unknown as SluiceEvent;
+  expect(one(n({ type: "identify", messageId: "i", userId: 432, anonymousId: 987, timestamp: ts, traits: { plan: "pro" } }))).toEqual(
+    request("PUT", `${API}/v1/customers/432`, { plan: "pro", _timestamp: secs, anonymous_id: 987 }),
+  );
+  expect(one(n({ type: "track", messageId: "t", anonymousId: 987, event: "Viewed", properties: {}, timestamp: ts })).body.JSON).toEqual({ data: {}, name: "Viewed", type: "event", timestamp: secs, anonymous_id: 987 });
+  expect(one(n({ type: "alias", messageId: "a", userId: 432, previousId: 306 })).body.JSON).toEqual({ primary: { id: 432 }, secondary: { id: 306 } });
+  expect(one(n({ type: "group", messageId: "g", userId: 432, groupId: 306, traits: {} })).body.JSON).toEqual({
+    identifiers: { object_id: "306", object_type_id: "1" },
+    type: "object",
+    action: "identify",
+    attributes: {},
+    cio_relationships: [{ identifiers: { id: "432" } }],
+  });
 });

@@ -4,9 +4,28 @@
  * Seeded random events: odd types in properties, traits and products, empty ids, and the
  * ecommerce event names the kinds map specially.
  */
-import { expect, test } from "bun:test";
+import { afterAll, expect, test } from "bun:test";
 import { findDefinition } from "../../src/destinations/registry";
-import { TransformError } from "../../src/destinations/types";
+import { RetryableTransformError, TransformError } from "../../src/destinations/types";
+import { lookupContext, startSink } from "../support/helpers";
+
+/**
+ * The service, for kinds that look up first, answers in every way a service may: found, empty,
+ * not found, unauthorized, busy, or not JSON at all. A transform reads any of them without a
+ * crash: a refusal, a retry or requests.
+ */
+const ANSWERS = [
+  () => Response.json({ results: [{ id: "1", properties: { email: "ada@example.com" } }], data: [{ id: "c1" }], users: [{ id: 5 }], total: 1, contacts: { "7": { id: 7 } } }),
+  () => Response.json({}),
+  () => Response.json({ results: [], data: [], users: [], total: 0, contacts: [] }),
+  () => Response.json({ errors: [{ code: "not_found" }] }, { status: 404 }),
+  () => Response.json({ message: "unauthorized" }, { status: 401 }),
+  () => new Response("busy", { status: 503 }),
+  () => new Response("<html>not json</html>"),
+  () => Response.json([]),
+];
+const service = startSink((_req, n) => ANSWERS[n % ANSWERS.length]!());
+afterAll(() => service.stop());
 
 const KINDS: Array<{ type: string; config: Record<string, unknown> }> = [
   { type: "WEBHOOK", config: { webhookUrl: "https://x.example/h" } },
@@ -23,7 +42,7 @@ const KINDS: Array<{ type: string; config: Record<string, unknown> }> = [
   { type: "INTERCOM", config: { apiKey: "ic-key", apiVersion: "v2", sendAnonymousId: true } },
   { type: "KLAVIYO", config: { publicApiKey: "kl-public", privateApiKey: "pk_kl-private", listId: "L1", consent: ["email", "sms"] } },
   { type: "SENDGRID", config: { apiKey: "sg-key", eventNamesSettings: [{ event: "Bought" }, { event: "Order Completed" }], fromEmail: "from@example.com", subject: "Hi", contents: [{ type: "text/plain", value: "hello" }], mailFromTraits: true } },
-  { type: "ZENDESK", config: { domain: "acme", email: "agent@example.com", apiToken: "zd-token", createUsersAsVerified: true } },
+  { type: "ZENDESK", config: { domain: "acme", email: "agent@example.com", apiToken: "zd-token", createUsersAsVerified: true, sendGroupCallsWithoutUserId: true } },
   { type: "CLEVERTAP", config: { accountId: "ct-acc", passcode: "ct-pass", region: "in1" } },
   { type: "MOENGAGE", config: { apiId: "moe-id", apiKey: "moe-key", region: "US" } },
   { type: "FRESHSALES", config: { apiKey: "fs-key", domain: "acme", rudderEventsToFreshsalesEvents: [{ from: "Bought", to: "lifecycle_stage" }] } },
@@ -53,8 +72,9 @@ function randomEvent(i: number): Record<string, any> {
   const ev: Record<string, any> = {
     type,
     messageId: `m-${i}`,
-    userId: pick(["u1", "", "user@example.com", "1234"]),
-    anonymousId: pick(["a1", "anon-2"]),
+    // Numeric ids reach the transforms as numbers, as rudder-server passes them on.
+    userId: pick(["u1", "", "user@example.com", "1234", 6229828]),
+    anonymousId: pick(["a1", "anon-2", 42]),
     timestamp: now,
     originalTimestamp: now,
     receivedAt: now,
@@ -78,7 +98,7 @@ function randomEvent(i: number): Record<string, any> {
   if (rand() < 0.5) ev.traits.name = pick(["Acme", "", 7, null]);
   if (type === "track") ev.event = pick(["Order Completed", "Product Added", "Product Viewed", "Checkout Started", "Checkout Step Completed", "Bought", "Promotion Viewed", "Cart Shared", "Products Searched", "Order Refunded", "Product Removed", "Payment Info Entered"]);
   if (type === "page" || type === "screen") ev.name = pick(["Home", "", "Docs"]);
-  if (type === "group") ev.groupId = pick(["g1", ""]);
+  if (type === "group") ev.groupId = pick(["g1", "", 777]);
   if (type === "alias") ev.previousId = pick(["p1", ""]);
   return ev;
 }
@@ -87,18 +107,18 @@ function randomEvent(i: number): Record<string, any> {
 const EVENTS = Array.from({ length: 3000 }, (_, i) => randomEvent(i));
 
 for (const k of KINDS) {
-  test(`${k.type} answers 3,000 random events with requests or a TransformError, never a crash`, () => {
+  test(`${k.type} answers 3,000 random events with requests or a TransformError, never a crash`, async () => {
     const def = findDefinition(k.type)!;
     const crashes = new Map<string, string>();
     const tally = { requests: 0, refused: 0 };
     for (const ev of EVENTS) {
       if (!def.config.supportedMessageTypes.includes(ev.type)) continue;
       try {
-        const requests = def.transform(structuredClone(ev) as any, { config: k.config, destination: { id: "d", name: "d", workspaceId: "w" } });
+        const requests = await def.transform(structuredClone(ev) as any, lookupContext(k.config, service.url));
         for (const r of requests) expect(typeof r.endpoint).toBe("string");
         tally.requests++;
       } catch (err) {
-        if (err instanceof TransformError) {
+        if (err instanceof TransformError || err instanceof RetryableTransformError) {
           tally.refused++;
           continue;
         }

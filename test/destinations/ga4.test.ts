@@ -123,9 +123,32 @@ test("GA4 'Product Viewed' → view_item; root properties become the item and ar
       ...pageParams,
     },
   });
+  // Without a currency the event is sent in USD, as RudderStack's view_item mapping defaults it.
   const { currency: _c, ...noCurrency } = properties;
-  expect(() => ga4.transform(track("Product Viewed", noCurrency), ctx())).toThrow('Missing required value from "properties.currency"');
+  expect(ga4Event(track("Product Viewed", noCurrency)).params.currency).toBe("USD");
   expect(() => ga4.transform(track("Product Viewed", { total: 7, currency: "USD" }), ctx())).toThrow("One of product_id or name is required");
+});
+
+test("GA4 ecommerce events without a currency are sent in USD; only value (and the order id, search term) are required", () => {
+  const products = [{ product_id: "p1" }];
+  const sent = (name: string, properties: Record<string, unknown>) => ga4Event(track(name, properties));
+  // Each ecommerce event RudderStack maps with a currency, without one.
+  const cases: Array<[string, Record<string, unknown>, string]> = [
+    ["Product Viewed", { product_id: "p1", price: 5 }, "view_item"],
+    ["Product Added", { product_id: "p1", price: 5 }, "add_to_cart"],
+    ["Product Removed", { product_id: "p1", total: 5 }, "remove_from_cart"],
+    ["Cart Viewed", { total: 5, products }, "view_cart"],
+    ["Checkout Started", { total: 5, products }, "begin_checkout"],
+    ["Payment Info Entered", { total: 5, products }, "add_payment_info"],
+    ["Checkout Step Completed", { total: 5, products }, "add_shipping_info"],
+    ["Order Completed", { order_id: "o1", total: 5, products }, "purchase"],
+    ["Order Refunded", { order_id: "o1", total: 5, products }, "refund"],
+    ["Product Added to Wishlist", { product_id: "p1", price: 5 }, "add_to_wishlist"],
+  ];
+  for (const [name, properties, ga4Name] of cases) expect(sent(name, properties)).toMatchObject({ name: ga4Name, params: { currency: "USD", value: 5 } });
+  // The value stays required, and an order keeps needing its id.
+  expect(() => ga4.transform(track("Checkout Started", { currency: "EUR", products }), ctx())).toThrow('Missing required value from ["properties.total","properties.value","properties.revenue"]');
+  expect(() => ga4.transform(track("Order Refunded", { total: 5, products }), ctx())).toThrow('Missing required value from "properties.order_id"');
 });
 
 test("GA4 'Order Completed' → purchase with transaction_id, value and items; unmapped product fields stay on the item", () => {
@@ -196,9 +219,9 @@ test("GA4 'Product Added' → add_to_cart: value is price × quantity when no to
   expect(() => ga4.transform(track("Product Added", { products }), ctx())).toThrow("Missing required value from");
 });
 
-test("GA4 'Product Removed' needs a currency (and a quantity for price × quantity); 'Product Added to Wishlist' defaults it", () => {
+test("GA4 'Product Removed' needs a quantity for price × quantity; its currency and that of 'Product Added to Wishlist' default to USD", () => {
   const properties = { product_id: "p1", price: 5 };
-  expect(() => ga4.transform(track("Product Removed", properties), ctx())).toThrow('Missing required value from "properties.currency"');
+  expect(ga4Event(track("Product Removed", { ...properties, quantity: 2 })).params).toMatchObject({ currency: "USD", value: 10 });
   expect(ga4Event(track("Product Removed", { ...properties, currency: "EUR", quantity: 1 })).params).toMatchObject({ currency: "EUR", value: 5 });
   // RudderStack's remove_from_cart mapping gives the quantity no usable default, unlike add_to_cart's.
   expect(() => ga4.transform(track("Product Removed", { ...properties, currency: "EUR" }), ctx())).toThrow(
@@ -226,6 +249,7 @@ test("GA4 checkout events → begin_checkout, add_payment_info, add_shipping_inf
     name: "begin_checkout",
     params: { currency: "EUR", value: 9, coupon: "C", items, ...common },
   });
+  expect(ga4Event(track("Checkout Started", { value: 9, products })).params.currency).toBe("USD");
   expect(ga4Event(track("Payment Info Entered", { revenue: 9, payment_method: "card", products }))).toEqual({
     name: "add_payment_info",
     params: { currency: "USD", value: 9, payment_type: "card", items, ...common },
@@ -238,7 +262,6 @@ test("GA4 checkout events → begin_checkout, add_payment_info, add_shipping_inf
     name: "view_cart",
     params: { currency: "USD", value: 9, items, cart_id: "c1", ...common },
   });
-  expect(() => ga4.transform(track("Checkout Started", { value: 9, products }), ctx())).toThrow('Missing required value from "properties.currency"');
 });
 
 test("GA4 promotions → view_promotion (products required) and select_promotion (products optional)", () => {
@@ -258,6 +281,11 @@ test("GA4 promotions → view_promotion (products required) and select_promotion
     promotion_name: "Sale",
     engagement_time_msec: 1,
     ...pageParams,
+  });
+  // RudderStack's promotion mappings have no location_id: it is a custom parameter, flattened with _.
+  expect(ga4Event(track("Promotion Clicked", { promotion_id: "P_1", location_id: { id: "L_1", zone: "top" } })).params).toMatchObject({
+    location_id_id: "L_1",
+    location_id_zone: "top",
   });
 });
 
@@ -300,6 +328,15 @@ test("GA4 lists, search, sharing, leads and campaigns", () => {
   });
 });
 
+test("GA4 'Login' and 'Sign Up' in any case → login / sign_up, the method from the traits or the properties", () => {
+  const common = { engagement_time_msec: 1, ...pageParams };
+  expect(ga4Event(track("Login", { method: "Google", plan: "pro" }))).toEqual({ name: "login", params: { method: "Google", plan: "pro", ...common } });
+  expect(ga4Event({ ...track("Sign Up", { engagement_time_msec: 40 }), traits: { method: "Email" } })).toEqual({
+    name: "sign_up",
+    params: { method: "Email", ...common, engagement_time_msec: 40 },
+  });
+});
+
 test("GA4 page → page_view with context.page parameters and the properties; group → join_group with traits", () => {
   const page: SluiceEvent = {
     ...base,
@@ -328,11 +365,17 @@ test("GA4 page → page_view with context.page parameters and the properties; gr
     events: [
       {
         name: "join_group",
-        // Both traits and context.traits become parameters; the group id and session fields are not repeated.
-        params: { group_id: "team-7", name: "Team 7", org_size: 3, plan: "pro", email: "ada@example.com", engagement_time_msec: 40, session_id: 9 },
+        // Both traits and context.traits become parameters and the session fields are not repeated.
+        // RudderStack's group mapping reads only groupId (or traits.groupId), so a group_id trait is
+        // a custom parameter, and as such comes after the mapped one and replaces it.
+        params: { group_id: "dup", name: "Team 7", org_size: 3, plan: "pro", email: "ada@example.com", engagement_time_msec: 40, session_id: 9 },
       },
     ],
   });
+  const { groupId: _g, ...noGroupId } = group;
+  const fromTraits = ga4Event({ ...noGroupId, traits: { groupId: "team-8", name: "Team 8" } });
+  expect(fromTraits.params).toMatchObject({ group_id: "team-8", name: "Team 8" });
+  expect(fromTraits.params.groupId).toBeUndefined();
 });
 
 test("GA4 hybrid mode: the web SDK's client and session ids win, and page calls stay with the SDK", () => {

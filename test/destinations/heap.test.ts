@@ -1,6 +1,7 @@
-import { expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test } from "bun:test";
 import { heap } from "../../src/destinations/heap";
 import type { DestinationContext, SluiceEvent } from "../../src/destinations/types";
+import { type TestServer, api, cleanup, createSource, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
 
 const ctx = (config: Record<string, any> = { appId: "4141" }, baseUrl?: string): DestinationContext => ({
   config,
@@ -46,7 +47,7 @@ test("HEAP track → POST heapanalytics.com/api/track with identity, event, time
   ]);
 });
 
-test("HEAP identify → POST /api/add_user_properties with identity and flattened traits; no user id → 'userId is required'", () => {
+test("HEAP identify → POST /api/add_user_properties with identity and flattened traits", () => {
   const event: SluiceEvent = {
     type: "identify",
     messageId: "m-2",
@@ -58,14 +59,28 @@ test("HEAP identify → POST /api/add_user_properties with identity and flattene
   expect(req!.endpoint).toBe("https://heapanalytics.com/api/add_user_properties");
   expect(req!.headers).toEqual(HEADERS);
   expect(req!.body.JSON).toEqual({ identity: "u-9", properties: { email: "ada@example.com", "address.city": "London" }, app_id: "4141" });
-  // An identify takes the first non-blank user id of RudderStack's chain; with none it is refused
-  // rather than sent under its anonymousId (issue 20).
   const { userId: _u, ...noUser } = event;
   expect(heap.transform({ ...noUser, context: { traits: { id: "t-1", plan: "pro" } } }, ctx())[0]!.body.JSON.identity).toBe("t-1");
   expect(heap.transform({ ...event, userId: "", context: { traits: { id: "t-1" } } }, ctx())[0]!.body.JSON.identity).toBe("t-1");
-  expect(() => heap.transform({ ...event, userId: "", context: { traits: { plan: "pro" } } }, ctx())).toThrow("userId is required");
-  expect(() => heap.transform({ ...noUser, context: { traits: { plan: "pro" } } }, ctx())).toThrow("userId is required");
   expect(() => heap.transform({ type: "identify", messageId: "m", userId: "u" }, ctx())).toThrow("traits are required");
+});
+
+test("HEAP identify without a user id sets the properties of the anonymousId, as RudderStack does", () => {
+  const anonymous: SluiceEvent = { type: "identify", messageId: "m-3", anonymousId: "a-9", context: { traits: { plan: "pro" } } };
+  expect(heap.transform(anonymous, ctx())[0]!.body.JSON).toEqual({ identity: "a-9", properties: { plan: "pro" }, app_id: "4141" });
+  // A blank userId is no id: the chain goes on to the anonymousId.
+  expect(heap.transform({ ...anonymous, userId: "" }, ctx())[0]!.body.JSON.identity).toBe("a-9");
+  // Traits are checked first, and with no id at all RudderStack's refusal stands.
+  const { anonymousId: _a, ...noIds } = anonymous;
+  expect(() => heap.transform(noIds, ctx())).toThrow("userId is required");
+  expect(() => heap.transform({ type: "identify", messageId: "m" }, ctx())).toThrow("traits are required");
+});
+
+test("HEAP track: a blank userId falls through to the anonymousId; no id at all is refused", () => {
+  const event: SluiceEvent = { type: "track", messageId: "m", userId: "", anonymousId: "a-5", event: "E", timestamp: ts };
+  expect(heap.transform(event, ctx())[0]!.body.JSON.identity).toBe("a-5");
+  expect(() => heap.transform({ type: "track", messageId: "m", event: "E", timestamp: ts }, ctx())).toThrow("userId is required");
+  expect(() => heap.transform({ type: "track", messageId: "m", userId: "u" }, ctx())).toThrow("event is required");
 });
 
 test("HEAP track: no userId falls back to anonymousId; dataResidency EU → c.eu.heap-api.com", () => {
@@ -209,4 +224,62 @@ test("HEAP RudderStack fixture: nested properties and lists are flattened to dot
 
 test("HEAP RudderStack fixture: a page call is refused with the CDK workflow's text", () => {
   expect(() => heap.transform({ ...fixtureTrack({}), type: "page" }, FIXTURE_CTX)).toThrow("message type page is not supported");
+});
+
+test("HEAP RudderStack fixture: an identify with a blank userId sets the anonymousId's properties", () => {
+  const { traits: _t, ...context } = fixtureContext;
+  const event: SluiceEvent = {
+    anonymousId: "sampath",
+    channel: "web",
+    context,
+    integrations: { All: true },
+    traits: { anonymousId: "sampath", email: "sampath@gmail.com" },
+    messageId: "fca2e71a-5d30-48e1-ba45-761c16e3820f",
+    originalTimestamp: "2020-01-16T13:21:59.076Z",
+    timestamp: "2020-01-16T18:51:59.097+05:30",
+    type: "identify",
+    userId: "",
+  };
+  expect(heap.transform(event, FIXTURE_CTX)).toEqual([
+    fixtureRequest("https://heapanalytics.com/api/add_user_properties", {
+      identity: "sampath",
+      properties: { anonymousId: "sampath", email: "sampath@gmail.com" },
+      app_id: "<app id>",
+    }),
+  ] as any);
+});
+
+test("HEAP RudderStack fixture: dataResidency 'eu' sends identify and track to the EU endpoint", () => {
+  const eu = ctx({ appId: "<app id>", dataResidency: "eu" });
+  expect(heap.transform(fixtureTrack({ a: 1 }), eu)[0]!.endpoint).toBe("https://c.eu.heap-api.com/api/track");
+  const identify: SluiceEvent = { type: "identify", messageId: "m", userId: "sampath", traits: { email: "sampath@gmail.com" } };
+  expect(heap.transform(identify, eu)[0]!.endpoint).toBe("https://c.eu.heap-api.com/api/add_user_properties");
+});
+
+let s: TestServer;
+const sink = startSink();
+beforeAll(async () => {
+  s = await startSluice({ args: ["--destination-base-url", `HEAP=${sink.url}`, "--retry-backoff-ms", "20"] });
+});
+afterAll(async () => {
+  await s.stop();
+  sink.stop();
+  cleanup(s.dataDir);
+});
+
+test("HEAP through the pipeline: an anonymous identify is delivered under its anonymousId", async () => {
+  const src = await createSource(s.url);
+  const dst = await api(s.url, "POST", "/v2/destinations", { name: "heap", type: "HEAP", config: { appId: "app-1" }, sourceIds: [src.id] });
+  expect(dst.status).toBe(201);
+  expect((await sendEvent(s.url, src.writeKey, "identify", { anonymousId: "anon-7", traits: { plan: "free" } })).status).toBe(200);
+  const req = await waitFor(() => sink.received.find((r) => r.path === "/api/add_user_properties"), { what: "Heap's add_user_properties call" });
+  expect(req.body).toEqual({ identity: "anon-7", properties: { plan: "free" }, app_id: "app-1" });
+  const stats = await waitFor(
+    async () => {
+      const st = (await api(s.url, "GET", `/v2/destinations/${dst.json.id}/stats`)).json;
+      return st.counts.succeeded === 1 ? st : undefined;
+    },
+    { what: "the identify delivered" },
+  );
+  expect(stats.counts.aborted).toBe(0);
 });

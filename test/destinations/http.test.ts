@@ -1,6 +1,7 @@
-import { expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { http } from "../../src/destinations/http";
-import type { DestinationContext, SluiceEvent } from "../../src/destinations/types";
+import type { DestinationContext, DestinationRequest, SluiceEvent } from "../../src/destinations/types";
+import { type TestServer, api, cleanup, createSource, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
 
 const ctx = (config: Record<string, any>, baseUrl?: string): DestinationContext => ({
   config,
@@ -73,7 +74,8 @@ test("HTTP basicAuth + mapped headers + query params → Authorization Basic and
     "X-Source": "sluice",
     "Content-Type": "application/json",
   });
-  expect(req!.params).toEqual({ event: "Order Completed", total: "99.5" });
+  // Query values keep their types, as in RudderStack's output (the URL gets "99.5").
+  expect(req!.params).toEqual({ event: "Order Completed", total: 99.5 });
 });
 
 test("HTTP bearerTokenAuth and apiKeyAuth → Authorization Bearer / named key header", () => {
@@ -228,7 +230,7 @@ const contactsMapping = [
 ];
 const contacts = { first_name: "John", email: "john.doe@example.com", address: { pin_code: "123456" } };
 
-test("HTTP headers and queryParams whose `to` is a JSON path ($.h1, $.'content-type', $['q1']) → plain header / param names", () => {
+test("HTTP headers and queryParams whose `to` is a JSON path ($.h1, $.'content-type', $['q1']) → plain header / param names; GET without a mapping has no body", () => {
   const config = {
     apiUrl: "http://abc.com/contacts",
     auth: "basicAuth",
@@ -262,7 +264,7 @@ test("HTTP headers and queryParams whose `to` is a JSON path ($.h1, $.'content-t
       "Content-Type": "application/json",
     },
     params: { q1: "val1", "user name": "val2" },
-    body: { ...empty, JSON: rsOrder },
+    body: empty,
     files: {},
   });
   // With traits present the path-valued header and param are filled too.
@@ -391,4 +393,154 @@ test("HTTP takes merge events too (RudderStack's HTTP definition restricts no me
   expect(http.transform(merge, ctx({ apiUrl: "https://a.example.com" }))[0]!.body.JSON).toEqual(merge);
   const bad = { apiUrl: "https://a.example.com", isDefaultMapping: false, propertiesMapping: [{ from: "$..deep", to: "$.x" }] };
   expect(() => http.transform(track, ctx(bad))).toThrow("HTTP mapping path '$..deep' is not supported");
+});
+
+test("HTTP GET and DELETE without a mapping carry no body; query values come from queryParams only", () => {
+  for (const method of ["GET", "DELETE"] as const) {
+    for (const format of ["JSON", "FORM", "XML"]) {
+      const [req] = http.transform(track, ctx({ apiUrl: "https://api.example.com/users", method, format, queryParams: [{ from: "$.userId", to: "id" }] }));
+      expect(req!.method).toBe(method);
+      expect(req!.body).toEqual(empty);
+      expect(req!.params).toEqual({ id: "user-42" });
+    }
+  }
+  // POST, PUT and PATCH without a mapping still send the whole event (Sluice's default).
+  expect(http.transform(track, ctx({ apiUrl: "https://api.example.com/users", method: "PUT" }))[0]!.body.JSON.event).toBe("Order Completed");
+  // A mapping is built whatever the method, as RudderStack builds it.
+  const mapped = http.transform(track, ctx({ apiUrl: "https://a.example.com", method: "GET", propertiesMapping: [{ from: "$.event", to: "$.name" }] }))[0]!;
+  expect(mapped.body.JSON).toEqual({ name: "Order Completed" });
+  const whole = http.transform(track, ctx({ apiUrl: "https://a.example.com", method: "DELETE", isDefaultMapping: true }))[0]!;
+  expect(whole.body.JSON.messageId).toBe("msg-1");
+});
+
+test("HTTP mappings build every target's containers even when the source is missing; lists keep their nulls", () => {
+  const identify: SluiceEvent = { type: "identify", messageId: "m", userId: "u1", traits: { firstName: "Ada", tags: ["a", null, "b"], extra: null } };
+  const config = {
+    apiUrl: "https://a.example.com",
+    propertiesMapping: [
+      { from: "$.traits.firstName", to: "$.contact.first_name" },
+      { from: "$.traits.address.pinCode", to: "$.contact.address.pin_code" },
+      { from: "$.traits.nope", to: "$.meta.source" },
+      { from: "$.traits.tags", to: "$.tags" },
+      { from: "$.traits.extra", to: "$.extra" },
+    ],
+  };
+  const [json] = http.transform(identify, ctx(config));
+  expect(JSON.parse(JSON.stringify(json!.body.JSON))).toEqual({ contact: { first_name: "Ada", address: {} }, meta: {}, tags: ["a", null, "b"] });
+  // FORM: first-level values, text as is, anything else as JSON, an empty object too.
+  const [form] = http.transform(identify, ctx({ ...config, format: "FORM" }));
+  expect(form!.body.FORM).toEqual({ contact: '{"first_name":"Ada","address":{}}', meta: "{}", tags: '["a",null,"b"]' });
+  // XML leaves the removed list item out.
+  const [xml] = http.transform(identify, ctx({ ...config, format: "XML" }));
+  expect(xml!.body.XML.payload).toBe('<?xml version="1.0" encoding="UTF-8"?><root><contact><first_name>Ada</first_name><address/></contact><meta/><tags>a</tags><tags>b</tags></root>');
+  // A later missing value never replaces an earlier one.
+  const twice = http.transform(identify, ctx({ apiUrl: "https://a.example.com", propertiesMapping: [{ from: "$.userId", to: "$.id" }, { from: "$.traits.nope", to: "$.id" }] }))[0]!;
+  expect(twice.body.JSON).toEqual({ id: "u1" });
+});
+
+test("HTTP [*] sources: one match is the value itself; a list keeps an item with nothing mapped; constants reach every item", () => {
+  const order = (products: unknown[]): SluiceEvent => ({ type: "track", messageId: "m", userId: "u1", event: "Order Completed", properties: { currency: "EUR", products } });
+  const skus = { apiUrl: "https://a.example.com", propertiesMapping: [{ from: "$.properties.products[*].sku", to: "$.skus" }] };
+  expect(http.transform(order([{ sku: "A" }, { sku: "B" }]), ctx(skus))[0]!.body.JSON).toEqual({ skus: ["A", "B"] });
+  expect(http.transform(order([{ sku: "A" }, { name: "no sku" }]), ctx(skus))[0]!.body.JSON).toEqual({ skus: "A" });
+  expect(http.transform(order([{ name: "no sku" }]), ctx(skus))[0]!.body.JSON).toEqual({});
+  const items = {
+    apiUrl: "https://a.example.com",
+    propertiesMapping: [
+      { from: "$.properties.currency", to: "$.items[*].currency" },
+      { from: "$.properties.products[*].sku", to: "$.items[*].id" },
+      { from: "fixed", to: "$.items[*].source" },
+    ],
+  };
+  expect(http.transform(order([{ sku: "A" }, { name: "no sku" }]), ctx(items))[0]!.body.JSON).toEqual({
+    items: [
+      { currency: "EUR", id: "A", source: "fixed" },
+      { currency: "EUR", source: "fixed" },
+    ],
+  });
+  expect(http.transform(order([]), ctx(items))[0]!.body.JSON).toEqual({ items: [] });
+  // A target ending in [*] takes the matches as the list.
+  const list = { apiUrl: "https://a.example.com", propertiesMapping: [{ from: "$.properties.products[*].sku", to: "$.ids[*]" }] };
+  expect(http.transform(order([{ sku: "A" }]), ctx(list))[0]!.body.JSON).toEqual({ ids: ["A"] });
+  expect(http.transform(order([{ name: "x" }]), ctx(list))[0]!.body.JSON).toEqual({ ids: [] });
+});
+
+test("HTTP mapped headers: a null or missing value leaves the header out, any other non-text refuses the event; query values keep their type", () => {
+  const event: SluiceEvent = { ...track, context: { traits: { tier: null, plan: { name: "pro" } } } };
+  const config = (headers: unknown) => ({
+    apiUrl: "https://a.example.com",
+    headers,
+    queryParams: [
+      { from: "$.properties.total", to: "total" },
+      { from: "$.properties.items", to: "items" },
+      { from: "$.context.traits.tier", to: "tier" },
+    ],
+  });
+  const [req] = http.transform(event, ctx(config([{ from: "$.context.traits.tier", to: "x-tier" }, { from: "$.nope", to: "x-nope" }, { from: "7", to: "x-seven" }])));
+  expect(req!.headers).toEqual({ "x-seven": "7", "Content-Type": "application/json" });
+  expect(req!.params).toEqual({ total: 99.5, items: [{ sku: "A" }] });
+  expect(() => http.transform(event, ctx(config([{ from: "$.context.traits.plan", to: "x-plan" }])))).toThrow('Header "x-plan" has a non-string value of type "object"');
+  expect(() => http.transform(event, ctx(config([{ from: "$.properties.total", to: "x-total" }])))).toThrow('Header "x-total" has a non-string value of type "number"');
+});
+
+test("HTTP a `from` RudderStack would evaluate as an expression refuses the event instead of being sent as text", () => {
+  const config = (from: string) => ({ apiUrl: "https://a.example.com", headers: [{ from, to: "X-Leak" }] });
+  expect(() => http.transform(track, ctx(config("process.env||$.userId")))).toThrow("Error in custom mappings: process is not defined");
+  expect(() => http.transform(track, ctx(config("'id-' + $.userId")))).toThrow("Error in custom mappings: ''id-' + $.userId' is an expression");
+  // A quoted constant may hold a `$`; text without one is a constant.
+  expect(http.transform(track, ctx(config("'$5'")))[0]!.headers["X-Leak"]).toBe("$5");
+  expect(http.transform(track, ctx(config("five")))[0]!.headers["X-Leak"]).toBe("five");
+});
+
+test("HTTP batching groups requests with the same URL, headers and query wherever they sit, keeping each user's order", () => {
+  const config = { apiUrl: "https://api.example.com/bulk", isBatchingEnabled: true, maxBatchSize: 2, headers: [{ from: "$.context.traits.team", to: "x-team" }] };
+  const req = (user: string, team: string, n: number): DestinationRequest => ({
+    ...http.transform({ type: "track", messageId: `${user}-${n}`, userId: user, event: `E${n}`, context: { traits: { team } } }, ctx(config))[0]!,
+    userKey: user,
+  });
+  const events = (r: DestinationRequest) => JSON.parse(r.body.JSON_ARRAY.batch as string).map((e: SluiceEvent) => e.event);
+  // RudderStack's router fixture: three of one user's requests around another user's.
+  const batched = http.batch!([req("u1", "red", 1), req("u2", "blue", 2), req("u1", "red", 3), req("u1", "red", 4)], ctx(config));
+  expect(batched.map(events)).toEqual([["E1", "E3"], ["E4"], ["E2"]]);
+  expect(batched.map((r) => r.userKey)).toEqual(["u1", "u1", "u2"]);
+  // One user's requests never overtake each other: the third waits behind the second.
+  const own = http.batch!([req("u1", "red", 1), req("u1", "blue", 2), req("u1", "red", 3)], ctx(config));
+  expect(own.map(events)).toEqual([["E1"], ["E2"], ["E3"]]);
+});
+
+describe("HTTP through the pipeline", () => {
+  let s: TestServer;
+  const sink = startSink();
+  beforeAll(async () => {
+    s = await startSluice({ args: ["--retry-backoff-ms", "20"] });
+  });
+  afterAll(async () => {
+    await s.stop();
+    sink.stop();
+    cleanup(s.dataDir);
+  });
+
+  test("a GET without a mapping arrives with its query and no body; a FORM field of an unfilled object arrives as {}", async () => {
+    const src = await createSource(s.url);
+    const destination = async (name: string, config: Record<string, unknown>) => {
+      const res = await api(s.url, "POST", "/v2/destinations", { name, type: "HTTP", config, sourceIds: [src.id] });
+      expect(res.status).toBe(201);
+    };
+    await destination("lookup", { apiUrl: `${sink.url}/lookup`, method: "GET", queryParams: [{ from: "$.userId", to: "id" }] });
+    await destination("form", {
+      apiUrl: `${sink.url}/form`,
+      format: "FORM",
+      propertiesMapping: [
+        { from: "$.traits.firstName", to: "$.name" },
+        { from: "$.traits.address.pinCode", to: "$.contact.address.pin_code" },
+      ],
+    });
+    expect((await sendEvent(s.url, src.writeKey, "identify", { userId: "u-7", traits: { firstName: "Ada" } })).status).toBe(200);
+    const get = await waitFor(() => sink.received.find((r) => r.path === "/lookup"), { what: "the GET" });
+    expect(get.method).toBe("GET");
+    expect(get.query).toEqual({ id: "u-7" });
+    expect(get.body).toBeUndefined();
+    const form = await waitFor(() => sink.received.find((r) => r.path === "/form"), { what: "the form" });
+    expect(Object.fromEntries(new URLSearchParams(form.body))).toEqual({ name: "Ada", contact: '{"address":{}}' });
+  });
 });

@@ -1,20 +1,112 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { hubspot } from "../../src/destinations/hubspot";
-import type { DestinationContext, DestinationRequest, SluiceEvent } from "../../src/destinations/types";
-import { type TestServer, api, cleanup, createSource, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
+import { PROPERTY_TYPES_KEEP_MS, UNIQUE_PROPERTIES_KEEP_MS } from "../../src/destinations/hubspot/lookups";
+import { type DestinationContext, type DestinationRequest, type LookupCache, RetryableTransformError, type SluiceEvent } from "../../src/destinations/types";
+import { type SinkRequest, type TestServer, api, cleanup, createSource, lookupContext, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
 
-const ctx = (config: Record<string, any>): DestinationContext => ({ config, destination: { id: "d-hs", name: "HubSpot", workspaceId: "ws" } });
-const LEGACY = { authorizationType: "legacyApiKey", apiKey: "hs-key", hubID: "6405167", apiVersion: "legacyApi" };
-const PRIVATE_NEW = { authorizationType: "newPrivateAppApi", accessToken: "tok", hubID: "6405167", apiVersion: "newApi", lookupField: "email" };
-const JSON_HEADERS = { "Content-Type": "application/json" };
-const errorOf = (fn: () => unknown) => {
+/**
+ * A stand-in of HubSpot's APIs with the shapes of HubSpot's API reference: the legacy contact
+ * property list (`GET /properties/v1/contacts/properties`, an array of `{name, label, type,
+ * fieldType, groupName}`), the CRM v3 property list (`GET /crm/v3/properties/contacts`,
+ * `{results: [{name, type, hasUniqueValue, …}]}`), the contact search (`POST
+ * /crm/v3/objects/contacts/search` with `filterGroups`, answered `{total, results: [{id,
+ * properties}]}`) over contacts kept in memory, and every write answered 200. A credential
+ * starting with `revoked` is answered 401 INVALID_AUTHENTICATION; one starting with `plain` is a
+ * portal where no property is held unique. `once` answers the next request matching a test first.
+ */
+type Contact = { id: string; properties: Record<string, string> };
+const contacts: Contact[] = [];
+const once: Array<{ when: (r: SinkRequest) => boolean; answer: () => Response }> = [];
+let nextId = 5100;
+let seq = 0;
+const unique = (prefix: string) => `${prefix}-${++seq}-${Date.now().toString(36)}`;
+
+function addContact(properties: Record<string, string>): Contact {
+  const c = { id: String(++nextId), properties };
+  contacts.push(c);
+  return c;
+}
+
+const PORTAL: Array<{ name: string; type: string; fieldType: string }> = [
+  ...["email", "firstname", "lastname", "phone", "address", "city", "country", "state", "zip", "company", "gender", "favourite_colour", "plan_tier", "tags", "customer_number"].map((name) => ({
+    name,
+    type: "string",
+    fieldType: "text",
+  })),
+  { name: "days_to_close", type: "number", fieldType: "number" },
+  { name: "hs_object_id", type: "number", fieldType: "number" },
+  { name: "date_of_birth", type: "date", fieldType: "date" },
+  { name: "last_seen", type: "datetime", fieldType: "date" },
+  { name: "is_vip", type: "bool", fieldType: "booleancheckbox" },
+  { name: "lifecyclestage", type: "enumeration", fieldType: "radio" },
+];
+const UNIQUE = new Set(["email", "hs_object_id", "customer_number"]);
+const LOOKUP_PATHS = new Set(["/properties/v1/contacts/properties", "/crm/v3/properties/contacts", "/crm/v3/objects/contacts/search"]);
+
+const unauthorized = (apiKey: boolean) =>
+  Response.json(
+    {
+      status: "error",
+      message: apiKey
+        ? "The API key provided is invalid. View or manage your API key here: https://app.hubspot.com/l/api-key/"
+        : "Authentication credentials not found. This API supports OAuth 2.0 authentication and you can find more details at https://developers.hubspot.com/docs/methods/auth/oauth-overview",
+      correlationId: "0b8a3ee4-7f0c-4f1e-9a57-1c1f2d0c0e11",
+      category: "INVALID_AUTHENTICATION",
+    },
+    { status: 401 },
+  );
+
+const hs = startSink((r) => {
+  const hook = once.findIndex((o) => o.when(r));
+  if (hook >= 0) return once.splice(hook, 1)[0]!.answer();
+  if (!LOOKUP_PATHS.has(r.path)) return Response.json({ status: "COMPLETE", results: [] });
+  const credential = r.headers.authorization?.replace(/^Bearer /, "") ?? r.query.hapikey ?? "";
+  if (!credential || credential.startsWith("revoked")) return unauthorized(r.headers.authorization === undefined);
+  if (r.method === "GET" && r.path === "/properties/v1/contacts/properties") {
+    return Response.json(PORTAL.map((p) => ({ ...p, label: p.name, groupName: "contactinformation", options: [] })));
+  }
+  if (r.method === "GET" && r.path === "/crm/v3/properties/contacts") {
+    const plain = credential.startsWith("plain");
+    return Response.json({ results: PORTAL.map((p) => ({ ...p, label: p.name, groupName: "contactinformation", hasUniqueValue: !plain && UNIQUE.has(p.name) })) });
+  }
+  if (r.method === "POST" && r.path === "/crm/v3/objects/contacts/search") {
+    const filter = r.body?.filterGroups?.[0]?.filters?.[0] ?? {};
+    const found = contacts.filter((c) => filter.operator === "EQ" && c.properties[filter.propertyName] === String(filter.value));
+    const results = found.slice(0, r.body?.limit ?? 10).map((c) => ({
+      id: c.id,
+      properties: { [filter.propertyName]: c.properties[filter.propertyName], hs_object_id: c.id },
+      createdAt: "2024-05-01T10:00:00.000Z",
+      updatedAt: "2024-05-01T10:00:00.000Z",
+      archived: false,
+    }));
+    return Response.json({ total: found.length, results });
+  }
+  return Response.json({ status: "error", message: "Unsupported method" }, { status: 405 });
+});
+
+const API_HOST = "https://api.hubapi.com";
+/** Our requests as they would go to HubSpot: the stand-in's origin read back as HubSpot's hosts. */
+function real(r: DestinationRequest): DestinationRequest {
+  if (!r.endpoint.startsWith(hs.url)) return r;
+  const rest = r.endpoint.slice(hs.url.length);
+  return { ...r, endpoint: (rest.startsWith("/v1/event") ? "https://track.hubspot.com" : API_HOST) + rest };
+}
+const ctx = (config: Record<string, any>): DestinationContext => lookupContext(config, hs.url);
+const run = async (event: SluiceEvent, config: Record<string, any>, c = ctx(config)) => (await hubspot.transform(event, c)).map(real);
+async function errorOf(p: Promise<unknown>): Promise<string | undefined> {
   try {
-    fn();
+    await p;
   } catch (e) {
     return (e as Error).message;
   }
   return undefined;
-};
+}
+/** The lookups and writes the stand-in got since `from`, as "METHOD /path". */
+const callsSince = (from: number) => hs.received.slice(from).map((r) => `${r.method} ${r.path}`);
+
+const LEGACY = { authorizationType: "legacyApiKey", apiKey: "hs-key", hubID: "6405167", apiVersion: "legacyApi" };
+const PRIVATE_NEW = { authorizationType: "newPrivateAppApi", accessToken: "tok", hubID: "6405167", apiVersion: "newApi", lookupField: "email" };
+const JSON_HEADERS = { "Content-Type": "application/json" };
 
 /** A request as RudderStack's fixtures show it, without its internal fields (userId, messageType, operation). */
 function expected(parts: { method?: DestinationRequest["method"]; endpoint: string; headers?: Record<string, string>; params?: Record<string, unknown>; json?: Record<string, unknown>; batch?: unknown[] }): DestinationRequest {
@@ -30,7 +122,7 @@ function expected(parts: { method?: DestinationRequest["method"]; endpoint: stri
   };
 }
 
-// ---------- RudderStack processor fixtures (test/integrations/destinations/hs/processor/data.ts) ----------
+// ---------- RudderStack's cases (router/data.ts, upsertData.ts, errorValidationData.ts and the processor suite they replaced) ----------
 
 // The configs of RudderStack's fixtures.
 const FX_LEGACY = { apiKey: "dummy-apikey", hubID: "dummy-hubId" };
@@ -68,179 +160,265 @@ const identifyEvent = (extra: Record<string, any> = {}): SluiceEvent => ({
 const legacyTrackRequest = (params: Record<string, unknown>, headers = JSON_HEADERS) =>
   expected({ method: "GET", endpoint: "https://track.hubspot.com/v1/event", headers, params: { _a: "dummy-hubId", _n: "test track event HS", ...params } });
 
-test("HS RudderStack fixture: legacy identify (Tests 0, 3, 43-45) → POST createOrUpdate/email/<email> with hapikey and a property list; anonymousId is no property", () => {
+test("HS RudderStack case: legacy identify → POST createOrUpdate/email/<email> with hapikey and a property list; anonymousId is no portal property", async () => {
   const want = [expected({ endpoint: LEGACY_CONTACT, params: { hapikey: "dummy-apikey" }, json: { properties: HS_PROPS } })];
-  expect(hubspot.transform(identifyEvent(), ctx(FX_LEGACY))).toEqual(want);
-  // Test 3: the traits at the top level.
-  expect(hubspot.transform(identifyEvent({ context: {}, traits: { ...HS_TRAITS, anonymousId: "12345" } }), ctx(FX_LEGACY))).toEqual(want);
-  // Tests 43, 45: an identify's properties ({} or "") are not read when it has traits.
-  expect(hubspot.transform(identifyEvent({ properties: {} }), ctx(FX_LEGACY))).toEqual(want);
-  expect(hubspot.transform(identifyEvent({ properties: "" }), ctx(FX_LEGACY))).toEqual(want);
-  // Test 22: the legacy API chosen in a new-style config.
-  const newStyle = { ...FX_KEY_NEW, apiVersion: "legacyApi" };
-  expect(hubspot.transform(identifyEvent(), ctx(newStyle))).toEqual(want);
+  expect(await run(identifyEvent(), FX_LEGACY)).toEqual(want);
+  // The traits at the top level.
+  expect(await run(identifyEvent({ context: {}, traits: { ...HS_TRAITS, anonymousId: "12345" } }), FX_LEGACY)).toEqual(want);
+  // An identify's properties ({} or "") are not read when it has traits.
+  expect(await run(identifyEvent({ properties: {} }), FX_LEGACY)).toEqual(want);
+  expect(await run(identifyEvent({ properties: "" }), FX_LEGACY)).toEqual(want);
+  // The legacy API chosen in a new-style config.
+  expect(await run(identifyEvent(), { ...FX_KEY_NEW, apiVersion: "legacyApi" })).toEqual(want);
 });
 
-test("HS RudderStack fixture: legacy identify with a private app (Test 17) → Bearer token, no hapikey", () => {
+test("HS RudderStack case: legacy identify with a private app → Bearer token, no hapikey", async () => {
   const config = { authorizationType: "newPrivateAppApi", hubID: "dummy-hubId", apiKey: "dummy-apikey", accessToken: "dummy-access-token", apiVersion: "legacyApi", lookupField: "", ...FILTERING };
-  expect(hubspot.transform(identifyEvent(), ctx(config))).toEqual([expected({ endpoint: LEGACY_CONTACT, headers: BEARER, json: { properties: HS_PROPS } })]);
+  expect(await run(identifyEvent(), config)).toEqual([expected({ endpoint: LEGACY_CONTACT, headers: BEARER, json: { properties: HS_PROPS } })]);
 });
 
-test("HS RudderStack fixture: legacy identify without email (Test 4) → 'Identify without email is not supported.'", () => {
+test("HS RudderStack case: legacy identify without email → 'Identify without email is not supported.', before any lookup", async () => {
+  const from = hs.received.length;
   const event = identifyEvent({ context: { traits: { firstname: "Test Hubspot", anonymousId: "12345" } } });
-  expect(errorOf(() => hubspot.transform(event, ctx(FX_LEGACY)))).toBe("Identify without email is not supported.");
+  expect(await errorOf(run(event, FX_LEGACY))).toBe("Identify without email is not supported.");
+  expect(callsSince(from)).toEqual([]);
 });
 
-test("HS RudderStack fixture: page (Test 1) → 'Message type page is not supported'; no type → 'Message type is not present. Aborting message.'", () => {
-  expect(errorOf(() => hubspot.transform({ type: "page", messageId: "m", name: "ApplicationLoaded" }, ctx(FX_LEGACY)))).toBe("Message type page is not supported");
-  expect(errorOf(() => hubspot.transform({ messageId: "m", event: "Purchase" } as any, ctx(FX_PRIVATE_NEW)))).toBe("Message type is not present. Aborting message.");
+test("HS RudderStack case: page → 'Message type page is not supported'; no type → 'Message type is not present. Aborting message.'", async () => {
+  expect(await errorOf(run({ type: "page", messageId: "m", name: "ApplicationLoaded" }, FX_LEGACY))).toBe("Message type page is not supported");
+  expect(await errorOf(run({ messageId: "m", event: "Purchase" } as any, FX_PRIVATE_NEW))).toBe("Message type is not present. Aborting message.");
 });
 
-test("HS RudderStack fixture: legacy track (Tests 2, 9, 23) → GET track.hubspot.com with _a, _n and the traits; the properties are not read when traits exist", () => {
+test("HS RudderStack case: legacy track → GET track.hubspot.com with _a, _n and the traits; the properties are not read when traits exist", async () => {
   const want = [legacyTrackRequest(HS_TRAITS)];
-  expect(hubspot.transform(trackEvent({ properties: { user_actual_role: "system_admin, system_user", user_actual_id: 12345 } }), ctx(FX_LEGACY))).toEqual(want);
-  expect(hubspot.transform(trackEvent({}), ctx(FX_LEGACY))).toEqual(want);
-  expect(hubspot.transform(trackEvent({ properties: { user_actual_id: 12345 } }), ctx({ ...FX_KEY_NEW, apiVersion: "legacyApi" }))).toEqual(want);
+  expect(await run(trackEvent({ properties: { user_actual_role: "system_admin, system_user", user_actual_id: 12345 } }), FX_LEGACY)).toEqual(want);
+  expect(await run(trackEvent({}), FX_LEGACY)).toEqual(want);
+  expect(await run(trackEvent({ properties: { user_actual_id: 12345 } }), { ...FX_KEY_NEW, apiVersion: "legacyApi" })).toEqual(want);
 });
 
-test("HS RudderStack fixture: legacy track revenue / value (Tests 5, 6) → _m", () => {
+test("HS RudderStack case: legacy track revenue / value / total → _m", async () => {
   const want = [legacyTrackRequest({ _m: 4.99, ...HS_TRAITS })];
-  expect(hubspot.transform(trackEvent({ properties: { revenue: 4.99, user_actual_id: 12345 } }), ctx(FX_LEGACY))).toEqual(want);
-  expect(hubspot.transform(trackEvent({ properties: { value: 4.99, user_actual_id: 12345 } }), ctx(FX_LEGACY))).toEqual(want);
-  // RudderStack's mapping falls back to total as well.
-  expect(hubspot.transform(trackEvent({ properties: { total: 7 } }), ctx(FX_LEGACY))[0]!.params._m).toBe(7);
+  expect(await run(trackEvent({ properties: { revenue: 4.99, user_actual_id: 12345 } }), FX_LEGACY)).toEqual(want);
+  expect(await run(trackEvent({ properties: { value: 4.99, user_actual_id: 12345 } }), FX_LEGACY)).toEqual(want);
+  expect((await run(trackEvent({ properties: { total: 7 } }), FX_LEGACY))[0]!.params._m).toBe(7);
 });
 
-test("HS RudderStack fixture: legacy track with empty traits (Test 14) → the properties become contact properties", () => {
-  const event = trackEvent({ context: { traits: {} }, properties: HS_TRAITS });
-  expect(hubspot.transform(event, ctx(FX_LEGACY))).toEqual([legacyTrackRequest(HS_TRAITS)]);
+test("HS RudderStack case: legacy track with empty traits → the properties the portal defines become contact properties", async () => {
+  const event = trackEvent({ context: { traits: {} }, properties: { ...HS_TRAITS, user_actual_id: 12345 } });
+  expect(await run(event, FX_LEGACY)).toEqual([legacyTrackRequest(HS_TRAITS)]);
 });
 
-test("HS RudderStack fixture: legacy track with a hubspotId external id (Tests 15, 16) → id; address and company read from their spec objects", () => {
-  const t15 = trackEvent({ event: "test track event HS", context: { externalId: [{ type: "hubspotId", id: "6556" }] }, properties: { user_actual_id: 12345 } });
-  expect(hubspot.transform(t15, ctx(FX_LEGACY))).toEqual([legacyTrackRequest({ id: "6556", ...HS_TRAITS })]);
-  // Test 16 also has user_actual_* properties, which RudderStack drops after reading the
-  // portal's property list; Sluice cannot look that up, so they are left out of this input.
-  const t16: SluiceEvent = { type: "track", messageId: "m", userId: "12345", event: "test track event HS", context: { externalId: [{ type: "hubspotId", id: "6556" }] }, properties: { address: { street: "24. park" }, company: { name: "RudderStack" } } };
-  expect(hubspot.transform(t16, ctx(FX_LEGACY))).toEqual([legacyTrackRequest({ id: "6556", address: "24. park", company: "RudderStack" })]);
+test("HS RudderStack case: legacy track with a hubspotId external id → id; address and company read from their spec objects", async () => {
+  const t15 = trackEvent({ context: { externalId: [{ type: "hubspotId", id: "6556" }] }, properties: { user_actual_id: 12345 } });
+  expect(await run(t15, FX_LEGACY)).toEqual([legacyTrackRequest({ id: "6556", ...HS_TRAITS })]);
+  const t16: SluiceEvent = {
+    type: "track", messageId: "m", userId: "12345", event: "test track event HS", context: { externalId: [{ type: "hubspotId", id: "6556" }] },
+    properties: { user_actual_role: "system_admin", user_actual_id: 12345, address: { street: "24. park" }, company: { name: "RudderStack" } },
+  };
+  expect(await run(t16, FX_LEGACY)).toEqual([legacyTrackRequest({ id: "6556", address: "24. park", company: "RudderStack" })]);
 });
 
-test("HS RudderStack fixture: legacy track with a private app → Bearer header, no key in the query", () => {
+test("HS RudderStack case: legacy track with a private app → Bearer header, no key in the query", async () => {
   const config = { apiKey: "dummy-apikey", hubID: "dummy-hubId", authorizationType: "newPrivateAppApi", accessToken: "dummy-access-token", apiVersion: "legacyApi" };
-  expect(hubspot.transform(trackEvent({ properties: { user_actual_id: 12345 } }), ctx(config))).toEqual([legacyTrackRequest(HS_TRAITS, BEARER)]);
+  expect(await run(trackEvent({ properties: { user_actual_id: 12345 } }), config)).toEqual([legacyTrackRequest(HS_TRAITS, BEARER)]);
 });
 
-test("HS RudderStack fixture: config checks → 'Access Token not found. Aborting', 'Hub ID not found. Aborting', 'API Key not found. Aborting'", () => {
+test("HS RudderStack case: config checks → 'Access Token not found. Aborting', 'Hub ID not found. Aborting', 'API Key not found. Aborting'", async () => {
   const event: SluiceEvent = { type: "identify", messageId: "m", traits: { lookupField: "firstname", firstname: "Test" }, context: { externalId: [{ id: "osvaldocostaferreira98@gmail.com", type: "HS-contacts", identifierType: "email" }] } };
-  expect(errorOf(() => hubspot.transform(event, ctx({ ...FX_PRIVATE_NEW, accessToken: "" })))).toBe("Access Token not found. Aborting");
-  expect(errorOf(() => hubspot.transform(event, ctx({ ...FX_KEY_NEW, hubID: "", apiKey: "" })))).toBe("Hub ID not found. Aborting");
-  expect(errorOf(() => hubspot.transform(event, ctx({ ...FX_KEY_NEW, apiKey: "" })))).toBe("API Key not found. Aborting");
+  expect(await errorOf(run(event, { ...FX_PRIVATE_NEW, accessToken: "" }))).toBe("Access Token not found. Aborting");
+  expect(await errorOf(run(event, { ...FX_KEY_NEW, hubID: "", apiKey: "" }))).toBe("Hub ID not found. Aborting");
+  expect(await errorOf(run(event, { ...FX_KEY_NEW, apiKey: "" }))).toBe("API Key not found. Aborting");
   // A config without authorizationType is a legacy API-key one.
-  expect(errorOf(() => hubspot.transform(event, ctx({ apiVersion: "legacyApi", hubID: "h" })))).toBe("API Key not found. Aborting");
+  expect(await errorOf(run(event, { apiVersion: "legacyApi", hubID: "h" }))).toBe("API Key not found. Aborting");
 });
 
-test("HS RudderStack fixture: new API track (Test 21) → events/v3/send with the mapped event, its mapped properties, email and occurredAt", () => {
+test("HS RudderStack case: new API track → events/v3/send with the mapped event, its mapped properties, email and occurredAt; no lookup", async () => {
+  const from = hs.received.length;
   const event = trackEvent({ event: "Purchase", properties: { user_actual_role: "system_admin, system_user", user_actual_id: 12345, Revenue: 100 } });
-  const config = { ...FX_PRIVATE_NEW, hubID: "1", apiKey: "1" };
-  expect(hubspot.transform(event, ctx(config))).toEqual([
+  expect(await run(event, { ...FX_PRIVATE_NEW, hubID: "1", apiKey: "1" })).toEqual([
     expected({ endpoint: "https://api.hubapi.com/events/v3/send", headers: BEARER, json: { email: "testhubspot2@email.com", occurredAt: OTS, eventName: "pe22315509_rs_hub_test", properties: { value: 100 } } }),
   ]);
+  expect(callsSince(from)).toEqual([]);
 });
 
-test("HS RudderStack fixture: new API track without traits → email from the first external id", () => {
+test("HS RudderStack case: new API track without traits → email from the first external id", async () => {
   const event: SluiceEvent = { type: "track", messageId: "m", traits: {}, context: { externalId: [{ id: "osvaldocostaferreira98@gmail.com", type: "HS-contacts", identifierType: "email" }] }, event: "Purchase", properties: { Revenue: "name1" } };
-  expect(hubspot.transform(event, ctx(FX_PRIVATE_NEW))).toEqual([
+  expect(await run(event, FX_PRIVATE_NEW)).toEqual([
     expected({ endpoint: "https://api.hubapi.com/events/v3/send", headers: BEARER, json: { email: "osvaldocostaferreira98@gmail.com", eventName: "pe22315509_rs_hub_test", properties: { value: "name1" } } }),
   ]);
 });
 
-test("HS RudderStack fixture: new API track with an API key → hapikey in the URL, objectId and hs_city / hs_country from the address", () => {
+test("HS RudderStack case: new API track with an API key → hapikey in the URL, objectId and hs_city / hs_country from the address", async () => {
   const event: SluiceEvent = { type: "track", messageId: "m", originalTimestamp: OTS, userId: "12345", event: "Purchase", context: {}, properties: { user_actual_role: "system_admin, system_user", user_actual_id: 12345, address: { city: "kolkata", country: "India" }, objectId: "5005" } };
-  expect(hubspot.transform(event, ctx(FX_KEY_NEW))).toEqual([
+  expect(await run(event, FX_KEY_NEW)).toEqual([
     expected({ endpoint: "https://api.hubapi.com/events/v3/send?hapikey=dummy-apikey", json: { occurredAt: OTS, objectId: "5005", eventName: "pe22315509_rs_hub_test", properties: { hs_city: "kolkata", hs_country: "India" } } }),
   ]);
   const { objectId: _drop, ...noId } = event.properties;
-  expect(errorOf(() => hubspot.transform({ ...event, properties: noId }, ctx(FX_KEY_NEW)))).toBe("Either of email, utk or objectId is required for custom behavioral events");
+  expect(await errorOf(run({ ...event, properties: noId }, FX_KEY_NEW))).toBe("Either of email, utk or objectId is required for custom behavioral events");
 });
 
-test("HS RudderStack fixture: new API track errors → unmapped event (lower-cased), no event name, no mappings, non-string event", () => {
+test("HS RudderStack case: new API track errors → unmapped event (lower-cased), no event name, no mappings, non-string event", async () => {
   const event: SluiceEvent = { type: "track", messageId: "m", event: "Temp Event", properties: { objectId: "5005" } };
-  expect(errorOf(() => hubspot.transform(event, ctx(FX_KEY_NEW)))).toBe("Event name 'temp event' mappings are not configured in the destination");
-  expect(errorOf(() => hubspot.transform({ ...event, event: undefined }, ctx(FX_KEY_NEW)))).toBe("event name is required for track call");
+  expect(await errorOf(run(event, FX_KEY_NEW))).toBe("Event name 'temp event' mappings are not configured in the destination");
+  expect(await errorOf(run({ ...event, event: undefined }, FX_KEY_NEW))).toBe("event name is required for track call");
   const { hubspotEvents: _none, ...withoutMappings } = FX_PRIVATE_NEW;
-  expect(errorOf(() => hubspot.transform({ ...event, event: "Purchase" }, ctx(withoutMappings)))).toBe("Event and property mappings are required for track call");
-  expect(errorOf(() => hubspot.transform({ ...event, event: { name: "event" } }, ctx({ ...PRIVATE_NEW, hubspotEvents: [] })))).toBe("Event is a required field and should be a string");
+  expect(await errorOf(run({ ...event, event: "Purchase" }, withoutMappings))).toBe("Event and property mappings are required for track call");
+  expect(await errorOf(run({ ...event, event: { name: "event" } }, { ...PRIVATE_NEW, hubspotEvents: [] }))).toBe("Event is a required field and should be a string");
   // Names match trimmed and in any case.
-  expect(hubspot.transform({ ...event, event: " purchase " }, ctx(FX_KEY_NEW))[0]!.body.JSON.eventName).toBe("pe22315509_rs_hub_test");
+  expect((await run({ ...event, event: " purchase " }, FX_KEY_NEW))[0]!.body.JSON.eventName).toBe("pe22315509_rs_hub_test");
 });
 
-test("HS RudderStack fixture: new API identify errors → no lookup value, no traits, no lookupField", () => {
+test("HS RudderStack case: new API identify errors → no lookup value, no traits, no lookupField", async () => {
   const noLookup: SluiceEvent = { type: "identify", messageId: "m", traits: {}, context: { externalId: [{ id: "osvaldocostaferreira98@gmail.com", type: "HS-contacts", identifierType: "email" }], mappedToDestination: false } };
-  expect(errorOf(() => hubspot.transform(noLookup, ctx(FX_PRIVATE_NEW)))).toBe("Identify:: email i.e a default lookup field for contact lookup not found in traits");
-  expect(errorOf(() => hubspot.transform({ type: "identify", messageId: "m", context: { mappedToDestination: false } }, ctx(FX_PRIVATE_NEW)))).toBe(
-    "Identify - Invalid traits value for lookup field",
-  );
-  expect(errorOf(() => hubspot.transform({ type: "identify", messageId: "m", traits: { email: "a@b.co" } }, ctx({ ...FX_PRIVATE_NEW, lookupField: "" })))).toBe(
-    "lookupField is a required field in webapp config",
+  expect(await errorOf(run(noLookup, FX_PRIVATE_NEW))).toBe("Identify:: email i.e a default lookup field for contact lookup not found in traits");
+  expect(await errorOf(run({ type: "identify", messageId: "m", context: { mappedToDestination: false } }, FX_PRIVATE_NEW))).toBe("Identify - Invalid traits value for lookup field");
+  expect(await errorOf(run({ type: "identify", messageId: "m", traits: { email: "a@b.co" } }, { ...FX_PRIVATE_NEW, lookupField: "" }))).toBe("lookupField is a required field in webapp config");
+  // A lookup field HubSpot holds unique upserts, and then says so in its own words.
+  expect(await errorOf(run({ type: "identify", messageId: "m", traits: {} }, { ...FX_PRIVATE_NEW, lookupField: "customer_number" }))).toBe(
+    'Identify:: lookupField "customer_number" value not found in traits. Email fallback also not available.',
   );
 });
 
-// RudderStack searches the contact by the lookup field and then creates or updates it (Tests 18,
-// 19, 33 and the "default lookup field" case): Sluice upserts by that field in one call instead.
-test("HS RudderStack fixture: new API identify (Tests 19, 33) → one upsert by the lookup field with the contact properties", () => {
+test("HS RudderStack case: new API identify by a lookup field HubSpot holds unique → one upsert, after reading both property lists", async () => {
+  const from = hs.received.length;
   const event = identifyEvent({ context: { traits: { email: "noname@email.com", firstname: "Test Hubspot", anonymousId: "12345" } } });
   const input = { id: "noname@email.com", idProperty: "email", properties: { email: "noname@email.com", firstname: "Test Hubspot" } };
   const upsert = "https://api.hubapi.com/crm/v3/objects/contacts/batch/upsert";
   const config19 = { ...FX_PRIVATE_NEW, lookupField: "email", hubspotEvents: [] };
-  expect(hubspot.transform(event, ctx(config19))).toEqual([expected({ endpoint: upsert, headers: BEARER, json: { inputs: [input] } })]);
+  expect(await run(event, config19)).toEqual([expected({ endpoint: upsert, headers: BEARER, json: { inputs: [input] } })]);
+  expect(callsSince(from)).toEqual(["GET /properties/v1/contacts/properties", "GET /crm/v3/properties/contacts"]);
   const config33 = { ...config19, authorizationType: "legacyApiKey", apiKey: "dummy-apikeysuccess", hubID: "dummy-hubId" };
-  expect(hubspot.transform(event, ctx(config33))).toEqual([expected({ endpoint: upsert, params: { hapikey: "dummy-apikeysuccess" }, json: { inputs: [input] } })]);
-  // "email is present in traits as a default lookup field": a lookupField the event lacks falls back to email.
-  const onlyEmail: SluiceEvent = { type: "identify", messageId: "m", traits: { email: "noname@email.com" }, context: { mappedToDestination: false } };
-  expect(hubspot.transform(onlyEmail, ctx(FX_PRIVATE_NEW))[0]!.body.JSON).toEqual({ inputs: [{ id: "noname@email.com", idProperty: "email", properties: { email: "noname@email.com" } }] });
+  expect(await run(event, config33)).toEqual([expected({ endpoint: upsert, params: { hapikey: "dummy-apikeysuccess" }, json: { inputs: [input] } })]);
+  // A unique lookupField the event lacks falls back to email; a number is sent as text.
+  const fallback: SluiceEvent = { type: "identify", messageId: "m", traits: { email: "fallback@example.com", firstname: "Fallback" } };
+  expect((await run(fallback, { ...config19, lookupField: "customer_number" }))[0]!.body.JSON).toEqual({
+    inputs: [{ id: "fallback@example.com", idProperty: "email", properties: { email: "fallback@example.com", firstname: "Fallback" } }],
+  });
+  const numeric: SluiceEvent = { type: "identify", messageId: "m", traits: { email: "n@example.com", customer_number: 9868 } };
+  expect(((await run(numeric, { ...config19, lookupField: "customer_number" }))[0]!.body.JSON.inputs as unknown[])[0]).toMatchObject({ id: "9868", idProperty: "customer_number", properties: { customer_number: "9868" } });
 });
 
-test("HS RudderStack fixture: new API identify (Test 18) → a lookupField trait names nothing HubSpot stores and is not sent", () => {
+test("HS RudderStack case: new API identify by a field not held unique → searched; none found → POST crm/v3/objects/contacts (create)", async () => {
+  const from = hs.received.length;
+  const phone = `+1-555-${++seq}`;
+  const event: SluiceEvent = { type: "identify", messageId: "m", traits: { phone, firstname: "CI", lastname: "ES", age: 30 }, context: { mappedToDestination: false } };
+  const config = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "es-token", lookupField: "phone" };
+  expect(await run(event, config)).toEqual([
+    expected({ endpoint: "https://api.hubapi.com/crm/v3/objects/contacts", headers: { ...JSON_HEADERS, Authorization: "Bearer es-token" }, json: { properties: { firstname: "CI", lastname: "ES", phone } } }),
+  ]);
+  expect(callsSince(from)).toEqual(["GET /properties/v1/contacts/properties", "GET /crm/v3/properties/contacts", "POST /crm/v3/objects/contacts/search"]);
+  const search = hs.received[from + 2]!;
+  expect(search.headers.authorization).toBe("Bearer es-token");
+  expect(search.headers["content-type"]).toBe("application/json");
+  expect(search.body).toEqual({ filterGroups: [{ filters: [{ propertyName: "phone", value: phone, operator: "EQ" }] }], sorts: ["ascending"], properties: ["phone"], limit: 2, after: 0 });
+});
+
+test("HS RudderStack case: new API identify whose search finds the contact → PATCH crm/v3/objects/contacts/<id> (update); two found → refused", async () => {
+  const phone = `+1-555-${++seq}`;
+  const contact = addContact({ phone, email: `${unique("found")}@example.com` });
+  const event: SluiceEvent = { type: "identify", messageId: "m", traits: { phone, firstname: "CI" } };
+  const config = { authorizationType: "legacyApiKey", apiVersion: "newApi", apiKey: "key-es", hubID: "123", lookupField: "phone" };
+  const from = hs.received.length;
+  expect(await run(event, config)).toEqual([
+    expected({ method: "PATCH", endpoint: `https://api.hubapi.com/crm/v3/objects/contacts/${contact.id}`, params: { hapikey: "key-es" }, json: { properties: { firstname: "CI", phone } } }),
+  ]);
+  // With an API key every lookup carries it as hapikey.
+  expect(hs.received.slice(from).map((r): unknown[] => [r.path, r.query.hapikey, r.headers.authorization])).toEqual([
+    ["/properties/v1/contacts/properties", "key-es", undefined],
+    ["/crm/v3/properties/contacts", "key-es", undefined],
+    ["/crm/v3/objects/contacts/search", "key-es", undefined],
+  ]);
+  addContact({ phone });
+  expect(await errorOf(run(event, config))).toBe("Unable to get single Hubspot contact. More than one contacts found. Retry with unique lookupPropertyName and lookupValue");
+});
+
+test("HS RudderStack case: a configured lookupField named 'lookupField' is read from the traits as given and searched by", async () => {
   const event = identifyEvent({ context: { traits: { email: "testhubspot@email.com", firstname: "Test Hubspot", anonymousId: "12345", lookupField: "email" } } });
-  const [req] = hubspot.transform(event, ctx({ ...FX_PRIVATE_NEW, hubspotEvents: [] }));
-  // RudderStack reads the configured field name ("lookupField") as given, so its value is the lookup value.
-  expect(req!.body.JSON).toEqual({ inputs: [{ id: "email", idProperty: "lookupField", properties: { email: "testhubspot@email.com", firstname: "Test Hubspot" } }] });
+  const from = hs.received.length;
+  expect(await run(event, { ...FX_PRIVATE_NEW, hubspotEvents: [] })).toEqual([
+    expected({ endpoint: "https://api.hubapi.com/crm/v3/objects/contacts", headers: BEARER, json: { properties: { email: "testhubspot@email.com", firstname: "Test Hubspot" } } }),
+  ]);
+  expect(hs.received.slice(from).find((r) => r.path.endsWith("/search"))!.body.filterGroups).toEqual([{ filters: [{ propertyName: "lookupField", value: "email", operator: "EQ" }] }]);
 });
 
-test("HS RudderStack fixture: null traits become empty strings (HubSpot clears the property)", () => {
+test("HS contact properties: only traits the portal defines, typed as it says; null clears the property", async () => {
+  const event: SluiceEvent = {
+    type: "identify",
+    messageId: "m",
+    userId: "u1",
+    traits: {
+      email: "ada@example.com", first_name: "Ada", lastName: "L", "Favourite Colour": "red", "plan.tier": "pro", tags: ["a", "b"], gender: null,
+      address: { street: "1 Main", city: "Paris", postalcode: "75001" }, days_to_close: 4, is_vip: true, date_of_birth: "1990-06-15T13:45:00Z",
+      last_seen: "2024-05-01T10:00:00Z", lifecyclestage: "lead", customer_number: 42, not_in_portal: "x", hs_object_id: 77,
+    },
+  };
+  expect((await run(event, LEGACY))[0]!.body.JSON.properties).toEqual([
+    { property: "email", value: "ada@example.com" },
+    { property: "firstname", value: "Ada" },
+    { property: "lastname", value: "L" },
+    { property: "address", value: "1 Main" },
+    { property: "city", value: "Paris" },
+    { property: "zip", value: "75001" },
+    { property: "favourite_colour", value: "red" },
+    { property: "plan_tier", value: "pro" },
+    { property: "tags", value: '["a","b"]' },
+    { property: "gender", value: "" },
+    { property: "days_to_close", value: 4 },
+    { property: "is_vip", value: true },
+    { property: "date_of_birth", value: Date.UTC(1990, 5, 15) },
+    { property: "last_seen", value: "2024-05-01T10:00:00Z" },
+    { property: "lifecyclestage", value: "lead" },
+    { property: "customer_number", value: "42" },
+  ]);
+  // The track query carries HubSpot's own record id as any other property; a contact write does not.
+  expect((await run({ ...event, type: "track", event: "E" }, LEGACY))[0]!.params.hs_object_id).toBe(77);
+});
+
+test("HS contact properties: a value the property's type cannot hold → RudderStack's refusal", async () => {
+  const identify = (traits: Record<string, unknown>): SluiceEvent => ({ type: "identify", messageId: "m", traits: { email: "t@example.com", ...traits } });
+  expect(await errorOf(run(identify({ days_to_close: "notnum" }), LEGACY))).toBe("Property days_to_close data type string is not matching with Hubspot property data type number");
+  expect(await errorOf(run(identify({ days_to_close: null }), LEGACY))).toBe("Property days_to_close data type string is not matching with Hubspot property data type number");
+  expect(await errorOf(run(identify({ is_vip: { yes: 1 } }), LEGACY))).toBe("Property is_vip data type object is not matching with Hubspot property data type bool");
+  // A date that is no date is sent as it came.
+  expect((await run(identify({ date_of_birth: "someday" }), LEGACY))[0]!.body.JSON.properties).toContainEqual({ property: "date_of_birth", value: "someday" });
+});
+
+test("HS RudderStack case: null traits become empty strings (HubSpot clears the property)", async () => {
   const event: SluiceEvent = { type: "identify", messageId: "m", userId: "12345", context: { traits: { email: "noname@email.com", firstname: null, gender: "", lookupField: "email" } } };
-  const [req] = hubspot.transform(event, ctx({ ...FX_PRIVATE_NEW, lookupField: "email", hubspotEvents: [] }));
+  const [req] = await run(event, { ...FX_PRIVATE_NEW, lookupField: "email", hubspotEvents: [] });
   expect(req!.body.JSON.inputs).toEqual([{ id: "noname@email.com", idProperty: "email", properties: { email: "noname@email.com", firstname: "", gender: "" } }]);
 });
 
-// router/errorValidationData.ts (75b1ac29) and es-retl-v3's processIdentify: a new-API identify
-// with an e-mail trait HubSpot would refuse fails before the lookupField and contact checks.
-test("HS RudderStack fixture: new API identify with an invalid e-mail → 'Email \"<email>\" is invalid', checked first", () => {
+test("HS RudderStack case: new API identify with an invalid e-mail → 'Email \"<email>\" is invalid', checked first", async () => {
   const assoc: SluiceEvent = {
     type: "identify", messageId: "m", traits: { to: { id: 1 }, from: { id: 9405415215 }, email: "not-an-email" },
     context: { mappedToDestination: true, externalId: [{ id: 1, type: "HS-association", toObjectType: "contacts", fromObjectType: "companies", identifierType: "id", associationTypeId: "engineer" }] },
   };
   const config = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "hs-access-token", lookupField: "email", hubspotEvents: [], ...FILTERING };
-  expect(errorOf(() => hubspot.transform(assoc, ctx(config)))).toBe('Email "not-an-email" is invalid');
-  // Before the lookupField check, and from context.traits too.
+  const from = hs.received.length;
+  expect(await errorOf(run(assoc, config))).toBe('Email "not-an-email" is invalid');
+  // Before the lookupField check and any lookup, and from context.traits too.
   const ctxTraits: SluiceEvent = { type: "identify", messageId: "m", context: { traits: { email: "a@b.c" } } };
-  expect(errorOf(() => hubspot.transform(ctxTraits, ctx({ ...config, lookupField: "" })))).toBe('Email "a@b.c" is invalid');
+  expect(await errorOf(run(ctxTraits, { ...config, lookupField: "" }))).toBe('Email "a@b.c" is invalid');
+  expect(callsSince(from)).toEqual([]);
   // The legacy API's identify does not check it.
-  expect(hubspot.transform({ ...ctxTraits, context: { traits: { email: "not-an-email" } } }, ctx(FX_LEGACY))[0]!.endpoint).toBe(
+  expect((await run({ ...ctxTraits, context: { traits: { email: "not-an-email" } } }, FX_LEGACY))[0]!.endpoint).toBe(
     "https://api.hubapi.com/contacts/v1/contact/createOrUpdate/email/not-an-email",
   );
 });
 
-test("HS new API e-mail check follows validator.js isEmail's defaults", () => {
+test("HS new API e-mail check follows validator.js isEmail's defaults", async () => {
   const valid = ["noname@email.com", "a.b+c@sub.example.co", "\"quoted name\"@example.com", "üser@exämple.de", "x@xn--p1ai.xn--p1ai"];
   const invalid = ["a@b.c", "a@b", "a..b@example.com", ".a@example.com", "a@example.com.", "a@-example.com", "a@ex_ample.com", "a@[1.2.3.4]", "a@1.2.3.4", "Ada <a@example.com>", "@example.com", "a b@example.com", `${"x".repeat(65)}@example.com`];
   const config = { ...PRIVATE_NEW, hubspotEvents: [] };
-  for (const email of valid) expect(errorOf(() => hubspot.transform({ type: "identify", messageId: "m", traits: { email } }, ctx(config)))).toBeUndefined();
-  for (const email of invalid) expect(errorOf(() => hubspot.transform({ type: "identify", messageId: "m", traits: { email } }, ctx(config)))).toBe(`Email "${email}" is invalid`);
+  const c = ctx(config);
+  for (const email of valid) expect(await errorOf(run({ type: "identify", messageId: "m", traits: { email } }, config, c))).toBeUndefined();
+  for (const email of invalid) expect(await errorOf(run({ type: "identify", messageId: "m", traits: { email } }, config, c))).toBe(`Email "${email}" is invalid`);
 });
 
-test("HS RudderStack fixture: router/errorValidationData.ts refusals, in RudderStack's words", () => {
-  const config = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "hs-access-token", lookupField: "email", hubspotEvents: [], ...FILTERING };
+test("HS RudderStack case: router/errorValidationData.ts refusals, in RudderStack's words", async () => {
+  // The token names a portal where no property is held unique, as RudderStack's mock for it answers.
+  const config = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "plain-access-token", lookupField: "email", hubspotEvents: [], ...FILTERING };
   const cases: Array<[Record<string, unknown>, Record<string, unknown>, string]> = [
     [{ type: "track", event: "Purchase", properties: {} }, { ...config, accessToken: "" }, "Access Token not found. Aborting"],
     [{ type: "identify", traits: {}, context: { mappedToDestination: false } }, config, "Identify:: email i.e a default lookup field for contact lookup not found in traits"],
@@ -254,82 +432,128 @@ test("HS RudderStack fixture: router/errorValidationData.ts refusals, in RudderS
       "Either of email, utk or objectId is required for custom behavioral events",
     ],
   ];
-  for (const [message, cfg, error] of cases) expect(errorOf(() => hubspot.transform({ messageId: "m", ...message } as SluiceEvent, ctx(cfg)))).toBe(error);
+  for (const [message, cfg, error] of cases) expect(await errorOf(run({ messageId: "m", ...message } as SluiceEvent, cfg))).toBe(error);
 });
 
-test("HS RudderStack fixture: legacy API with a private app → Bearer on contacts/v1 and on track.hubspot.com", () => {
+test("HS RudderStack case: legacy API with a private app → Bearer on contacts/v1 and on track.hubspot.com", async () => {
   const config = { authorizationType: "newPrivateAppApi", apiVersion: "legacyApi", accessToken: "pat", hubID: "123", lookupField: "email" };
   const bearer = { ...JSON_HEADERS, Authorization: "Bearer pat" };
   const identify: SluiceEvent = { type: "identify", messageId: "m", traits: { email: "v1@e.com", firstname: "A" }, context: { mappedToDestination: false } };
-  expect(hubspot.batch!(hubspot.transform(identify, ctx(config)), ctx(config))).toEqual([
+  expect(hubspot.batch!(await run(identify, config), ctx(config))).toEqual([
     expected({ endpoint: "https://api.hubapi.com/contacts/v1/contact/batch/", headers: bearer, batch: [{ email: "v1@e.com", properties: [{ property: "firstname", value: "A" }] }] }),
   ]);
   const track: SluiceEvent = { type: "track", messageId: "m", event: "Purchase", properties: { email: "v1@e.com" } };
-  expect(hubspot.transform(track, ctx(config))).toEqual([
+  expect(await run(track, config)).toEqual([
     expected({ method: "GET", endpoint: "https://track.hubspot.com/v1/event", headers: bearer, params: { _a: "123", _n: "Purchase", email: "v1@e.com" } }),
   ]);
 });
 
-// The newest router fixtures (router/data.ts at 75b1ac29) still send API-key configs with hapikey
-// and keep the legacy config errors, so API keys stay accepted.
-test("HS RudderStack fixture: legacyApiKey configs still work and keep RudderStack's config errors", () => {
+test("HS RudderStack case: legacyApiKey configs keep RudderStack's config errors; an API-key new-API identify looks up with hapikey and creates", async () => {
   const legacyCfg = { authorizationType: "legacyApiKey", apiVersion: "legacyApi", apiKey: "dummy-apikey", hubID: "123" };
   const track: SluiceEvent = { type: "track", messageId: "m", event: "Purchase" };
-  expect(errorOf(() => hubspot.transform(track, ctx({ ...legacyCfg, hubID: "" })))).toBe("Hub ID not found. Aborting");
-  expect(errorOf(() => hubspot.transform(track, ctx({ ...legacyCfg, apiKey: "" })))).toBe("API Key not found. Aborting");
-  expect(errorOf(() => hubspot.transform({ type: "identify", messageId: "m", traits: { firstname: "A" }, context: { mappedToDestination: false } }, ctx(legacyCfg)))).toBe(
-    "Identify without email is not supported.",
-  );
+  expect(await errorOf(run(track, { ...legacyCfg, hubID: "" }))).toBe("Hub ID not found. Aborting");
+  expect(await errorOf(run(track, { ...legacyCfg, apiKey: "" }))).toBe("API Key not found. Aborting");
   const newApiKey = { authorizationType: "legacyApiKey", apiVersion: "newApi", apiKey: "dummy-apikeysuccess", hubID: "123", lookupField: "phone" };
-  const [req] = hubspot.transform({ type: "identify", messageId: "m", traits: { phone: "9", firstname: "A" }, context: { mappedToDestination: false } }, ctx(newApiKey));
-  // RudderStack's fixture finds no contact by phone and creates it; Sluice upserts by phone.
-  expect(req).toEqual(
-    expected({ endpoint: "https://api.hubapi.com/crm/v3/objects/contacts/batch/upsert", params: { hapikey: "dummy-apikeysuccess" }, json: { inputs: [{ id: "9", idProperty: "phone", properties: { firstname: "A", phone: "9" } }] } }),
-  );
+  const [req] = await run({ type: "identify", messageId: "m", traits: { phone: "9", firstname: "A" }, context: { mappedToDestination: false } }, newApiKey);
+  expect(req).toEqual(expected({ endpoint: "https://api.hubapi.com/crm/v3/objects/contacts", params: { hapikey: "dummy-apikeysuccess" }, json: { properties: { firstname: "A", phone: "9" } } }));
   const noToken = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "", lookupField: "email" };
-  expect(errorOf(() => hubspot.transform({ ...track, properties: {} }, ctx(noToken)))).toBe("Access Token not found. Aborting");
+  expect(await errorOf(run({ ...track, properties: {} }, noToken))).toBe("Access Token not found. Aborting");
 });
 
-test("HS new API identify with a hsContactId external id → PATCH the contact by id (RudderStack's update, no lookup needed)", () => {
+test("HS new API identify with a hsContactId external id → PATCH that contact; no contact lookup", async () => {
+  const from = hs.received.length;
   const event: SluiceEvent = { type: "identify", messageId: "m", context: { externalId: [{ type: "hsContactId", id: "103604" }], traits: { email: "a@b.co", lastName: "L" } } };
-  expect(hubspot.transform(event, ctx(PRIVATE_NEW))).toEqual([
+  expect(await run(event, PRIVATE_NEW)).toEqual([
     expected({ method: "PATCH", endpoint: "https://api.hubapi.com/crm/v3/objects/contacts/103604", headers: { ...JSON_HEADERS, Authorization: "Bearer tok" }, json: { properties: { email: "a@b.co", lastname: "L" } } }),
   ]);
+  expect(callsSince(from)).toEqual(["GET /properties/v1/contacts/properties"]);
 });
 
-test("HS contact properties: common mapping names first (firstname, lastname, address parts, company), other traits lower-cased with _", () => {
-  const event: SluiceEvent = {
-    type: "identify",
-    messageId: "m",
-    userId: "u1",
-    traits: { email: "ada@example.com", first_name: "Ada", lastName: "L", "Favourite Colour": "red", "plan.tier": "pro", address: { street: "1 Main", city: "Paris", postalcode: "75001" }, tags: ["a", "b"] },
+// ---------- lookups: failures and memory ----------
+
+test("HS lookups refused by HubSpot abort the event in RudderStack's words; 5xx and 429 are retried", async () => {
+  const event: SluiceEvent = { type: "identify", messageId: "m", traits: { email: "x@example.com", phone: "1" } };
+  const body401 = '{"status":"error","message":"The API key provided is invalid. View or manage your API key here: https://app.hubspot.com/l/api-key/","correlationId":"0b8a3ee4-7f0c-4f1e-9a57-1c1f2d0c0e11","category":"INVALID_AUTHENTICATION"}';
+  expect(await errorOf(run(event, { ...LEGACY, apiKey: "revoked-key" }))).toBe(`Failed to get hubspot properties: ${body401}`);
+  const newApi = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "tok-refusals", lookupField: "phone" };
+  once.push({ when: (r) => r.path === "/crm/v3/properties/contacts", answer: () => Response.json({ status: "error", message: "This app hasn't been granted all required scopes", category: "MISSING_SCOPES" }, { status: 403 }) });
+  expect(await errorOf(run(event, newApi))).toBe('Failed to fetch HubSpot contacts properties: {"status":"error","message":"This app hasn\'t been granted all required scopes","category":"MISSING_SCOPES"}');
+  once.push({ when: (r) => r.path.endsWith("/search"), answer: () => Response.json({ status: "error", message: "Invalid input JSON", category: "VALIDATION_ERROR" }, { status: 400 }) });
+  expect(await errorOf(run(event, newApi))).toBe('Failed to get hubspot contacts: {"status":"error","message":"Invalid input JSON","category":"VALIDATION_ERROR"}');
+  once.push({ when: (r) => r.path.endsWith("/search"), answer: () => new Response("", { status: 503 }) });
+  const c = ctx(newApi);
+  await expect(hubspot.transform(event, c)).rejects.toBeInstanceOf(RetryableTransformError);
+  once.push({ when: (r) => r.path === "/properties/v1/contacts/properties", answer: () => Response.json({ status: "error", message: "You have reached your secondly limit.", category: "RATE_LIMITS" }, { status: 429 }) });
+  await expect(hubspot.transform(event, ctx(newApi))).rejects.toBeInstanceOf(RetryableTransformError);
+});
+
+/** A lookup memory that records how long each entry is kept. */
+function recordingCache(): { cache: LookupCache; kept: Array<[string, number]> } {
+  const base = lookupContext({}).cache!;
+  const kept: Array<[string, number]> = [];
+  return {
+    kept,
+    cache: {
+      get: (key) => base.get(key),
+      set: (key, value, ttlMs) => {
+        if (value && typeof value === "object" && "value" in (value as object)) kept.push([key, ttlMs]);
+        base.set(key, value, ttlMs);
+      },
+    },
   };
-  expect(hubspot.transform(event, ctx(LEGACY))[0]!.body.JSON.properties).toEqual([
-    { property: "email", value: "ada@example.com" },
-    { property: "firstname", value: "Ada" },
-    { property: "lastname", value: "L" },
-    { property: "address", value: "1 Main" },
-    { property: "city", value: "Paris" },
-    { property: "zip", value: "75001" },
-    { property: "favourite_colour", value: "red" },
-    { property: "plan_tier", value: "pro" },
-    { property: "tags", value: '["a","b"]' },
-  ]);
+}
+
+test("HS lookup memory: the CRM v3 list is kept 24 hours, the property list a few seconds; the contact search is never kept", async () => {
+  const config = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "tok-memory", lookupField: "phone" };
+  const { cache, kept } = recordingCache();
+  const c: DestinationContext = { ...ctx(config), cache };
+  const from = hs.received.length;
+  for (const phone of ["11", "12"]) await run({ type: "identify", messageId: "m", traits: { phone } }, config, c);
+  // RudderStack keeps the v3 list a day; the v1 list for about one router batch.
+  expect(UNIQUE_PROPERTIES_KEEP_MS).toBe(86_400_000);
+  expect(PROPERTY_TYPES_KEEP_MS).toBeLessThanOrEqual(10_000);
+  expect(kept).toContainEqual(["contactPropertyTypes", PROPERTY_TYPES_KEEP_MS]);
+  // "phone" is in the v3 list, so its answer is kept and not asked again.
+  expect(kept).toContainEqual(["uniqueProperties:contacts", UNIQUE_PROPERTIES_KEEP_MS]);
+  expect(callsSince(from)).toEqual(["GET /properties/v1/contacts/properties", "GET /crm/v3/properties/contacts", "POST /crm/v3/objects/contacts/search", "POST /crm/v3/objects/contacts/search"]);
 });
 
-// ---------- RudderStack router fixtures (router/data.ts, router/upsertData.ts) ----------
+test("HS lookup memory: a lookup field the kept CRM v3 list does not name is asked again (a property created since)", async () => {
+  const config = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "tok-newfield", lookupField: "loyalty_id" };
+  const c = ctx(config);
+  const from = hs.received.length;
+  await run({ type: "identify", messageId: "m", traits: { email: "l1@example.com" } }, config, c);
+  await run({ type: "identify", messageId: "m", traits: { email: "l2@example.com" } }, config, c);
+  expect(callsSince(from).filter((x) => x === "GET /crm/v3/properties/contacts")).toHaveLength(2);
+});
 
-const batchOf = (config: Record<string, any>, events: SluiceEvent[]) =>
-  hubspot.batch!(
-    events.flatMap((e) => hubspot.transform(e, ctx(config))),
-    ctx(config),
-  );
+test("HS lookup memory: transforms running together share one property-list call; a failed one is not kept", async () => {
+  const config = { ...LEGACY, apiKey: "key-shared" };
+  const c = ctx(config);
+  const from = hs.received.length;
+  const events = Array.from({ length: 5 }, (_, i): SluiceEvent => ({ type: "identify", messageId: `m${i}`, traits: { email: `s${i}@example.com`, firstname: "S" } }));
+  const out = await Promise.all(events.map((e) => hubspot.transform(e, c)));
+  expect(out.flat()).toHaveLength(5);
+  expect(callsSince(from)).toEqual(["GET /properties/v1/contacts/properties"]);
+  const fresh = ctx(config);
+  once.push({ when: (r) => r.path === "/properties/v1/contacts/properties", answer: () => new Response("", { status: 502 }) });
+  await expect(hubspot.transform(events[0]!, fresh)).rejects.toBeInstanceOf(RetryableTransformError);
+  expect(await hubspot.transform(events[0]!, fresh)).toHaveLength(1);
+});
 
-test("HS RudderStack fixture: legacy router → identifies on POST contacts/v1/contact/batch/ ({email, properties} items), tracks alone", () => {
+// ---------- batching ----------
+
+const batchOf = async (config: Record<string, any>, events: Array<SluiceEvent & { user?: string }>) => {
+  const c = ctx(config);
+  const requests: DestinationRequest[] = [];
+  for (const { user, ...e } of events) for (const r of await hubspot.transform(e as SluiceEvent, c)) requests.push(user ? { ...r, userKey: user } : r);
+  return hubspot.batch!(requests, c).map(real);
+};
+
+test("HS RudderStack case: legacy router → identifies on POST contacts/v1/contact/batch/ ({email, properties} items), tracks alone", async () => {
   const id = (n: number, anon?: string): SluiceEvent => identifyEvent({ context: { traits: { email: `testhubspot${n}@email.com`, firstname: `Test Hubspot${n}`, ...(anon ? { anonymousId: anon } : {}) } } });
   const track = trackEvent({ context: { traits: { email: "testhubspot2@email.com", firstname: "Test Hubspot2" } }, properties: { user_actual_id: 12345 } });
-  const out = batchOf(FX_LEGACY, [id(3), id(1, "1111"), id(4, "4444"), track]);
-  expect(out).toEqual([
+  expect(await batchOf(FX_LEGACY, [id(3), id(1, "1111"), id(4, "4444"), track])).toEqual([
     expected({
       endpoint: "https://api.hubapi.com/contacts/v1/contact/batch/",
       params: { hapikey: "dummy-apikey" },
@@ -343,9 +567,9 @@ const UPSERT_CONFIG = { authorizationType: "newPrivateAppApi", accessToken: "sec
 const UPSERT_URL = "https://api.hubapi.com/crm/v3/objects/contacts/batch/upsert";
 const UPSERT_HEADERS = { ...JSON_HEADERS, Authorization: "Bearer secret" };
 
-test("HS RudderStack fixture: upsert router → batch/upsert inputs {id, idProperty, properties}, one call for several users", () => {
+test("HS RudderStack case: upsert router → batch/upsert inputs {id, idProperty, properties}, one call for several users", async () => {
   const user = (n: number, last: string): SluiceEvent => ({ type: "identify", messageId: `msg-${n}`, userId: `user${n}`, traits: { email: `user${n}@example.com`, firstname: "User", lastname: last } });
-  expect(batchOf(UPSERT_CONFIG, [user(1, "One"), user(2, "Two"), user(3, "Three")])).toEqual([
+  expect(await batchOf(UPSERT_CONFIG, [user(1, "One"), user(2, "Two"), user(3, "Three")])).toEqual([
     expected({
       endpoint: UPSERT_URL,
       headers: UPSERT_HEADERS,
@@ -360,115 +584,173 @@ test("HS RudderStack fixture: upsert router → batch/upsert inputs {id, idPrope
   ]);
 });
 
-test("HS RudderStack fixture: upsert by a custom lookupField → its value as text; a lookupField the event lacks falls back to email", () => {
-  const config = { ...UPSERT_CONFIG, lookupField: "user_id" };
-  const event: SluiceEvent = { type: "identify", messageId: "m", userId: "u", traits: { email: "numeric-lookup@example.com", user_id: 9868, firstname: "Numeric" } };
-  // RudderStack sends user_id only when the portal defines it; Sluice sends every trait.
-  expect(hubspot.transform(event, ctx(config))[0]!.body.JSON.inputs).toEqual([
-    { id: "9868", idProperty: "user_id", properties: { email: "numeric-lookup@example.com", user_id: 9868, firstname: "Numeric" } },
-  ]);
-  const fallback = { ...UPSERT_CONFIG, lookupField: "custom_field_not_present" };
-  const noField: SluiceEvent = { type: "identify", messageId: "m", userId: "u", traits: { email: "fallback@example.com", firstname: "Fallback", lastname: "User" } };
-  expect(hubspot.transform(noField, ctx(fallback))[0]!.body.JSON.inputs).toEqual([
-    { id: "fallback@example.com", idProperty: "email", properties: { email: "fallback@example.com", firstname: "Fallback", lastname: "User" } },
-  ]);
-});
-
-test("HS RudderStack fixture: the same contact twice in one batch → one input, the later values win", () => {
-  const first: SluiceEvent = { type: "identify", messageId: "a", userId: "d1", traits: { email: "duplicate@example.com", firstname: "First", lastname: "Version", plan: "pro" } };
+test("HS RudderStack case: the same contact twice in one batch → one input, the later values win", async () => {
+  const first: SluiceEvent = { type: "identify", messageId: "a", userId: "d1", traits: { email: "duplicate@example.com", firstname: "First", lastname: "Version", plan_tier: "pro" } };
   const second: SluiceEvent = { type: "identify", messageId: "b", userId: "d2", traits: { email: "duplicate@example.com", firstname: "Updated", lastname: "Version" } };
-  const out = batchOf(UPSERT_CONFIG, [first, second]);
+  const out = await batchOf(UPSERT_CONFIG, [first, second]);
   expect(out).toHaveLength(1);
-  // RudderStack keeps only the later properties; Sluice also keeps what only the earlier one set.
-  expect(out[0]!.body.JSON.inputs).toEqual([{ id: "duplicate@example.com", idProperty: "email", properties: { email: "duplicate@example.com", firstname: "Updated", lastname: "Version", plan: "pro" } }]);
+  expect(out[0]!.body.JSON.inputs).toEqual([{ id: "duplicate@example.com", idProperty: "email", properties: { email: "duplicate@example.com", firstname: "Updated", lastname: "Version", plan_tier: "pro" } }]);
 });
 
-test("HS RudderStack fixture: new API router → contacts batched, custom behavioral events sent alone", () => {
-  const config = { ...FX_PRIVATE_NEW, accessToken: "dummy-access-token", lookupField: "email" };
-  const id = (email: string, name: string): SluiceEvent => identifyEvent({ context: { traits: { email, firstname: name, anonymousId: "4444" } } });
-  const track: SluiceEvent = { type: "track", messageId: "t", traits: {}, context: { externalId: [{ id: "osvaldocostaferreira98@gmail.com", type: "HS-contacts", identifierType: "email" }] }, event: "Purchase", properties: { Revenue: "name1" } };
-  const out = batchOf(config, [id("noname@email.com", "Test Hubspot22"), id("noname@email.com", "Test Hubspot44"), track, id("testhubspot@email.com", "Test Hubspot22"), id("testhubspot@email.com", "Test Hubspot44")]);
-  const upsert = (email: string) => expected({ endpoint: UPSERT_URL, headers: BEARER, json: { inputs: [{ id: email, idProperty: "email", properties: { email, firstname: "Test Hubspot44" } }] } });
-  // Sluice keeps the events' order (the track sits between the two contact runs); RudderStack sends tracks last.
+test("HS RudderStack case: router job ordering → one group per event type as RudderStack's router forms them, a group's calls in the order of their first event", async () => {
+  const config = { ...UPSERT_CONFIG, hubspotEvents: [{ rsEventName: "Purchase", hubspotEventName: "pe_test", eventProperties: [{ from: "Revenue", to: "value" }] }] };
+  const id = (user: string, email: string, firstname: string) => ({ type: "identify", messageId: email, userId: user, user, context: { traits: { email, firstname } } }) as SluiceEvent & { user: string };
+  const tr = (user: string) => ({ type: "track", messageId: `t-${user}`, userId: user, user, event: "purchase", context: { traits: { email: `${user}@a.com` } } }) as SluiceEvent & { user: string };
+  const out = await batchOf(config, [id("u1", "one@e.com", "1"), tr("u1"), tr("u2"), id("u2", "two@e.com", "2"), tr("u3"), id("u3", "three@e.com", "3"), id("u5", "five@e.com", "51"), tr("u5"), id("u5", "five@e.com", "5")]);
+  const summary = out.map((r) => (r.endpoint === UPSERT_URL ? (r.body.JSON.inputs as any[]).map((i) => `${i.id}:${i.properties.firstname}`).join(",") : `event ${r.body.JSON.email}`));
+  expect(summary).toEqual(["one@e.com:1,five@e.com:51", "event u1@a.com", "event u2@a.com", "event u3@a.com", "event u5@a.com", "two@e.com:2,three@e.com:3,five@e.com:5"]);
+});
+
+test("HS batch: the search's answers → creates on batch/create (one input per e-mail), updates on batch/update", async () => {
+  const config = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "plain-batch", lookupField: "email" };
+  const known = addContact({ email: `${unique("known")}@example.com` });
+  const newEmail = `${unique("new")}@example.com`;
+  const out = await batchOf(config, [
+    { type: "identify", messageId: "1", userId: "a", user: "a", traits: { email: newEmail, firstname: "New" } },
+    { type: "identify", messageId: "2", userId: "b", user: "b", traits: { email: known.properties.email, firstname: "Known" } },
+    { type: "identify", messageId: "3", userId: "c", user: "c", traits: { email: newEmail, lastname: "Twice" } },
+    { type: "identify", messageId: "4", userId: "d", user: "d", context: { externalId: [{ type: "hsContactId", id: "777" }] }, traits: { firstname: "ById" } },
+  ] as any);
+  const headers = { ...JSON_HEADERS, Authorization: "Bearer plain-batch" };
   expect(out).toEqual([
-    upsert("noname@email.com"),
-    expected({ endpoint: "https://api.hubapi.com/events/v3/send", headers: BEARER, json: { email: "osvaldocostaferreira98@gmail.com", eventName: "pe22315509_rs_hub_test", properties: { value: "name1" } } }),
-    upsert("testhubspot@email.com"),
-  ]);
-});
-
-test("HS batch: updates by hsContactId → POST contacts/batch/update {inputs: [{id, properties}]}", () => {
-  const upd = (id: string, name: string): SluiceEvent => ({ type: "identify", messageId: id, context: { externalId: [{ type: "hsContactId", id }] }, traits: { firstname: name } });
-  expect(batchOf(PRIVATE_NEW, [upd("1", "A"), upd("2", "B"), upd("1", "C")])).toEqual([
+    expected({ endpoint: "https://api.hubapi.com/crm/v3/objects/contacts/batch/create", headers, json: { inputs: [{ properties: { email: newEmail, firstname: "New", lastname: "Twice" } }] } }),
     expected({
       endpoint: "https://api.hubapi.com/crm/v3/objects/contacts/batch/update",
-      headers: { ...JSON_HEADERS, Authorization: "Bearer tok" },
-      json: { inputs: [{ id: "1", properties: { firstname: "C" } }, { id: "2", properties: { firstname: "B" } }] },
+      headers,
+      json: { inputs: [{ id: known.id, properties: { email: known.properties.email, firstname: "Known" } }, { id: "777", properties: { firstname: "ById" } }] },
     }),
   ]);
 });
 
-test("HS batch limits: 100 inputs per CRM batch, 1000 contacts per legacy batch", () => {
+test("HS batch: creates without an e-mail are never merged; a user's create and update stay in that user's order", async () => {
+  const config = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "plain-order", lookupField: "phone" };
+  const phoneA = `+44-${++seq}`;
+  const phoneB = `+44-${++seq}`;
+  const out = await batchOf(config, [
+    { type: "identify", messageId: "1", userId: "a", user: "a", traits: { phone: phoneA } },
+    { type: "identify", messageId: "2", userId: "b", user: "b", traits: { phone: phoneB } },
+    { type: "identify", messageId: "3", userId: "a", user: "a", context: { externalId: [{ type: "hsContactId", id: "42" }] }, traits: { firstname: "A" } },
+  ] as any);
+  expect(out.map((r) => [r.endpoint.replace(API_HOST, ""), r.body.JSON.inputs])).toEqual([
+    ["/crm/v3/objects/contacts/batch/create", [{ properties: { phone: phoneA } }, { properties: { phone: phoneB } }]],
+    ["/crm/v3/objects/contacts/batch/update", [{ id: "42", properties: { firstname: "A" } }]],
+  ]);
+  // Had user a's update joined the first group, it would have gone before its create.
+  const reversed = await batchOf(config, [
+    { type: "identify", messageId: "3", userId: "a", user: "a", context: { externalId: [{ type: "hsContactId", id: "42" }] }, traits: { firstname: "A" } },
+    { type: "identify", messageId: "2", userId: "b", user: "b", traits: { phone: phoneB } },
+    { type: "identify", messageId: "1", userId: "a", user: "a", traits: { phone: phoneA } },
+  ] as any);
+  expect(reversed.map((r) => r.endpoint.replace(API_HOST, ""))).toEqual(["/crm/v3/objects/contacts/batch/update", "/crm/v3/objects/contacts/batch/create", "/crm/v3/objects/contacts/batch/create"]);
+});
+
+test("HS batch limits: 100 inputs per CRM batch, 1000 contacts per legacy batch", async () => {
   const users = (n: number) => Array.from({ length: n }, (_, i): SluiceEvent => ({ type: "identify", messageId: `m${i}`, userId: `u${i}`, traits: { email: `u${i}@example.com` } }));
-  const crm = batchOf(PRIVATE_NEW, users(201));
+  const crm = await batchOf(PRIVATE_NEW, users(201));
   expect(crm.map((r) => (r.body.JSON.inputs as unknown[]).length)).toEqual([100, 100, 1]);
-  const legacy = batchOf(LEGACY, users(1001));
+  const legacy = await batchOf(LEGACY, users(1001));
   expect(legacy.map((r) => JSON.parse(r.body.JSON_ARRAY.batch as string).length)).toEqual([1000, 1]);
   expect(legacy.every((r) => r.endpoint === "https://api.hubapi.com/contacts/v1/contact/batch/" && r.params.hapikey === "hs-key")).toBe(true);
 });
 
 // ---------- deletion ----------
 
-test("HS deleteUsers → POST crm/v3/objects/contacts/gdpr-delete per user, by email, else by the userId as the lookupField property", () => {
-  const reqs = hubspot.deleteUsers!([{ userId: "u1", email: "ada@example.com" }, { userId: "u2" }], ctx({ ...PRIVATE_NEW, lookupField: "user_id" }));
+test("HS deleteUsers → POST crm/v3/objects/contacts/gdpr-delete per user, by email, else by the userId as the lookupField property", async () => {
+  const plain = (config: Record<string, any>): DestinationContext => ({ config, destination: { id: "d-hs", name: "HubSpot", workspaceId: "ws" } });
+  const reqs = hubspot.deleteUsers!([{ userId: "u1", email: "ada@example.com" }, { userId: "u2" }], plain({ ...PRIVATE_NEW, lookupField: "user_id" }));
   const headers = { ...JSON_HEADERS, Authorization: "Bearer tok" };
   expect(reqs).toEqual([
     expected({ endpoint: "https://api.hubapi.com/crm/v3/objects/contacts/gdpr-delete", headers, json: { objectId: "ada@example.com", idProperty: "email" } }),
     expected({ endpoint: "https://api.hubapi.com/crm/v3/objects/contacts/gdpr-delete", headers, json: { objectId: "u2", idProperty: "user_id" } }),
   ]);
-  expect(errorOf(() => hubspot.deleteUsers!([{ userId: "u2" }], ctx(PRIVATE_NEW)))).toBe(
+  expect(await errorOf((async () => hubspot.deleteUsers!([{ userId: "u2" }], plain(PRIVATE_NEW)))())).toBe(
     "Deleting a HubSpot contact needs the user's email, or a lookupField other than email to find the userId by (user 'u2')",
   );
-  expect(errorOf(() => hubspot.deleteUsers!([{ userId: "u1", email: "a@b.c" }], ctx(LEGACY)))).toBe("HubSpot user deletion needs apiVersion newApi with a private app accessToken");
+  expect(await errorOf((async () => hubspot.deleteUsers!([{ userId: "u1", email: "a@b.c" }], plain(LEGACY)))())).toBe("HubSpot user deletion needs apiVersion newApi with a private app accessToken");
 });
 
-// ---------- pipeline ----------
+// ---------- through a real Sluice ----------
 
 let s: TestServer;
-const sink = startSink();
 beforeAll(async () => {
-  s = await startSluice({ args: ["--destination-base-url", `HS=${sink.url}`, "--retry-backoff-ms", "20"] });
+  s = await startSluice({ args: ["--destination-base-url", `HS=${hs.url}`, "--retry-backoff-ms", "20"] });
 });
 afterAll(async () => {
   await s.stop();
-  sink.stop();
+  hs.stop();
   cleanup(s.dataDir);
 });
 
-test("HS end to end: identify and track reach the HubSpot stand-in with path, query and body", async () => {
+async function connected(config: Record<string, any>) {
   const src = await createSource(s.url);
-  const dst = await api(s.url, "POST", "/v2/destinations", { name: "hs", type: "HS", config: LEGACY, sourceIds: [src.id] });
+  const dst = await api(s.url, "POST", "/v2/destinations", { name: unique("hs"), type: "HS", config, sourceIds: [src.id] });
   expect(dst.status).toBe(201);
-  await sendEvent(s.url, src.writeKey, "identify", { userId: "u1", traits: { email: "ada@example.com", firstName: "Ada" } });
+  return { src, dst: dst.json };
+}
+
+test("HS end to end (legacy API): the property list is read, then identify and track reach the stand-in with path, query and body", async () => {
+  const key = unique("key-e2e");
+  const { src } = await connected({ ...LEGACY, apiKey: key });
+  await sendEvent(s.url, src.writeKey, "identify", { userId: "u1", traits: { email: "ada@example.com", firstName: "Ada", shoe_size: 38 } });
   await sendEvent(s.url, src.writeKey, "track", { userId: "u1", event: "Signed Up", context: { traits: { email: "ada@example.com" } } });
-  await waitFor(() => sink.received.filter((r) => r.path === "/contacts/v1/contact/batch/" || r.path === "/v1/event").length >= 2, { what: "two requests at the HubSpot stand-in" });
-  const identify = sink.received.find((r) => r.path === "/contacts/v1/contact/batch/")!;
+  const mine = () => hs.received.filter((r) => r.query.hapikey === key || r.path === "/v1/event");
+  await waitFor(() => mine().some((r) => r.path === "/contacts/v1/contact/batch/") && mine().some((r) => r.path === "/v1/event" && r.query._n === "Signed Up"), { what: "identify and track at the stand-in" });
+  expect(mine().findIndex((r) => r.path === "/properties/v1/contacts/properties")).toBeLessThan(mine().findIndex((r) => r.path === "/contacts/v1/contact/batch/"));
+  const identify = mine().find((r) => r.path === "/contacts/v1/contact/batch/")!;
   expect(identify.method).toBe("POST");
+  // shoe_size is no property of the portal, so it is not sent.
   expect(identify.body).toEqual([{ email: "ada@example.com", properties: [{ property: "firstname", value: "Ada" }] }]);
-  expect(identify.query).toEqual({ hapikey: "hs-key" });
-  expect(identify.headers["content-type"]).toBe("application/json");
-  const track = sink.received.find((r) => r.path === "/v1/event")!;
+  expect(identify.query).toEqual({ hapikey: key });
+  const track = mine().find((r) => r.path === "/v1/event" && r.query._n === "Signed Up")!;
   expect(track.method).toBe("GET");
   expect(track.query).toEqual({ _a: "6405167", _n: "Signed Up", email: "ada@example.com" });
 });
 
+test("HS end to end (new API): the contact is searched by the lookup field, then updated by the id found", async () => {
+  const token = unique("tok-e2e");
+  const { src, dst } = await connected({ authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: token, lookupField: "phone" });
+  const phone = `+33-${++seq}`;
+  const contact = addContact({ phone });
+  await sendEvent(s.url, src.writeKey, "identify", { userId: "e2e-1", traits: { phone, firstname: "Eve" } });
+  const mine = () => hs.received.filter((r) => r.headers.authorization === `Bearer ${token}`).map((r) => `${r.method} ${r.path}`);
+  await waitFor(() => mine().includes("POST /crm/v3/objects/contacts/batch/update"), { what: "the update at the stand-in" });
+  expect(mine()).toEqual(["GET /properties/v1/contacts/properties", "GET /crm/v3/properties/contacts", "POST /crm/v3/objects/contacts/search", "POST /crm/v3/objects/contacts/batch/update"]);
+  const write = hs.received.find((r) => r.headers.authorization === `Bearer ${token}` && r.path.endsWith("/batch/update"))!;
+  expect(write.body).toEqual({ inputs: [{ id: contact.id, properties: { firstname: "Eve", phone } }] });
+  const row = await waitFor(async () => (await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries?state=succeeded`)).json.deliveries[0], { what: "the delivery succeeded" });
+  expect(row).toMatchObject({ state: "succeeded", attempts: 1 });
+});
+
+test("HS end to end: a contact search answered 503 is retried, and the identify is then delivered", async () => {
+  const token = unique("tok-retry");
+  const { src, dst } = await connected({ authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: token, lookupField: "phone" });
+  const phone = `+49-${++seq}`;
+  once.push({ when: (r) => r.path === "/crm/v3/objects/contacts/search" && r.headers.authorization === `Bearer ${token}`, answer: () => Response.json({ status: "error", message: "Service Unavailable" }, { status: 503 }) });
+  await sendEvent(s.url, src.writeKey, "identify", { userId: "retry-1", traits: { phone } });
+  const mine = () => hs.received.filter((r) => r.headers.authorization === `Bearer ${token}`);
+  await waitFor(() => mine().some((r) => r.path === "/crm/v3/objects/contacts/batch/create"), { what: "the create after the retry" });
+  expect(mine().filter((r) => r.path.endsWith("/search"))).toHaveLength(2);
+  expect(mine().find((r) => r.path.endsWith("/batch/create"))!.body).toEqual({ inputs: [{ properties: { phone } }] });
+  const row = await waitFor(async () => (await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries?state=succeeded`)).json.deliveries[0], { what: "the delivery succeeded" });
+  expect(row).toMatchObject({ state: "succeeded", attempts: 2 });
+});
+
+test("HS end to end: a property list answered 401 aborts the delivery with RudderStack's error text, and nothing is written", async () => {
+  const token = unique("revoked-e2e");
+  const { src, dst } = await connected({ authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: token, lookupField: "email" });
+  await sendEvent(s.url, src.writeKey, "identify", { userId: "denied-1", traits: { email: "denied@example.com" } });
+  const row = await waitFor(async () => (await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries?state=aborted`)).json.deliveries[0], { what: "the delivery aborted" });
+  expect(row.lastError).toBe(
+    'Failed to get hubspot properties: {"status":"error","message":"Authentication credentials not found. This API supports OAuth 2.0 authentication and you can find more details at https://developers.hubspot.com/docs/methods/auth/oauth-overview","correlationId":"0b8a3ee4-7f0c-4f1e-9a57-1c1f2d0c0e11","category":"INVALID_AUTHENTICATION"}',
+  );
+  expect(hs.received.filter((r) => r.headers.authorization === `Bearer ${token}`).map((r) => `${r.method} ${r.path}`)).toEqual(["GET /properties/v1/contacts/properties"]);
+});
+
 test("HS end to end: suppress_with_delete reaches the GDPR delete endpoint with the user's email; the deletion completes", async () => {
-  const src = await createSource(s.url);
-  const dst = await api(s.url, "POST", "/v2/destinations", { name: "hs-del", type: "HS", config: { ...PRIVATE_NEW, accessToken: "del-token" }, sourceIds: [src.id] });
-  expect(dst.status).toBe(201);
-  const reg = await api(s.url, "POST", "/v2/regulations", { regulationType: "suppress_with_delete", destinationIds: [dst.json.id], users: [{ userId: "gone-hs-1", email: "gone-hs-1@example.com" }] });
+  const { dst } = await connected({ ...PRIVATE_NEW, accessToken: "del-token" });
+  const reg = await api(s.url, "POST", "/v2/regulations", { regulationType: "suppress_with_delete", destinationIds: [dst.id], users: [{ userId: "gone-hs-1", email: "gone-hs-1@example.com" }] });
   expect(reg.status).toBe(201);
-  const call = await waitFor(() => sink.received.find((r) => r.path === "/crm/v3/objects/contacts/gdpr-delete" && r.body?.objectId === "gone-hs-1@example.com"), { what: "the GDPR delete call" });
+  const call = await waitFor(() => hs.received.find((r) => r.path === "/crm/v3/objects/contacts/gdpr-delete" && r.body?.objectId === "gone-hs-1@example.com"), { what: "the GDPR delete call" });
   expect(call.method).toBe("POST");
   expect(call.headers.authorization).toBe("Bearer del-token");
   expect(call.body).toEqual({ objectId: "gone-hs-1@example.com", idProperty: "email" });

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { rebaseUrl } from "../../src/destinations/base-url";
 import { intercom } from "../../src/destinations/intercom";
 import type { DestinationContext, DestinationRequest, SluiceEvent } from "../../src/destinations/types";
-import { type TestServer, api, cleanup, createSource, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
+import { type TestServer, api, cleanup, createSource, lookupContext, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
 
 // Fixtures below are transcribed from rudder-transformer's test/integrations/destinations/intercom/processor.
 const V1 = { apiKey: "intercomApiKey", apiVersion: "v1", appId: "9e9cdea1-78fa-4829-a9b2-5d7f7e96d1a0", collectContext: false };
@@ -20,17 +21,40 @@ const headers = (key: string, version: "1.4" | "2.10") => ({
 });
 const V1_HEADERS = headers("intercomApiKey", "1.4");
 const V2_HEADERS = headers("testApiKey", "2.10");
-const post = (endpoint: string, json: Record<string, unknown>, hdrs: Record<string, string>): DestinationRequest => ({
+const post = (endpoint: string, json: Record<string, unknown>, hdrs: Record<string, string>, method: DestinationRequest["method"] = "POST"): DestinationRequest => ({
   version: "1",
   type: "REST",
-  method: "POST",
+  method,
   endpoint,
   headers: hdrs,
   params: {},
   body: { JSON: json, JSON_ARRAY: {}, XML: {}, FORM: {} },
   files: {},
 });
-const run = (event: Record<string, any>, config: Record<string, any>) => intercom.transform({ messageId: "m-1", ...event } as SluiceEvent, ctx(config));
+/**
+ * A stand-in of Intercom for the fixtures: the 2.x contact search (identify, group) finds the
+ * contact RudderStack's fixtures find (external_id user@2 or 10156) and no other, so the rest take
+ * the create branch; a company is answered with an id. The lookups themselves are tested in
+ * intercom-lookups.test.ts.
+ */
+const KNOWN_CONTACT = "7070129940741e45d040";
+const sink = startSink((req) => {
+  if (req.path === "/contacts/search") {
+    const values: unknown[] = (req.body?.query?.value ?? []).map((q: { value: unknown }) => q.value);
+    const data = values.some((v) => v === "user@2" || v === "10156") ? [{ type: "contact", id: KNOWN_CONTACT, role: "user" }] : [];
+    return Response.json({ type: "list", data, total_count: data.length, pages: { type: "pages", page: 1, per_page: 50, total_pages: data.length } });
+  }
+  if (req.method === "POST" && req.path === "/companies") return Response.json({ type: "company", id: `ic-${req.body?.company_id}`, company_id: req.body?.company_id });
+  return new Response("ok");
+});
+/** The transform with its lookups sent to the stand-in, its requests left at Intercom's URLs. */
+const put = (endpoint: string, json: Record<string, unknown>, hdrs: Record<string, string>) => post(endpoint, json, hdrs, "PUT");
+const run = (event: Record<string, any>, config: Record<string, any>) => {
+  const c = lookupContext(config);
+  const lookup = c.lookup!;
+  c.lookup = (req) => lookup({ ...req, endpoint: rebaseUrl(req.endpoint, sink.url) });
+  return intercom.transform({ messageId: "m-1", ...event } as SluiceEvent, c);
+};
 
 const originalTimestamp = "2023-11-10T14:42:44.724Z";
 const anonymousId = "58b21c2d-f8d5-4410-a2d0-b268a26b7e33";
@@ -48,9 +72,9 @@ const expectedUser5 = {
 };
 const v1Identify = (traits: Record<string, unknown>) => ({ type: "identify", anonymousId, context: { traits, userAgent: "unknown" }, originalTimestamp });
 
-test("INTERCOM v2 identify → POST api.intercom.io/contacts with external_id, owner_id, last_seen_at and the other traits as custom_attributes", () => {
+test("INTERCOM v2 identify → POST api.intercom.io/contacts with external_id, owner_id, last_seen_at and the other traits as custom_attributes", async () => {
   const event = { type: "identify", userId: "user@1", anonymousId: "default-anonymousId", context: { traits: user1Traits }, originalTimestamp };
-  expect(run(event, V2)).toEqual([
+  expect(await run(event, V2)).toEqual([
     post("https://api.intercom.io/contacts", {
       owner_id: 13, external_id: "user@1", last_seen_at: 1699627364, name: "Test Rudderlabs", phone: "+91 9999999999",
       email: "test@rudderlabs.com", custom_attributes: { age: 23, address: "california usa" },
@@ -58,46 +82,46 @@ test("INTERCOM v2 identify → POST api.intercom.io/contacts with external_id, o
   ]);
 });
 
-test("INTERCOM v2 identify of a contact RudderStack would find → still POST /contacts with RudderStack's PUT body (no lookup)", () => {
+test("INTERCOM v2 identify of a contact the search finds → PUT /contacts/{id} (identify test 2)", async () => {
   const traits = { age: 32, ownerId: "14", firstName: "Test", lastName: "RudderStack", phone: "+91 9299999999", email: "test+2@rudderlabs.com" };
-  expect(run({ type: "identify", userId: "user@2", context: { traits }, originalTimestamp }, V2)).toEqual([
-    post("https://api.intercom.io/contacts", {
+  expect(await run({ type: "identify", userId: "user@2", context: { traits }, originalTimestamp }, V2)).toEqual([
+    put(`https://api.intercom.io/contacts/${KNOWN_CONTACT}`, {
       owner_id: 14, external_id: "user@2", name: "Test RudderStack", phone: "+91 9299999999", email: "test+2@rudderlabs.com",
       custom_attributes: { age: 32 },
     }, V2_HEADERS),
   ]);
 });
 
-test("INTERCOM v2 identify: nested custom attributes flatten with '_', apiServer eu/au pick the regional API, sendAnonymousId fills external_id", () => {
+test("INTERCOM v2 identify: nested custom attributes flatten with '_', apiServer eu/au pick the regional API, sendAnonymousId fills external_id", async () => {
   const event = { type: "identify", anonymousId: "anon-9", context: { traits: { email: "a@b.co", plan: { tier: "pro", seats: [1, 2] } } } };
-  const [eu] = run(event, { ...V2, apiServer: "eu", sendAnonymousId: true });
+  const [eu] = await run(event, { ...V2, apiServer: "eu", sendAnonymousId: true });
   expect(eu!.endpoint).toBe("https://api.eu.intercom.io/contacts");
   expect(eu!.body.JSON).toEqual({ external_id: "anon-9", email: "a@b.co", custom_attributes: { plan_tier: "pro", "plan_seats[0]": 1, "plan_seats[1]": 2 } });
-  expect(run(event, { ...V2, apiServer: "au" })[0]!.endpoint).toBe("https://api.au.intercom.io/contacts");
+  expect((await run(event, { ...V2, apiServer: "au" }))[0]!.endpoint).toBe("https://api.au.intercom.io/contacts");
   // No apiVersion means v2, as in RudderStack.
-  expect(run(event, { apiKey: "testApiKey" })[0]!.headers["Intercom-Version"]).toBe("2.10");
+  expect((await run(event, { apiKey: "testApiKey" }))[0]!.headers["Intercom-Version"]).toBe("2.10");
 });
 
-test("INTERCOM v2 identify from rETL (mappedToDestination) → the row's traits with the external id", () => {
+test("INTERCOM v2 identify from rETL (mappedToDestination) → the row's traits with the external id", async () => {
   const event = {
     type: "identify",
     context: { externalId: [{ id: "user@1", type: "INTERCOM-customer", identifierType: "user_id" }], mappedToDestination: "true" },
     traits: { owner_id: 13, name: "Test Rudderlabs", phone: "+91 9999999999", email: "test@rudderlabs.com" },
     originalTimestamp,
   };
-  expect(run(event, V2)).toEqual([
+  expect(await run(event, V2)).toEqual([
     post("https://api.intercom.io/contacts", { owner_id: 13, user_id: "user@1", name: "Test Rudderlabs", phone: "+91 9999999999", email: "test@rudderlabs.com" }, V2_HEADERS),
   ]);
 });
 
-test("INTERCOM v1 identify → POST api.intercom.io/users (Intercom-Version 1.4) with signed_up_at, user agent and dotted custom attributes", () => {
+test("INTERCOM v1 identify → POST api.intercom.io/users (Intercom-Version 1.4) with signed_up_at, user agent and dotted custom attributes", async () => {
   const traits = {
     key1: "value1", name: "Test Name", firstName: "Test", lastName: "Name", phone: "9876543210", userId: "test_user_id_1",
     email: "test_1@test.com", createdAt: "2020-09-30T19:11:00.337Z", anonymousId,
     address: { city: "Kolkata", state: "West Bengal" },
     originalArray: [{ nested_field: "nested value", tags: ["tag_1", "tag_2", "tag_3"] }, { nested_field: "nested value", tags: ["tag_1"] }, { nested_field: "nested value" }],
   };
-  expect(run(v1Identify(traits), V1)).toEqual([
+  expect(await run(v1Identify(traits), V1)).toEqual([
     post("https://api.intercom.io/users", {
       name: "Test Name", phone: "9876543210", email: "test_1@test.com", signed_up_at: 1601493060, user_id: "test_user_id_1",
       last_seen_user_agent: "unknown", update_last_request_at: true,
@@ -111,37 +135,42 @@ test("INTERCOM v1 identify → POST api.intercom.io/users (Intercom-Version 1.4)
   ]);
 });
 
-test("INTERCOM v1 identify: name is 'first last', or whichever of the two is set; updateLastRequestAt false is sent", () => {
-  expect(run(v1Identify(user5Traits), V1)[0]!.body.JSON).toEqual(expectedUser5);
-  expect(run(v1Identify({ ...user5Traits, firstName: undefined }), V1)[0]!.body.JSON).toEqual({ ...expectedUser5, name: "Name" });
-  expect(run(v1Identify({ ...user5Traits, lastName: undefined }), V1)[0]!.body.JSON).toEqual({ ...expectedUser5, name: "Test" });
-  expect(run(v1Identify(user5Traits), { ...V1, updateLastRequestAt: false })[0]!.body.JSON).toMatchObject({ update_last_request_at: false });
+test("INTERCOM v1 identify: name is 'first last', or whichever of the two is set; updateLastRequestAt false is sent", async () => {
+  expect((await run(v1Identify(user5Traits), V1))[0]!.body.JSON).toEqual(expectedUser5);
+  expect((await run(v1Identify({ ...user5Traits, firstName: undefined }), V1))[0]!.body.JSON).toEqual({ ...expectedUser5, name: "Name" });
+  expect((await run(v1Identify({ ...user5Traits, lastName: undefined }), V1))[0]!.body.JSON).toEqual({ ...expectedUser5, name: "Test" });
+  expect((await run(v1Identify(user5Traits), { ...V1, updateLastRequestAt: false }))[0]!.body.JSON).toMatchObject({ update_last_request_at: false });
 });
 
-test("INTERCOM v1 identify with traits.company → companies with company_id (md5 of the name without an id) and stringified custom attributes", () => {
+test("INTERCOM v1 identify with traits.company → companies with company_id (md5 of the name without an id) and stringified custom attributes", async () => {
   const base = { lastName: "Name", key1: "value1", phone: "9876543210", email: "test_1@test.com", createdAt: "2020-09-30T19:11:00.337Z", anonymousId };
   const expected = { ...expectedUser5, name: "Name" };
   const withId = { key1: "value1", name: "Test Comp", id: "company_id", industry: "test industry", key2: { a: "a" }, key3: [1, 2, 3] };
-  expect(run(v1Identify({ ...base, company: withId }), V1)[0]!.body.JSON).toEqual({
+  expect((await run(v1Identify({ ...base, company: withId }), V1))[0]!.body.JSON).toEqual({
     ...expected,
     companies: [{ name: "Test Comp", industry: "test industry", company_id: "company_id", custom_attributes: { key1: "value1", key2: '{"a":"a"}', key3: "[1,2,3]" } }],
   });
   const noId = { name: "Test Comp", industry: "test industry", key1: "value1", key2: null, key3: ["value1", "value2"], key4: { foo: "bar" } };
-  expect(run(v1Identify({ ...base, company: noId }), V1)[0]!.body.JSON).toEqual({
+  expect((await run(v1Identify({ ...base, company: noId }), V1))[0]!.body.JSON).toEqual({
     ...expected,
     companies: [{ name: "Test Comp", industry: "test industry", company_id: "c0277b5c814453e5135f515f943d085a", custom_attributes: { key1: "value1", key3: '["value1","value2"]', key4: '{"foo":"bar"}' } }],
   });
   // Neither id nor name: Intercom cannot place the user in it, so the list is empty.
-  expect(run(v1Identify({ ...user5Traits, firstName: undefined, company: { industry: "test industry", key1: "value1" } }), V1)[0]!.body.JSON).toEqual({ ...expected, companies: [] });
+  expect((await run(v1Identify({ ...user5Traits, firstName: undefined, company: { industry: "test industry", key1: "value1" } }), V1))[0]!.body.JSON).toEqual({ ...expected, companies: [] });
+  // `remove` is the company's own flag, not a custom attribute of it (router v1 fixture).
+  expect((await run(v1Identify({ ...base, company: { id: "c-1", name: "C", remove: true, tier: "gold" } }), V1))[0]!.body.JSON).toEqual({
+    ...expected,
+    companies: [{ company_id: "c-1", name: "C", remove: true, custom_attributes: { tier: "gold" } }],
+  });
 });
 
-test("INTERCOM v1 identify from rETL → the row's traits with user_id, name and update_last_request_at", () => {
+test("INTERCOM v1 identify from rETL → the row's traits with user_id, name and update_last_request_at", async () => {
   const event = {
     type: "identify",
     context: { externalId: [{ id: "10156", type: "INTERCOM-customer", identifierType: "user_id" }], mappedToDestination: "true", traits: user5Traits },
     originalTimestamp,
   };
-  expect(run(event, V1)).toEqual([
+  expect(await run(event, V1)).toEqual([
     post("https://api.intercom.io/users", { ...user5Traits, user_id: "10156", name: "Test Name", update_last_request_at: true }, V1_HEADERS),
   ]);
 });
@@ -149,19 +178,26 @@ test("INTERCOM v1 identify from rETL → the row's traits with user_id, name and
 const trackTraits = { ...user1Traits };
 const money = { revenue: { amount: 1232, currency: "inr", test: 123 }, price: { amount: 3000, currency: "USD" } };
 
-test("INTERCOM v2 track → POST /events with created_at and monetary-amount properties kept whole in metadata", () => {
+test("INTERCOM v2 track → POST /events with created_at and monetary-amount properties kept whole in metadata", async () => {
   const event = { type: "track", userId: "user@2", anonymousId: "default-anonymousId", event: "Product Viewed", context: { traits: trackTraits }, properties: money, originalTimestamp };
-  expect(run(event, V2)).toEqual([
+  expect(await run(event, V2)).toEqual([
     post("https://api.intercom.io/events", { user_id: "user@2", metadata: money, created_at: 1699627364, event_name: "Product Viewed", email: "test@rudderlabs.com" }, V2_HEADERS),
   ]);
 });
 
-test("INTERCOM v2 track from rETL → the row's traits as the event", () => {
+test("INTERCOM v2 track from rETL → the row's traits as the event, its user_id as external_id when it has no e-mail (track test 2)", async () => {
   const event = { type: "track", userId: "user@2", event: "Product Viewed", context: { mappedToDestination: "true" }, traits: { ...money, user_id: "user@1", event_name: "Product Viewed" }, originalTimestamp };
-  expect(run(event, V2)).toEqual([post("https://api.intercom.io/events", { ...money, user_id: "user@1", event_name: "Product Viewed" }, V2_HEADERS)]);
+  expect(await run(event, V2)).toEqual([
+    post("https://api.intercom.io/events", { ...money, user_id: "user@1", external_id: "user@1", event_name: "Product Viewed" }, V2_HEADERS),
+  ]);
+  // A row with an e-mail is not given one; a row's metadata is flattened as a track's properties are.
+  const withEmail = { ...event, traits: { user_id: "user@1", email: "r@example.com", event_name: "E", metadata: { a: { b: 1 }, price: { amount: 1, currency: "EUR" } } } };
+  expect((await run(withEmail, V2))[0]!.body.JSON).toEqual({ user_id: "user@1", email: "r@example.com", event_name: "E", metadata: { "a.b": 1, price: { amount: 1, currency: "EUR" } } });
+  // The 1.4 API has no external_id.
+  expect((await run(event, V1))[0]!.body.JSON).toEqual({ ...money, user_id: "user@1", event_name: "Product Viewed" });
 });
 
-test("INTERCOM v1 track → POST /events with `created`, rich links and amounts whole, other properties flattened (nulls kept)", () => {
+test("INTERCOM v1 track → POST /events with `created`, rich links and amounts whole, other properties flattened (nulls kept)", async () => {
   const properties = {
     property1: 1, property2: "test", property3: true, property4: "2020-10-05T09:09:03.731Z",
     property5: { property1: 1, property2: "test", property3: { subProp1: { a: "a", b: "b" }, subProp2: ["a", "b"] } },
@@ -169,7 +205,7 @@ test("INTERCOM v1 track → POST /events with `created`, rich links and amounts 
   };
   const event = { type: "track", userId: "user@2", anonymousId: "default-anonymousId", event: "Test Event 2", context: { traits: trackTraits }, properties, originalTimestamp };
   const expected = { user_id: "user@2", created: 1699627364, event_name: "Test Event 2", email: "test@rudderlabs.com" };
-  expect(run(event, V1)).toEqual([
+  expect(await run(event, V1)).toEqual([
     post("https://api.intercom.io/events", {
       ...expected,
       metadata: {
@@ -180,7 +216,7 @@ test("INTERCOM v1 track → POST /events with `created`, rich links and amounts 
       },
     }, V1_HEADERS),
   ]);
-  expect(run({ ...event, properties: undefined }, V1)).toEqual([post("https://api.intercom.io/events", expected, V1_HEADERS)]);
+  expect(await run({ ...event, properties: undefined }, V1)).toEqual([post("https://api.intercom.io/events", expected, V1_HEADERS)]);
 });
 
 const group1Traits = { size: 500, industry: "CDP", plan: "enterprise", name: "RudderStack", website: "www.rudderstack.com" };
@@ -195,31 +231,30 @@ const group2Company = {
   monthly_spend: 2131231, name: "rudderUpdate", plan: "basic", remote_created_at: 1683017572, size: 50,
 };
 
-test("INTERCOM v2 group → POST /companies with the company (regional server honoured)", () => {
+test("INTERCOM v2 group whose contact the search does not find → POST /companies with the company (regional server honoured)", async () => {
   const event = { type: "group", userId: "user@4", groupId: "rudderlabs", context: { traits: { email: "test+4@rudderlabs.com" } }, traits: group1Traits, originalTimestamp };
-  expect(run(event, V2)).toEqual([post("https://api.intercom.io/companies", { company_id: "rudderlabs", ...group1Traits }, V2_HEADERS)]);
-  // RudderStack would also attach a contact it finds; Sluice sends the company alone.
-  expect(run(event, { ...V2, apiServer: "eu" })).toEqual([post("https://api.eu.intercom.io/companies", { company_id: "rudderlabs", ...group1Traits }, V2_HEADERS)]);
+  expect(await run(event, V2)).toEqual([post("https://api.intercom.io/companies", { company_id: "rudderlabs", ...group1Traits }, V2_HEADERS)]);
+  expect(await run(event, { ...V2, apiServer: "eu" })).toEqual([post("https://api.eu.intercom.io/companies", { company_id: "rudderlabs", ...group1Traits }, V2_HEADERS)]);
 });
 
-test("INTERCOM v1 group → POST /companies, then POST /users adding the user (by userId and email) to the company", () => {
+test("INTERCOM v1 group → POST /companies, then POST /users adding the user (by userId and email) to the company", async () => {
   const event = { type: "group", userId: "sdfrsdfsdfsf", anonymousId: "sdfrsdfsdfsf", groupId: "test_company_id_wdasda", context: { traits: {} }, traits: group2Traits, originalTimestamp };
   const membership = { companies: [{ name: "rudderUpdate", company_id: "test_company_id_wdasda" }], user_id: "sdfrsdfsdfsf" };
-  expect(run(event, V1G)).toEqual([
+  expect(await run(event, V1G)).toEqual([
     post("https://api.intercom.io/companies", group2Company, V1G_HEADERS),
     post("https://api.intercom.io/users", membership, V1G_HEADERS),
   ]);
   const withEmail = { ...event, context: { traits: { email: "testUser@test.com" } }, traits: { ...group2Traits, website: "url" } };
-  expect(run(withEmail, V1G)).toEqual([
+  expect(await run(withEmail, V1G)).toEqual([
     post("https://api.intercom.io/companies", { ...group2Company, website: "url" }, V1G_HEADERS),
     post("https://api.intercom.io/users", { ...membership, email: "testUser@test.com" }, V1G_HEADERS),
   ]);
 });
 
-test("INTERCOM v1 group without userId: nested traits flatten with '.', the user is added by email only; with neither, the company alone", () => {
+test("INTERCOM v1 group without userId: nested traits flatten with '.', the user is added by email only; with neither, the company alone", async () => {
   const traits = { ...group2Traits, website: "url", key2: { a: "a", b: "b" }, key3: [1, 2, 3], key4: null };
   const event = { type: "group", anonymousId: "anonId", groupId: "test_company_id_wdasda", context: { traits: { email: "testUser@test.com" } }, traits };
-  expect(run(event, V1G)).toEqual([
+  expect(await run(event, V1G)).toEqual([
     post("https://api.intercom.io/companies", {
       ...group2Company, website: "url",
       custom_attributes: { email: "test@test.com", employees: 450, key1: "val1", "key2.a": "a", "key2.b": "b", "key3[0]": 1, "key3[1]": 2, "key3[2]": 3, key4: null },
@@ -227,14 +262,14 @@ test("INTERCOM v1 group without userId: nested traits flatten with '.', the user
     post("https://api.intercom.io/users", { companies: [{ name: "rudderUpdate", company_id: "test_company_id_wdasda" }], email: "testUser@test.com" }, V1G_HEADERS),
   ]);
   // sendAnonymousId makes the anonymous id the user id.
-  expect(run(event, { ...V1G, sendAnonymousId: true })[1]!.body.JSON).toMatchObject({ user_id: "anonId" });
+  expect((await run(event, { ...V1G, sendAnonymousId: true }))[1]!.body.JSON).toMatchObject({ user_id: "anonId" });
   const alone = { type: "group", anonymousId: "12312312", groupId: "test_company_id", context: { traits: {} }, traits: { ...group1Traits, monthlySpend: "2131231", email: "comanyemail@abc.com" } };
-  expect(run(alone, V1G)).toEqual([
+  expect(await run(alone, V1G)).toEqual([
     post("https://api.intercom.io/companies", { ...group1Traits, custom_attributes: { email: "comanyemail@abc.com" }, monthly_spend: 2131231, company_id: "test_company_id" }, V1G_HEADERS),
   ]);
 });
 
-test("INTERCOM refusals carry RudderStack's messages", () => {
+test("INTERCOM refusals carry RudderStack's messages", async () => {
   const cases: Array<[Record<string, any>, Record<string, any>, string]> = [
     [{ type: "page", userId: "u" }, V2, "message type page is not supported"],
     [{ type: "" }, V2, "message Type is not present. Aborting"],
@@ -245,16 +280,16 @@ test("INTERCOM refusals carry RudderStack's messages", () => {
     [{ type: "track", anonymousId: "a", event: "E" }, V1, "Either email or userId is required for Track call"],
     [{ type: "group", userId: "u" }, V1, "groupId is required for group call"],
   ];
-  for (const [event, config, message] of cases) expect(() => run(event, config)).toThrow(message);
+  for (const [event, config, message] of cases) await expect(run(event, config)).rejects.toThrow(message);
 });
 
-test("INTERCOM event filtering drops a blacklisted track; identify passes", () => {
+test("INTERCOM event filtering drops a blacklisted track; identify passes", async () => {
   const config = { ...V2, eventFilteringOption: "blacklistedEvents", blacklistedEvents: [{ eventName: "Noise" }] };
-  expect(run({ type: "track", userId: "u", event: "Noise" }, config)).toEqual([]);
-  expect(run({ type: "track", userId: "u", event: "Signal" }, config)).toHaveLength(1);
+  expect(await run({ type: "track", userId: "u", event: "Noise" }, config)).toEqual([]);
+  expect(await run({ type: "track", userId: "u", event: "Signal" }, config)).toHaveLength(1);
 });
 
-test("INTERCOM deleteUsers → one POST api.intercom.io/user_delete_requests per userId, as RudderStack's handler", () => {
+test("INTERCOM deleteUsers → one POST api.intercom.io/user_delete_requests per userId, as RudderStack's handler", async () => {
   const reqs = intercom.deleteUsers!([{ userId: "7" }, { userId: "9" }, { userId: "" }], ctx({ apiKey: "API_KEY" }));
   const hdrs = { Authorization: "Bearer API_KEY", Accept: "application/json" };
   expect(reqs).toEqual([
@@ -264,24 +299,24 @@ test("INTERCOM deleteUsers → one POST api.intercom.io/user_delete_requests per
   expect(() => intercom.deleteUsers!([{ userId: "1" }], ctx({}))).toThrow("api key for deletion not present");
 });
 
-test("INTERCOM RudderStack fixture: v2 rETL identify keeps the row's custom_attributes, filtered and flattened with '_' (identify test 3)", () => {
+test("INTERCOM RudderStack fixture: v2 rETL identify keeps the row's custom_attributes, filtered and flattened with '_' (identify test 3)", async () => {
   const event = {
     type: "identify",
     context: { externalId: [{ id: "user@1", type: "INTERCOM-customer", identifierType: "user_id" }], mappedToDestination: "true" },
     traits: { owner_id: 13, name: "Test Rudderlabs", phone: "+91 9999999999", email: "test@rudderlabs.com", custom_attributes: { ca1: "value1", ca2: "value2" } },
     originalTimestamp,
   };
-  expect(run(event, V2)).toEqual([
+  expect(await run(event, V2)).toEqual([
     post("https://api.intercom.io/contacts", {
       owner_id: 13, user_id: "user@1", name: "Test Rudderlabs", phone: "+91 9999999999", email: "test@rudderlabs.com", custom_attributes: { ca1: "value1", ca2: "value2" },
     }, V2_HEADERS),
   ]);
   // RudderStack's workflow: a row without an e-mail is matched by its user id as external_id; nested custom attributes flatten.
   const noEmail = { ...event, traits: { user_id: "u-9", name: "N", custom_attributes: { plan: { tier: "pro" }, email: "x@y.z" } } };
-  expect(run(noEmail, V2)[0]!.body.JSON).toEqual({ user_id: "user@1", external_id: "user@1", name: "N", custom_attributes: { plan_tier: "pro" } });
+  expect((await run(noEmail, V2))[0]!.body.JSON).toEqual({ user_id: "user@1", external_id: "user@1", name: "N", custom_attributes: { plan_tier: "pro" } });
 });
 
-test("INTERCOM RudderStack fixture: v2 identify with lookup external_id keeps it out of custom attributes (identify test 16; RudderStack PUTs the contact it finds)", () => {
+test("INTERCOM RudderStack fixture: v2 identify with lookup external_id keeps it out of custom attributes and PUTs the contact found by it (identify test 16)", async () => {
   const event = {
     type: "identify",
     anonymousId: "default-anonymousId",
@@ -289,14 +324,14 @@ test("INTERCOM RudderStack fixture: v2 identify with lookup external_id keeps it
     integrations: { INTERCOM: { lookup: "external_id" } },
     originalTimestamp,
   };
-  expect(run(event, V2)).toEqual([
-    post("https://api.intercom.io/contacts", {
+  expect(await run(event, V2)).toEqual([
+    put(`https://api.intercom.io/contacts/${KNOWN_CONTACT}`, {
       custom_attributes: { anonymousId, key1: "value1" }, email: "test_1@test.com", name: "Test Name", phone: "9876543210", signed_up_at: 1601493060,
     }, V2_HEADERS),
   ]);
 });
 
-test("INTERCOM RudderStack fixture: v1 rETL identify sends the row as it is, without custom_attributes (identify test 15)", () => {
+test("INTERCOM RudderStack fixture: v1 rETL identify sends the row as it is, without custom_attributes (identify test 15)", async () => {
   const event = {
     type: "identify",
     context: {
@@ -306,12 +341,12 @@ test("INTERCOM RudderStack fixture: v1 rETL identify sends the row as it is, wit
     },
     originalTimestamp,
   };
-  expect(run(event, V1)).toEqual([
+  expect(await run(event, V1)).toEqual([
     post("https://api.intercom.io/users", { ...user5Traits, user_id: "10156", name: "Test Name", update_last_request_at: true }, V1_HEADERS),
   ]);
 });
 
-test("INTERCOM RudderStack fixture: validation errors (processor validation tests 1, 2, 4, 7, 8, 9, 10)", () => {
+test("INTERCOM RudderStack fixture: validation errors (processor validation tests 1, 2, 4, 7, 8, 9, 10)", async () => {
   const userTraits = { age: 23, ownerId: "14", role: "user", source: "rudder-sdk", firstname: "Test", lastName: "RudderStack", phone: "+91 9299999999", birthday: "2022-05-13T12:51:01.470Z" };
   const cases: Array<[Record<string, any>, Record<string, any>, string]> = [
     [{ event: "Product Searched", context: { traits: userTraits } }, V2, "message Type is not present. Aborting"],
@@ -322,33 +357,32 @@ test("INTERCOM RudderStack fixture: validation errors (processor validation test
     [{ type: "identify", anonymousId, context: { traits: userTraits } }, V1, "Either of `email` or `userId` is required for Identify call"],
     [{ type: "track", anonymousId, context: { traits: userTraits }, event: "Test Event 2" }, V1, "Either email or userId is required for Track call"],
   ];
-  for (const [event, config, message] of cases) expect(() => run(event, config)).toThrow(message);
-  expect(() => run({ userId: "user@1", type: "identify", context: { traits: userTraits } }, { ...V2, apiKey: null })).toThrow("Access Token is not present. Aborting");
+  for (const [event, config, message] of cases) await expect(run(event, config)).rejects.toThrow(message);
+  await expect(run({ userId: "user@1", type: "identify", context: { traits: userTraits } }, { ...V2, apiKey: null })).rejects.toThrow("Access Token is not present. Aborting");
 });
 
-test("INTERCOM RudderStack fixture: deletion refusals and users without an id (deleteUsers tests 2–4)", () => {
+test("INTERCOM RudderStack fixture: deletion refusals and users without an id (deleteUsers tests 2–4)", async () => {
   const users = [{ userId: "6188c2c5f47e464b4abf3235" }, { userId: "user_sdk2" }];
   expect(() => intercom.deleteUsers!(users, { ...ctx({}), config: undefined as unknown as Record<string, any> })).toThrow("Config for deletion not present");
   expect(() => intercom.deleteUsers!(users, ctx({}))).toThrow("api key for deletion not present");
   expect(intercom.deleteUsers!([{} as { userId: string }], ctx({ apiKey: "a=" }))).toEqual([]);
 });
 
-test("INTERCOM generic fields as RudderStack reads them: first_name/last_name make the name, e-mail and phone may come from the properties", () => {
+test("INTERCOM generic fields as RudderStack reads them: first_name/last_name make the name, e-mail and phone may come from the properties", async () => {
   const identify = { type: "identify", userId: "u-1", context: { traits: { first_name: "Ada", last_name: "Lovelace", email: "ada@example.com" } } };
-  expect(run(identify, V2)[0]!.body.JSON).toEqual({ external_id: "u-1", email: "ada@example.com", name: "Ada Lovelace", custom_attributes: { first_name: "Ada", last_name: "Lovelace" } });
+  expect((await run(identify, V2))[0]!.body.JSON).toEqual({ external_id: "u-1", email: "ada@example.com", name: "Ada Lovelace", custom_attributes: { first_name: "Ada", last_name: "Lovelace" } });
   const track = { type: "track", anonymousId: "a-1", event: "Signed", properties: { email: "p@example.com" }, originalTimestamp };
-  expect(run(track, V2)[0]!.body.JSON).toEqual({ event_name: "Signed", email: "p@example.com", created_at: 1699627364, metadata: { email: "p@example.com" } });
+  expect((await run(track, V2))[0]!.body.JSON).toEqual({ event_name: "Signed", email: "p@example.com", created_at: 1699627364, metadata: { email: "p@example.com" } });
 });
 
-test("INTERCOM reserved traits leave the custom attributes only when they hold a value, as in RudderStack", () => {
+test("INTERCOM reserved traits leave the custom attributes only when they hold a value, as in RudderStack", async () => {
   const identify = { type: "identify", userId: "u-1", context: { traits: { email: "a@b.co", unsubscribedFromEmails: false, role: "", plan: "x" } } };
-  expect(run(identify, V2)[0]!.body.JSON).toEqual({
+  expect((await run(identify, V2))[0]!.body.JSON).toEqual({
     external_id: "u-1", email: "a@b.co", role: "", unsubscribed_from_emails: false, custom_attributes: { unsubscribedFromEmails: false, role: "", plan: "x" },
   });
 });
 
 let s: TestServer;
-const sink = startSink();
 beforeAll(async () => {
   s = await startSluice({ args: ["--destination-base-url", `INTERCOM=${sink.url}`, "--retry-backoff-ms", "20"] });
 });
@@ -360,7 +394,7 @@ afterAll(async () => {
 
 const E2E_CONFIG = { apiKey: "ic-token", apiVersion: "v2", apiServer: "standard", sendAnonymousId: false };
 
-test("INTERCOM through the pipeline: identify, track and group reach the stand-in in order with the bearer token", async () => {
+test("INTERCOM through the pipeline: identify and group search the contact, then identify, track and group reach the stand-in in order with the bearer token", async () => {
   const src = await createSource(s.url);
   const dst = await api(s.url, "POST", "/v2/destinations", { name: "intercom", type: "INTERCOM", config: E2E_CONFIG, sourceIds: [src.id] });
   expect(dst.status).toBe(201);
@@ -369,9 +403,17 @@ test("INTERCOM through the pipeline: identify, track and group reach the stand-i
     { type: "track", userId: "e2e-1", event: "Signed Up", properties: { source: "ad" }, timestamp: "2024-05-01T10:00:00.000Z" },
     { type: "group", userId: "e2e-1", groupId: "acme", traits: { name: "Acme", size: 12, tier: "gold" } },
   ];
+  const from = sink.received.length;
   expect((await sendEvent(s.url, src.writeKey, "batch", { batch })).status).toBe(200);
-  await waitFor(() => sink.received.length >= 3, { what: "three Intercom requests" });
-  const [contact, ev, company] = sink.received;
+  await waitFor(() => sink.received.slice(from).some((r) => r.path === "/companies"), { what: "the company at the Intercom stand-in" });
+  expect(sink.received.slice(from).map((r) => `${r.method} ${r.path}`)).toEqual([
+    "POST /contacts/search",
+    "POST /contacts",
+    "POST /events",
+    "POST /contacts/search",
+    "POST /companies",
+  ]);
+  const [, contact, ev, , company] = sink.received.slice(from);
   expect(contact).toMatchObject({ method: "POST", path: "/contacts" });
   expect(contact!.headers.authorization).toBe("Bearer ic-token");
   expect(contact!.headers["intercom-version"]).toBe("2.10");

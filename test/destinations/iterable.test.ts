@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { iterable } from "../../src/destinations/iterable";
 import type { DestinationContext, SluiceEvent } from "../../src/destinations/types";
-import { type TestServer, api, cleanup, createSource, jsonRequest, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
+import { type TestServer, api, cleanup, createSource, jsonRequest, readEvents, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
 
 const ctx = (config: Record<string, any> = {}): DestinationContext => ({
   config: { apiKey: "it-key", ...config },
@@ -63,6 +63,25 @@ test("ITERABLE page / screen: tracked per trackAllPages / trackNamedPages / trac
   expect(iterable.transform(page, ctx({ trackNamedPages: true, mapToSingleEvent: true }))[0]!.body.JSON.eventName).toBe("Loaded a Page");
   expect(iterable.transform({ ...page, type: "screen" }, ctx({ trackAllPages: true }))[0]!.body.JSON.eventName).toBe("Home screen");
   expect(() => iterable.transform(page, ctx())).toThrow("Invalid page call");
+});
+
+test("ITERABLE createdAt: pages and screens take the event's timestamp, as tracks and purchases do (a createdAt trait first)", () => {
+  const original = "2020-02-02T00:23:00.000Z";
+  const page: SluiceEvent = { type: "page", messageId: "m", userId: "u-1", name: "Home", timestamp: ts, originalTimestamp: original, properties: { url: "https://x" } };
+  const createdAt = (event: SluiceEvent, config: Record<string, any> = { trackAllPages: true }) => iterable.transform(event, ctx(config))[0]!.body.JSON.createdAt;
+  expect(createdAt(page)).toBe(ms);
+  expect(createdAt({ ...page, type: "screen" })).toBe(ms);
+  // The timestamp is the gateway's; without one (an event not from the gateway) the originalTimestamp.
+  const { timestamp: _t, ...noTimestamp } = page;
+  expect(createdAt(noTimestamp)).toBe(Date.parse(original));
+  // RudderStack's generic createdAt reads a createdAt trait before the timestamp, for every call that has one.
+  const withTrait = { ...page, context: { traits: { createdAt: "2019-01-01T00:00:00.000Z" } } };
+  expect(createdAt(withTrait)).toBe(Date.parse("2019-01-01T00:00:00.000Z"));
+  expect(createdAt({ ...withTrait, type: "track", event: "Played" }, {})).toBe(Date.parse("2019-01-01T00:00:00.000Z"));
+  // Calls without a createdAt in RudderStack's mappings have none here either.
+  expect(iterable.transform({ type: "identify", messageId: "m", userId: "u-1", timestamp: ts, traits: { plan: "pro" } }, ctx())[0]!.body.JSON.createdAt).toBeUndefined();
+  const cart: SluiceEvent = { type: "track", messageId: "m", userId: "u-1", event: "Product Added", timestamp: ts, properties: { product_id: "p", name: "n", price: 1, quantity: 1 } };
+  expect(iterable.transform(cart, ctx())[0]!.body.JSON.createdAt).toBeUndefined();
 });
 
 test("ITERABLE alias → users/updateEmail; a push token with registerDeviceOrBrowserApiKey also registers the device", () => {
@@ -481,6 +500,25 @@ test("ITERABLE through the pipeline: events arrive on trackBulk with the api_key
   expect((await api(s.url, "POST", "/v2/regulations", { regulationType: "suppress_with_delete", destinationIds: [dst.json.id], users: [{ userId: "u-3" }] })).status).toBe(201);
   const del = await waitFor(() => sink.received.find((r) => r.method === "DELETE"), { what: "the deletion request" });
   expect(del.path).toBe("/api/users/byUserId/u-3");
+});
+
+test("ITERABLE through the pipeline: a page's createdAt is the gateway's skew-corrected timestamp", async () => {
+  const src = await createSource(s.url);
+  const dst = await api(s.url, "POST", "/v2/destinations", { name: "it-page", type: "ITERABLE", config: { apiKey: "k-3", trackAllPages: true }, sourceIds: [src.id] });
+  expect(dst.status).toBe(201);
+  // The client's clock is an hour behind its own sentAt: the gateway moves the event by the
+  // difference from when it received it, and createdAt follows that, not the client's time.
+  const original = Date.now() - 3_600_000;
+  const page = { userId: "pg-1", name: "Pricing", originalTimestamp: new Date(original).toISOString(), sentAt: new Date(original + 5_000).toISOString() };
+  expect((await sendEvent(s.url, src.writeKey, "page", page)).status).toBe(200);
+  const sent = await waitFor(
+    () => sink.received.filter((r) => r.headers.api_key === "k-3").flatMap((r) => (r.body.events as any[]) ?? [])[0],
+    { what: "the page on Iterable's trackBulk" },
+  );
+  const { timestamp, receivedAt } = (await readEvents(s)).find((e) => e.userId === "pg-1")!;
+  expect(sent.eventName).toBe("Pricing page");
+  expect(sent.createdAt).toBe(Date.parse(timestamp));
+  expect(sent.createdAt).toBe(Date.parse(receivedAt) - 5_000);
 });
 
 test("ITERABLE through the pipeline: a trackBulk answer listing an email aborts that event only, with RudderStack's text", async () => {

@@ -408,7 +408,7 @@ test("KLAVIYO RudderStack fixture: router batches a run of identifies: profiles,
   ]);
 });
 
-test("KLAVIYO RudderStack fixture: router keeps events in place, anonymous events carry an anonymous profile", () => {
+test("KLAVIYO RudderStack fixture: router sends anonymous events with an anonymous profile; identifies without a subscription after the subscribing ones", () => {
   const anonymous: SluiceEvent = { channel: "web", context: { traits: {} }, type: "track", messageId: "someTrackMessageId2", anonymousId: "anonTestKlaviyo2", event: "viewed product", properties: { price: "120" } };
   const [event] = klaviyo.transform(anonymous, v2());
   expect(event).toEqual(post("/events", {
@@ -422,7 +422,7 @@ test("KLAVIYO RudderStack fixture: router keeps events in place, anonymous event
       },
     },
   }, H2));
-  // An identify without a subscription follows the subscribing ones; a user seen twice ends the run.
+  // An identify without a subscription follows the subscribing ones; a user's second identify goes to a later group.
   const plain = klaviyo.transform(identify({ userId: "testKlaviyo5", anonymousId: "a5", context: {}, traits: { email: "testklaviyo5@rs.com", firstname: "Test Klaviyo 5" } }), v2());
   const sub2 = klaviyo.transform(rtIdentify(2, true, ["email"]), v2()).map((r) => keyed(r, "u2"));
   const sub2again = klaviyo.transform(rtIdentify(2, true, ["email"]), v2()).map((r) => keyed(r, "u2"));
@@ -432,7 +432,7 @@ test("KLAVIYO RudderStack fixture: router keeps events in place, anonymous event
   expect(out[2]!.userKey).toBe("u2");
 });
 
-test("KLAVIYO batch: consecutive group jobs for one list merge, 100 profiles per job; v1 jobs merge their subscriptions", () => {
+test("KLAVIYO batch: group jobs for one list merge, 100 profiles per job; v1 jobs merge their subscriptions", () => {
   const grp = (i: number, config: DestinationContext) =>
     keyed(klaviyo.transform(group({ userId: `u${i}`, groupId: "L1", traits: { subscribe: true, email: `u${i}@example.com` } }), config)[0]!, `u${i}`);
   const out = klaviyo.batch!([...Array.from({ length: 101 }, (_, i) => grp(i, v2())), keyed(klaviyo.transform(trEvent(), v2())[0]!, "t")], v2());
@@ -487,7 +487,8 @@ test("KLAVIYO RudderStack fixture: v1 router sends each list's subscription job 
   const patch = (email: string) => post(`/profiles/${PROFILE_ID}`, { data: { type: "profile", attributes: rtAttributes(email), id: PROFILE_ID } }, H1, "PATCH");
   const v1Job = (subscription: Record<string, unknown>) =>
     post(CREATE, { data: { type: "profile-subscription-bulk-create-job", attributes: { list_id: "XUepkK", subscriptions: [subscription] } } }, H1);
-  // RudderStack's order is [group job], [job, patch 2], [patch 1]; Sluice keeps the events' order.
+  // RudderStack's order is [group job], [job, patch 2], [patch 1]: its identify group ends last as it waits for the
+  // lookups, and user "test"'s two identifies share a group. Sluice sends the groups in order, the second identify in its own.
   expect(out).toEqual([
     patch("test_1@rudderstack.com"),
     v1Job({ email: "test@rudderstack.com", phone_number: "+12 345 578 900", channels: { email: ["MARKETING"], sms: ["MARKETING"] } }),
@@ -510,7 +511,8 @@ test("KLAVIYO RudderStack fixture: v2 router on the same input: profile then job
   const { out, errors } = routerRun(commonInput(), v2());
   const profile = (email: string) =>
     post("/profile-import", { data: { type: "profile", attributes: { ...rtAttributes(email), anonymous_id: "97c46c81-3140-456d-b2a9-690d70aaca35" }, meta: { patch_properties: {} } } }, H2);
-  // RudderStack's order is [profile 2, job 2], [profile 1], [group job]; Sluice keeps the events' order.
+  // RudderStack's order is [profile 2, job 2], [profile 1], [group job]: user "test"'s two identifies share a group and
+  // the later profile goes first. Sluice puts the second identify in a group of its own, after the first.
   expect(out).toEqual([
     profile("test_1@rudderstack.com"),
     profile("test@rudderstack.com"),
@@ -520,7 +522,7 @@ test("KLAVIYO RudderStack fixture: v2 router on the same input: profile then job
   expect(errors).toEqual(["Event type random is not supported", "groupId is a required field for group events"]);
 });
 
-test("KLAVIYO RudderStack fixture: v2 router rETL case: Sluice keeps the userId as external_id (RudderStack takes the KLAVIYO-profile_v2 external id)", () => {
+test("KLAVIYO RudderStack fixture: v2 router rETL case: the first external id becomes the userId and a trait; subscribe defaults to true", () => {
   const rEtl = (n: number, traits: Record<string, unknown>, top: boolean) =>
     ({
       channel: "web", type: "identify", anonymousId: `anonTestKlaviyo${n}`, userId: `testKlaviyo${n}`, ...(top && { traits }),
@@ -534,12 +536,155 @@ test("KLAVIYO RudderStack fixture: v2 router rETL case: Sluice keeps the userId 
     v2(),
   );
   const profile = (n: number, email: string) =>
-    post("/profile-import", { data: { type: "profile", attributes: { external_id: `testKlaviyo${n}`, anonymous_id: `anonTestKlaviyo${n}`, email, first_name: `Test Klaviyo ${n}`, properties: {} }, meta: { patch_properties: {} } } }, H2);
+    post("/profile-import", { data: { type: "profile", attributes: { external_id: email, anonymous_id: `anonTestKlaviyo${n}`, email, first_name: `Test Klaviyo ${n}`, properties: {} }, meta: { patch_properties: {} } } }, H2);
   expect(out).toEqual([
     profile(2, "testklaviyo2@rs.com"),
     post(CREATE, job(true, [emailOnly(2, "SUBSCRIBED")], configList), H2),
     profile(1, "testklaviyo1@email.com"),
   ]);
+});
+
+test("KLAVIYO reverse ETL identify: the external id goes into the traits under its type; traits without properties subscribe to the config's list", () => {
+  const event = {
+    type: "identify", messageId: "m", userId: "row-1", anonymousId: "a-1",
+    context: { mappedToDestination: true, externalId: [{ id: "crm-42", identifierType: "crmId", type: "KLAVIYO-profile_v2" }], traits: { email: "r@x.io" } },
+  } as unknown as SluiceEvent;
+  const config = v2({ listId: "L9", consent: "email" });
+  expect(klaviyo.transform(event, config)).toEqual([
+    post("/profile-import", { data: { type: "profile", attributes: { external_id: "crm-42", anonymous_id: "a-1", email: "r@x.io", properties: { crmId: "crm-42" } }, meta: { patch_properties: {} } } }, H2),
+    post(CREATE, job(true, [{ type: "profile", attributes: { email: "r@x.io", subscriptions: { email: { marketing: { consent: "SUBSCRIBED" } } } } }], { list: { data: { type: "list", id: "L9" } } }), H2),
+  ]);
+  // The caller's event is left as it was.
+  expect((event as any).userId).toBe("row-1");
+  expect((event as any).context.traits).toEqual({ email: "r@x.io" });
+  // v1 takes the same steps; without the mark nothing changes.
+  expect((klaviyo.transform(event, ctx({ listId: "L9" }))[1]!.body.JSON as any).data.attributes.list_id).toBe("L9");
+  const plain = { ...event, context: { ...(event as any).context, mappedToDestination: undefined } } as SluiceEvent;
+  expect(klaviyo.transform(plain, config)).toHaveLength(1);
+  expect((klaviyo.transform(plain, config)[0]!.body.JSON as any).data.attributes.external_id).toBe("row-1");
+});
+
+// ---- behaviours read from RudderStack's code (no fixture of theirs covers them) ----
+
+const nestedArrays = { mixed: [1, { a: 1 }], objFirst: [{ a: 1 }, 2, [3, 4]], nested: [[1, 2], [{ b: 1 }], []], nullFirst: [null, 1], deep: { list: [1, [2, { c: 3 }]] } };
+/** flattenJson's result: an array is opened up only when its first item is an object, an array or null. */
+const flatNested = {
+  mixed: [1, { a: 1 }], "objFirst[0].a": 1, "objFirst[1]": 2, "objFirst[2]": [3, 4], "nested[0]": [1, 2], "nested[1][0].b": 1, "nested[2]": [],
+  "nullFirst[0]": null, "nullFirst[1]": 1, "deep.list": [1, [2, { c: 3 }]],
+};
+const { "nullFirst[0]": _null, ...flatNestedWithoutNull } = flatNested;
+
+test("KLAVIYO flattenProperties keeps mixed and nested arrays as RudderStack does: opened up only when the first item is an object, an array or null", () => {
+  const idNested = identify({ userId: "u1", traits: { email: "a@x.io", ...nestedArrays }, context: {} });
+  const trNested = track({ userId: "u1", event: "E", properties: nestedArrays, context: { traits: { email: "a@x.io", ...nestedArrays } } });
+  // v1: the flattened values are sent as they are, a null included.
+  const v1Id = klaviyo.transform(idNested, ctx({ flattenProperties: true }));
+  expect((v1Id[0]!.body.JSON as any).data.attributes.properties).toEqual(flatNested);
+  const v1Tr = (klaviyo.transform(trNested, ctx({ flattenProperties: true }))[0]!.body.JSON as any).data.attributes;
+  expect(v1Tr.properties).toEqual(flatNested);
+  expect(v1Tr.profile).toEqual({ $email: "a@x.io", $id: "u1", ...flatNested });
+  // v2 and v3: the profile's properties lose a null after flattening; the event's properties keep it.
+  for (const version of ["v2", "v3"]) {
+    const config = ctx({ apiVersion: version, flattenProperties: true });
+    expect((klaviyo.transform(idNested, config)[0]!.body.JSON as any).data.attributes.properties).toEqual(flatNestedWithoutNull);
+    const tr = (klaviyo.transform(trNested, config)[0]!.body.JSON as any).data.attributes;
+    expect(tr.properties).toEqual(flatNested);
+    expect(tr.profile.data.attributes.properties).toEqual(flatNestedWithoutNull);
+  }
+  // Without flattenProperties every array goes as it came.
+  expect((klaviyo.transform(idNested, v2())[0]!.body.JSON as any).data.attributes.properties).toEqual(nestedArrays);
+  expect((klaviyo.transform(trNested, ctx())[0]!.body.JSON as any).data.attributes.properties).toEqual(nestedArrays);
+});
+
+test("KLAVIYO v1 identify maps as RudderStack's KlaviyoIdentify: e-mail from the traits only, region from state, zip from postalCode", () => {
+  const event = identify({
+    userId: "u1", context: { externalId: [{ type: "klaviyo-profileId", id: "P1" }], traits: { phone: "+15555550100", state: "CA", postalCode: "94105" } },
+  });
+  const [patch] = klaviyo.transform(event, ctx());
+  expect(patch).toEqual(
+    post("/profiles/P1", { data: { type: "profile", attributes: { external_id: "u1", phone_number: "+15555550100", location: { region: "CA", zip: "94105" }, properties: { state: "CA", postalCode: "94105" } }, id: "P1" } }, H1, "PATCH"),
+  );
+});
+
+test("KLAVIYO v1 e-commerce items carry RowTotal and ProductCategories, as RudderStack's Items mapping", () => {
+  const [req] = klaviyo.transform(ecom("checkout started", { order_id: "o1", items: [{ product_id: "p1", price: 2, quantity: 3, row_total: 6, categories: ["Games"] }] }), ctx());
+  expect((req!.body.JSON as any).data.attributes.properties.items).toEqual([{ ProductID: "p1", ItemPrice: 2, Quantity: 3, RowTotal: 6, ProductCategories: ["Games"] }]);
+});
+
+test("KLAVIYO v3 refuses a subscription job that states no consent, as RudderStack's v3", () => {
+  const message = "No subscriptions could be resolved for v3 API version. Ensure consent channels (email/sms) match the identifiers present in the event";
+  const sub = (traits: Record<string, unknown>) => identify({ userId: "u1", context: { traits: { email: "a@x.io", ...traits } } });
+  expect(() => klaviyo.transform(sub({ properties: { subscribe: true, listId: "L" } }), ctx({ apiVersion: "v3" }))).toThrow(message);
+  // A consent channel without its identifier states nothing either.
+  expect(() => klaviyo.transform(sub({ properties: { subscribe: false, listId: "L", consent: ["sms"] } }), ctx({ apiVersion: "v3" }))).toThrow(message);
+  expect(() => klaviyo.transform(group({ groupId: "L", traits: { subscribe: true, email: "a@x.io" } }), ctx({ apiVersion: "v3" }))).toThrow(message);
+  // v2 sends such a job without `subscriptions`.
+  expect(klaviyo.transform(sub({ properties: { subscribe: true, listId: "L" } }), v2())[1]!.endpoint).toBe(`${API}${CREATE}`);
+});
+
+// ---- batch(): RudderStack's router ----
+
+const trackOf = (user: string) => keyed(klaviyo.transform(track({ userId: user, event: `e-${user}`, context: {} }), v2())[0]!, user);
+const identifyOf = (user: string, list?: string, subscribe = true, config = v2()) =>
+  klaviyo
+    .transform(identify({ userId: user, context: { traits: { email: `${user}@x.io`, ...(list && { properties: { listId: list, subscribe } }) } } }), config)
+    .map((r) => keyed(r, user));
+const groupOf = (user: string, list: string, config = v2()) => keyed(klaviyo.transform(group({ userId: user, groupId: list, traits: { subscribe: true, email: `${user}@x.io` } }), config)[0]!, user);
+const shortly = (rs: DestinationRequest[]) =>
+  rs.map((r) => {
+    const data = (r.body.JSON as any).data;
+    if (r.endpoint.endsWith("/events")) return `event ${data.attributes.metric.data.attributes.name}`;
+    if (r.endpoint.includes("/profile")  && !r.endpoint.includes("jobs")) return `profile ${data.attributes.email}`;
+    const who = data.attributes.profiles ? data.attributes.profiles.data.map((p: any) => p.attributes.email) : data.attributes.subscriptions.map((p: any) => p.email);
+    const list = data.relationships ? data.relationships.list.data.id : data.attributes.list_id;
+    return `${r.endpoint.endsWith("create-jobs") ? "subscribe" : "unsubscribe"} ${JSON.stringify(list)} ${who.join(",")}`;
+  });
+
+test("KLAVIYO batch → RudderStack's router: events grouped by type in order of first appearance; per group tracks, then per list subscribing and unsubscribing jobs after their profiles, then plain profiles", () => {
+  const out = klaviyo.batch!(
+    [...identifyOf("u1", "L1"), trackOf("u2"), ...identifyOf("u3"), ...identifyOf("u4", "L2", false), ...identifyOf("u5", "L1"), trackOf("u6"), groupOf("u7", "L1")],
+    v2(),
+  );
+  expect(shortly(out)).toEqual([
+    "profile u1@x.io", "profile u5@x.io", 'subscribe "L1" u1@x.io,u5@x.io',
+    "profile u4@x.io", 'unsubscribe "L2" u4@x.io',
+    "profile u3@x.io",
+    "event e-u2", "event e-u6",
+    'subscribe "L1" u7@x.io',
+  ]);
+  // A merged job belongs to no single user; a job of one user keeps its key.
+  expect(out[2]!.userKey).toBeUndefined();
+  expect(out[4]!.userKey).toBe("u4");
+});
+
+test("KLAVIYO batch: a user's later event goes to a group after that user's earlier one, as RudderStack's router keeps a user's order across types", () => {
+  const out = klaviyo.batch!([...identifyOf("u1", "L1"), trackOf("u1"), ...identifyOf("u2", "L1"), trackOf("u2")], v2());
+  // u2's identify joins u1's group; u2's track joins the track group, which comes after u1's identify and u2's.
+  expect(shortly(out)).toEqual(["profile u1@x.io", "profile u2@x.io", 'subscribe "L1" u1@x.io,u2@x.io', "event e-u1", "event e-u2"]);
+});
+
+test("KLAVIYO batch: a user's second identify goes to a later group, where RudderStack's router would send that user's later profile first", () => {
+  const out = klaviyo.batch!([...identifyOf("u1"), ...identifyOf("u2", "L1"), ...identifyOf("u1", "L1")], v2());
+  // RudderStack: profile u2, profile u1 (second), job u2+u1, profile u1 (first).
+  expect(shortly(out)).toEqual(["profile u2@x.io", 'subscribe "L1" u2@x.io', "profile u1@x.io", "profile u1@x.io", 'subscribe "L1" u1@x.io']);
+  // Two tracks of one user stay in one group: it keeps them in order.
+  expect(shortly(klaviyo.batch!([trackOf("u1"), ...identifyOf("u2"), trackOf("u1")], v2()))).toEqual(["event e-u1", "event e-u1", "profile u2@x.io"]);
+});
+
+test("KLAVIYO batch orders lists as RudderStack's grouping does (ids that read as numbers first) and names the list by its key, as text", () => {
+  const out = klaviyo.batch!([groupOf("u1", "Lb"), groupOf("u2", 20 as unknown as string), groupOf("u3", "3"), groupOf("u4", "Lb")], v2());
+  expect(shortly(out)).toEqual(['subscribe "3" u3@x.io', 'subscribe "20" u2@x.io', 'subscribe "Lb" u1@x.io,u4@x.io']);
+});
+
+test("KLAVIYO batch (v1): per group one list_id job per list, every subscribing identify's profile after the first job, then the other identifies", () => {
+  const p = (user: string) => [{ type: "klaviyo-profileId", id: `P-${user}` }];
+  const v1Identify = (user: string, list?: string) =>
+    klaviyo
+      .transform(identify({ userId: user, context: { externalId: p(user), traits: { email: `${user}@x.io`, ...(list && { properties: { listId: list, subscribe: true } }) } } }), ctx())
+      .map((r) => keyed(r, user));
+  const out = klaviyo.batch!([...v1Identify("u1"), ...v1Identify("u2", "L1"), ...v1Identify("u3", "L2"), ...v1Identify("u4", "L1")], ctx());
+  expect(shortly(out)).toEqual(['subscribe "L1" u2@x.io,u4@x.io', "profile u2@x.io", "profile u3@x.io", "profile u4@x.io", 'subscribe "L2" u3@x.io', "profile u1@x.io"]);
+  expect(out.map((r) => r.method)).toEqual(["POST", "PATCH", "PATCH", "PATCH", "POST", "PATCH"]);
 });
 
 let s: TestServer;

@@ -1,15 +1,71 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mautic } from "../../src/destinations/mautic";
-import type { DestinationContext, DestinationRequest, SluiceEvent } from "../../src/destinations/types";
-import { type TestServer, api, cleanup, createSource, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
+import type { DestinationContext, SluiceEvent } from "../../src/destinations/types";
+import { type SinkRequest, type TestServer, api, basic, cleanup, createSource, jsonRequest, lookupContext, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
 
-const ctx = (config: Record<string, any> = {}, baseUrl?: string): DestinationContext => ({
-  config: { userName: "abcdef@gmail.com", password: "dummyPassword", subDomainName: "ruddertest2", lookUpField: "email", ...config },
-  destination: { id: "dest-mautic", name: "Mautic", workspaceId: "ws-1" },
-  baseUrl,
-});
-const AUTH = `Basic ${btoa("abcdef@gmail.com:dummyPassword")}`;
+/**
+ * A stand-in for Mautic's REST API (developer.mautic.org): contacts searched with
+ * `GET /api/contacts?where[0][col]=…&where[0][expr]=eq&where[0][val]=…` (answered keyed by id,
+ * or `[]` when none match, as Mautic does), created, edited, and added to or removed from
+ * segments, campaigns and companies. Wrong credentials are answered 401 with Mautic's
+ * `access_denied` error. `once` answers the next request matching a test with its own response.
+ */
+function fakeMautic(user = "mautic1", password = "dummyPassword") {
+  const st = { contacts: [] as Array<{ id: number; fields: Record<string, any> }>, memberships: [] as string[], nextId: 240 };
+  const once: Array<{ when: (r: SinkRequest) => boolean; answer: () => Response }> = [];
+  const sink = startSink((req) => {
+    const hook = once.findIndex((o) => o.when(req));
+    if (hook >= 0) return once.splice(hook, 1)[0]!.answer();
+    if (req.headers.authorization !== basic(user, password)) {
+      return Response.json({ errors: [{ message: "API authorization denied.", code: 401, type: "access_denied" }] }, { status: 401 });
+    }
+    let m: RegExpMatchArray | null;
+    if (req.method === "GET" && req.path === "/api/contacts") {
+      const col = req.query["where[0][col]"]!;
+      const found = st.contacts.filter((c) => req.query["where[0][expr]"] === "eq" && String(c.fields[col]) === req.query["where[0][val]"]);
+      return Response.json({ total: String(found.length), contacts: found.length ? Object.fromEntries(found.map((c) => [String(c.id), { id: c.id, fields: { all: c.fields } }])) : [] });
+    }
+    if (req.method === "POST" && req.path === "/api/contacts/new") {
+      const contact = { id: st.nextId++, fields: { ...req.body } };
+      st.contacts.push(contact);
+      return Response.json({ contact: { id: contact.id, fields: { all: contact.fields } } }, { status: 201 });
+    }
+    if (req.method === "PATCH" && (m = req.path.match(/^\/api\/contacts\/(\d+)\/edit$/))) {
+      const contact = st.contacts.find((c) => c.id === Number(m![1]));
+      if (!contact) return Response.json({ errors: [{ message: "Item was not found.", code: 404 }] }, { status: 404 });
+      Object.assign(contact.fields, req.body);
+      return Response.json({ contact: { id: contact.id, fields: { all: contact.fields } } });
+    }
+    if (req.method === "POST" && (m = req.path.match(/^\/api\/(segments|campaigns|companies)\/(\d+)\/contact\/(\d+)\/(add|remove)$/))) {
+      const key = `${m[1]}/${m[2]}/${m[3]}`;
+      st.memberships = st.memberships.filter((k) => k !== key);
+      if (m[4] === "add") st.memberships.push(key);
+      return Response.json({ success: 1 });
+    }
+    return Response.json({ errors: [{ message: "Requested URL not found", code: 404 }] }, { status: 404 });
+  });
+  const addContact = (fields: Record<string, any>) => {
+    const contact = { id: st.nextId++, fields };
+    st.contacts.push(contact);
+    return contact.id;
+  };
+  const calls = (from = 0) => sink.received.slice(from).map((r) => `${r.method} ${r.path}${r.query["where[0][col]"] ? `?${r.query["where[0][col]"]}=${r.query["where[0][val]"]}` : ""}`);
+  return { ...sink, st, once, addContact, calls };
+}
+
+const mt = fakeMautic();
+const CONFIG = { userName: "mautic1", password: "dummyPassword", subDomainName: "ruddertest2", lookUpField: "email" };
+const ctx = (config: Record<string, any> = {}): DestinationContext => lookupContext({ ...CONFIG, ...config }, mt.url);
+const API = `${mt.url}/api`;
+const HEADERS = { "Content-Type": "application/json", Authorization: basic("mautic1", "dummyPassword") };
 const ts = "2020-02-02T05:53:08.977+05:30";
+/** Runs the transform and answers what it returned and which calls it made to the stand-in. */
+async function run(event: SluiceEvent, c: DestinationContext = ctx()) {
+  const from = mt.received.length;
+  const requests = await mautic.transform(event, c);
+  return { requests, calls: mt.calls(from) };
+}
+const refused = (event: SluiceEvent, c: DestinationContext = ctx()) => expect(mautic.transform(event, c)).rejects;
 
 const identify = (traits: Record<string, unknown>, extra: Record<string, unknown> = {}): SluiceEvent => ({
   type: "identify",
@@ -62,28 +118,50 @@ const FX_ALL_BODY = {
   address2: "",
 };
 
-test("MAUTIC identify → POST <subdomain>.mautic.net/api/contacts/new with RudderStack's contact fields (its fixture)", () => {
-  const event = identify(FX_ALL_TRAITS);
-  expect(mautic.transform(event, ctx())).toEqual([
-    {
-      version: "1",
-      type: "REST",
-      method: "POST",
-      endpoint: "https://ruddertest2.mautic.net/api/contacts/new",
-      headers: { "Content-Type": "application/json", Authorization: AUTH },
-      params: {},
-      body: {
-        JSON: { ...FX_ALL_BODY, last_active: ts },
-        JSON_ARRAY: {},
-        XML: {},
-        FORM: {},
-      },
-      files: {},
-    },
-  ]);
+test("MAUTIC identify of a contact the lookup field does not find → searched by e-mail, then POST /contacts/new with RudderStack's contact fields (its fixture)", async () => {
+  const { requests, calls } = await run(identify(FX_ALL_TRAITS));
+  expect(calls).toEqual(["GET /api/contacts?email=abc@xyz.com"]);
+  expect(mt.received.at(-1)!.query).toEqual({ "where[0][col]": "email", "where[0][expr]": "eq", "where[0][val]": "abc@xyz.com" });
+  expect(mt.received.at(-1)!.headers.authorization).toBe(HEADERS.Authorization);
+  expect(requests).toEqual([jsonRequest("POST", `${API}/contacts/new`, FX_ALL_BODY, HEADERS)]);
 });
 
-test("MAUTIC: domainMethod picks the self-hosted domain or the subdomain; an address object gives its two lines and city", () => {
+test("MAUTIC identify of the one contact the lookup finds → PATCH /contacts/{id}/edit; several found → a new contact, as RudderStack", async () => {
+  const id = mt.addContact({ email: "hijibi@gmail.com", firstname: "Old" });
+  const { requests } = await run(identify({ ...FX_ALL_TRAITS, email: "hijibi@gmail.com" }));
+  expect(requests).toEqual([jsonRequest("PATCH", `${API}/contacts/${id}/edit`, { ...FX_ALL_BODY, email: "hijibi@gmail.com" }, HEADERS)]);
+  mt.addContact({ email: "twice@example.com" });
+  mt.addContact({ email: "twice@example.com" });
+  expect((await run(identify({ email: "twice@example.com" }))).requests.map((r) => `${r.method} ${r.endpoint}`)).toEqual([`POST ${API}/contacts/new`]);
+});
+
+test("MAUTIC identify: the lookup field's value is searched by its Mautic field, else the e-mail; a contact named in context.externalId is edited without a search", async () => {
+  const id = mt.addContact({ lastname: "Garwal", email: "g@example.com" });
+  const byName = await run(identify({ lastName: "Garwal", email: "other@example.com" }), ctx({ lookUpField: "lastName" }));
+  expect(byName.calls).toEqual(["GET /api/contacts?lastname=Garwal"]);
+  expect(byName.requests[0]!.endpoint).toBe(`${API}/contacts/${id}/edit`);
+  // No last name in the event: the e-mail is searched instead.
+  expect((await run(identify({ email: "g@example.com" }), ctx({ lookUpField: "lastName" }))).calls).toEqual(["GET /api/contacts?email=g@example.com"]);
+  // RudderStack's table names no Mautic field for `state`: such a contact is always created.
+  const state = await run(identify({ state: "Goa", email: "g@example.com" }), ctx({ lookUpField: "state" }));
+  expect(state.calls).toEqual([]);
+  expect(state.requests[0]!.endpoint).toBe(`${API}/contacts/new`);
+  // Nothing to search by: created without a call.
+  expect((await run(identify({ firstName: "Nobody" }))).calls).toEqual([]);
+  const named = await run(identify({ email: "hijibi@gmail.com" }, { context: { externalId: [{ type: "mauticContactId", id: 247 }], traits: { email: "hijibi@gmail.com" } } }));
+  expect(named.calls).toEqual([]);
+  expect(named.requests).toEqual([jsonRequest("PATCH", `${API}/contacts/247/edit`, { email: "hijibi@gmail.com", last_active: ts }, HEADERS)]);
+});
+
+test("MAUTIC lookups refused in RudderStack's words: an unsupported lookup field, no traits, a search Mautic refuses", async () => {
+  await refused(identify({ email: "a@example.com" }), ctx({ lookUpField: "nickname" })).toThrow('Lookup field "nickname" specified in the destination configuration is not supported');
+  await refused({ type: "identify", messageId: "m", userId: "u", properties: { email: "a@example.com" } }).toThrow("Traits are missing in the event");
+  await refused(identify({ email: "a@example.com" }), ctx({ password: "wrong" })).toThrow(
+    'Failed to fetch contacts: "{"errors":[{"message":"API authorization denied.","code":401,"type":"access_denied"}]}"',
+  );
+});
+
+test("MAUTIC: domainMethod picks the self-hosted domain or the subdomain; an address object gives its two lines and city", async () => {
   const event: SluiceEvent = {
     type: "identify",
     messageId: "m",
@@ -92,212 +170,142 @@ test("MAUTIC: domainMethod picks the self-hosted domain or the subdomain; an add
     traits: { address: { addressLine1: "abcde", addressLine2: "fghjikld", area: "Model Town", city: "Bareilly" } },
   };
   const body = { city: "Bareilly", address1: "abcde", address2: "fghjikld", last_active: ts };
-  const [domain] = mautic.transform(event, ctx({ subDomainName: "", domainMethod: "domainNameOption", domainName: "https://testmautic.com" }));
+  const plain = (config: Record<string, any>) => ({ config: { ...CONFIG, ...config }, destination: { id: "d", name: "d", workspaceId: "w" } });
+  // Nothing to search by, so no lookup client is needed.
+  const [domain] = await mautic.transform(event, plain({ subDomainName: "", domainMethod: "domainNameOption", domainName: "https://testmautic.com" }));
   expect(domain!.endpoint).toBe("https://testmautic.com/api/contacts/new");
   expect(domain!.body.JSON).toEqual(body);
-  const [sub] = mautic.transform(event, ctx({ subDomainName: "test", domainMethod: "subDomainNameOption", domainName: "https://testmautic.com/" }));
+  const [sub] = await mautic.transform(event, plain({ subDomainName: "test", domainMethod: "subDomainNameOption", domainName: "https://testmautic.com/" }));
   expect(sub!.endpoint).toBe("https://test.mautic.net/api/contacts/new");
-  expect(mautic.transform(event, ctx({ subDomainName: "test", domainMethod: "domainNameOption", domainName: "https://testmautic.com" }))[0]!.endpoint).toBe(
+  expect((await mautic.transform(event, plain({ subDomainName: "test", domainMethod: "domainNameOption", domainName: "https://testmautic.com" })))[0]!.endpoint).toBe(
     "https://testmautic.com/api/contacts/new",
   );
+  // An address without its two lines is its values joined; a lower-case state is capitalised.
+  const joined = await run({ ...event, traits: { address: { area: "Model Town", city: "Bareilly" }, state: "uttar pradesh" } });
+  expect(joined.requests[0]!.body.JSON).toEqual({ city: "Bareilly", state: "Uttar pradesh", address1: "Model Town Bareilly ", address2: "", last_active: ts });
 });
 
-test("MAUTIC identify of a contact named in context.externalId → PATCH /contacts/{id}/edit", () => {
-  const event = identify({ email: "hijibi@gmail.com" }, { context: { externalId: [{ type: "mauticContactId", id: 247 }], traits: { email: "hijibi@gmail.com" } } });
-  const [req] = mautic.transform(event, ctx());
-  expect(req!.method).toBe("PATCH");
-  expect(req!.endpoint).toBe("https://ruddertest2.mautic.net/api/contacts/247/edit");
-  expect(req!.body.JSON).toEqual({ email: "hijibi@gmail.com", last_active: ts });
-});
-
-test("MAUTIC refuses what RudderStack refuses, with its messages", () => {
+test("MAUTIC config checks in RudderStack's order (password, user name, domain); any user name is taken, as RudderStack takes it", async () => {
   const event = identify({ firstName: "Test" });
-  expect(() => mautic.transform(event, ctx({ password: "" }))).toThrow("Invalid password value specified in the destination configuration");
-  expect(() => mautic.transform(event, ctx({ subDomainName: "", domainName: "", userName: "opiogfuebj" }))).toThrow("Please Provide either subDomain or Domain Name");
-  expect(() => mautic.transform(event, ctx({ userName: "opiogfuebj" }))).toThrow("Invalid user name provided in the destination configuration");
-  expect(() => mautic.transform(identify({ phone: "12345" }), ctx())).toThrow("The provided phone number is invalid");
-  expect(() => mautic.transform(identify({ email: "not-an-email" }), ctx())).toThrow("The provided email is invalid");
-  expect(() => mautic.transform(identify({ title: "Dr" }), ctx())).toThrow("Invalid entry for key title");
-  expect(() => mautic.transform({ type: "track", messageId: "m", userId: "u", event: "E" }, ctx())).toThrow('Event type "track" is not supported');
+  await refused(event, ctx({ password: "", userName: "" })).toThrow("Invalid password value specified in the destination configuration");
+  await refused(event, ctx({ userName: "" })).toThrow("Invalid userName value specified in the destination configuration");
+  await refused(event, ctx({ subDomainName: "", domainName: "", userName: "abcdef" })).toThrow("Please Provide either subDomain or Domain Name");
+  for (const userName of ["mautic1", "abcdef", "TestRudderlabs45823@gmail.com", "admin@mautic.local"]) {
+    const { requests } = await run(event, ctx({ userName }));
+    expect(requests[0]!.headers.Authorization).toBe(basic(userName, "dummyPassword"));
+  }
 });
 
-test("MAUTIC group → POST /{segments|campaigns|companies}/{groupId}/contact/{contactId}/{add|remove}", () => {
-  const group = (traits: Record<string, unknown>, contact = true): SluiceEvent => ({
-    type: "group",
-    messageId: "m",
-    userId: "u",
-    groupId: "17",
-    traits,
-    context: contact ? { externalId: [{ type: "mauticContactId", id: 246 }] } : {},
-  });
-  const [req] = mautic.transform(group({ type: "Segments" }), ctx());
-  expect(req!.method).toBe("POST");
-  expect(req!.endpoint).toBe("https://ruddertest2.mautic.net/api/segments/17/contact/246/add");
-  expect(req!.headers).toEqual({ "Content-Type": "application/json", Authorization: AUTH });
-  expect(req!.body).toEqual({ JSON: {}, JSON_ARRAY: {}, XML: {}, FORM: {} });
-  expect(mautic.transform(group({ type: "companies", operation: "remove" }), ctx())[0]!.endpoint).toBe("https://ruddertest2.mautic.net/api/companies/17/contact/246/remove");
-  expect(() => mautic.transform(group({}), ctx())).toThrow("`type` is missing in the traits");
-  expect(() => mautic.transform(group({ type: "lists" }), ctx())).toThrow('Grouping type "lists" is not supported');
-  expect(() => mautic.transform(group({ type: "segments", operation: "toggle" }), ctx())).toThrow('Invalid value specified for operation "toggle"');
-  // RudderStack would look the contact up by the lookup field; Sluice needs its id.
-  expect(() => mautic.transform(group({ type: "segments" }, false), ctx())).toThrow("mauticContactId");
+test("MAUTIC refuses events as RudderStack does, with its messages", async () => {
+  const untyped = identify({ state: "x" });
+  delete (untyped as Record<string, unknown>).type;
+  await refused(untyped).toThrow("Event type is required");
+  await refused(identify({}, { type: "Alias" })).toThrow('Event type "alias" is not supported');
+  expect((await run(identify({ firstName: "A" }, { type: "Identify" }))).requests[0]!.endpoint).toBe(`${API}/contacts/new`);
+  for (const [traits, message] of [
+    [{ title: "jhdv11" }, "Invalid entry for key title"],
+    [{ phone: "765798" }, "The provided phone number is invalid"],
+    [{ hasPurchased: "Mightbe" }, "Invalid entry for key haspurchased"],
+    [{ role: "Xyz" }, "Invalid entry for key role"],
+    [{ subscriptionStatus: "NA" }, "Invalid entry for key subscription_status"],
+    [{ prospectOrCustomer: "random" }, "Invalid entry for key prospect_or_customer"],
+    [{ email: "abc123" }, "The provided email is invalid"],
+  ] as const) {
+    await refused(identify(traits)).toThrow(message);
+  }
 });
+
+const group = (traits: Record<string, unknown>, extra: Partial<SluiceEvent> = {}): SluiceEvent => ({
+  type: "group",
+  messageId: "m",
+  userId: "user123",
+  groupId: "17",
+  context: { externalId: [{ type: "mauticContactId", id: "246" }] },
+  traits,
+  ...extra,
+});
+
+test("MAUTIC group of the contact named in externalId → POST /{segments|campaigns|companies}/{groupId}/contact/{id}/{add|remove}, no lookup", async () => {
+  const { requests, calls } = await run(group({ lastName: "garwal", type: "Segments", operation: "remove" }), ctx({ lookUpField: "lastName" }));
+  expect(calls).toEqual([]);
+  expect(requests).toEqual([{ ...jsonRequest("POST", `${API}/segments/17/contact/246/remove`, {}, HEADERS) }]);
+  expect((await run(group({ type: "companies" }))).requests[0]!.endpoint).toBe(`${API}/companies/17/contact/246/add`);
+  await refused(group({ type: "Segments" }, { groupId: undefined })).toThrow("`groupId` is missing in the event");
+  await refused(group({})).toThrow("`type` is missing in the traits");
+  await refused(group({ type: "Alias" })).toThrow('Grouping type "alias" is not supported. Only "Segments", "Companies", and "Campaigns" are supported');
+  await refused(group({ type: "segments", operation: "toggle" })).toThrow('Invalid value specified for operation "toggle". Only "add" and "remove" are supported');
+  // The type is read from the event's traits object (traits, else context.traits) as a whole.
+  await refused({ type: "group", messageId: "m", groupId: "17", traits: { name: "x" }, context: { traits: { type: "segments" } } }).toThrow("`type` is missing in the traits");
+});
+
+test("MAUTIC group without a contact id: the contact is looked up, and exactly one must be found (RudderStack's errors otherwise)", async () => {
+  const id = mt.addContact({ email: "member@example.com" });
+  const lookedUp = await run(group({ type: "Companies" }, { groupId: "20", context: { traits: { email: "member@example.com" } } }));
+  expect(lookedUp.calls).toEqual(["GET /api/contacts?email=member@example.com"]);
+  expect(lookedUp.requests[0]!.endpoint).toBe(`${API}/companies/20/contact/${id}/add`);
+  mt.addContact({ lastname: "kumar" });
+  mt.addContact({ lastname: "kumar" });
+  await refused(group({ lastName: "kumar", type: "Campaigns" }, { context: {} }), ctx({ lookUpField: "lastName" })).toThrow("Found more than one contact on lookup");
+  await refused(group({ lastName: "Singh", type: "Campaigns" }, { context: {} }), ctx({ lookUpField: "lastName" })).toThrow("Could not find any contact ID on lookup");
+  await refused(group({ type: "Campaigns" }, { context: {} })).toThrow("Could not find any contact ID on lookup");
+});
+
+// ---- through a real Sluice --------------------------------------------------------------------
 
 let s: TestServer;
-const sink = startSink((r) => Response.json({ contact: { id: 1 } }, { status: r.path.endsWith("/new") ? 201 : 200 }));
 beforeAll(async () => {
-  s = await startSluice({ args: ["--destination-base-url", `MAUTIC=${sink.url}`, "--retry-backoff-ms", "20"] });
+  s = await startSluice({ args: ["--destination-base-url", `MAUTIC=${mt.url}`, "--retry-backoff-ms", "20"] });
 });
 afterAll(async () => {
   await s.stop();
-  sink.stop();
+  mt.stop();
   cleanup(s.dataDir);
 });
 
-test("MAUTIC through the pipeline: identify and group reach the stand-in with Basic auth, in order", async () => {
+async function connected(config: Record<string, any> = CONFIG) {
   const src = await createSource(s.url);
-  const config = { userName: "admin@example.com", password: "pw", subDomainName: "acme", lookUpField: "email" };
-  const dst = await api(s.url, "POST", "/v2/destinations", { name: "mautic", type: "MAUTIC", config, sourceIds: [src.id] });
+  const dst = await api(s.url, "POST", "/v2/destinations", { name: `mautic-${crypto.randomUUID().slice(0, 6)}`, type: "MAUTIC", config, sourceIds: [src.id] });
   expect(dst.status).toBe(201);
-  const externalId = [{ type: "mauticContactId", id: 9 }];
+  return { src, dst: dst.json };
+}
+
+test("MAUTIC through the pipeline: identify and group look the contact up, then reach the stand-in with Basic auth, in order", async () => {
+  const { src } = await connected();
+  const id = mt.addContact({ email: "ada@example.com" });
+  const from = mt.received.length;
   const batch = [
     { type: "identify", userId: "u-1", traits: { email: "ada@example.com", firstName: "Ada" } },
-    { type: "group", userId: "u-1", groupId: "3", traits: { type: "segments" }, context: { externalId } },
+    { type: "group", userId: "u-1", groupId: "3", traits: { type: "segments", email: "ada@example.com" } },
   ];
   expect((await sendEvent(s.url, src.writeKey, "batch", { batch })).status).toBe(200);
-  await waitFor(() => sink.received.length >= 2, { what: "two Mautic requests" });
-  const [created, grouped] = sink.received;
-  expect(created).toMatchObject({ method: "POST", path: "/api/contacts/new" });
-  expect(created!.headers.authorization).toBe(`Basic ${btoa("admin@example.com:pw")}`);
-  expect(created!.body).toMatchObject({ email: "ada@example.com", firstname: "Ada" });
-  expect(grouped).toMatchObject({ method: "POST", path: "/api/segments/3/contact/9/add" });
-});
-
-// ---------- RudderStack fixtures (rudder-transformer test/integrations/destinations/mautic, processor 20a2489, router 04577cd) ----------
-
-const fxConfig = (config: Record<string, any>) => ctx({ lookUpField: "email", password: "dummyPassword", ...config });
-const fxAuth = (user: string) => `Basic ${btoa(`${user}:dummyPassword`)}`;
-const fxIdentify = (extra: Record<string, unknown>): SluiceEvent => ({
-  anonymousId: "anon-id-new",
-  messageId: "25ea6605-c788-4cab-8fed-2cf0b831c4a8",
-  originalTimestamp: "2020-02-02T00:23:09.544Z",
-  request_ip: "[::1]",
-  sentAt: "2022-08-17T10:40:21.728+05:30",
-  timestamp: FX_TS,
-  userId: "identified user id",
-  type: "identify",
-  ...extra,
-});
-const fxRequest = (method: "POST" | "PATCH", endpoint: string, json: Record<string, unknown>, user = "TestRudderlabs45823@gmail.com"): DestinationRequest => ({
-  version: "1",
-  type: "REST",
-  method,
-  endpoint,
-  headers: { "Content-Type": "application/json", Authorization: fxAuth(user) },
-  params: {},
-  body: { JSON: json, JSON_ARRAY: {}, XML: {}, FORM: {} },
-  files: {},
-});
-
-test("MAUTIC RudderStack fixture: identify with all traits creates the contact (processor and router)", () => {
-  const event = fxIdentify({ context: { ip: "14.5.67.21", library: { name: "http" }, traits: FX_ALL_TRAITS } });
-  expect(mautic.transform(event, fxConfig({ subDomainName: "ruddertest2", userName: "TestRudderlabs45823@gmail.com" }))).toEqual([
-    fxRequest("POST", "https://ruddertest2.mautic.net/api/contacts/new", FX_ALL_BODY),
+  await waitFor(() => mt.calls(from).includes(`POST /api/segments/3/contact/${id}/add`), { what: "the segment call" });
+  expect(mt.calls(from)).toEqual([
+    "GET /api/contacts?email=ada@example.com",
+    `PATCH /api/contacts/${id}/edit`,
+    "GET /api/contacts?email=ada@example.com",
+    `POST /api/segments/3/contact/${id}/add`,
   ]);
+  expect(mt.received.at(-3)!.body).toMatchObject({ email: "ada@example.com", firstname: "Ada" });
+  expect(mt.st.memberships).toContain(`segments/3/${id}`);
 });
 
-test("MAUTIC RudderStack fixture: identify of a contact named in externalId is a PATCH of that contact", () => {
-  const event = fxIdentify({ context: { externalId: [{ type: "mauticContactId", id: "246" }] }, traits: { firstName: "Test", role: "Manager" } });
-  expect(mautic.transform(event, fxConfig({ subDomainName: "testapi5", userName: "Test45823Rudderlabs@gmail.com" }))).toEqual([
-    fxRequest("PATCH", "https://testapi5.mautic.net/api/contacts/246/edit", { last_active: FX_TS, firstname: "Test", role: "Manager" }, "Test45823Rudderlabs@gmail.com"),
-  ]);
+test("MAUTIC through the pipeline: a contact search answered 503 is retried, and the event then delivered", async () => {
+  const { src, dst } = await connected();
+  mt.once.push({ when: (r) => r.path === "/api/contacts" && r.query["where[0][val]"] === "retry@example.com", answer: () => new Response("maintenance", { status: 503 }) });
+  const from = mt.received.length;
+  expect((await sendEvent(s.url, src.writeKey, "identify", { userId: "u-2", traits: { email: "retry@example.com" } })).status).toBe(200);
+  await waitFor(() => mt.calls(from).includes("POST /api/contacts/new"), { what: "the contact created after the retry" });
+  expect(mt.calls(from)).toEqual(["GET /api/contacts?email=retry@example.com", "GET /api/contacts?email=retry@example.com", "POST /api/contacts/new"]);
+  // The outcome is written after the request is answered: poll for it.
+  const row = await waitFor(async () => (await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries?state=succeeded`)).json.deliveries[0], { what: "the delivery succeeded" });
+  expect(row).toMatchObject({ state: "succeeded", attempts: 2 });
 });
 
-test("MAUTIC RudderStack fixture: identify found by the lookup field is created instead (Sluice looks nothing up)", () => {
-  // RudderStack finds contact 247 by e-mail and sends PATCH /contacts/247/edit; Mautic merges /contacts/new by e-mail.
-  const event = fxIdentify({ context: { ip: "14.5.67.21", library: { name: "http" }, traits: { ...FX_ALL_TRAITS, email: "hijibi@gmail.com" } } });
-  expect(mautic.transform(event, fxConfig({ subDomainName: "ruddertest2", userName: "TestRudderlabs45823@gmail.com" }))).toEqual([
-    fxRequest("POST", "https://ruddertest2.mautic.net/api/contacts/new", { ...FX_ALL_BODY, email: "hijibi@gmail.com" }),
-  ]);
-});
-
-test("MAUTIC RudderStack fixture: an address object without its two lines is its values joined, the city read from it", () => {
-  const event = fxIdentify({ context: { library: { name: "http" } }, traits: { address: { area: "Model Town", city: "Bareilly" } } });
-  expect(mautic.transform(event, fxConfig({ subDomainName: "testapi3", userName: "abcdef@gmail.com" }))).toEqual([
-    fxRequest("POST", "https://testapi3.mautic.net/api/contacts/new", { city: "Bareilly", address1: "Model Town Bareilly ", address2: "", last_active: FX_TS }, "abcdef@gmail.com"),
-  ]);
-  // A lower-case state is capitalised.
-  const state = fxIdentify({ traits: { state: "uttar pradesh" } });
-  expect(mautic.transform(state, fxConfig({ subDomainName: "testapi3", userName: "abcdef@gmail.com" }))[0]!.body.JSON).toEqual({ state: "Uttar pradesh", last_active: FX_TS });
-});
-
-test("MAUTIC RudderStack fixture: configuration errors, in RudderStack's order", () => {
-  const event = fxIdentify({ context: { ip: "14.5.67.21", traits: { firstName: "Test", lastName: "Rudderlabs" } } });
-  expect(() => mautic.transform(event, fxConfig({ subDomainName: "testapi3", userName: "" }))).toThrow("Invalid userName value specified in the destination configuration");
-  expect(() => mautic.transform(event, fxConfig({ subDomainName: "testapi3", userName: "abcdef@gmail.com", password: "" }))).toThrow(
-    "Invalid password value specified in the destination configuration",
-  );
-  expect(() => mautic.transform(event, fxConfig({ subDomainName: "", userName: "abcdef@gmail.com" }))).toThrow("Please Provide either subDomain or Domain Name");
-  // The domain is checked before the user name's form.
-  expect(() => mautic.transform(event, fxConfig({ subDomainName: "", domainName: "", userName: "abcdef" }))).toThrow("Please Provide either subDomain or Domain Name");
-  expect(() => mautic.transform(event, fxConfig({ subDomainName: "testapi3", userName: "abcdef" }))).toThrow("Invalid user name provided in the destination configuration");
-});
-
-test("MAUTIC RudderStack fixture: event type missing or not supported (named in lower case)", () => {
-  const config = fxConfig({ subDomainName: "testapi3", userName: "abcdef@gmail.com" });
-  const { type: _none, ...untyped } = fxIdentify({ context: { ip: "14.5.67.21", traits: { state: "uttar pradesh" } } });
-  expect(() => mautic.transform(untyped as SluiceEvent, config)).toThrow("Event type is required");
-  expect(() => mautic.transform(fxIdentify({ type: "Alias" }), config)).toThrow('Event type "alias" is not supported');
-  // A type in another case is still the type.
-  expect(mautic.transform(fxIdentify({ type: "Identify", traits: { firstName: "A" } }), config)[0]!.endpoint).toBe("https://testapi3.mautic.net/api/contacts/new");
-});
-
-test("MAUTIC RudderStack fixture: traits outside Mautic's choices and malformed phone or e-mail are refused", () => {
-  const config = fxConfig({ subDomainName: "testapi3", userName: "abcdef@gmail.com" });
-  const withTraits = (traits: Record<string, unknown>) => fxIdentify({ context: { ip: "14.5.67.21", traits } });
-  expect(() => mautic.transform(withTraits({ title: "jhdv11" }), config)).toThrow("Invalid entry for key title");
-  expect(() => mautic.transform(withTraits({ phone: "765798" }), config)).toThrow("The provided phone number is invalid");
-  expect(() => mautic.transform(withTraits({ hasPurchased: "Mightbe" }), config)).toThrow("Invalid entry for key haspurchased");
-  expect(() => mautic.transform(withTraits({ role: "Xyz" }), config)).toThrow("Invalid entry for key role");
-  expect(() => mautic.transform(withTraits({ subscriptionStatus: "NA" }), config)).toThrow("Invalid entry for key subscription_status");
-  expect(() => mautic.transform(withTraits({ prospectOrCustomer: "random" }), config)).toThrow("Invalid entry for key prospect_or_customer");
-  expect(() => mautic.transform({ type: "identify", messageId: "m", anonymousId: "a", context: { traits: { email: "abc123" } } }, config)).toThrow(
-    "The provided email is invalid",
-  );
-});
-
-test("MAUTIC RudderStack fixture: group adds or removes the contact named in externalId", () => {
-  const config = fxConfig({ lookUpField: "lastName", subDomainName: "testapi5", userName: "Test45823Rudderlabs@gmail.com" });
-  const group = (traits: Record<string, unknown>, groupId?: string): SluiceEvent => ({
-    type: "group",
-    messageId: "m",
-    userId: "user123",
-    ...(groupId ? { groupId } : {}),
-    context: { externalId: [{ type: "mauticContactId", id: "246" }] },
-    traits,
-  });
-  const empty = { JSON: {}, JSON_ARRAY: {}, XML: {}, FORM: {} };
-  const auth = { "Content-Type": "application/json", Authorization: fxAuth("Test45823Rudderlabs@gmail.com") };
-  expect(mautic.transform(group({ lastName: "garwal", type: "Segments", operation: "remove" }, "17"), config)).toEqual([
-    { version: "1", type: "REST", method: "POST", endpoint: "https://testapi5.mautic.net/api/segments/17/contact/246/remove", headers: auth, params: {}, body: empty, files: {} },
-  ]);
-  expect(mautic.transform(group({ type: "Segments" }, "17"), config)).toEqual([
-    { version: "1", type: "REST", method: "POST", endpoint: "https://testapi5.mautic.net/api/segments/17/contact/246/add", headers: auth, params: {}, body: empty, files: {} },
-  ]);
-  expect(() => mautic.transform(group({ type: "Segments" }), config)).toThrow("`groupId` is missing in the event");
-  expect(() => mautic.transform(group({}), config)).toThrow("`type` is missing in the traits");
-  expect(() => mautic.transform(group({ type: "Alias" }, "17"), config)).toThrow(
-    'Grouping type "alias" is not supported. Only "Segments", "Companies", and "Campaigns" are supported',
-  );
-  // The type is read from the event's traits object (traits, else context.traits) as a whole.
-  const split: SluiceEvent = { type: "group", messageId: "m", groupId: "17", traits: { name: "x" }, context: { traits: { type: "segments" } } };
-  expect(() => mautic.transform(split, config)).toThrow("`type` is missing in the traits");
-});
-
-test("MAUTIC RudderStack fixture: group without a contact id needs it (RudderStack looks it up by the lookup field)", () => {
-  const config = fxConfig({ subDomainName: "ruddertest2", userName: "Test45823Rudderlabs@gmail.com" });
-  // RudderStack finds 247 by e-mail (companies/20/contact/247/add), or fails with "Found more than one contact on lookup"
-  // or "Could not find any contact ID on lookup"; Sluice asks for the id.
-  const event: SluiceEvent = { type: "group", messageId: "m", userId: "user123", groupId: "20", context: { traits: { email: "hijibi@gmail.com" } }, traits: { type: "Companies" } };
-  expect(() => mautic.transform(event, config)).toThrow("mauticContactId");
+test("MAUTIC through the pipeline: a contact search answered 401 aborts the delivery with RudderStack's error text", async () => {
+  const { src, dst } = await connected({ ...CONFIG, password: "revoked" });
+  const from = mt.received.length;
+  expect((await sendEvent(s.url, src.writeKey, "identify", { userId: "u-3", traits: { email: "denied@example.com" } })).status).toBe(200);
+  const row = await waitFor(async () => (await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries?state=aborted`)).json.deliveries[0], { what: "the delivery aborted" });
+  expect(row.lastError).toBe('Failed to fetch contacts: "{"errors":[{"message":"API authorization denied.","code":401,"type":"access_denied"}]}"');
+  expect(mt.calls(from)).toEqual(["GET /api/contacts?email=denied@example.com"]);
 });

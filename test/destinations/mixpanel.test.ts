@@ -1,6 +1,7 @@
-import { afterEach, beforeEach, describe, expect, setSystemTime, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, setSystemTime, test } from "bun:test";
 import { mixpanel } from "../../src/destinations/mixpanel";
 import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError } from "../../src/destinations/types";
+import { type TestServer, api, cleanup, createSource, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
 
 const ctx = (config: Record<string, any> = {}, baseUrl?: string): DestinationContext => ({
   config: { token: "mp_token", ...config },
@@ -21,7 +22,7 @@ const context = {
 };
 const base = { messageId: "1714557600000-5b1c3f0e-8a2d-4e57-9f1c-2a7b9c0d1e2f", userId: "u-1", anonymousId: "a-1", timestamp: ts, context };
 
-test("MP track → POST api.mixpanel.com/import/ (JSON array, token Basic auth, strict=0, verbose=2) with event and properties", () => {
+test("MP track → POST api.mixpanel.com/import/ (JSON array, token Basic auth, strict=0 and no verbose) with event and properties", () => {
   const event: SluiceEvent = { ...base, type: "track", event: "Video Played", properties: { title: "Intro", duration: 30 } };
   const [req] = mixpanel.transform(event, ctx());
   expect(req).toEqual({
@@ -30,7 +31,7 @@ test("MP track → POST api.mixpanel.com/import/ (JSON array, token Basic auth, 
     method: "POST",
     endpoint: "https://api.mixpanel.com/import/",
     headers: IMPORT_HEADERS,
-    params: { strict: 0, verbose: 2 },
+    params: { strict: 0 },
     body: {
       JSON: {},
       JSON_ARRAY: {
@@ -95,7 +96,9 @@ test("MP identify → /engage $set profile, then /import $merge of userId and an
     context: { ...context, traits: { email: "ada@example.com", firstName: "Ada", lastName: "Lovelace", plan: "pro", address: { city: "London" } } },
   };
   const [engage, merge] = mixpanel.transform(event, ctx({ useNewMapping: true }));
-  expect(engage).toMatchObject({ method: "POST", endpoint: "https://api.mixpanel.com/engage/", headers: { "Content-Type": "application/json" }, params: {} });
+  expect(engage).toMatchObject({ method: "POST", endpoint: "https://api.mixpanel.com/engage/", headers: { "Content-Type": "application/json" } });
+  // verbose=2 makes /engage and /groups answer why they refuse a call (otherwise a bare 200 "0").
+  expect(engage!.params).toEqual({ verbose: 2 });
   expect(items(engage!)).toEqual([
     {
       $set: { $email: "ada@example.com", $first_name: "Ada", $last_name: "Lovelace", $name: "Ada Lovelace", $city: "London", plan: "pro" },
@@ -140,6 +143,19 @@ test("MP web events: $browser and $browser_version from the user agent", () => {
   // Page events keep the whole message id; only track trims it to Mixpanel's 36 characters.
   expect(sent.properties.$insert_id).toBe(base.messageId);
   expect(items(mixpanel.transform({ ...event, channel: "mobile" }, ctx())[0]!)[0].properties.$browser).toBeUndefined();
+  // ua-parser-js 1.x's names, as RudderStack's: Samsung's browser is "Samsung Internet", in-app browsers are named.
+  const browserOf = (userAgent: string) => {
+    const [req] = mixpanel.transform({ ...event, context: { ...context, userAgent } }, ctx());
+    const { $browser, $browser_version } = items(req!)[0].properties;
+    return [$browser, $browser_version];
+  };
+  expect(browserOf("Mozilla/5.0 (Linux; Android 13; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/23.0 Chrome/115.0.0.0 Mobile Safari/537.36")).toEqual([
+    "Samsung Internet",
+    "23.0",
+  ]);
+  expect(
+    browserOf("Mozilla/5.0 (Linux; Android 13; SM-A536B Build/TP1A.220624.014; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/124.0.6367.82 Mobile Safari/537.36 Instagram 329.0.0.41.93 Android"),
+  ).toEqual(["Instagram", "329.0.0.41.93"]);
 });
 
 test("MP track: dropTraitsInTrackEvent and propIncrements (/engage $add before the event)", () => {
@@ -251,6 +267,7 @@ test("MP group → /engage $set of the group key on the user, then /groups $set 
   const [engage, groups] = mixpanel.transform(event, ctx({ groupKeySettings: [{ groupKey: "company" }] }));
   expect(items(engage!)).toEqual([{ $token: "mp_token", $distinct_id: "u-1", $set: { company: ["Acme"] }, $ip: "9.9.9.9" }]);
   expect(groups!.endpoint).toBe("https://api.mixpanel.com/groups/");
+  expect([engage!.params, groups!.params]).toEqual([{ verbose: 2 }, { verbose: 2 }]);
   expect(items(groups!)).toEqual([{ $token: "mp_token", $group_key: "company", $group_id: "Acme", $set: { company: "Acme", employees: 50 } }]);
   expect(() => mixpanel.transform(event, ctx())).toThrow("`Group Key Settings` is not configured in destination");
 });
@@ -259,7 +276,7 @@ test("MP dataResidency eu/in, strictMode, baseUrl override", () => {
   const event: SluiceEvent = { ...base, type: "track", event: "E" };
   expect(mixpanel.transform(event, ctx({ dataResidency: "eu" }))[0]!.endpoint).toBe("https://api-eu.mixpanel.com/import/");
   expect(mixpanel.transform(event, ctx({ dataResidency: "in" }))[0]!.endpoint).toBe("https://api-in.mixpanel.com/import/");
-  expect(mixpanel.transform(event, ctx({ strictMode: true }))[0]!.params).toEqual({ strict: 1, verbose: 2 });
+  expect(mixpanel.transform(event, ctx({ strictMode: true }))[0]!.params).toEqual({ strict: 1 });
   expect(mixpanel.transform(event, ctx({}, "http://127.0.0.1:3001"))[0]!.endpoint).toBe("http://127.0.0.1:3001/import/");
 });
 
@@ -422,7 +439,7 @@ describe("MP fixtures at RudderStack's mocked clock", () => {
   beforeEach(() => setSystemTime(new Date(Date.UTC(2020, 0, 25))));
   afterEach(() => setSystemTime());
 
-  test("MP RudderStack fixture: page → /import 'Loaded a Page' with app name/namespace, snake_case initial referrer, UTM and browser; params strict and verbose", () => {
+  test("MP RudderStack fixture: page → /import 'Loaded a Page' with app name/namespace, snake_case initial referrer, UTM and browser; params strict only", () => {
     const event = fxEvent({
       type: "page",
       name: "Contact Us",
@@ -435,7 +452,7 @@ describe("MP fixtures at RudderStack's mocked clock", () => {
       {
         endpoint: "https://api.mixpanel.com/import/",
         headers: { Authorization: FX_AUTH, "Content-Type": "application/json" },
-        params: { strict: 0, verbose: 2 },
+        params: { strict: 0 },
         items: [
           {
             event: "Loaded a Page",
@@ -517,7 +534,7 @@ describe("MP fixtures at RudderStack's mocked clock", () => {
       {
         endpoint: "https://api.mixpanel.com/engage/",
         headers: { "Content-Type": "application/json" },
-        params: {},
+        params: { verbose: 2 },
         items: [
           {
             $set: {
@@ -585,7 +602,7 @@ describe("MP fixtures at RudderStack's mocked clock", () => {
       {
         endpoint: "https://api.mixpanel.com/import/",
         headers: { Authorization: FX_AUTH, "Content-Type": "application/json" },
-        params: { strict: 0, verbose: 2 },
+        params: { strict: 0 },
         items: [{ event: "$create_alias", properties: { distinct_id: "e6ab2c5e-2cda-44a9-a962-e2f67df78bca", alias: "1234abc", token: "dummyApiKey" } }],
       },
     ]);
@@ -619,7 +636,7 @@ describe("MP fixtures at RudderStack's mocked clock", () => {
       {
         endpoint: "https://api-eu.mixpanel.com/engage/",
         headers: { "Content-Type": "application/json" },
-        params: {},
+        params: { verbose: 2 },
         items: [
           {
             $set: FX_IOS_SET,
@@ -632,13 +649,13 @@ describe("MP fixtures at RudderStack's mocked clock", () => {
       {
         endpoint: "https://api-eu.mixpanel.com/import/",
         headers: { Authorization: FX_AUTH, "Content-Type": "application/json" },
-        params: { strict: 1, verbose: 2 },
+        params: { strict: 1 },
         items: [{ event: "$merge", properties: { $distinct_ids: ["test_user_id", "5094f5704b9cf2b3"], token: "dummyApiKey" } }],
       },
     ]);
   });
 
-  test("MP RudderStack fixture: events over 5 years old are refused; a blank or invalid timestamp falls back to originalTimestamp for revenue and sends time null", () => {
+  test("MP RudderStack fixture: events over 5 years old are refused; a blank or invalid timestamp falls back to originalTimestamp for revenue and sends time null; revenue without any valid time is refused", () => {
     const old = fxEvent({ event: "FirstTrackCall12", userId: "u", timestamp: "2012-09-30T07:15:23.523Z" });
     expect(() => mixpanel.transform(old, fx())).toThrow("Event timestamp should be within last 5 years");
     expect(() => mixpanel.transform({ ...old, type: "page" }, fx())).toThrow("Event timestamp should be within last 5 years");
@@ -652,6 +669,12 @@ describe("MP fixtures at RudderStack's mocked clock", () => {
     const invalid = mixpanel.transform({ ...blank, timestamp: "safaff" }, fx());
     expect(items(invalid[0]!)[0].$append.$transactions.$time).toBe("2022-09-05T07:46:20.290Z");
     expect(items(invalid[1]!)[0].properties.time).toBeNull();
+    // A revenue entry needs a time: with neither timestamp valid the whole event is refused, as in RudderStack.
+    expect(() => mixpanel.transform({ ...blank, timestamp: "safaff", originalTimestamp: "not a date" }, fx())).toThrow(
+      new TransformError("Neither timestamp nor originalTimestamp is a valid date."),
+    );
+    // Without revenue the event goes, its time null.
+    expect(items(mixpanel.transform({ ...blank, properties: {}, originalTimestamp: "not a date" }, fx())[0]!)[0].properties.time).toBeNull();
   });
 
   test("MP RudderStack fixture: session id as text, message-id timestamp prefix cut from $insert_id", () => {
@@ -842,7 +865,7 @@ describe("MP router and deleteUsers fixtures at RudderStack's mocked clock", () 
       {
         endpoint: "https://api.mixpanel.com/import/",
         headers: importHeaders,
-        params: { strict: 1, verbose: 2 },
+        params: { strict: 1 },
         items: [
           {
             event: "Loaded a Page",
@@ -853,13 +876,13 @@ describe("MP router and deleteUsers fixtures at RudderStack's mocked clock", () 
       {
         endpoint: "https://api.mixpanel.com/engage/",
         headers: engageHeaders,
-        params: {},
+        params: { verbose: 2 },
         items: [{ $append: { $transactions: { $time: "2023-07-06T06:29:02.402Z", $amount: 18.9 } }, $token: "test_api_token", $distinct_id: "userId01" }],
       },
       {
         endpoint: "https://api.mixpanel.com/import/",
         headers: importHeaders,
-        params: { strict: 1, verbose: 2 },
+        params: { strict: 1 },
         items: [
           {
             event: "Product Viewed",
@@ -896,7 +919,7 @@ describe("MP router and deleteUsers fixtures at RudderStack's mocked clock", () 
       {
         endpoint: "https://api.mixpanel.com/engage/",
         headers: engageHeaders,
-        params: {},
+        params: { verbose: 2 },
         items: [
           {
             $set: {
@@ -942,19 +965,19 @@ describe("MP router and deleteUsers fixtures at RudderStack's mocked clock", () 
       {
         endpoint: "https://api.mixpanel.com/import/",
         headers: importHeaders,
-        params: { strict: 1, verbose: 2 },
+        params: { strict: 1 },
         items: [{ event: "$merge", properties: { $distinct_ids: ["test_user_id", "5094f5704b9cf2b3"], token: "test_api_token" } }],
       },
       {
         endpoint: "https://api.mixpanel.com/engage/",
         headers: engageHeaders,
-        params: {},
+        params: { verbose: 2 },
         items: [{ $token: "test_api_token", $distinct_id: "userId06", $set: { company: ["testComp"] }, $ip: "0.0.0.0" }],
       },
       {
         endpoint: "https://api.mixpanel.com/groups/",
         headers: engageHeaders,
-        params: {},
+        params: { verbose: 2 },
         items: [{ $token: "test_api_token", $group_key: "company", $group_id: "testComp", $set: { company: "testComp" } }],
       },
     ]);
@@ -1004,5 +1027,69 @@ describe("MP router and deleteUsers fixtures at RudderStack's mocked clock", () 
     expect(() => mixpanel.deleteUsers!([{ userId: "rudder1" }], ctx({ token: "test_token", userDeletionApi: "task", dataResidency: "eu" }))).toThrow(
       "destination config is missing 'gdprApiToken'",
     );
+  });
+});
+
+test("MP checkResponse: an /engage or /groups answer naming an error aborts the call's events; /import and plain answers are delivered", () => {
+  const event: SluiceEvent = { ...base, type: "group", groupId: "acme", traits: { company: "Acme" } };
+  const [engage, groups] = mixpanel.transform(event, ctx({ groupKeySettings: [{ groupKey: "company" }] }));
+  const [imp] = mixpanel.transform({ ...base, type: "track", event: "E" }, ctx());
+  const check = (request: DestinationRequest, body: string) => mixpanel.checkResponse!({ status: 200, body }, request, ctx());
+  const refused = JSON.stringify({ status: 0, error: "$distinct_id is required" });
+  expect(check(engage!, refused)).toEqual({ outcome: "abort", error: "Engage API error: $distinct_id is required" });
+  expect(check(groups!, refused)).toEqual({ outcome: "abort", error: "Groups API error: $distinct_id is required" });
+  expect(check(engage!, JSON.stringify({ status: 1, error: null }))).toEqual({ outcome: "ok" });
+  expect(check(groups!, "1")).toEqual({ outcome: "ok" });
+  expect(check(imp!, JSON.stringify({ code: 200, num_records_imported: 1, status: "OK", error: "ignored" }))).toEqual({ outcome: "ok" });
+  // The same paths behind a base-URL override.
+  const [local] = mixpanel.transform({ ...base, type: "identify", traits: { a: 1 }, anonymousId: undefined }, ctx({}, "http://127.0.0.1:3001"));
+  expect(check(local!, refused)).toEqual({ outcome: "abort", error: "Engage API error: $distinct_id is required" });
+});
+
+describe("MP through the pipeline", () => {
+  let s: TestServer;
+  // Like Mixpanel asked with verbose: /engage and /groups answer 200 and say why they refuse a call
+  // (here: the profile of user "refused" and of group "refused-group"); /import answers with its own summary.
+  const sink = startSink((req) => {
+    if (req.path === "/import/") return Response.json({ code: 200, num_records_imported: req.body.length, status: "OK" });
+    const refused = (req.body as any[]).some((item) => item.$distinct_id === "refused" || item.$group_id === "refused-group");
+    return Response.json(refused ? { status: 0, error: "profile refused" } : { status: 1, error: null });
+  });
+  beforeAll(async () => {
+    s = await startSluice({ args: ["--destination-base-url", `MP=${sink.url}`, "--retry-backoff-ms", "20"] });
+  });
+  afterAll(async () => {
+    await s.stop();
+    sink.stop();
+    await cleanup(s.dataDir);
+  });
+
+  test("MP through the pipeline: verbose=2 on /engage and /groups only; a refused profile update is aborted with Mixpanel's error, the rest delivered", async () => {
+    const src = await createSource(s.url);
+    const dst = await api(s.url, "POST", "/v2/destinations", {
+      name: "mp",
+      type: "MP",
+      config: { token: "tok", groupKeySettings: [{ groupKey: "groupId" }] },
+      sourceIds: [src.id],
+    });
+    expect(dst.status).toBe(201);
+    const stats = async () => (await api(s.url, "GET", `/v2/destinations/${dst.json.id}/stats`)).json;
+    // One at a time, so that no call carries two of them.
+    expect((await sendEvent(s.url, src.writeKey, "identify", { userId: "refused", traits: { plan: "pro" } })).status).toBe(200);
+    await waitFor(async () => ((await stats()).counts.aborted === 1 ? true : undefined), { what: "the refused identify aborted" });
+    expect((await stats()).lastError.error).toBe("Engage API error: profile refused");
+    expect((await sendEvent(s.url, src.writeKey, "identify", { userId: "kept", traits: { plan: "pro" } })).status).toBe(200);
+    await waitFor(async () => ((await stats()).counts.succeeded === 1 ? true : undefined), { what: "the kept identify delivered" });
+    expect((await sendEvent(s.url, src.writeKey, "group", { userId: "kept", groupId: "refused-group" })).status).toBe(200);
+    await waitFor(async () => ((await stats()).counts.aborted === 2 ? true : undefined), { what: "the group with a refused group profile aborted" });
+    expect((await stats()).lastError.error).toBe("Groups API error: profile refused");
+    expect((await sendEvent(s.url, src.writeKey, "track", { userId: "kept", event: "Played" })).status).toBe(200);
+    await waitFor(async () => ((await stats()).counts.succeeded === 2 ? true : undefined), { what: "the track delivered" });
+
+    const queries = sink.received.map((r) => [r.path, r.query]);
+    expect(queries).toContainEqual(["/engage/", { verbose: "2" }]);
+    expect(queries).toContainEqual(["/groups/", { verbose: "2" }]);
+    expect(queries).toContainEqual(["/import/", { strict: "0" }]);
+    expect(sink.received.filter((r) => r.path === "/import/").every((r) => r.query.verbose === undefined)).toBe(true);
   });
 });

@@ -310,3 +310,13 @@ test("MOENGAGE through the pipeline: identify and track reach the stand-in with 
   expect(sink.received[0]!.headers.authorization).toBe(`Basic ${btoa("app-9:k-9")}`);
   expect(sink.received[1]!.body.actions[0]).toMatchObject({ action: "Bought", attributes: { sku: "a" } });
 });
+
+test("MOENGAGE numeric ids (as rudder-server passes them) are sent as numbers, as RudderStack's mappings copy them", () => {
+  const n = (e: Record<string, unknown>) => e as unknown as SluiceEvent;
+  const [customer] = moengage.transform(n({ type: "identify", messageId: "m", userId: 42, traits: { plan: "pro" } }), ctx());
+  expect(customer!.body.JSON).toMatchObject({ customer_id: 42, type: "customer" });
+  const [event] = moengage.transform(n({ type: "track", messageId: "m", anonymousId: 7, event: "E", properties: {}, timestamp: "2024-05-01T10:00:00.000Z" }), ctx());
+  expect(event!.body.JSON).toMatchObject({ customer_id: 7, type: "event" });
+  const [merge] = moengage.transform(n({ type: "alias", messageId: "m", userId: 42, previousId: 41 }), ctx());
+  expect(merge!.body.JSON).toEqual({ merge_data: [{ retained_user: 42, merged_user: 41 }] });
+});

@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { posthog } from "../../src/destinations/posthog";
 import { parseUserAgent } from "../../src/destinations/user-agent";
-import type { DestinationContext, SluiceEvent } from "../../src/destinations/types";
+import { type DestinationContext, type SluiceEvent, TransformError } from "../../src/destinations/types";
 
 const ctx = (config: Record<string, any> = {}, baseUrl?: string): DestinationContext => ({
   config: { teamApiKey: "phc_key", ...config },
@@ -111,7 +111,6 @@ test("POSTHOG web event (RudderStack's own example) → $os, $browser, $browser_
       $app_version: "1.1.7",
       $app_name: "RudderLabs JavaScript SDK",
       $app_namespace: "com.rudderlabs.javascript",
-      $initial_referrer: "https://search.example/",
       $app_build: "1.0.0",
       $os: "Mac OS",
       $browser: "Chrome",
@@ -129,12 +128,16 @@ test("POSTHOG web event (RudderStack's own example) → $os, $browser, $browser_
   expect(server.properties.$browser).toBeUndefined();
 });
 
-test("POSTHOG user agents → the names ua-parser-js gives (browser, version, OS)", () => {
+test("POSTHOG user agents → the names ua-parser-js 1.x gives (browser, version, OS), as RudderStack reads them", () => {
   const cases: Array<[string, string, string, string]> = [
     ["Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1", "Mobile Safari", "17.0", "iOS"],
     ["Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 Edg/120.0.2210.91", "Edge", "120.0.2210.91", "Windows"],
     ["Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:121.0) Gecko/20100101 Firefox/121.0", "Firefox", "121.0", "Windows"],
-    ["Mozilla/5.0 (Linux; Android 13; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/23.0 Chrome/115.0.0.0 Mobile Safari/537.36", "Samsung Browser", "23.0", "Android"],
+    ["Mozilla/5.0 (Linux; Android 13; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/23.0 Chrome/115.0.0.0 Mobile Safari/537.36", "Samsung Internet", "23.0", "Android"],
+    // Agents a short list of rules would miss: in-app browsers, smaller browsers, other systems.
+    ["Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 Instagram 329.0.3.29.90 (iPhone14,5; iOS 17_4; en_US; en; scale=3.00; 1170x2532; 593000000)", "Instagram", "329.0.3.29.90", "iOS"],
+    ["Mozilla/5.0 (Linux; Android 14) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile DuckDuckGo/5 Safari/537.36", "DuckDuckGo", "5", "Android"],
+    ["Mozilla/5.0 (X11; CrOS x86_64 14541.0.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36", "Chrome", "124.0.0.0", "Chromium OS"],
     ["Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36", "Chrome", "120.0.0.0", "Linux"],
     ["Mozilla/5.0 (Macintosh; Intel Mac OS X 14_1) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15", "Safari", "17.1", "Mac OS"],
   ];
@@ -333,8 +336,6 @@ const fxWebProps = {
   $app_name: "RudderLabs JavaScript SDK",
   $app_namespace: "com.rudderlabs.javascript",
   $app_build: "1.0.0",
-  // Not in the stored fixture, which predates RudderStack mapping context.page.initial_referrer.
-  $initial_referrer: "https://docs.rudderstack.com",
   $os: "Mac OS",
   $browser: "Chrome",
   $browser_version: "85.0.4183.121",
@@ -583,9 +584,33 @@ test("POSTHOG RudderStack fixture: group with useV2Group → $group_key, $group_
 test("POSTHOG RudderStack fixture: missing required values and oversized events are refused in RudderStack's words", () => {
   expect(() => posthog.transform({ messageId: "m", userId: "u", type: "track" }, fxCtx())).toThrow('Missing required value from "event"');
   expect(() => posthog.transform({ messageId: "m", userId: "u", type: "identify" }, fxCtx())).toThrow('Missing required value from "traits"');
-  expect(() => posthog.transform({ messageId: "m", type: "track", event: "E" }, fxCtx())).toThrow("Either userId or anonymousId must be provided");
+  // RudderStack's router input check names the field it checked.
+  expect(() => posthog.transform({ messageId: "m", type: "track", event: "E" }, fxCtx())).toThrow(
+    new TransformError("message: Either userId or anonymousId must be provided"),
+  );
   const big: SluiceEvent = { messageId: "m", userId: "u", type: "track", event: "Big", properties: { blob: "x".repeat(1024 * 1024) } };
   expect(() => posthog.transform(big, fxCtx())).toThrow(
     /^Event size \(\d+ bytes\) exceeds PostHog's 1 MB limit\. PostHog will reject this event with "maximum event size exceeded"\. Please reduce the size of the event properties to stay within the limit\.$/,
   );
+});
+
+test("POSTHOG events over 900,000 bytes (measured without the api key) are refused, below PostHog's documented 1MB, as RudderStack does", () => {
+  const sized = (bytes: number): SluiceEvent => {
+    const event: SluiceEvent = { messageId: "m", userId: "u", type: "track", event: "Big", properties: { blob: "" } };
+    const { api_key: _key, ...sent } = posthog.transform(event, fxCtx())[0]!.body.JSON;
+    return { ...event, properties: { blob: "x".repeat(bytes - Buffer.byteLength(JSON.stringify(sent))) } };
+  };
+  expect(posthog.transform(sized(900_000), fxCtx())).toHaveLength(1);
+  expect(() => posthog.transform(sized(900_001), fxCtx())).toThrow("Event size (900001 bytes) exceeds PostHog's 1 MB limit.");
+  expect(() => posthog.transform(sized(1_000_000), fxCtx())).toThrow("Event size (1000000 bytes)");
+});
+
+test("POSTHOG sends no $initial_referrer or $initial_referring_domain, whatever the page carries ($direct included), as RudderStack's mapping", () => {
+  const page = { url: "https://example.com/", initial_referrer: "$direct", initial_referring_domain: "", initialReferrer: "$direct", referrer: "$direct" };
+  for (const type of ["track", "page", "identify", "group"] as const) {
+    const event: SluiceEvent = { messageId: "m", userId: "u", anonymousId: "a", type, event: "E", traits: { t: 1 }, channel: "web", context: { page, traits: { t: 1 } } };
+    const props = posthog.transform(event, fxCtx())[0]!.body.JSON.properties as Record<string, unknown>;
+    expect(props.$current_url).toBe("https://example.com/");
+    expect(Object.keys(props).filter((k) => k.includes("initial"))).toEqual([]);
+  }
 });

@@ -146,3 +146,8 @@ test("SEGMENT RudderStack fixture: a page without anonymousId and a track withou
     ],
   });
 });
+
+test("SEGMENT numeric ids (as rudder-server passes them) are forwarded as numbers", () => {
+  const event = { type: "alias", messageId: "m", userId: 42, anonymousId: 7, previousId: 41, timestamp: "2024-05-01T10:00:00.000Z" } as unknown as SluiceEvent;
+  expect(segment.transform(event, ctx())[0]!.body.JSON.batch).toEqual([{ anonymousId: 7, type: "alias", userId: 42, timeStamp: "2024-05-01T10:00:00.000Z" }]);
+});

@@ -27,7 +27,7 @@ const one = (event: SluiceEvent, config?: Record<string, any>) => {
 const CONTACTS = "https://api.sendgrid.com/v3/marketing/contacts";
 const MAIL = "https://api.sendgrid.com/v3/mail/send";
 
-test("SENDGRID identify → PUT api.sendgrid.com/v3/marketing/contacts with the contact and the sorted list ids", () => {
+test("SENDGRID identify → RudderStack's processor output: PUT /v3/marketing/contacts with the contact and the sorted list ids as one text", () => {
   const event: SluiceEvent = {
     type: "identify",
     messageId: "m-1",
@@ -39,37 +39,44 @@ test("SENDGRID identify → PUT api.sendgrid.com/v3/marketing/contacts with the 
   };
   expect(one(event, { listId: "list-c" })).toEqual(
     request("PUT", CONTACTS, {
-      list_ids: ["list-a", "list-b", "list-c"],
-      contacts: [
-        {
-          email: "ada@example.com",
-          phone_number: "+1 555",
-          first_name: "Ada",
-          last_name: "Lovelace",
-          // city comes from the address (or context.geo), the region from `region`, as RudderStack's generic fields.
-          city: "London",
-          state_province_region: "LDN",
-          country: "UK",
-          postal_code: "N1",
-          // An address object is flattened to its values.
-          address_line_1: "1 Main St London",
-          whatsapp: "+44",
-          facebook: "fb/ada",
-          unique_name: "ada",
-          custom_fields: {},
-        },
-      ],
+      contactListIds: "list-a,list-b,list-c",
+      contactDetails: {
+        email: "ada@example.com",
+        phone_number: "+1 555",
+        first_name: "Ada",
+        last_name: "Lovelace",
+        // city comes from the address (or context.geo), the region from `region`, as RudderStack's generic fields.
+        city: "London",
+        state_province_region: "LDN",
+        country: "UK",
+        postal_code: "N1",
+        // An address object is flattened to its values.
+        address_line_1: "1 Main St London",
+        whatsapp: "+44",
+        facebook: "fb/ada",
+        unique_name: "ada",
+        custom_fields: {},
+      },
     }),
   );
-  // No list: the contact goes to "All contacts".
-  expect(one({ type: "identify", messageId: "m", traits: { email: "b@example.com" } }).body.JSON).toEqual({ contacts: [{ email: "b@example.com", custom_fields: {} }] });
+  // No list: an empty text, which batch() sends to "All contacts".
+  expect(one({ type: "identify", messageId: "m", traits: { email: "b@example.com" } }).body.JSON).toEqual({ contactDetails: { email: "b@example.com", custom_fields: {} }, contactListIds: "" });
   expect(() => sendgrid.transform({ type: "identify", messageId: "m", userId: "u", traits: { name: "x" } }, ctx())).toThrow("Parameter mail is required");
 });
 
 test("SENDGRID identify custom fields → context traits mapped by customFieldsMapping to the field id in `to`", () => {
   const event: SluiceEvent = { type: "identify", messageId: "m", context: { traits: { email: "a@x.io", plan: "pro", empty: "" } } };
   const mapping = [{ from: "plan", to: "e1_T" }, { from: "empty", to: "e2_T" }];
-  expect(one(event, { customFieldsMapping: mapping }).body.JSON.contacts).toEqual([{ email: "a@x.io", custom_fields: { e1_T: "pro" } }]);
+  expect(one(event, { customFieldsMapping: mapping }).body.JSON.contactDetails).toEqual({ email: "a@x.io", custom_fields: { e1_T: "pro" } });
+});
+
+test("SENDGRID identify custom fields come from the top-level traits when the event has no context traits, as RudderStack reads them", () => {
+  const mapping = [{ from: "plan", to: "e1_T" }];
+  const top: SluiceEvent = { type: "identify", messageId: "m", traits: { email: "a@x.io", plan: "pro" } };
+  expect(one(top, { customFieldsMapping: mapping }).body.JSON.contactDetails).toEqual({ email: "a@x.io", custom_fields: { e1_T: "pro" } });
+  // Context traits, when present, are the only source.
+  const both: SluiceEvent = { type: "identify", messageId: "m", traits: { plan: "top" }, context: { traits: { email: "a@x.io" } } };
+  expect(one(both, { customFieldsMapping: mapping }).body.JSON.contactDetails).toEqual({ email: "a@x.io", custom_fields: {} });
 });
 
 test("SENDGRID track (configured event) → POST /v3/mail/send with personalizations from traits, config from/subject/content, custom_args", () => {
@@ -152,18 +159,60 @@ test("SENDGRID baseUrl override keeps the path", () => {
   expect(reqs[0]!.endpoint).toBe("http://127.0.0.1:4000/v3/marketing/contacts");
 });
 
-test("SENDGRID batch → consecutive contact upserts with the same lists merged into one PUT (30,000 max); mail sends untouched", () => {
-  const identify = (email: string, listId?: string) => sendgrid.transform({ type: "identify", messageId: email, traits: { email } }, ctx({ listId }))[0]!;
-  const mail = sendgrid.transform({ type: "track", messageId: "t", event: "testing", traits: { email: "a@x.io" } }, ctx())[0]!;
-  const batched = sendgrid.batch!([identify("a@x.io", "L1"), identify("b@x.io", "L1"), identify("c@x.io"), mail, identify("d@x.io")], ctx());
-  expect(batched.map((r) => [r.method, r.endpoint, r.body.JSON.list_ids, (r.body.JSON.contacts as any[] | undefined)?.map((c) => c.email)])).toEqual([
-    ["PUT", CONTACTS, ["L1"], ["a@x.io", "b@x.io"]],
-    ["PUT", CONTACTS, undefined, ["c@x.io"]],
+const summary = (rs: DestinationRequest[]) => rs.map((r) => [r.method, r.endpoint, r.body.JSON.list_ids, (r.body.JSON.contacts as any[] | undefined)?.map((c) => c.email)]);
+/** An identify's request as the pipeline hands it to batch(), with its user. */
+const identifyOf = (email: string, listId?: string, userKey = email) => ({ ...sendgrid.transform({ type: "identify", messageId: email, traits: { email } }, ctx({ listId }))[0]!, userKey });
+const mailOf = (userKey: string) => ({ ...sendgrid.transform({ type: "track", messageId: "t", event: "testing", traits: { email: `${userKey}@x.io` } }, ctx())[0]!, userKey });
+
+test("SENDGRID batch → RudderStack's router: mail sends first, then the contacts grouped by list combination wherever they stand (30,000 a PUT)", () => {
+  const batched = sendgrid.batch!([identifyOf("a@x.io", "L1"), identifyOf("c@x.io"), mailOf("m1"), identifyOf("b@x.io", "L1"), mailOf("m2"), identifyOf("d@x.io")], ctx());
+  expect(summary(batched)).toEqual([
     ["POST", MAIL, undefined, undefined],
-    ["PUT", CONTACTS, undefined, ["d@x.io"]],
+    ["POST", MAIL, undefined, undefined],
+    ["PUT", CONTACTS, ["L1"], ["a@x.io", "b@x.io"]],
+    ["PUT", CONTACTS, undefined, ["c@x.io", "d@x.io"]],
   ]);
-  const many = sendgrid.batch!(Array.from({ length: 30_001 }, () => identify("a@x.io")), ctx());
+  expect(batched.map((r) => r.userKey)).toEqual(["m1", "m2", undefined, undefined]);
+  // The body SendGrid receives, from the processor's shape.
+  expect(batched[2]).toEqual(
+    request("PUT", CONTACTS, { list_ids: ["L1"], contacts: [{ email: "a@x.io", custom_fields: {} }, { email: "b@x.io", custom_fields: {} }] }),
+  );
+  const many = sendgrid.batch!(Array.from({ length: 30_001 }, (_, i) => identifyOf("a@x.io", undefined, `u${i}`)), ctx());
   expect(many.map((r) => (r.body.JSON.contacts as unknown[]).length)).toEqual([30_000, 1]);
+  // One event alone still goes out in SendGrid's shape.
+  expect(sendgrid.batch!([identifyOf("e@x.io", "L2")], ctx())).toEqual([{ ...request("PUT", CONTACTS, { list_ids: ["L2"], contacts: [{ email: "e@x.io", custom_fields: {} }] }), userKey: "e@x.io" }]);
+});
+
+test("SENDGRID batch orders list combinations as RudderStack's grouping does: those that read as numbers first, in numeric order; several lists split on commas", () => {
+  const batched = sendgrid.batch!([identifyOf("a@x.io", "list-b"), identifyOf("b@x.io", "20"), identifyOf("c@x.io", "3"), identifyOf("d@x.io", "list-a")], ctx());
+  expect(summary(batched)).toEqual([
+    ["PUT", CONTACTS, ["3"], ["c@x.io"]],
+    ["PUT", CONTACTS, ["20"], ["b@x.io"]],
+    ["PUT", CONTACTS, ["list-b"], ["a@x.io"]],
+    ["PUT", CONTACTS, ["list-a"], ["d@x.io"]],
+  ]);
+  const two = { ...sendgrid.transform({ type: "identify", messageId: "m", traits: { email: "e@x.io" }, context: { externalId: [{ type: "listIds", id: ["y", "x"] }] } }, ctx())[0]!, userKey: "e" };
+  expect(summary(sendgrid.batch!([two], ctx()))).toEqual([["PUT", CONTACTS, ["x", "y"], ["e@x.io"]]]);
+});
+
+test("SENDGRID batch keeps each user's requests in order: where the grouping would send one ahead of the same user's earlier one, the list is cut there", () => {
+  // u1's mail would go ahead of u1's contact: the second part starts at the mail.
+  expect(summary(sendgrid.batch!([identifyOf("u1@x.io", "L1", "u1"), identifyOf("u2@x.io", "L1", "u2"), mailOf("u1"), identifyOf("u3@x.io", "L1", "u3")], ctx()))).toEqual([
+    ["PUT", CONTACTS, ["L1"], ["u1@x.io", "u2@x.io"]],
+    ["POST", MAIL, undefined, undefined],
+    ["PUT", CONTACTS, ["L1"], ["u3@x.io"]],
+  ]);
+  // u1's second contact would join L1's group, which goes out before L2's.
+  expect(summary(sendgrid.batch!([identifyOf("x@x.io", "L1", "u2"), identifyOf("a@x.io", "L2", "u1"), identifyOf("b@x.io", "L1", "u1")], ctx()))).toEqual([
+    ["PUT", CONTACTS, ["L1"], ["x@x.io"]],
+    ["PUT", CONTACTS, ["L2"], ["a@x.io"]],
+    ["PUT", CONTACTS, ["L1"], ["b@x.io"]],
+  ]);
+  // What keeps a user's order is RudderStack's: two contacts in one group, a mail before a contact.
+  expect(summary(sendgrid.batch!([mailOf("u1"), identifyOf("a@x.io", "L1", "u1"), identifyOf("b@x.io", "L1", "u1")], ctx()))).toEqual([
+    ["POST", MAIL, undefined, undefined],
+    ["PUT", CONTACTS, ["L1"], ["a@x.io", "b@x.io"]],
+  ]);
 });
 
 test("SENDGRID deleteUsers → DELETE /v3/marketing/contacts?ids=[id,id] with Bearer apiKey, ids cut at 8150 characters", () => {
@@ -211,6 +260,8 @@ describe("SENDGRID end to end", () => {
     expect(puts.flatMap((r) => r.body.contacts.map((c: any) => c.email))).toEqual(["u1@x.io", "u2@x.io"]);
     expect(puts.length).toBeLessThanOrEqual(2);
     expect(puts[0]!.body.list_ids).toEqual(["L1"]);
+    // The transform's processor shape never reaches SendGrid: batch() makes every upsert body.
+    expect(puts.filter((r) => "contactDetails" in r.body)).toEqual([]);
 
     const reg = await api(s.url, "POST", "/v2/regulations", { regulationType: "suppress_with_delete", destinationIds: [dst.id], users: [{ userId: "u1" }] });
     expect(reg.status).toBe(201);
@@ -304,11 +355,10 @@ test("SENDGRID RudderStack fixture: identify without an email is refused", () =>
 
 test("SENDGRID RudderStack fixture: identify with the dashboard list id; city and state traits are not contact fields", () => {
   const event: SluiceEvent = { type: "identify", messageId: "m", userId: "user@1", context: { traits: fxTraits } };
-  // RudderStack's processor shows {contactDetails, contactListIds: "list111"}; its router sends this body.
   expect(sendgrid.transform(event, fxCtx({ ...FX_IDENTIFY_CONFIG, listId: "list111" }))).toEqual([
     request("PUT", CONTACTS, {
-      list_ids: ["list111"],
-      contacts: [{ email: "test@rudderstack.com", phone_number: "+91 9876543210", first_name: "rudder", last_name: "test", custom_fields: {} }],
+      contactDetails: { email: "test@rudderstack.com", phone_number: "+91 9876543210", first_name: "rudder", last_name: "test", custom_fields: {} },
+      contactListIds: "list111",
     }),
   ]);
 });
@@ -318,8 +368,8 @@ test("SENDGRID RudderStack fixture: identify without a list id, with name and a 
   // RudderStack maps `to: user_name` to the id w1_T by asking SendGrid; Sluice takes the id itself.
   const config = { ...FX_IDENTIFY_CONFIG, customFieldsMapping: [{ from: "name", to: "w1_T" }] };
   const contact = { email: "test@rudderstack.com", last_name: "test", first_name: "rudder", unique_name: "rudder test", phone_number: "+91 9876543210", custom_fields: { w1_T: "rudder test" } };
-  expect(sendgrid.transform(event, fxCtx(config))).toEqual([request("PUT", CONTACTS, { contacts: [contact] })]);
-  expect(sendgrid.transform(event, fxCtx({ ...config, listId: "list123" }))).toEqual([request("PUT", CONTACTS, { list_ids: ["list123"], contacts: [contact] })]);
+  expect(sendgrid.transform(event, fxCtx(config))).toEqual([request("PUT", CONTACTS, { contactDetails: contact, contactListIds: "" })]);
+  expect(sendgrid.transform(event, fxCtx({ ...config, listId: "list123" }))).toEqual([request("PUT", CONTACTS, { contactDetails: contact, contactListIds: "list123" })]);
 });
 
 test("SENDGRID RudderStack fixture: identify reads the generic address, zip code and region paths", () => {
@@ -331,14 +381,14 @@ test("SENDGRID RudderStack fixture: identify reads the generic address, zip code
       geo: { postal: "999" },
     },
   };
-  expect(sendgrid.transform(event, fxCtx({ apiKey: "sg-key" }))[0]!.body.JSON.contacts).toEqual([
-    { email: "a@x.io", city: "Pune", state_province_region: "MH", country: "India", postal_code: "411001", address_line_1: "Pune IN", custom_fields: {} },
-  ]);
+  expect(sendgrid.transform(event, fxCtx({ apiKey: "sg-key" }))[0]!.body.JSON.contactDetails).toEqual({
+    email: "a@x.io", city: "Pune", state_province_region: "MH", country: "India", postal_code: "411001", address_line_1: "Pune IN", custom_fields: {},
+  });
   // The geo fallbacks of RudderStack's generic fields.
   const geo: SluiceEvent = { type: "identify", messageId: "m", traits: { email: "a@x.io" }, context: { geo: { city: "Delhi", region: "DL", postal: "110001" } } };
-  expect(sendgrid.transform(geo, fxCtx({ apiKey: "sg-key" }))[0]!.body.JSON.contacts).toEqual([
-    { email: "a@x.io", city: "Delhi", state_province_region: "DL", postal_code: "110001", custom_fields: {} },
-  ]);
+  expect(sendgrid.transform(geo, fxCtx({ apiKey: "sg-key" }))[0]!.body.JSON.contactDetails).toEqual({
+    email: "a@x.io", city: "Delhi", state_province_region: "DL", postal_code: "110001", custom_fields: {},
+  });
 });
 
 test("SENDGRID RudderStack fixture: an e-mail found only in context.externalId passes the check and then misses the mapping", () => {
@@ -509,5 +559,5 @@ test("SENDGRID track follows RudderStack's emptiness rules: non-object headers d
 
 test("SENDGRID identify: of several listIds external ids the last counts, as RudderStack reads external ids", () => {
   const event: SluiceEvent = { type: "identify", messageId: "m", traits: { email: "a@x.io" }, context: { externalId: [{ type: "listIds", id: "first" }, { type: "listIds", id: "last" }] } };
-  expect(sendgrid.transform(event, fxCtx({ apiKey: "sg-key" }))[0]!.body.JSON.list_ids).toEqual(["last"]);
+  expect(sendgrid.transform(event, fxCtx({ apiKey: "sg-key" }))[0]!.body.JSON.contactListIds).toBe("last");
 });

@@ -188,3 +188,10 @@ test("SLACK RudderStack fixture: list settings absent, null or {} (as exported c
   // A list of the wrong shape is still refused on save.
   expect(firstError(slack.configSchema, { webhookUrl: WEBHOOK, eventChannelSettings: "x" })).toContain("eventChannelSettings");
 });
+
+test("SLACK numeric ids (as rudder-server passes them) name the user as RudderStack's text does", () => {
+  const numeric = { type: "identify", messageId: "m", userId: 42 } as unknown as SluiceEvent;
+  expect(payloadOf(slack.transform(numeric, ctx({}))[0]!).text).toBe("Identified User 42");
+  const anonymous = { type: "track", messageId: "m", anonymousId: 7, event: "E" } as unknown as SluiceEvent;
+  expect(payloadOf(slack.transform(anonymous, ctx({}))[0]!).text).toBe("Anonymous user 7 did E");
+});

@@ -1,177 +1,358 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { zendesk } from "../../src/destinations/zendesk";
-import type { DestinationContext, SluiceEvent } from "../../src/destinations/types";
-import { type TestServer, api, cleanup, createSource, jsonRequest, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
+import type { SluiceEvent } from "../../src/destinations/types";
+import { type SinkRequest, type TestServer, api, basic, cleanup, createSource, jsonRequest, lookupContext, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
 
-// RudderStack's fixtures use these two configs (processor "Test 2" ff. and "Test 7" ff.).
-const CONFIG_1 = { apiToken: "myDummyApiToken4", createUsersAsVerified: true, domain: "rudderlabshelp", email: "myDummyUserName1", removeUsersFromOrganization: true, sendGroupCallsWithoutUserId: true };
-const CONFIG_2 = { apiToken: "myDummyApiToken4", createUsersAsVerified: false, domain: "rudderlabshelp", email: "test@rudder.com", removeUsersFromOrganization: false, sendGroupCallsWithoutUserId: false };
-const ctx = (config: Record<string, any> = CONFIG_1, baseUrl?: string): DestinationContext => ({
-  config,
-  destination: { id: "dest-zd", name: "Zendesk", workspaceId: "ws-1" },
-  baseUrl,
-});
-const MARKETPLACE = { "X-Zendesk-Marketplace-Name": "RudderStack", "X-Zendesk-Marketplace-Organization-Id": "3339", "X-Zendesk-Marketplace-App-Id": "263241" };
-const HEADERS_1 = { Authorization: "Basic bXlEdW1teVVzZXJOYW1lMS90b2tlbjpteUR1bW15QXBpVG9rZW40", "Content-Type": "application/json", ...MARKETPLACE };
-const HEADERS_2 = { Authorization: "Basic dGVzdEBydWRkZXIuY29tL3Rva2VuOm15RHVtbXlBcGlUb2tlbjQ=", "Content-Type": "application/json", ...MARKETPLACE };
-const API = "https://rudderlabshelp.zendesk.com/api/v2/";
-
-test("ZENDESK RudderStack fixture: identify → POST {domain}.zendesk.com/api/v2/users/create_or_update.json with email, name, external_id, user_fields.id and verified (Test 2)", () => {
-  const event: SluiceEvent = {
-    type: "identify",
-    messageId: "m-2",
-    userId: "abcd-124",
-    anonymousId: "297b0750-934b-4411-b66c-9b418cdbc0c9",
-    context: { traits: { email: "example124@email.com", name: "abcd124" } },
+/**
+ * A stand-in for Zendesk's Support API (developer.zendesk.com/api-reference): users, user and
+ * organization fields, identities, organizations and memberships kept in memory, answered in
+ * Zendesk's shapes; a wrong API token is answered 401 `{"error": "Couldn't authenticate you"}`.
+ * `once` answers the next request matching a test with its own response first.
+ */
+function fakeZendesk(token = "zd-token") {
+  const s = {
+    users: [] as Array<Record<string, any>>,
+    identities: [] as Array<Record<string, any>>,
+    orgs: [] as Array<Record<string, any>>,
+    memberships: [] as Array<Record<string, any>>,
+    userFields: ["birthday"],
+    orgFields: ["email"],
+    nextId: 9000,
   };
-  expect(zendesk.transform(event, ctx())).toEqual([
-    jsonRequest("POST", `${API}users/create_or_update.json`, {
-      user: { email: "example124@email.com", name: "abcd124", external_id: "abcd-124", user_fields: { id: "abcd-124" }, verified: true },
-    }, HEADERS_1),
-  ]);
-});
+  const once: Array<{ when: (r: SinkRequest) => boolean; answer: () => Response }> = [];
+  const json = (body: unknown, status = 200) => Response.json(body, { status });
+  const addEmail = (user: Record<string, any>, email: string, primary: boolean) =>
+    s.identities.push({ id: s.nextId++, user_id: user.id, type: "email", value: email, primary, verified: false });
 
-test("ZENDESK RudderStack fixture: identify takes traits.userId as external id, other scalar traits as user_fields, verified only with createUsersAsVerified (Test 7/8/9)", () => {
-  const event: SluiceEvent = {
-    type: "identify",
-    messageId: "m-7",
-    userId: "12345678",
-    context: { traits: { company: { id: 900001329943, remove: true }, country: "UK", email: "johnwick@example.com", name: "John Wick", userId: "abcd-124" } },
+  const sink = startSink((req) => {
+    const hook = once.findIndex((o) => o.when(req));
+    if (hook >= 0) return once.splice(hook, 1)[0]!.answer();
+    if (!req.headers.authorization?.endsWith(Buffer.from(`agent@example.com/token:${token}`).toString("base64"))) return json({ error: "Couldn't authenticate you" }, 401);
+    const path = req.path.replace(/^\/api\/v2\/+/, "");
+    const key = `${req.method} ${path}`;
+    let m: RegExpMatchArray | null;
+    if (key === "GET user_fields.json") return json({ user_fields: s.userFields.map((k, i) => ({ id: i + 1, key: k, title: k })), count: s.userFields.length });
+    if (key === "GET organization_fields.json") return json({ organization_fields: s.orgFields.map((k, i) => ({ id: i + 1, key: k, title: k })), count: s.orgFields.length });
+    if (key === "POST user_fields.json") return s.userFields.push(req.body.user_field.key), json({ user_field: req.body.user_field }, 201);
+    if (key === "POST organization_fields.json") return s.orgFields.push(req.body.organization_field.key), json({ organization_field: req.body.organization_field }, 201);
+    if (key === "GET users/search.json") {
+      const ids = s.identities.filter((i) => i.type === "email" && i.value === req.query.query).map((i) => i.user_id);
+      const users = s.users.filter((u) => ids.includes(u.id));
+      return json({ users, count: users.length });
+    }
+    if (key === "POST users/create_or_update.json") {
+      const { user: input } = req.body;
+      // Zendesk matches by external id, then by e-mail; a new e-mail on a known user becomes a secondary identity.
+      let user = s.users.find((u) => input.external_id !== undefined && u.external_id === input.external_id);
+      user ??= s.users.find((u) => s.identities.some((i) => i.user_id === u.id && i.value === input.email));
+      const created = !user;
+      if (!user) s.users.push((user = { id: s.nextId++ }));
+      Object.assign(user, { name: input.name ?? user.name, external_id: input.external_id ?? user.external_id });
+      if (input.email && !s.identities.some((i) => i.user_id === user!.id && i.value === input.email)) addEmail(user, input.email, created);
+      const primary = s.identities.find((i) => i.user_id === user!.id && i.primary && i.type === "email");
+      return json({ user: { ...user, email: primary?.value ?? null } }, created ? 201 : 200);
+    }
+    if ((m = key.match(/^GET users\/(\d+)\/identities$/))) return json({ identities: s.identities.filter((i) => i.user_id === Number(m![1])) });
+    if ((m = key.match(/^GET users\/(\d+)\/organization_memberships\.json$/))) return json({ organization_memberships: s.memberships.filter((x) => x.user_id === Number(m![1])) });
+    if (key === "POST organizations/create_or_update.json") {
+      const input = req.body.organization;
+      let org = s.orgs.find((o) => o.external_id === input.external_id || o.name === input.name);
+      if (!org) s.orgs.push((org = { id: s.nextId++ }));
+      Object.assign(org, input);
+      return json({ organization: org });
+    }
+    if (key === "POST organization_memberships.json") {
+      const membership = { id: s.nextId++, ...req.body.organization_membership };
+      s.memberships.push(membership);
+      return json({ organization_membership: membership }, 201);
+    }
+    if ((m = key.match(/^POST users\/(\d+)\/events$/))) return json({}, 202);
+    if ((m = key.match(/^DELETE users\/(\d+)\/identities\/(\d+)$/))) return (s.identities = s.identities.filter((i) => i.id !== Number(m![2]))), new Response(null, { status: 204 });
+    if ((m = key.match(/^PUT users\/(\d+)\/identities\/(\d+)$/))) {
+      const identity = s.identities.find((i) => i.id === Number(m![2]));
+      Object.assign(identity!, { value: req.body.identity.value, verified: req.body.identity.verified });
+      return json({ identity });
+    }
+    if ((m = key.match(/^DELETE users\/(\d+)\/organization_memberships\/(\d+)\.json$/))) return (s.memberships = s.memberships.filter((x) => x.id !== Number(m![2]))), new Response(null, { status: 204 });
+    if (key === "DELETE users/destroy_many.json") return json({ job_status: { status: "queued" } });
+    return json({ error: "InvalidEndpoint" }, 404);
+  });
+  /** A known user (as Zendesk would have it), with its primary e-mail. */
+  const addUser = (fields: Record<string, any>, email?: string) => {
+    const user: Record<string, any> = { id: s.nextId++, ...fields };
+    s.users.push(user);
+    if (email) addEmail(user, email, true);
+    return user;
   };
-  expect(zendesk.transform(event, ctx(CONFIG_2))).toEqual([
-    jsonRequest("POST", `${API}users/create_or_update.json`, {
-      user: { email: "johnwick@example.com", name: "John Wick", external_id: "abcd-124", user_fields: { id: "abcd-124", country: "UK" } },
-    }, HEADERS_2),
-  ]);
-  // RudderStack Test 9: the same event with createUsersAsVerified on.
-  const [req] = zendesk.transform(event, ctx({ ...CONFIG_2, createUsersAsVerified: true }));
-  expect(req!.body.JSON).toEqual({ user: { email: "johnwick@example.com", name: "John Wick", external_id: "abcd-124", user_fields: { id: "abcd-124", country: "UK" }, verified: true } });
-});
+  const calls = (from = 0) => sink.received.slice(from).map((r) => `${r.method} ${r.path.replace(/^\/api\/v2\//, "")}`);
+  return { ...sink, s, once, addUser, addEmail, calls };
+}
 
-test("ZENDESK identify maps organizationId, timezone and phone to Zendesk's own fields, top-level traits win over context.traits; no email is fine (RudderStack Test 15)", () => {
+const zd = fakeZendesk();
+const CONFIG = { email: "agent@example.com", apiToken: "zd-token", domain: "acme", createUsersAsVerified: true };
+const ctx = (config: Record<string, any> = CONFIG) => lookupContext(config, zd.url);
+const API = `${zd.url}/api/v2/`;
+const AUTH = basic("agent@example.com/token", "zd-token");
+const HEADERS = {
+  Authorization: AUTH,
+  "Content-Type": "application/json",
+  "X-Zendesk-Marketplace-Name": "RudderStack",
+  "X-Zendesk-Marketplace-Organization-Id": "3339",
+  "X-Zendesk-Marketplace-App-Id": "263241",
+};
+/** Runs the transform and answers what it returned and which calls it made to the stand-in. */
+async function run(event: SluiceEvent, config: Record<string, any> = CONFIG) {
+  const from = zd.received.length;
+  const requests = await zendesk.transform(event, ctx(config));
+  return { requests, calls: zd.calls(from) };
+}
+async function refusal(event: SluiceEvent, config: Record<string, any> = CONFIG): Promise<string> {
+  try {
+    await zendesk.transform(event, ctx(config));
+  } catch (err) {
+    return (err as Error).message;
+  }
+  throw new Error("the transform did not refuse the event");
+}
+/** Sends returned requests to the stand-in, as delivery would. */
+async function deliver(requests: Array<{ method: string; endpoint: string; headers: Record<string, string>; body: { JSON: Record<string, unknown> } }>) {
+  for (const r of requests) {
+    const body = r.method === "GET" || r.method === "DELETE" ? undefined : JSON.stringify(r.body.JSON);
+    expect((await fetch(r.endpoint, { method: r.method, headers: r.headers, body })).ok).toBe(true);
+  }
+}
+let n = 0;
+const unique = (what: string) => `${what}-${++n}`;
+
+test("ZENDESK identify: custom fields made for new scalar traits first, then the user upsert as RudderStack shapes it (name required, external_id repeated as user_fields.id)", async () => {
+  const userId = unique("u");
   const event: SluiceEvent = {
     type: "identify",
     messageId: "m",
-    userId: "u-1",
-    traits: { name: "Ada", organizationId: 77, timezone: "Europe/London", phone: "+44 1", plan: "pro", tags: ["a"], gone: null, empty: "" },
-    context: { traits: { email: "ignored@example.com" } },
+    userId,
+    anonymousId: "anon-1",
+    context: { traits: { email: `${userId}@example.com`, name: "Ada", birthday: "1815-12-10", plan: "pro", company: { id: 1, remove: false }, gone: null } },
   };
-  expect(zendesk.transform(event, ctx())[0]!.body.JSON).toEqual({
-    user: { name: "Ada", organization_id: 77, time_zone: "Europe/London", phone: "+44 1", external_id: "u-1", user_fields: { id: "u-1", plan: "pro", empty: "" }, verified: true },
-  });
-});
-
-test("ZENDESK RudderStack fixture: identify errors: no userId → 'UserId is a mandatory field for identify'; no name → 'Missing required value from \"name\"' (Test 0)", () => {
-  const base: SluiceEvent = { type: "identify", messageId: "m", anonymousId: "a", context: { traits: { name: "x" } } };
-  expect(() => zendesk.transform(base, ctx())).toThrow("UserId is a mandatory field for identify");
-  expect(() => zendesk.transform({ ...base, userId: "abcd-124", context: { traits: {} } }, ctx())).toThrow('Missing required value from "name"');
-  expect(() => zendesk.transform({ type: "identify", messageId: "m", userId: "u" }, ctx())).toThrow('Missing required value from "name"');
-});
-
-test("ZENDESK RudderStack fixture: track body (event and email-identified profile, source 'Rudder' or sourceName) to /api/v2/user_profiles/events (Test 4/17)", () => {
-  const event: SluiceEvent = {
-    type: "track",
-    messageId: "m-4",
-    userId: "abcd-124",
-    event: "test-track-event124",
-    properties: { test_prop: "test_prop_value_124" },
-    context: { traits: { email: "example124@email.com", name: "abcd124" } },
-  };
-  expect(zendesk.transform(event, ctx({ ...CONFIG_1, sourceName: "abc" }))).toEqual([
-    jsonRequest("POST", `${API}user_profiles/events`, {
-      event: { description: "test-track-event124", type: "test-track-event124", source: "abc", properties: { test_prop: "test_prop_value_124" } },
-      profile: { type: "test-track-event124", source: "abc", identifiers: [{ type: "email", value: "example124@email.com" }] },
-    }, HEADERS_1),
-  ]);
-  const [req] = zendesk.transform(event, ctx(CONFIG_2));
-  expect(req!.headers).toEqual(HEADERS_2);
-  expect((req!.body.JSON as any).event.source).toBe("Rudder");
-  expect((req!.body.JSON as any).profile.source).toBe("Rudder");
-});
-
-test("ZENDESK RudderStack fixture: track errors: no email → 'email not found in traits.' (Test 1); no userId; sourceName 'zendesk' is refused", () => {
-  const event: SluiceEvent = { type: "track", messageId: "m", userId: "0000000000", event: "E", context: { traits: { country: "UK", name: "John Wick" } } };
-  expect(() => zendesk.transform(event, ctx(CONFIG_2))).toThrow("email not found in traits.");
-  const withEmail: SluiceEvent = { ...event, context: { traits: { email: "a@b.c" } } };
-  expect(() => zendesk.transform({ ...withEmail, userId: undefined, anonymousId: "a" }, ctx())).toThrow("UserId is a mandatory field for track");
-  expect(() => zendesk.transform(withEmail, ctx({ ...CONFIG_1, sourceName: " ZenDesk " }))).toThrow("Invalid source name. The source name `zendesk` is not allowed.");
-});
-
-test("ZENDESK RudderStack fixture: identify with traits.company.remove sends the user upsert only; the company object is no user field (Test 5/6/15)", () => {
-  const company = { id: 900001329943, name: "test", remove: true };
-  const fromContext: SluiceEvent = { type: "identify", messageId: "m-5", userId: "abcd-124", anonymousId: "ba1bb99c", context: { traits: { name: "abcd124", email: "example124@email.com", company } } };
-  const user = { email: "example124@email.com", name: "abcd124", external_id: "abcd-124", user_fields: { id: "abcd-124" }, verified: true };
-  // RudderStack also deletes the membership it looks up (DELETE users/{id}/organization_memberships/{id}.json); Sluice cannot know those ids.
-  expect(zendesk.transform(fromContext, ctx())).toEqual([jsonRequest("POST", `${API}users/create_or_update.json`, { user }, HEADERS_1)]);
-  const fromTraits: SluiceEvent = { type: "identify", messageId: "m-6", userId: "abcd-124", traits: { name: "abcd124", email: "example124@email.com", company } };
-  expect(zendesk.transform(fromTraits, ctx())[0]!.body.JSON).toEqual({ user });
-  const noEmail: SluiceEvent = { ...fromContext, context: { traits: { name: "abcd124", company } } };
-  expect(zendesk.transform(noEmail, ctx())[0]!.body.JSON).toEqual({ user: { name: "abcd124", external_id: "abcd-124", user_fields: { id: "abcd-124" }, verified: true } });
-});
-
-test("ZENDESK RudderStack fixture: track body with the e-mail from context traits (Test 17; RudderStack posts it to users/{looked-up id}/events)", () => {
-  const event: SluiceEvent = {
-    type: "track", messageId: "m-17", userId: "0000000000", anonymousId: "223b5f40", event: "Order completed",
-    context: { traits: { country: "UK", name: "John Wick", userId: "exId-123", email: "testemail1@email" } },
-    properties: { category: "category", label: "label", userId: "exId-123", value: "value" },
-  };
-  const config = { apiToken: "yPJwcLTFSsvIkFhY23SzittHoYADJQ7eKDoxNu4x", createUsersAsVerified: true, domain: "rudderlabtest1", email: "rudderlabtest1@email.com", removeUsersFromOrganization: false, sendGroupCallsWithoutUserId: false };
-  expect(zendesk.transform(event, ctx(config))).toEqual([
-    jsonRequest("POST", "https://rudderlabtest1.zendesk.com/api/v2/user_profiles/events", {
-      event: { description: "Order completed", type: "Order completed", source: "Rudder", properties: event.properties },
-      profile: { type: "Order completed", source: "Rudder", identifiers: [{ type: "email", value: "testemail1@email" }] },
-    }, { Authorization: "Basic cnVkZGVybGFidGVzdDFAZW1haWwuY29tL3Rva2VuOnlQSndjTFRGU3N2SWtGaFkyM1N6aXR0SG9ZQURKUTdlS0RveE51NHg=", "Content-Type": "application/json", ...MARKETPLACE }),
-  ]);
-});
-
-const groupEvent: SluiceEvent = {
-  type: "group",
-  messageId: "m-g",
-  anonymousId: "297b0750-934b-4411-b66c-9b418cdbc0c9",
-  groupId: "group-124",
-  context: { traits: { email: "example1245@email.com", name: "abcd1245" } },
-  traits: { domainNames: "cw124.com", email: "group_email_124@xyz.com", name: "group-124" },
-};
-const ORG = { organization: { name: "group-124", domain_names: "cw124.com", external_id: "group-124", organization_fields: { id: "group-124", email: "group_email_124@xyz.com" } } };
-
-test("ZENDESK RudderStack fixture: group without userId and sendGroupCallsWithoutUserId → POST organizations/create_or_update.json only (Test 14)", () => {
-  const config = { ...CONFIG_1, apiToken: "myDummyApiToken2", domain: "blendohelp", email: "myDummyUserName2" };
-  expect(zendesk.transform(groupEvent, ctx(config))).toEqual([
-    jsonRequest("POST", "https://blendohelp.zendesk.com/api/v2/organizations/create_or_update.json", ORG, {
-      Authorization: "Basic bXlEdW1teVVzZXJOYW1lMi90b2tlbjpteUR1bW15QXBpVG9rZW4y",
-      "Content-Type": "application/json",
-      ...MARKETPLACE,
-    }),
-  ]);
-});
-
-test("ZENDESK group with userId → the organization upsert, then the user upserted by external id into the organization by name", () => {
-  expect(zendesk.transform({ ...groupEvent, userId: "abcd-124" }, ctx())).toEqual([
-    jsonRequest("POST", `${API}organizations/create_or_update.json`, ORG, HEADERS_1),
+  const { requests, calls } = await run(event);
+  expect(calls).toEqual(["GET user_fields.json", "POST user_fields.json"]);
+  expect(zd.received.at(-1)!.body).toEqual({ user_field: { title: "plan", active: true, key: "plan", description: "plan" } });
+  expect(zd.received.at(-1)!.headers.authorization).toBe(AUTH);
+  expect(requests).toEqual([
     jsonRequest("POST", `${API}users/create_or_update.json`, {
-      user: { external_id: "abcd-124", name: "abcd1245", email: "example1245@email.com", organization: { name: "group-124" }, verified: true },
-    }, HEADERS_1),
+      user: { email: `${userId}@example.com`, name: "Ada", external_id: userId, user_fields: { id: userId, birthday: "1815-12-10", plan: "pro" }, verified: true },
+    }, HEADERS),
   ]);
-  // An organization without a name cannot be joined by name: only the upsert goes.
-  const unnamed = zendesk.transform({ ...groupEvent, userId: "u", traits: { plan: "gold", tags: ["x"] } }, ctx(CONFIG_2));
-  expect(unnamed.map((r) => r.body.JSON)).toEqual([{ organization: { tags: ["x"], external_id: "group-124", organization_fields: { id: "group-124", plan: "gold" } } }]);
+  // The field exists now: the next identify creates none.
+  expect((await run(event)).calls).toEqual(["GET user_fields.json"]);
 });
 
-test("ZENDESK RudderStack fixture: group errors: no userId without sendGroupCallsWithoutUserId (Test 12); no traits → 'Organisation Traits are missing. Aborting.'", () => {
-  expect(() => zendesk.transform(groupEvent, ctx({ ...CONFIG_1, sendGroupCallsWithoutUserId: false }))).toThrow("UserId is a mandatory field for group");
-  const { traits: _none, ...noTraits } = groupEvent;
-  expect(() => zendesk.transform(noTraits as SluiceEvent, ctx())).toThrow("Organisation Traits are missing. Aborting.");
-  expect(() => zendesk.transform({ ...noTraits, userId: "u" } as SluiceEvent, ctx(CONFIG_2))).toThrow("Organisation Traits are missing. Aborting.");
+test("ZENDESK identify: traits.userId (then traits.id, then userId) is the external id; organizationId, timezone and phone map to Zendesk's fields; verified only with createUsersAsVerified", async () => {
+  const event: SluiceEvent = {
+    type: "identify",
+    messageId: "m",
+    userId: "12345678",
+    traits: { name: "John Wick", email: "johnwick@example.com", userId: "abcd-124", organizationId: 77, timezone: "Europe/London", phone: "+44 1" },
+  };
+  const { requests } = await run(event, { ...CONFIG, createUsersAsVerified: false });
+  expect(requests.map((r) => r.body.JSON)).toEqual([
+    { user: { email: "johnwick@example.com", name: "John Wick", organization_id: 77, time_zone: "Europe/London", phone: "+44 1", external_id: "abcd-124", user_fields: { id: "abcd-124" } } },
+  ]);
 });
 
-test("ZENDESK RudderStack fixture: page is refused with 'Event type page is not supported' (Test 13); missing config keys; baseUrl override", () => {
-  expect(() => zendesk.transform({ ...groupEvent, type: "page" }, ctx())).toThrow("Event type page is not supported");
-  const event: SluiceEvent = { type: "identify", messageId: "m", userId: "u", traits: { name: "n" } };
-  for (const key of ["email", "apiToken", "domain"]) {
-    const { [key]: _drop, ...rest } = CONFIG_1 as Record<string, any>;
-    expect(() => zendesk.transform(event, ctx(rest))).toThrow(`destination config is missing '${key}'`);
+test("ZENDESK identify errors: no userId; no name (RudderStack's 'Missing required value from \"name\"'), before any call", async () => {
+  const from = zd.received.length;
+  expect(await refusal({ type: "identify", messageId: "m", anonymousId: "a", traits: { name: "x" } })).toBe("UserId is a mandatory field for identify");
+  expect(await refusal({ type: "identify", messageId: "m", userId: "u", context: { traits: {} } })).toBe('Missing required value from "name"');
+  expect(zd.received.length).toBe(from);
+});
+
+test("ZENDESK identify: a field list Zendesk refuses or answers as text creates no field, and the upsert still goes (as RudderStack)", async () => {
+  const event: SluiceEvent = { type: "identify", messageId: "m", userId: unique("u"), traits: { name: "Ada", brandNew: 1 } };
+  zd.once.push({ when: (r) => r.path.endsWith("/user_fields.json"), answer: () => Response.json({ error: "Forbidden" }, { status: 403 }) });
+  let out = await run(event);
+  expect(out.calls).toEqual(["GET user_fields.json"]);
+  expect(out.requests.map((r) => r.endpoint)).toEqual([`${API}users/create_or_update.json`]);
+  zd.once.push({ when: (r) => r.path.endsWith("/user_fields.json"), answer: () => Response.json({ user_fields: "invalid_string_response" }) });
+  out = await run(event);
+  expect(out.calls).toEqual(["GET user_fields.json"]);
+  expect(out.requests).toHaveLength(1);
+});
+
+test("ZENDESK identify with searchByExternalId: the user is upserted for its id, its identities read, and the new e-mail made primary (secondary copy deleted, primary identity updated) before the upsert", async () => {
+  const external = unique("ext");
+  const user = zd.addUser({ external_id: external, name: "Old" }, `${external}-old@example.com`);
+  zd.addEmail(user, `${external}@example.com`, false);
+  const [primary, secondary] = zd.s.identities.filter((i) => i.user_id === user.id);
+  const event: SluiceEvent = { type: "identify", messageId: "m", userId: external, traits: { email: `${external}@example.com`, name: "New" } };
+  const { requests, calls } = await run(event, { ...CONFIG, searchByExternalId: true, createUsersAsVerified: false });
+  expect(calls).toEqual(["GET user_fields.json", "POST users/create_or_update.json", `GET users/${user.id}/identities`]);
+  const upsert = { user: { email: `${external}@example.com`, name: "New", external_id: external, user_fields: { id: external } } };
+  expect(zd.received.at(-2)!.body).toEqual(upsert);
+  expect(requests).toEqual([
+    { ...jsonRequest("DELETE", `${API}users/${user.id}/identities/${secondary!.id}`, {}, HEADERS) },
+    jsonRequest("PUT", `${API}users/${user.id}/identities/${primary!.id}`, { identity: { type: "email", value: `${external}@example.com`, verified: false } }, HEADERS),
+    jsonRequest("POST", `${API}users/create_or_update.json`, upsert, HEADERS),
+  ]);
+  // Delivered, the e-mail is the primary one: the same identify changes nothing more.
+  await deliver(requests);
+  expect(zd.s.identities.filter((i) => i.user_id === user.id).map((i) => [i.value, i.primary])).toEqual([[`${external}@example.com`, true]]);
+  expect((await run(event, { ...CONFIG, searchByExternalId: true })).requests.map((r) => r.method)).toEqual(["POST"]);
+  // Without an e-mail in the traits no upsert is made here.
+  const noEmail = await run({ ...event, traits: { name: "New" } }, { ...CONFIG, searchByExternalId: true });
+  expect(noEmail.calls).toEqual(["GET user_fields.json"]);
+});
+
+test("ZENDESK identify with searchByExternalId: an upsert Zendesk refuses aborts with RudderStack's '[Zendesk]: unable to create or update user'; identities it cannot list leave the e-mail alone", async () => {
+  const event: SluiceEvent = { type: "identify", messageId: "m", userId: unique("u"), traits: { email: "x@example.com", name: "X" } };
+  zd.once.push({ when: (r) => r.path.endsWith("/users/create_or_update.json"), answer: () => Response.json({ error: "RecordInvalid" }, { status: 422 }) });
+  expect(await refusal(event, { ...CONFIG, searchByExternalId: true })).toBe("[Zendesk]: unable to create or update user");
+  zd.once.push({ when: (r) => r.path.endsWith("/identities"), answer: () => Response.json({ error: "Forbidden" }, { status: 403 }) });
+  const { requests, calls } = await run(event, { ...CONFIG, searchByExternalId: true });
+  expect(calls.at(-1)).toMatch(/^GET users\/\d+\/identities$/);
+  expect(requests.map((r) => `${r.method} ${r.endpoint}`)).toEqual([`POST ${API}users/create_or_update.json`]);
+});
+
+test("ZENDESK identify with traits.company {id, remove} and removeUsersFromOrganization: the user found by e-mail leaves that organization (its first membership), then the upsert", async () => {
+  const email = `${unique("member")}@example.com`;
+  const user = zd.addUser({ external_id: "m-1", name: "Member" }, email);
+  zd.s.memberships.push({ id: 5551, user_id: user.id, organization_id: 900001329943 });
+  const event: SluiceEvent = { type: "identify", messageId: "m", userId: "m-1", context: { traits: { name: "Member", email, company: { id: 900001329943, name: "test", remove: true } } } };
+  const config = { ...CONFIG, removeUsersFromOrganization: true };
+  const { requests, calls } = await run(event, config);
+  expect(calls).toEqual(["GET user_fields.json", "GET users/search.json", `GET users/${user.id}/organization_memberships.json`]);
+  expect(zd.received.at(-2)!.query).toEqual({ query: email });
+  expect(requests.map((r) => `${r.method} ${r.endpoint}`)).toEqual([
+    `DELETE ${API}users/${user.id}/organization_memberships/5551.json`,
+    `POST ${API}users/create_or_update.json`,
+  ]);
+  expect(requests[0]).toEqual(jsonRequest("DELETE", `${API}users/${user.id}/organization_memberships/5551.json`, {}, HEADERS));
+  expect(requests[1]!.body.JSON).toEqual({ user: { name: "Member", email, external_id: "m-1", user_fields: { id: "m-1" }, verified: true } });
+  // Another organization, an id sent as text (RudderStack compares strictly), or the option off: only the upsert.
+  for (const [company, cfg] of [[{ id: 1, remove: true }, config], [{ id: "900001329943", remove: true }, config], [{ id: 900001329943, remove: true }, CONFIG]] as const) {
+    const out = await run({ ...event, context: { traits: { name: "Member", email, company } } }, cfg);
+    expect(out.requests.map((r) => r.method)).toEqual(["POST"]);
   }
-  expect(zendesk.transform(event, ctx(CONFIG_1, "http://localhost:9090"))[0]!.endpoint).toBe("http://localhost:9090/api/v2/users/create_or_update.json");
+});
+
+const trackEvent = (email: string, extra: Partial<SluiceEvent> = {}): SluiceEvent => ({
+  type: "track",
+  messageId: "m",
+  userId: "0000000000",
+  event: "Order completed",
+  properties: { value: 3 },
+  context: { traits: { name: "John Wick", email } },
+  ...extra,
+});
+
+test("ZENDESK track: the user found by the traits' e-mail gets the event at users/{id}/events (source 'Rudder' or sourceName)", async () => {
+  const email = `${unique("known")}@example.com`;
+  const user = zd.addUser({ external_id: "k", name: "Known" }, email);
+  const { requests, calls } = await run(trackEvent(email), { ...CONFIG, sourceName: "web" });
+  expect(calls).toEqual(["GET users/search.json"]);
+  expect(requests).toEqual([
+    jsonRequest("POST", `${API}users/${user.id}/events`, {
+      event: { description: "Order completed", type: "Order completed", source: "web", properties: { value: 3 } },
+      profile: { type: "Order completed", source: "web", identifiers: [{ type: "email", value: email }] },
+    }, HEADERS),
+  ]);
+  expect(((await run(trackEvent(email))).requests[0]!.body.JSON as any).event.source).toBe("Rudder");
+});
+
+test("ZENDESK track: a user Zendesk does not know is created from the traits' name and e-mail and the userId, and the e-mail Zendesk answers is the profile's", async () => {
+  const email = `${unique("new")}@example.com`;
+  const { requests, calls } = await run(trackEvent(email, { userId: unique("t") }));
+  expect(calls).toEqual(["GET users/search.json", "POST users/create_or_update.json"]);
+  const created = zd.received.at(-1)!.body.user;
+  expect(created).toEqual({ name: "John Wick", external_id: expect.stringMatching(/^t-/), email, verified: true });
+  const user = zd.s.users.find((u) => u.external_id === created.external_id)!;
+  expect(requests[0]!.endpoint).toBe(`${API}users/${user.id}/events`);
+  // Zendesk matched the external id to a user whose primary e-mail is another: that one is named.
+  const other = zd.addUser({ external_id: unique("t") }, `${unique("primary")}@example.com`);
+  const second = await run(trackEvent(`${unique("fresh")}@example.com`, { userId: other.external_id }));
+  expect(second.requests[0]!.endpoint).toBe(`${API}users/${other.id}/events`);
+  expect((second.requests[0]!.body.JSON as any).profile.identifiers).toEqual([{ type: "email", value: zd.s.identities.find((i) => i.user_id === other.id && i.primary)!.value }]);
+});
+
+test("ZENDESK track errors, in RudderStack's words: no e-mail, no userId, source 'zendesk', a refused search, a user that cannot be created or has no e-mail", async () => {
+  expect(await refusal(trackEvent("", { context: { traits: { name: "x" } } }))).toBe("email not found in traits.");
+  expect(await refusal(trackEvent("a@b.c", { userId: undefined, anonymousId: "a" }))).toBe("UserId is a mandatory field for track");
+  expect(await refusal(trackEvent("a@b.c"), { ...CONFIG, sourceName: " ZenDesk " })).toBe("Invalid source name. The source name `zendesk` is not allowed.");
+  expect(await refusal(trackEvent("a@b.c"), { ...CONFIG, apiToken: "wrong" })).toBe("Failed to fetch user with email: a@b.c due to Couldn't authenticate you");
+  zd.once.push({ when: (r) => r.path.endsWith("/users/create_or_update.json"), answer: () => Response.json({ user: {} }) });
+  expect(await refusal(trackEvent("testemail2@email"))).toBe("Failed to fetch user with email: testemail2@email due to Couldn't find user: John Wick");
+  zd.once.push({ when: (r) => r.path.endsWith("/users/create_or_update.json"), answer: () => Response.json({ user: { id: 42, email: null } }) });
+  expect(await refusal(trackEvent("noemail@example.com"))).toBe("Failed to fetch user with email: noemail@example.com due to User email not found");
+});
+
+const groupEvent = (userId: string | undefined, email: string, traits: Record<string, any> = { name: "Org " + email, domainNames: "cw124.com", email: "group@xyz.com" }): SluiceEvent => ({
+  type: "group",
+  messageId: "m",
+  userId,
+  anonymousId: "anon",
+  groupId: `g-${email}`,
+  context: { traits: { email, name: "Member Name" } },
+  traits,
+});
+
+test("ZENDESK group: organization fields made, the organization upserted for its id, the user found by e-mail, then POST organization_memberships.json", async () => {
+  const email = `${unique("g")}@example.com`;
+  const user = zd.addUser({ external_id: "gu", name: "G" }, email);
+  const event = groupEvent("gu", email, { name: `Org ${email}`, domainNames: "cw124.com", email: "group@xyz.com", tier: "gold" });
+  const { requests, calls } = await run(event);
+  expect(calls).toEqual([
+    "GET organization_fields.json",
+    "POST organization_fields.json",
+    "POST organizations/create_or_update.json",
+    "GET users/search.json",
+    // RudderStack's membership check spells the path with a doubled slash; the stand-in reads it as Zendesk does.
+    `GET /users/${user.id}/organization_memberships.json`,
+  ]);
+  expect(zd.received.find((r) => r.path.endsWith("/organizations/create_or_update.json") && r.body.organization.name === `Org ${email}`)!.body).toEqual({
+    organization: { name: `Org ${email}`, domain_names: "cw124.com", external_id: `g-${email}`, organization_fields: { id: `g-${email}`, email: "group@xyz.com", tier: "gold" } },
+  });
+  const org = zd.s.orgs.find((o) => o.name === `Org ${email}`)!;
+  expect(requests).toEqual([
+    jsonRequest("POST", `${API}organization_memberships.json`, { organization_membership: { user_id: user.id, organization_id: org.id } }, HEADERS),
+  ]);
+});
+
+test("ZENDESK group: a user Zendesk does not know is created from the context traits; without their name and e-mail it is 'User not found'; a member already is refused", async () => {
+  const email = `${unique("gnew")}@example.com`;
+  const { requests, calls } = await run(groupEvent("gn-1", email));
+  expect(calls.slice(-3)).toEqual(["GET users/search.json", "POST users/create_or_update.json", expect.stringMatching(/^GET \/users\/\d+\/organization_memberships\.json$/)]);
+  expect(zd.received.at(-2)!.body).toEqual({ user: { name: "Member Name", external_id: "gn-1", email, verified: true } });
+  expect((requests[0]!.body.JSON as any).organization_membership.user_id).toBe(zd.s.users.find((u) => u.external_id === "gn-1")!.id);
+  expect(await refusal({ ...groupEvent("gn-2", "x@example.com"), context: { traits: { email: `${unique("nobody")}@example.com` } } })).toBe("User not found");
+  // The membership is made (delivered), then the same group again is refused as RudderStack refuses it.
+  zd.s.memberships.push({ id: 1, ...(requests[0]!.body.JSON as any).organization_membership });
+  expect(await refusal(groupEvent("gn-1", email))).toBe("User is already associated with organization");
+});
+
+test("ZENDESK group errors: no userId (unless sendGroupCallsWithoutUserId), no traits, an organization Zendesk does not create", async () => {
+  expect(await refusal(groupEvent(undefined, "a@b.c"))).toBe("UserId is a mandatory field for group");
+  const { traits: _t, ...noTraits } = groupEvent("u", "a@b.c");
+  expect(await refusal(noTraits as SluiceEvent)).toBe("Organisation Traits are missing. Aborting.");
+  zd.once.push({ when: (r) => r.path.endsWith("/organizations/create_or_update.json"), answer: () => Response.json({ error: "RecordInvalid" }, { status: 422 }) });
+  expect(await refusal(groupEvent("u-9", "a@b.c", { name: "test-org124" }))).toBe("Couldn't create user membership for user having external id u-9 as Organization test-org124 wasn't created");
+});
+
+test("ZENDESK group without userId and sendGroupCallsWithoutUserId: the organization upsert is returned, not made", async () => {
+  const email = `${unique("anon")}@example.com`;
+  const { requests, calls } = await run(groupEvent(undefined, email), { ...CONFIG, sendGroupCallsWithoutUserId: true });
+  expect(calls).toEqual(["GET organization_fields.json"]);
+  expect(requests).toEqual([
+    jsonRequest("POST", `${API}organizations/create_or_update.json`, {
+      organization: { name: `Org ${email}`, domain_names: "cw124.com", external_id: `g-${email}`, organization_fields: { id: `g-${email}`, email: "group@xyz.com" } },
+    }, HEADERS),
+  ]);
+});
+
+test("ZENDESK: page is refused with RudderStack's 'Event type page is not supported'; a missing config key is named", async () => {
+  expect(await refusal({ type: "page", messageId: "m", userId: "u" })).toBe("Event type page is not supported");
+  for (const key of ["email", "apiToken", "domain"]) {
+    const { [key]: _drop, ...rest } = CONFIG as Record<string, any>;
+    expect(await refusal({ type: "identify", messageId: "m", userId: "u", traits: { name: "n" } }, rest)).toBe(`destination config is missing '${key}'`);
+  }
 });
 
 test("ZENDESK sends one request per event, as RudderStack's router does (no batching)", () => {
@@ -182,63 +363,93 @@ test("ZENDESK deleteUsers → DELETE users/destroy_many.json?external_ids=… in
   const users = Array.from({ length: 101 }, (_, i) => ({ userId: `u-${i}` }));
   const reqs = zendesk.deleteUsers!(users, ctx());
   expect(reqs).toHaveLength(2);
-  expect(reqs[0]).toMatchObject({ method: "DELETE", endpoint: `${API}users/destroy_many.json`, headers: HEADERS_1 });
+  expect(reqs[0]).toMatchObject({ method: "DELETE", endpoint: `${API}users/destroy_many.json`, headers: HEADERS });
   expect(reqs[0]!.params).toEqual({ external_ids: users.slice(0, 100).map((u) => u.userId).join(",") });
   expect(reqs[1]!.params).toEqual({ external_ids: "u-100" });
 });
 
+// ---- through a real Sluice --------------------------------------------------------------------
+
 let sluice: TestServer;
-const sink = startSink();
 const KIND = "ZENDESK";
-const E2E_CONFIG = { domain: "acme", email: "agent@example.com", apiToken: "zd-token", createUsersAsVerified: true, sourceName: "web" };
-const AUTH = `Basic ${btoa("agent@example.com/token:zd-token")}`;
+const E2E_CONFIG = { ...CONFIG, sourceName: "web" };
 
 beforeAll(async () => {
-  sluice = await startSluice({ args: ["--destination-base-url", `${KIND}=${sink.url}`, "--retry-backoff-ms", "20"] });
+  sluice = await startSluice({ args: ["--destination-base-url", `${KIND}=${zd.url}`, "--retry-backoff-ms", "20"] });
 });
 afterAll(async () => {
   await sluice.stop();
-  sink.stop();
+  zd.stop();
   cleanup(sluice.dataDir);
 });
 
-test("ZENDESK end to end: identify, track and group reach the Zendesk stand-in with API-token auth, in order", async () => {
+async function connected(config: Record<string, any> = E2E_CONFIG) {
   const src = await createSource(sluice.url);
-  const dst = await api(sluice.url, "POST", "/v2/destinations", { name: "zendesk-e2e", type: KIND, config: E2E_CONFIG, sourceIds: [src.id] });
+  const dst = await api(sluice.url, "POST", "/v2/destinations", { name: unique("zendesk-e2e"), type: KIND, config, sourceIds: [src.id] });
   expect(dst.status).toBe(201);
+  return { src, dst: dst.json };
+}
+
+test("ZENDESK end to end: identify, track and group make their lookups, then their writes reach the Zendesk stand-in, in order", async () => {
+  const { src } = await connected();
+  const userId = unique("e2e");
+  const email = `${userId}@example.com`;
+  const from = zd.received.length;
   const batch = [
-    { type: "identify", userId: "zd-1", traits: { name: "Ada", email: "ada@example.com", plan: "pro" } },
-    { type: "track", userId: "zd-1", event: "Signed Up", properties: { via: "web" }, context: { traits: { email: "ada@example.com" } } },
-    { type: "group", userId: "zd-1", groupId: "org-9", traits: { name: "Acme Ltd" } },
+    { type: "identify", userId, traits: { name: "Ada", email, plan: "pro" } },
+    { type: "track", userId, event: "Signed Up", properties: { via: "web" }, context: { traits: { email } } },
+    { type: "group", userId, groupId: `org-${userId}`, traits: { name: `Acme ${userId}` }, context: { traits: { email } } },
   ];
   expect((await sendEvent(sluice.url, src.writeKey, "batch", { batch })).status).toBe(200);
-  const mine = () => sink.received.filter((r) => r.headers.authorization === AUTH);
-  await waitFor(() => mine().length >= 4, { what: "4 requests at the Zendesk stand-in" });
-  expect(mine().map((r) => `${r.method} ${r.path}`)).toEqual([
-    "POST /api/v2/users/create_or_update.json",
-    "POST /api/v2/user_profiles/events",
-    "POST /api/v2/organizations/create_or_update.json",
-    "POST /api/v2/users/create_or_update.json",
+  await waitFor(() => zd.calls(from).includes("POST organization_memberships.json"), { what: "the membership at the Zendesk stand-in" });
+  const calls = zd.calls(from).filter((c) => c !== "GET user_fields.json" && c !== "POST user_fields.json" && c !== "GET organization_fields.json");
+  const user = zd.s.users.find((u) => u.external_id === userId)!;
+  expect(calls).toEqual([
+    "POST users/create_or_update.json",
+    "GET users/search.json",
+    `POST users/${user.id}/events`,
+    "POST organizations/create_or_update.json",
+    "GET users/search.json",
+    `GET /users/${user.id}/organization_memberships.json`,
+    "POST organization_memberships.json",
   ]);
-  const [user, event, org, member] = mine();
-  expect(user!.headers["content-type"]).toBe("application/json");
-  expect(user!.headers["x-zendesk-marketplace-app-id"]).toBe("263241");
-  expect(user!.body).toEqual({ user: { email: "ada@example.com", name: "Ada", external_id: "zd-1", user_fields: { id: "zd-1", plan: "pro" }, verified: true } });
-  expect(event!.body).toEqual({
+  const event = zd.received.find((r) => r.path === `/api/v2/users/${user.id}/events`)!;
+  expect(event.headers["x-zendesk-marketplace-app-id"]).toBe("263241");
+  expect(event.body).toEqual({
     event: { description: "Signed Up", type: "Signed Up", source: "web", properties: { via: "web" } },
-    profile: { type: "Signed Up", source: "web", identifiers: [{ type: "email", value: "ada@example.com" }] },
+    profile: { type: "Signed Up", source: "web", identifiers: [{ type: "email", value: email }] },
   });
-  expect(org!.body).toEqual({ organization: { name: "Acme Ltd", external_id: "org-9", organization_fields: { id: "org-9" } } });
-  expect(member!.body).toEqual({ user: { external_id: "zd-1", organization: { name: "Acme Ltd" }, verified: true } });
+  const org = zd.s.orgs.find((o) => o.external_id === `org-${userId}`)!;
+  expect(zd.received.at(-1)!.body).toEqual({ organization_membership: { user_id: user.id, organization_id: org.id } });
+});
+
+test("ZENDESK end to end: a user search answered 503 is retried, and the event is then delivered", async () => {
+  const { src, dst } = await connected();
+  const email = `${unique("retry")}@example.com`;
+  const user = zd.addUser({ external_id: "r-1" }, email);
+  zd.once.push({ when: (r) => r.path.endsWith("/users/search.json") && r.query.query === email, answer: () => Response.json({ error: "Unavailable" }, { status: 503 }) });
+  expect((await sendEvent(sluice.url, src.writeKey, "track", { userId: "r-1", event: "Retried", context: { traits: { email } } })).status).toBe(200);
+  await waitFor(() => zd.received.some((r) => r.path === `/api/v2/users/${user.id}/events`), { what: "the event after the retry" });
+  expect(zd.received.filter((r) => r.path.endsWith("/users/search.json") && r.query.query === email)).toHaveLength(2);
+  // The outcome is written after the request is answered: poll for it.
+  const row = await waitFor(async () => (await api(sluice.url, "GET", `/v2/destinations/${dst.id}/deliveries?state=succeeded`)).json.deliveries[0], { what: "the delivery succeeded" });
+  expect(row).toMatchObject({ state: "succeeded", attempts: 2 });
+});
+
+test("ZENDESK end to end: a user search answered 401 aborts the delivery with RudderStack's error text", async () => {
+  const { src, dst } = await connected({ ...E2E_CONFIG, apiToken: "revoked" });
+  const from = zd.received.length;
+  expect((await sendEvent(sluice.url, src.writeKey, "track", { userId: "x-1", event: "Denied", context: { traits: { email: "denied@example.com" } } })).status).toBe(200);
+  const row = await waitFor(async () => (await api(sluice.url, "GET", `/v2/destinations/${dst.id}/deliveries?state=aborted`)).json.deliveries[0], { what: "the delivery aborted" });
+  expect(row.lastError).toBe("Failed to fetch user with email: denied@example.com due to Couldn't authenticate you");
+  expect(zd.calls(from)).toEqual(["GET users/search.json"]);
 });
 
 test("ZENDESK end to end: suppress_with_delete reaches DELETE /api/v2/users/destroy_many.json?external_ids=…; the deletion completes", async () => {
-  const src = await createSource(sluice.url);
-  const dst = await api(sluice.url, "POST", "/v2/destinations", { name: "zendesk-del", type: KIND, config: E2E_CONFIG, sourceIds: [src.id] });
-  expect(dst.status).toBe(201);
-  const reg = await api(sluice.url, "POST", "/v2/regulations", { regulationType: "suppress_with_delete", destinationIds: [dst.json.id], users: [{ userId: "zd-gone-1" }] });
+  const { dst } = await connected();
+  const reg = await api(sluice.url, "POST", "/v2/regulations", { regulationType: "suppress_with_delete", destinationIds: [dst.id], users: [{ userId: "zd-gone-1" }] });
   expect(reg.status).toBe(201);
-  const call = await waitFor(() => sink.received.find((r) => r.path === "/api/v2/users/destroy_many.json" && r.query.external_ids === "zd-gone-1"), { what: "the deletion call" });
+  const call = await waitFor(() => zd.received.find((r) => r.path === "/api/v2/users/destroy_many.json" && r.query.external_ids === "zd-gone-1"), { what: "the deletion call" });
   expect(call.method).toBe("DELETE");
   expect(call.headers.authorization).toBe(AUTH);
   const deletionOf = async () => {

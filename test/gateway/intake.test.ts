@@ -79,6 +79,20 @@ describe("enrichment", () => {
     expect(e.timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   });
 
+  test("a missing originalTimestamp is the time received, as rudder-server's processor sets it, not sentAt", async () => {
+    // The client sent the call 20 s after it says the clock read sentAt: with no
+    // originalTimestamp, rudder-server takes receivedAt for it, and the formula
+    // timestamp = receivedAt - (sentAt - originalTimestamp) moves the timestamp by that skew.
+    const t0 = Date.now();
+    const sent = new Date(t0 - 20_000).toISOString();
+    await sendEvent(s.url, key, "track", { userId: "u1", event: "NoOriginal", sentAt: sent });
+    const e = await lastEvent();
+    expect(e.originalTimestamp).toBe(e.receivedAt);
+    expect(e.sentAt).toBe(sent);
+    const received = Date.parse(e.receivedAt);
+    expect(Date.parse(e.timestamp)).toBe(received - (Date.parse(sent) - received));
+  });
+
   test("a timestamp the client sent is kept (historical import)", async () => {
     await sendEvent(s.url, key, "track", { userId: "u1", event: "E", timestamp: "2020-01-02T03:04:05+01:00" });
     expect((await lastEvent()).timestamp).toBe("2020-01-02T02:04:05.000Z");
@@ -103,15 +117,28 @@ describe("enrichment", () => {
     expect((await lastEvent()).request_ip).toBe("127.0.0.1");
   });
 
-  test("a numeric userId or anonymousId is accepted and stored as its decimal string, as RudderStack does", async () => {
-    expect((await sendEvent(s.url, key, "track", { userId: 42, event: "Numeric" })).status).toBe(200);
-    expect(await lastEvent()).toMatchObject({ userId: "42", event: "Numeric" });
-    expect((await sendEvent(s.url, key, "batch", { batch: [{ type: "page", anonymousId: 1e21, name: "Big" }, { type: "track", userId: 7.5, event: "Frac" }] })).status).toBe(200);
-    const [big, frac] = (await readEvents(s)).slice(-2);
-    expect(big!.anonymousId).toBe("1000000000000000000000");
-    expect(frac!.userId).toBe("7.5");
+  test("numeric ids stay numbers in the event, as rudder-server passes them on; only the user's ordering key is their decimal text", async () => {
+    expect((await sendEvent(s.url, key, "track", { userId: 42, event: "Numeric", messageId: "num-1" })).status).toBe(200);
+    expect(await lastEvent()).toMatchObject({ userId: 42, event: "Numeric" });
+    const userKey = async (messageId: string) => (await query(s, "SELECT user_key FROM events WHERE message_id = ?", [messageId]))[0]!.user_key;
+    expect(await userKey("num-1")).toBe("42");
+    const batch = [
+      { type: "page", anonymousId: 1e21, name: "Big", messageId: "num-2" },
+      { type: "track", userId: 7.5, event: "Frac", messageId: "num-3" },
+      { type: "group", userId: "u", groupId: 6229828, messageId: "num-4" },
+      { type: "alias", userId: 5, previousId: 4, messageId: "num-5" },
+    ];
+    expect((await sendEvent(s.url, key, "batch", { batch })).status).toBe(200);
+    const [big, frac, group, alias] = (await readEvents(s)).slice(-4);
+    expect(big!.anonymousId).toBe(1e21);
+    expect(await userKey("num-2")).toBe("1000000000000000000000");
+    expect(frac!.userId).toBe(7.5);
+    expect(await userKey("num-3")).toBe("7.5");
+    expect(group!.groupId).toBe(6229828);
+    expect([alias!.userId, alias!.previousId]).toEqual([5, 4]);
     // Other non-strings are still refused, naming the field.
     await expect400(await sendEvent(s.url, key, "track", { userId: true, event: "E" }), "userId");
+    await expect400(await sendEvent(s.url, key, "group", { userId: "u", groupId: { id: 1 } }), "groupId");
   });
 
   test("the write key in the body is not stored", async () => {

@@ -225,6 +225,15 @@ describe("suppression at intake", () => {
     expect(metrics).toContain(`sluice_events_suppressed_total{source="${src.id}"} 3`);
   });
 
+  test("a user suppressed as \"4711\" is suppressed when an SDK sends userId 4711 as a number", async () => {
+    const src = await createSource(s.url);
+    await regulate({ regulationType: "suppress", users: [{ userId: "4711" }] });
+    expect((await sendEvent(s.url, src.writeKey, "track", { userId: 4711, event: "Numeric" })).status).toBe(200);
+    expect((await sendEvent(s.url, src.writeKey, "track", { userId: 4712, event: "Other", messageId: "num-free" })).status).toBe(200);
+    const stored = (await readEvents(s)).filter((e) => e.userId === 4711 || e.userId === 4712);
+    expect(stored.map((e) => e.messageId)).toEqual(["num-free"]);
+  });
+
   test("suppress with sourceIds drops the user's events from those sources only", async () => {
     const a = await createSource(s.url);
     const b = await createSource(s.url);

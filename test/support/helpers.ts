@@ -10,7 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Sluice, createSluice } from "../../src/app";
 import { silentLogger } from "../../src/lib/logger";
-import type { DestinationRequest } from "../../src/destinations/types";
+import type { DestinationContext, DestinationRequest, LookupClient } from "../../src/destinations/types";
+import { LookupCaches, lookupClient } from "../../src/pipeline/lookup";
+import type { DestinationRuntime } from "../../src/control-plane/config-store";
+import { Outbound } from "../../src/pipeline/outbound";
 import { parseSettings } from "../../src/settings";
 
 export const ADMIN_EMAIL = "owner@example.com";
@@ -320,4 +323,19 @@ export async function launchChromium(): Promise<import("playwright-core").Browse
     // The machine has no outside network: keep Chromium from reaching for it.
     args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
+}
+
+/**
+ * The lookup client delivery hands a kind's transform, for calling a transform directly against
+ * a stand-in of the service on 127.0.0.1 (loopback allowed, as the test servers allow it).
+ */
+export function testLookup(timeoutMs = 5000): LookupClient {
+  return lookupClient({ outbound: new Outbound({ allowDestinationHosts: ["127.0.0.0/8", "::1"], denyDestinationHosts: [] }), timeoutMs });
+}
+
+/** A destination context for calling a kind's transform directly: config, a stand-in's base URL, the lookup client and a fresh lookup memory. */
+export function lookupContext(config: Record<string, any>, baseUrl?: string): DestinationContext {
+  // The router keeps one memory per destination runtime; a fresh key object is a fresh memory.
+  const cache = new LookupCaches().for({} as DestinationRuntime);
+  return { config, destination: { id: "dst_test", name: "test", workspaceId: "ws_test" }, baseUrl, now: Date.now, lookup: testLookup(), cache };
 }

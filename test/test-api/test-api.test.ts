@@ -465,12 +465,45 @@ describe("no side effects", () => {
 });
 
 describe("RudderStack fidelity", () => {
-  test("a numeric userId is accepted and used as its decimal string (POSTHOG distinct_id \"42\")", async () => {
+  test("the processor's output is shown, and what delivery sends is sent: SENDGRID's contact goes out as batch() shapes it", async () => {
+    const sendgrid = startSink(() => Response.json({ job_id: "j-1" }, { status: 202 }));
+    const local = await startSluice({ args: ["--destination-base-url", `SENDGRID=${sendgrid.url}`] });
+    try {
+      const dest = await api(local.url, "POST", "/v2/destinations", { name: "sg", type: "SENDGRID", config: { apiKey: "sg-key", listId: "list-1" }, sourceIds: [] });
+      expect(dest.status).toBe(201);
+      const message = { type: "identify", userId: "u1", traits: { email: "ada@example.com", firstName: "Ada" } };
+      const res = await fetch(`${local.url}/v0/testDestination/${dest.json.id}`, { method: "POST", headers: { "content-type": "application/json", authorization: AUTH }, body: JSON.stringify({ message }) });
+      expect(res.status).toBe(200);
+      const [entry] = ((await res.json()) as any).data;
+      // RudderStack's processor shape: one contact with its lists as text.
+      expect(entry.dest_transformed_payload[0].body.JSON.contactDetails.email).toBe("ada@example.com");
+      expect(entry.destination_response_status).toEqual([202]);
+      // What SendGrid takes: the router's upsert body.
+      expect(sendgrid.received).toHaveLength(1);
+      expect(sendgrid.received[0]).toMatchObject({ method: "PUT", path: "/v3/marketing/contacts" });
+      expect(sendgrid.received[0]!.body.contacts[0].email).toBe("ada@example.com");
+      expect(sendgrid.received[0]!.body.contactDetails).toBeUndefined();
+    } finally {
+      await local.stop();
+      sendgrid.stop();
+      await cleanup(local.dataDir);
+    }
+  });
+
+  test("numeric ids are accepted and reach the transform as numbers, as rudder-server passes them (WEBHOOK's body, POSTHOG's distinct_id text, a group's groupId)", async () => {
+    const hook = await api(s.url, "POST", "/v2/destinations", { name: "hook-num", type: "WEBHOOK", config: { webhookUrl: "https://hooks.example.com/in" }, sourceIds: [] });
+    const sent = await call(`/v0/testDestination/${hook.json.id}`, { message: { ...track, userId: 6229828 }, stage: { dest_transform: true } });
+    expect(sent.status).toBe(200);
+    expect(sent.json.data[0].dest_transformed_payload[0].body.JSON.userId).toBe(6229828);
     const ph = await api(s.url, "POST", "/v2/destinations", { name: "ph-num", type: "POSTHOG", config: { teamApiKey: "phc" }, sourceIds: [] });
     expect(ph.status).toBe(201);
     const res = await call(`/v0/testDestination/${ph.json.id}`, { message: { ...track, userId: 42 }, stage: { dest_transform: true } });
     expect(res.status).toBe(200);
+    // PostHog takes distinct ids as text: RudderStack's POSTHOG turns whatever it found into a string.
     expect(res.json.data[0].dest_transformed_payload[0].body.JSON.distinct_id).toBe("42");
+    const group = await call(`/v0/testDestination/${ph.json.id}`, { message: { type: "group", userId: "u", groupId: 6229828, traits: { name: "Co" } }, stage: { dest_transform: true } });
+    expect(group.status).toBe(200);
+    expect(JSON.stringify(group.json.data[0].dest_transformed_payload)).toContain("6229828");
   });
 
   test("an exported RudderStack config with browser-only keys and live-events switches is kept whole", async () => {

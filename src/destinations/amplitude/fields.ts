@@ -5,7 +5,7 @@
  */
 import { getPath, isAppleFamily, isDefined, isPlainObject, isPresent } from "../shared";
 import type { SluiceEvent } from "../types";
-import { parseUserAgent } from "../user-agent";
+import { amplitudeUserAgent } from "../user-agent";
 import type { AmplitudeConfig } from "./config";
 
 type Obj = Record<string, any>;
@@ -13,8 +13,6 @@ type Obj = Record<string, any>;
 /** Which RudderStack mapping an event uses; they differ in a few fields. */
 export type MappingKind = "identify" | "group" | "track" | "revenue" | "page" | "screen";
 
-// RudderStack's AM reads agents with Amplitude's fork of ua-parser-js, which names macOS "Mac".
-const amplitudeOsName = (name: string | undefined) => (name === "Mac OS" ? "Mac" : name);
 const isWeb = (event: SluiceEvent) => typeof event.channel === "string" && event.channel.toLowerCase() === "web";
 
 /** A top-level trait named like the Amplitude field wins over the mapping (RudderStack's reverse-ETL rule). */
@@ -27,13 +25,13 @@ function traitFor(event: SluiceEvent, key: string): unknown {
  * used instead and then dropped from the traits, so it is not also sent as a user property.
  */
 function computedFields(event: SluiceEvent, kind: MappingKind, config: AmplitudeConfig): Obj {
-  const ua = isWeb(event) && kind !== "screen" ? parseUserAgent(getPath(event, "context.userAgent")) : undefined;
+  const ua = isWeb(event) && kind !== "screen" ? amplitudeUserAgent(getPath(event, "context.userAgent")) : undefined;
   const fromUa = (value: string | undefined, path: string) => (ua ? value || getPath(event, path) : getPath(event, path));
   const eventId = getPath(event, "integrations.Amplitude.event_id");
   const fields: Array<[string, () => unknown]> = [
     ["os_name", () => fromUa(ua?.browser.name, "context.os.name")],
     ["os_version", () => fromUa(ua?.browser.version, "context.os.version")],
-    ["device_model", () => fromUa(amplitudeOsName(ua?.os.name), "context.device.model")],
+    ["device_model", () => fromUa(ua?.os.name, "context.device.model")],
     ["device_manufacturer", () => fromUa(ua?.device.vendor, "context.device.manufacturer")],
     ["platform", () => (kind !== "screen" && isWeb(event) ? "Web" : getPath(event, "context.device.type"))],
     ["device_brand", () => (config.mapDeviceBrand ? getPath(event, "context.device.brand") : undefined)],

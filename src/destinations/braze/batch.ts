@@ -1,5 +1,6 @@
 /**
- * Batching as RudderStack's Braze router does it: per batch of events, the aliases to
+ * Batching as RudderStack's Braze router does it: with supportDedup, attributes deduplicated
+ * within the batch; then per batch of events, the aliases to
  * identify go first (50 per /users/identify call), then /users/track (75 attributes, 75
  * events, 75 purchases and 75 distinct external ids per call, items sorted by external
  * id), then subscription status (25 groups per call, same group and state combined), then
@@ -7,6 +8,7 @@
  */
 import { batchConsecutive, chunkItems, compact } from "../shared";
 import { type DestinationRequest, restRequest } from "../types";
+import { dedupBatch } from "./dedup";
 
 type Obj = Record<string, any>;
 
@@ -122,9 +124,10 @@ export function combineSubscriptionGroups(groups: Obj[]): Obj[] {
   });
 }
 
-export function batchBraze(requests: DestinationRequest[]): DestinationRequest[] {
+/** With `dedup` (the config's supportDedup), attributes the batch already sent for a user are left out first (dedup.ts). */
+export function batchBraze(requests: DestinationRequest[], dedup = false): DestinationRequest[] {
   return batchConsecutive(
-    inStageOrder(requests),
+    inStageOrder(dedup ? dedupBatch(requests) : requests),
     (r) => (stageOf(r) ? JSON.stringify([r.endpoint, r.headers]) : null),
     (run) => {
       const { endpoint, headers } = run[0]!;

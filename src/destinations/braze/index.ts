@@ -10,6 +10,7 @@ import { type DestinationContext, type DestinationDefinition, type SluiceEvent, 
 import { isMappedToDestination, userAttributes } from "./attributes";
 import { PARTNER, batchBraze } from "./batch";
 import { BrazeConfig } from "./config";
+import { DUPLICATE_USER, onlyIdentifiers } from "./dedup";
 import { ecommerceEventFor, ecommerceProperties } from "./ecommerce";
 import { externalIdOf, integrationsOptions, userAliasOf, withExternalId, withUserIdentifier } from "./identity";
 
@@ -87,7 +88,11 @@ function customEventProperties(event: SluiceEvent): Obj {
 function trackBody(event: SluiceEvent, name: string, config: BrazeConfig): Obj {
   const body: Obj = { partner: PARTNER };
   const attributes = userAttributes(event, config);
-  if (Object.keys(attributes).length > 0) body.attributes = [withUserIdentifier(attributes, event)];
+  if (Object.keys(attributes).length > 0) {
+    const identified = withUserIdentifier(attributes, event);
+    // With supportDedup, attributes that would update nothing (the user's ids alone) are not sent.
+    if (!(config.supportDedup && onlyIdentifiers(identified))) body.attributes = [identified];
+  }
   const isTrack = event.type === "track";
   const ecommerce = isTrack && config.useEcommerceRecommendedEvents ? ecommerceEventFor(name) : undefined;
   if (!ecommerce && isTrack && name.toLowerCase() === "order completed") return { ...body, purchases: purchases(event, config) };
@@ -111,7 +116,10 @@ function identify(event: SluiceEvent, config: BrazeConfig, call: (path: string, 
   const ev: SluiceEvent = mappedId ? { ...event, userId: mappedId } : event;
   const attributes = userAttributes(ev, config);
   if (Object.keys(attributes).length === 0) throw new TransformError("No attributes found to update the user profile");
-  const update = call("/users/track", { attributes: [withUserIdentifier(attributes, ev)] });
+  const identified = withUserIdentifier(attributes, ev);
+  // With supportDedup an identify that would update nothing is dropped, in RudderStack's words.
+  if (config.supportDedup && onlyIdentifiers(identified)) throw new TransformError(DUPLICATE_USER);
+  const update = call("/users/track", { attributes: [identified] });
   if (!((ev.anonymousId || isDefined(integrationsOptions(ev)?.alias)) && externalIdOf(ev))) return [update];
   const alias = userAliasOf(ev);
   const toIdentify = withExternalId(alias ? { user_alias: alias } : {}, ev);
@@ -187,8 +195,8 @@ export const braze: DestinationDefinition = {
         throw new TransformError("Message type is not supported");
     }
   },
-  batch(requests) {
-    return batchBraze(requests);
+  batch(requests, ctx) {
+    return batchBraze(requests, !!configOf(ctx, BrazeConfig).supportDedup);
   },
   deleteUsers(users, ctx: DestinationContext) {
     // RudderStack's deletion handler has its own message for either key missing.

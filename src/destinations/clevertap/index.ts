@@ -62,10 +62,19 @@ function unixSeconds(ts: unknown): unknown {
   return Number.isNaN(ms) ? ts : Math.floor(ms / 1000);
 }
 
-/** Arrays and objects travel as JSON text (CleverTap's property values are flat), except Charged's Items. */
+/**
+ * CleverTap's subscription fields, which its upload API reads as objects (`{email: [...]}` per
+ * channel), so they are the values never turned into text.
+ */
+const KEPT_STRUCTURED = new Set(["category-unsubscribe", "category-resubscribe"]);
+
+/**
+ * Arrays and objects travel as JSON text (CleverTap's property values are flat), except Charged's
+ * Items and the subscription fields.
+ */
 function flattenValues(data: Obj, eventName?: string): Obj {
   const out: Obj = {};
-  for (const [k, v] of Object.entries(data)) setOwn(out, k, v && typeof v === "object" ? JSON.stringify(v) : v);
+  for (const [k, v] of Object.entries(data)) setOwn(out, k, v && typeof v === "object" && !KEPT_STRUCTURED.has(k) ? JSON.stringify(v) : v);
   if (eventName === "Charged" && out.Items) {
     const items = data.Items;
     if (!Array.isArray(items) || typeof items[0] !== "object") throw new TransformError("Products property value must be an array of objects");
@@ -84,7 +93,8 @@ function gender(value: unknown): "F" | "M" | undefined {
 function profileOf(event: SluiceEvent): Obj {
   const trait = (key: string) => traitValue(event, key);
   let profile: Obj = compact({
-    Email: genericField(event, "email"),
+    // An external id is the destination's id for the user, never an address: only traits and properties name one.
+    Email: genericField(event, "emailOnly"),
     Name: trait("name"),
     Phone: trait("phone"),
     Gender: gender(trait("gender")),
@@ -137,9 +147,27 @@ function deviceTokenRecord(event: SluiceEvent, config: ClevertapConfig): Obj | u
   const options = integrationOptions(event);
   const chosen = options?.deviceTokenType;
   const type = typeof chosen === "string" && DEVICE_TOKEN_TYPES.has(chosen) ? chosen : os === "android" ? "fcm" : "apns";
-  const tokenData: Obj = { id: token, type };
-  if (type === "chrome" && isPlainObject(options?.chromeKeys)) tokenData.keys = options.chromeKeys;
+  // RudderStack sends the chromeKeys whatever the token type, cleared of null and empty parts (dropped when nothing is left).
+  const keys = withoutEmpty(options?.chromeKeys);
+  const tokenData: Obj = keys === undefined ? { id: token, type } : { id: token, type, keys };
   return { type: "token", tokenData, objectId: event.anonymousId };
+}
+
+/** A value without undefined, null, empty objects and empty lists at any depth; undefined when nothing is left. */
+function withoutEmpty(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    const items = value.map(withoutEmpty).filter((v) => v !== undefined);
+    return items.length === 0 ? undefined : items;
+  }
+  if (value !== null && typeof value === "object") {
+    const out: Obj = {};
+    for (const [k, v] of Object.entries(value)) {
+      const kept = withoutEmpty(v);
+      if (kept !== undefined) setOwn(out, k, kept);
+    }
+    return Object.keys(out).length === 0 ? undefined : out;
+  }
+  return value ?? undefined;
 }
 
 /** The event name of a page or screen: "Web Page Viewed: <name>" / "Screen Viewed: <name>", or the bare prefix. */
@@ -159,10 +187,9 @@ function eventRecord(event: SluiceEvent, type: string, config: ClevertapConfig):
     record = { evtName: "Charged", evtData: data, ts: props?.ts };
   } else {
     if (type === "track") {
-      // RudderStack's track mapping has no ts: properties.ts only travels inside evtData.
       const name = firstPresent(event, ["event"]);
       if (!isPresent(name)) throw new TransformError('Missing required value from "event"');
-      record = { evtName: name, evtData: props ?? {} };
+      record = { evtName: name, evtData: props ?? {}, ts: props?.ts };
     } else {
       const name = type === "page" ? viewedName(event, "Web Page Viewed") : viewedName(event, "Screen Viewed");
       record = { evtName: name, evtData: props ?? {}, ts: getPath(event, "properties.ts") };

@@ -3,13 +3,13 @@
  * /customers/{id}, events to /customers/{id}/events or /events for anonymous users, device
  * tokens, merges, objects (group) through /v2/batch, and deletion as DELETE /customers/{id}.
  * RudderStack's newer router can send every call as a Track API v2 envelope on /v2/batch, but only
- * behind an operator flag (CUSTOMERIO_EVENT_STREAM_V2_API_ENABLED) that is off by default, so the
- * v1 calls are what a live event produces there.
+ * for workspaces its operator names (CUSTOMERIO_BATCHING_FRAMEWORK_ENABLED_WORKSPACE_IDS, unset
+ * by default), so the v1 calls are what a live event produces there.
  */
 import { type Static, t } from "elysia";
 import { prototypeSegment } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
-import { basicAuth, batchConsecutive, chunkItems, firstPresent, getPath, isAppleFamily, isEventAllowed, eventFilteringSchema, withoutUndefined } from "../shared";
+import { basicAuth, batchConsecutive, chunkItems, firstOf, firstPresent, getPath, isAppleFamily, isEventAllowed, isPlainObject, eventFilteringSchema, withoutUndefined } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, configKeys, configOf, requireConfig, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -133,7 +133,8 @@ function group(event: SluiceEvent, base: string): Built {
     attributes,
     cio_relationships: who ? [{ identifiers: { [isEmail(who) ? "email" : "id"]: who } }] : [],
   };
-  return { method: "POST", url: `${base}/v2/batch`, body: { batch: [op] } };
+  // RudderStack's processor gives the bare operation; its router (batch() here) wraps them in `batch`.
+  return { method: "POST", url: `${base}/v2/batch`, body: op };
 }
 
 function device(event: SluiceEvent, token: unknown): Obj {
@@ -180,7 +181,26 @@ function eventName(event: SluiceEvent): { name: string | undefined; evType: stri
   return { name: event.event, evType: "event" };
 }
 
-function build(event: SluiceEvent, ctx: DestinationContext): Built {
+/**
+ * A reverse-ETL row (`context.mappedToDestination`) names the Customer.io person by its first
+ * external id: RudderStack writes that id into the traits under its identifier type (`email`,
+ * `id`, …), where identify sends it as an attribute, and makes it the userId. Applied to a copy,
+ * so the caller's event stays as it was.
+ */
+function withExternalId(event: SluiceEvent): SluiceEvent {
+  if (!getPath(event, "context.mappedToDestination")) return event;
+  const type = getPath(event, "context.externalId.0.identifierType");
+  const id = getPath(event, "context.externalId.0.id");
+  const copy: SluiceEvent = structuredClone(event);
+  // The traits RudderStack's generic "traits" field picks: top-level, else context.traits; with neither there is nowhere to write.
+  const traits = firstOf(copy, ["traits", "context.traits"]);
+  if (typeof type === "string" && type !== "" && isPlainObject(traits)) setAttributePath(traits, type.split("."), id);
+  if (id) copy.userId = id;
+  return copy;
+}
+
+function build(source: SluiceEvent, ctx: DestinationContext): Built {
+  const event = withExternalId(source);
   const config = configOf(ctx, CustomerIoConfig);
   const base = api(config);
   const userId = firstPresent(event, USER_ID);
@@ -218,21 +238,22 @@ export const customerio: DestinationDefinition = {
   },
   configSchema: CustomerIoConfig,
   transform(event, ctx) {
+    // RudderStack's own check and words (siteID first); deleteUsers keeps Sluice's, as RudderStack has no deletion here.
+    const config = configOf(ctx, CustomerIoConfig);
+    for (const key of ["siteID", "apiKey"] as const) if (!config[key]) throw new TransformError(`${key} not found in Configs`);
     const authorization = authHeader(ctx);
-    if (!isEventAllowed(event, configOf(ctx, CustomerIoConfig))) return [];
+    if (!isEventAllowed(event, config)) return [];
     const built = build(event, ctx);
-    // /v2/batch refuses bodies not labelled JSON; the v1 calls are sent with the Authorization header only.
-    const headers: Record<string, string> = { Authorization: authorization };
-    if (event.type === "group") headers["Content-Type"] = "application/json";
-    return [restRequest({ method: built.method, endpoint: endpointFor(ctx, built.url), headers, json: withoutUndefined(built.body) })];
+    return [restRequest({ method: built.method, endpoint: endpointFor(ctx, built.url), headers: { Authorization: authorization }, json: withoutUndefined(built.body) })];
   },
   batch(requests) {
     return batchConsecutive(
       requests,
       (r) => (r.endpoint.endsWith("/v2/batch") ? JSON.stringify([r.endpoint, r.headers]) : null),
       (run) =>
-        chunkItems(run.flatMap((r) => r.body.JSON.batch as Obj[]), BATCH_MAX, BATCH_MAX_BYTES).map((batch) =>
-          restRequest({ endpoint: run[0]!.endpoint, headers: run[0]!.headers, json: { batch } }),
+        chunkItems(run.map((r) => r.body.JSON as Obj), BATCH_MAX, BATCH_MAX_BYTES).map((batch) =>
+          // Labelled JSON, as RudderStack's router labels these (sending would label any JSON body anyway).
+          restRequest({ endpoint: run[0]!.endpoint, headers: { ...run[0]!.headers, "Content-Type": "application/json" }, json: { batch } }),
         ),
     );
   },

@@ -4,17 +4,29 @@
  * sales activity or a lifecycle stage (directly, or through `rudderEventsToFreshsalesEvents`);
  * group upserts the sales account by name.
  *
- * RudderStack also calls Freshsales from inside its transform: to turn a sales-activity or
- * lifecycle-stage *name* into its id, to find a contact's id by e-mail, and to read a contact's
- * accounts before linking one more. Sluice makes no calls there, so those inputs must carry
- * the ids themselves, and group upserts the account without linking the contact (see
- * src/destinations/freshsales/README.md).
+ * As RudderStack's, the transform asks Freshsales first (lookups.ts): a sales-activity or
+ * lifecycle-stage *name* becomes its id, a sales activity without a contact id gets the id of
+ * the contact of the event's e-mail, and a group with the user's e-mail links the account to
+ * the contact next to its other accounts.
  */
 import { type Static, t } from "elysia";
 import { endpointFor } from "../base-url";
 import { genericField } from "../generic-fields";
 import { compact, firstPresent, getPath, isPresent, requireValue, traitPaths, traitValue } from "../shared";
-import { type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configKeys, configOf, requireConfig, requiredKeysOf, restRequest } from "../types";
+import {
+  type DestinationContext,
+  type DestinationDefinition,
+  type DestinationRequest,
+  type SluiceEvent,
+  TransformError,
+  configKeys,
+  configOf,
+  lookupOf,
+  requireConfig,
+  requiredKeysOf,
+  restRequest,
+} from "../types";
+import { type Api, accountsWith, contactId, lifecycleStageId, salesActivityTypeId } from "./lookups";
 
 type Obj = Record<string, any>;
 
@@ -49,7 +61,8 @@ function flattenAddress(address: unknown): unknown {
 /** The contact, per RudderStack's Freshsales identify mapping. */
 function contactOf(event: SluiceEvent): Obj {
   return compact({
-    emails: requireValue(genericField(event, "email"), "email"),
+    // RudderStack's identify takes the e-mail from the traits or properties only, never from externalId.
+    emails: requireValue(genericField(event, "emailOnly"), "emailOnly"),
     first_name: genericField(event, "firstName"),
     last_name: genericField(event, "lastName"),
     subscription_status: traitValue(event, "subscriptionStatus"),
@@ -107,8 +120,11 @@ function accountOf(event: SluiceEvent): Obj {
   });
 }
 
-/** A sales activity, per RudderStack's mapping; the activity type and the contact must be given by id. */
-function salesActivityOf(event: SluiceEvent): Obj {
+/**
+ * A sales activity, per RudderStack's mapping. Its type may be named (`salesActivityName`) and
+ * its contact left to the event's e-mail: both are then looked up.
+ */
+async function salesActivityOf(event: SluiceEvent, api: Api): Promise<Obj> {
   const p = (key: string) => getPath(event, `properties.${key}`);
   const activity = compact({
     sales_activity_name: p("salesActivityName"),
@@ -133,22 +149,22 @@ function salesActivityOf(event: SluiceEvent): Obj {
     throw new TransformError("Either of sales activity name or sales activity type id is required. Aborting!");
   }
   if (!activity.targetable_id && String(activity.targetable_type).toLowerCase() !== "contact") throw new TransformError("targetable_id is required. Aborting!");
-  if (!activity.targetable_id && !genericField(event, "email")) {
+  const email = genericField(event, "email");
+  if (!activity.targetable_id && !email) {
     throw new TransformError("Either of email or targetable_id is required for creating sales activity. Aborting!");
   }
-  if (!activity.sales_activity_type_id) throw new TransformError("properties.salesActivityTypeId is required: Sluice does not look sales activity types up by name");
-  if (!activity.targetable_id) throw new TransformError("context.externalId.id is required: Sluice does not look contacts up by email");
-  return activity;
+  const typeId = activity.sales_activity_type_id || (await salesActivityTypeId(api, activity.sales_activity_name));
+  const targetableId = activity.targetable_id || (await contactId(api, email));
+  return { ...activity, targetable_id: targetableId, sales_activity_type_id: typeId };
 }
 
-function lifecycleStageOf(event: SluiceEvent): Obj {
+async function lifecycleStageOf(event: SluiceEvent, api: Api): Promise<Obj> {
   const emails = genericField(event, "email");
   if (!emails) throw new TransformError("email is required for updating life Cycle Stages. Aborting!");
   const id = getPath(event, "properties.lifecycleStageId");
   const name = getPath(event, "properties.lifecycleStageName");
   if (!id && !name) throw new TransformError("Either of lifecycleStageName or lifecycleStageId is required. Aborting!");
-  if (!id) throw new TransformError("properties.lifecycleStageId is required: Sluice does not look lifecycle stages up by name");
-  return { contact: { lifecycle_stage_id: id }, unique_identifier: { emails } };
+  return { contact: { lifecycle_stage_id: id || (await lifecycleStageId(api, name)) }, unique_identifier: { emails } };
 }
 
 /** The Freshsales events a track event stands for: mapped ones (case-insensitive), else its own name. */
@@ -164,7 +180,15 @@ function trackEventNames(event: SluiceEvent, config: FreshsalesConfig): string[]
   return mapped.size > 0 ? [...mapped] : [String(event.event)];
 }
 
-export const freshsales: DestinationDefinition = {
+function apiOf(ctx: DestinationContext): Api {
+  const apiKey = String(requireConfig(ctx, "apiKey"));
+  // RudderStack's configs hold the whole host (acme.myfreshworks.com); a bare account name works too.
+  const domain = String(requireConfig(ctx, "domain")).trim().replace(/^https?:\/\//i, "").replace(/\/+$/, "");
+  const base = endpointFor(ctx, `https://${domain.includes(".") ? domain : `${domain}.myfreshworks.com`}/crm/sales/api`);
+  return { base, headers: { Authorization: `Token token=${apiKey}`, "Content-Type": "application/json" }, lookup: (req) => lookupOf(ctx)(req) };
+}
+
+export const freshsales: DestinationDefinition<Promise<DestinationRequest[]>> = {
   name: "FRESHSALES",
   displayName: "Freshsales",
   config: {
@@ -174,13 +198,9 @@ export const freshsales: DestinationDefinition = {
     hostKeys: ["domain"],
   },
   configSchema: FreshsalesConfig,
-  transform(event, ctx): DestinationRequest[] {
-    const apiKey = String(requireConfig(ctx, "apiKey"));
-    // RudderStack's configs hold the whole host (acme.myfreshworks.com); a bare account name works too.
-    const domain = String(requireConfig(ctx, "domain")).trim().replace(/^https?:\/\//i, "").replace(/\/+$/, "");
-    const api = `https://${domain.includes(".") ? domain : `${domain}.myfreshworks.com`}/crm/sales/api`;
-    const headers = { Authorization: `Token token=${apiKey}`, "Content-Type": "application/json" };
-    const post = (path: string, json: Obj) => restRequest({ endpoint: endpointFor(ctx, `${api}${path}`), headers, json });
+  async transform(event, ctx) {
+    const api = apiOf(ctx);
+    const post = (path: string, json: Obj) => restRequest({ endpoint: `${api.base}${path}`, headers: api.headers, json });
     if (!event.type) throw new TransformError("Message Type is not present. Aborting message.");
     // RudderStack matches the type in any case and names it lower-cased when refusing it.
     const type = String(event.type).toLowerCase();
@@ -189,16 +209,22 @@ export const freshsales: DestinationDefinition = {
         const contact = contactOf(event);
         return [post("/contacts/upsert", { contact, unique_identifier: { emails: contact.emails } })];
       }
-      case "track":
-        return trackEventNames(event, configOf(ctx, FreshsalesConfig)).map((name) => {
+      case "track": {
+        const requests: DestinationRequest[] = [];
+        for (const name of trackEventNames(event, configOf(ctx, FreshsalesConfig))) {
           const kind = name.toLowerCase().trim().replace(/\s+/g, "_");
-          if (kind === "sales_activity") return post("/sales_activities", { sales_activity: salesActivityOf(event) });
-          if (kind === "lifecycle_stage") return post("/contacts/upsert", lifecycleStageOf(event));
-          throw new TransformError(`event name ${name} is not supported. Aborting!`);
-        });
+          if (kind === "sales_activity") requests.push(post("/sales_activities", { sales_activity: await salesActivityOf(event, api) }));
+          else if (kind === "lifecycle_stage") requests.push(post("/contacts/upsert", await lifecycleStageOf(event, api)));
+          else throw new TransformError(`event name ${name} is not supported. Aborting!`);
+        }
+        return requests;
+      }
       case "group": {
         const account = accountOf(event);
-        return [post("/sales_accounts/upsert", { unique_identifier: { name: account.name }, sales_account: account })];
+        const email = genericField(event, "email");
+        if (!email) return [post("/sales_accounts/upsert", { unique_identifier: { name: account.name }, sales_account: account })];
+        const salesAccounts = await accountsWith(api, email, account);
+        return [post("/contacts/upsert", { contact: { sales_accounts: salesAccounts }, unique_identifier: { emails: email } })];
       }
       default:
         throw new TransformError(`message type ${type} not supported`);

@@ -88,8 +88,8 @@ export function sourceNames(params: Param[]): string[] {
   return params.flatMap((param) => param.from.filter((s): s is string => typeof s === "string").map((s) => s.split(".").pop()!));
 }
 
-const currencyOrUsd = p("currency", "properties.currency", { fallback: "USD" });
-const currency = p("currency", "properties.currency", { required: true });
+// No ecommerce event needs a currency: RudderStack's mappings all default it to USD.
+const currency = p("currency", "properties.currency", { fallback: "USD" });
 const value = (...names: string[]) => p("value", prop(...names), { number: true, required: true });
 const priceTimesQuantity = (quantity: { defaultVal?: number; default?: number }): Product => ({
   operation: "multiplication",
@@ -98,10 +98,19 @@ const priceTimesQuantity = (quantity: { defaultVal?: number; default?: number })
 const cartValue = (quantity: { defaultVal?: number; default?: number }) =>
   p("value", [...prop("total", "value", "revenue"), priceTimesQuantity(quantity)], { number: true, required: true });
 const coupon = p("coupon", "properties.coupon");
+/**
+ * The engagement time of RudderStack's lead and login mappings. The track parameters every event
+ * ends with set it again from the properties alone (default 1), so what it adds is that its
+ * source names are not repeated as custom parameters.
+ */
+const engagementFromTraits = p(
+  "engagement_time_msec",
+  ["engagementTimeMsec", "engagement_time_msec"].flatMap((k) => [`traits.${k}`, `properties.${k}`, `context.traits.${k}`]),
+  { fallback: 1 },
+);
 const promotion = [
   p("creative_name", prop("creative_name", "creative")),
   p("creative_slot", prop("creative_slot", "position")),
-  p("location_id", "properties.location_id"),
   p("promotion_id", "properties.promotion_id"),
   p("promotion_name", prop("promotion_name", "name")),
 ];
@@ -121,7 +130,8 @@ export const PAGE_PARAMS = [
   p("page_title", "context.page.title"),
   p("page_location", "context.page.url"),
 ];
-export const GROUP_PARAMS = [p("group_id", ["groupId", "properties.groupId", "properties.group_id"])];
+// RudderStack reads the generic groupId; a track named "group" sends its properties.group_id as a custom parameter.
+export const GROUP_PARAMS = [p("group_id", ["groupId", "traits.groupId"])];
 
 /** Parameters every track and page event carries, after its own ones. */
 export const TRACK_PAGE_COMMON = [
@@ -157,27 +167,27 @@ export const STANDARD_EVENTS: Record<string, Standard> = {
     item: true,
   },
   PRODUCT_VIEWED: { name: "view_item", params: [currency, value("total", "price", "value", "revenue")], item: true },
-  PRODUCT_ADDED: { name: "add_to_cart", params: [currencyOrUsd, cartValue({ defaultVal: 1 })], itemList: "optional", item: true },
+  PRODUCT_ADDED: { name: "add_to_cart", params: [currency, cartValue({ defaultVal: 1 })], itemList: "optional", item: true },
   // RudderStack's mapping names this default `default`, a key its operation does not read, so
   // remove_from_cart has no quantity 1: price alone gives no value.
   PRODUCT_REMOVED: { name: "remove_from_cart", params: [currency, cartValue({ default: 1 })], itemList: "optional", item: true },
-  CART_VIEWED: { name: "view_cart", params: [currencyOrUsd, value("total", "value", "revenue")], itemList: "required" },
+  CART_VIEWED: { name: "view_cart", params: [currency, value("total", "value", "revenue")], itemList: "required" },
   CHECKOUT_STARTED: { name: "begin_checkout", params: [currency, value("total", "value", "revenue"), coupon], itemList: "required" },
   PAYMENT_INFO_ENTERED: {
     name: "add_payment_info",
-    params: [currencyOrUsd, value("total", "value", "revenue"), coupon, p("payment_type", "properties.payment_method")],
+    params: [currency, value("total", "value", "revenue"), coupon, p("payment_type", "properties.payment_method")],
     itemList: "required",
   },
   CHECKOUT_STEP_COMPLETED: {
     name: "add_shipping_info",
-    params: [currencyOrUsd, value("total", "value", "revenue"), coupon, p("shipping_tier", "properties.shipping_method")],
+    params: [currency, value("total", "value", "revenue"), coupon, p("shipping_tier", "properties.shipping_method")],
     itemList: "required",
   },
   ORDER_COMPLETED: { name: "purchase", params: order([]), itemList: "required" },
   ORDER_REFUNDED: { name: "refund", params: order([p("affiliation", "properties.affiliation")]), itemList: "optional" },
   PRODUCT_ADDED_TO_WISHLIST: {
     name: "add_to_wishlist",
-    params: [currencyOrUsd, value("total", "price", "value", "revenue")],
+    params: [currency, value("total", "price", "value", "revenue")],
     itemList: "optional",
     item: true,
   },
@@ -190,7 +200,9 @@ export const STANDARD_EVENTS: Record<string, Standard> = {
     params: [p("method", "properties.share_via"), p("content_type", "properties.content_type"), p("item_id", prop("item_id", "cart_id"))],
   },
   VIEW_SEARCH_RESULTS: { name: "view_search_results", params: [p("search_term", "properties.search_term")], itemList: "required" },
-  GENERATE_LEAD: { name: "generate_lead", params: [currencyOrUsd, value("value", "total", "price", "revenue")] },
+  GENERATE_LEAD: { name: "generate_lead", params: [currency, value("value", "total", "price", "revenue"), engagementFromTraits] },
+  LOGIN: { name: "login", params: [p("method", ["traits.method", "properties.method"]), engagementFromTraits] },
+  SIGN_UP: { name: "sign_up", params: [p("method", ["traits.method", "properties.method"]), engagementFromTraits] },
   CAMPAIGN_DETAILS: {
     name: "campaign_details",
     params: [

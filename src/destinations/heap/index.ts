@@ -1,24 +1,27 @@
 /**
  * HEAP: server-side track (`/api/track`) and user properties (`/api/add_user_properties`),
  * one request per event as RudderStack sends them, with properties flattened to dotted keys.
- * `dataResidency: EU` (a Sluice key; RudderStack's HEAP has no region setting) sends to Heap's
- * EU collector instead of heapanalytics.com.
+ * `dataResidency: eu` sends to Heap's EU collector instead of heapanalytics.com.
  */
 import { type Static, t } from "elysia";
 import { endpointFor } from "../base-url";
 import { GENERIC_PATHS } from "../generic-fields";
-import { compact, eventFilteringSchema, firstOf, firstPresent, flattenJson, isEventAllowed, timestampOf, traitsOf } from "../shared";
+import { compact, eventFilteringSchema, flattenJson, getPath, isEventAllowed, timestampOf, traitsOf } from "../shared";
 import { type DestinationDefinition, type SluiceEvent, TransformError, configKeys, configOf, requireConfig, requiredKeysOf, restRequest } from "../types";
 
 const API = { US: "https://heapanalytics.com/api", EU: "https://c.eu.heap-api.com/api" };
-// RudderStack's generic userId chain with nullish fallback: a blank userId on a track is sent as
-// it is, and a track without any user id goes as its anonymousId.
-const identityOf = (event: SluiceEvent) => firstOf(event, GENERIC_PATHS.userId);
-// User properties belong to a known user: an identify takes the first non-blank user id and is
-// refused without one. This differs from RudderStack, whose current workflow sends them under
-// the anonymousId (making Heap create a user for it): listed as open work in
-// src/destinations/heap/README.md.
-const USER_PATHS = GENERIC_PATHS.userId.filter((p) => p !== "anonymousId");
+/**
+ * RudderStack's generic userId chain read with `||`: the first truthy id, the anonymousId last.
+ * A blank userId falls through to the next id, and an identify without a user id sets the
+ * properties of its anonymousId, as RudderStack's workflow sends them to Heap.
+ */
+function identityOf(event: SluiceEvent): unknown {
+  for (const path of GENERIC_PATHS.userId) {
+    const v = getPath(event, path);
+    if (v) return v;
+  }
+  return undefined;
+}
 const HEADERS = { Accept: "application/json", "Content-Type": "application/json" };
 
 export const HeapConfig = t.Object(
@@ -33,8 +36,16 @@ export const HeapConfig = t.Object(
 );
 export type HeapConfig = Static<typeof HeapConfig>;
 
+// RudderStack's form stores `eu`; Sluice's docs have always said `EU`, so any case counts.
 function apiBase(config: HeapConfig): string {
   return String(config.dataResidency ?? "").toUpperCase() === "EU" ? API.EU : API.US;
+}
+
+/** Heap takes no event without an identity: with no id at all, RudderStack's own refusal. */
+function requireIdentity(event: SluiceEvent): unknown {
+  const identity = identityOf(event);
+  if (!identity) throw new TransformError("userId is required");
+  return identity;
 }
 
 /** Flattened properties without idempotencyKey, which Heap takes as a separate field. */
@@ -58,22 +69,20 @@ export const heap: DestinationDefinition = {
     if (!isEventAllowed(event, config)) return [];
     const api = apiBase(config);
     if (event.type === "identify") {
-      const identity = firstPresent(event, USER_PATHS);
-      if (identity === undefined) throw new TransformError("userId is required");
       const traits = traitsOf(event);
       if (!traits) throw new TransformError("traits are required");
       return [
         restRequest({
           endpoint: endpointFor(ctx, `${api}/add_user_properties`),
           headers: HEADERS,
-          json: compact({ identity, properties: heapProperties(traits), app_id: appId }),
+          json: compact({ identity: requireIdentity(event), properties: heapProperties(traits), app_id: appId }),
         }),
       ];
     }
     if (event.type === "track") {
       if (!event.event) throw new TransformError("event is required");
       const json: Record<string, unknown> = compact({
-        identity: identityOf(event),
+        identity: requireIdentity(event),
         properties: heapProperties(event.properties),
         app_id: appId,
         event: event.event,

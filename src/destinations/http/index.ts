@@ -7,10 +7,7 @@ import { type Static, t } from "elysia";
 import { isPrototypeKey, prototypeSegmentMessage, setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import {
-  batchConsecutive,
   basicAuth,
-  chunkItems,
-  compactDeep,
   eventFilteringSchema,
   isEventAllowed,
   refusedConfigPath,
@@ -29,9 +26,8 @@ import {
   requiredKeysOf,
   restRequest,
 } from "../types";
-import { parsePath, prototypeSegmentOf, readPath, writePath } from "./json-path";
-
-type Mapping = { from?: string; to?: string };
+import { parsePath, prototypeSegmentOf, readPath } from "./json-path";
+import { applyMappings, withoutNulls } from "./mappings";
 
 const MappingList = t.Array(t.Object({ from: t.Optional(t.String()), to: t.Optional(t.String()) }, { additionalProperties: true }));
 
@@ -70,30 +66,6 @@ const METHODS = ["POST", "PUT", "PATCH", "GET", "DELETE"] as const;
 function jsonPath(event: unknown, path: string): unknown {
   const v = readPath(event, parsePath(path));
   return path.includes("*") && Array.isArray(v) ? v[0] : v;
-}
-
-/** A mapping's value: a JSON path into the event, or a constant (optionally 'quoted'). */
-function mappedValue(event: SluiceEvent, from: string): unknown {
-  if (from.trim().startsWith("$")) return readPath(event, parsePath(from));
-  const q = from.match(/^'(.*)'$/s);
-  return q ? q[1] : from;
-}
-
-/**
- * Builds an object from `{from, to}` mappings, as RudderStack does for the body, headers and
- * query params alike: a `to` starting with `$` is a JSON path (`$.h1`, `$.'content-type'`,
- * `$['q1']`, `$.order.items[*].id`); any other `to` is the key itself.
- */
-function applyMappings(event: SluiceEvent, mappings: unknown): Record<string, any> {
-  const out: Record<string, any> = {};
-  if (!Array.isArray(mappings)) return out;
-  for (const { from, to } of mappings as Mapping[]) {
-    if (!from || !to) continue;
-    const value = mappedValue(event, from);
-    if (value === undefined) continue;
-    writePath(out, to.trim().startsWith("$") ? parsePath(to) : [{ key: to }], value);
-  }
-  return out;
 }
 
 const PLACEHOLDER = /\{\{\s*(\$[^}]*?)\s*\}\}/g;
@@ -233,19 +205,21 @@ export const http: DestinationDefinition = {
     const format = (c.format || "JSON") as keyof typeof CONTENT_TYPES;
     if (!Object.hasOwn(CONTENT_TYPES, format)) throw new TransformError("destination config 'format' must be one of JSON, XML, FORM");
 
-    const extra = applyMappings(event, c.headers);
-    for (const [k, v] of Object.entries(extra)) {
+    // RudderStack's server reads headers as text only, so RudderStack refuses a mapped header
+    // that is not text; a missing one is left out.
+    const extra: Record<string, string> = {};
+    for (const [k, v] of Object.entries(applyMappings(event, c.headers))) {
+      if (v === undefined) continue;
       if (typeof v !== "string") throw new TransformError(`Header "${k}" has a non-string value of type "${typeof v}"`);
+      setOwn(extra, k, v);
     }
     const headers = { ...authHeaders(ctx), ...extra, "Content-Type": CONTENT_TYPES[format] };
 
-    const params: Record<string, string> = {};
-    for (const [k, v] of Object.entries(applyMappings(event, c.queryParams))) {
-      if (v !== null) setOwn(params, k, typeof v === "string" ? v : JSON.stringify(v));
-    }
+    // Query values keep their types, as in RudderStack's output; the URL gets their text.
+    const params: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(applyMappings(event, c.queryParams))) if (v !== undefined) setOwn(params, k, v);
 
-    const useWholeEvent = c.isDefaultMapping === true || (c.isDefaultMapping === undefined && !Array.isArray(c.propertiesMapping));
-    const payload = compactDeep(useWholeEvent ? structuredClone(event) : applyMappings(event, c.propertiesMapping));
+    const payload = withoutNulls(bodyOf(event, c, method));
     const empty = Object.keys(payload).length === 0;
 
     const endpoint = endpointFor(ctx, buildUrl(event, apiUrl, c.pathParams));
@@ -253,6 +227,8 @@ export const http: DestinationDefinition = {
       return [restRequest({ method, endpoint, headers, params, xml: empty ? {} : { payload: toXml(payload, c.xmlRootKey || "root") } })];
     }
     if (format === "FORM") {
+      // RudderStack's FORM body: first-level values, text as is and anything else (numbers,
+      // objects, even an empty one, lists) as JSON.
       const form: Record<string, string> = {};
       for (const [k, v] of Object.entries(payload)) setOwn(form, k, typeof v === "string" ? v : JSON.stringify(v));
       return [restRequest({ method, endpoint, headers, params, form })];
@@ -264,12 +240,51 @@ export const http: DestinationDefinition = {
     const format = config.format || "JSON";
     if (!config.isBatchingEnabled || format !== "JSON") return requests;
     const size = Number(config.maxBatchSize) > 0 ? Number(config.maxBatchSize) : DEFAULT_MAX_BATCH_SIZE;
-    return batchConsecutive(requests, requestKey, (run) =>
-      chunkItems(run, size).map((chunk) => {
-        const first = chunk[0]!;
-        const bodies = chunk.map((r) => r.body.JSON).filter((b) => Object.keys(b).length > 0);
-        return restRequest({ method: first.method, endpoint: first.endpoint, headers: first.headers, params: first.params, json: bodies });
-      }),
-    );
+    return groupInBatches(requests, size).map((chunk) => {
+      const first = chunk[0]!;
+      const bodies = chunk.map((r) => r.body.JSON).filter((b) => Object.keys(b).length > 0);
+      const merged = restRequest({ method: first.method, endpoint: first.endpoint, headers: first.headers, params: first.params, json: bodies });
+      const users = new Set(chunk.map((r) => r.userKey));
+      return users.size === 1 && first.userKey !== undefined ? { ...merged, userKey: first.userKey } : merged;
+    });
   },
 };
+
+/**
+ * The body before nulls are removed. `isDefaultMapping` sends the whole event and
+ * `propertiesMapping` builds one, for every method alike, as in RudderStack. With neither, a
+ * request that carries a body (POST, PUT, PATCH) sends the whole event, while GET and DELETE
+ * send none, as RudderStack does for a config without a mapping.
+ */
+function bodyOf(event: SluiceEvent, c: HttpConfig, method: DestinationRequest["method"]): Record<string, unknown> {
+  if (c.isDefaultMapping === true) return structuredClone(event);
+  if (c.isDefaultMapping === undefined && !Array.isArray(c.propertiesMapping)) {
+    return method === "GET" || method === "DELETE" ? {} : structuredClone(event);
+  }
+  return applyMappings(event, c.propertiesMapping);
+}
+
+/**
+ * RudderStack's batches: requests with the same URL, headers and query go together, whatever
+ * lies between them, groups in the order they first appear, at most `size` to a batch. A
+ * request joins its group's latest batch only when no later group holds a request of the same
+ * user, so each user's requests still go in order; otherwise it starts a new group at the end.
+ */
+function groupInBatches(requests: DestinationRequest[], size: number): DestinationRequest[][] {
+  const groups: Array<{ key: string; batches: DestinationRequest[][]; users: Set<string | undefined> }> = [];
+  for (const r of requests) {
+    const key = requestKey(r);
+    let at = groups.findLastIndex((g) => g.key === key);
+    if (at !== -1 && groups.slice(at + 1).some((g) => g.users.has(r.userKey))) at = -1;
+    if (at === -1) {
+      groups.push({ key, batches: [[r]], users: new Set([r.userKey]) });
+      continue;
+    }
+    const g = groups[at]!;
+    const last = g.batches[g.batches.length - 1]!;
+    if (last.length < size) last.push(r);
+    else g.batches.push([r]);
+    g.users.add(r.userKey);
+  }
+  return groups.flatMap((g) => g.batches);
+}

@@ -1,23 +1,23 @@
 /**
  * HS: HubSpot contacts and events. Legacy API: contacts/v1 createOrUpdate by email (batched on
  * contacts/v1 batch) and track.hubspot.com events (GET with query params). New API: contacts
- * upserted by the configured lookup field (CRM v3 batch upsert, stateless instead of
- * RudderStack's search-then-create/update), or updated by a `hsContactId` external id, and
- * custom behavioral events `/events/v3/send` from the `hubspotEvents` mapping.
+ * upserted by the lookup field when HubSpot holds it unique, else searched by it and updated or
+ * created (CRM v3, batched), or updated by a `hsContactId` external id; custom behavioral
+ * events `/events/v3/send` from the `hubspotEvents` mapping. Contact properties are the traits
+ * the portal's property list names, typed by it (lookups.ts).
  */
 import { type Static, t } from "elysia";
 import { setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { GENERIC_PATHS, destinationExternalId } from "../generic-fields";
-import { batchConsecutive, chunkItems, eventFilteringSchema, firstPresent, getPath, isEventAllowed, isPlainObject, isPresent, refusedListField, traitsOf, wholeKey } from "../shared";
+import { eventFilteringSchema, firstPresent, getPath, isEventAllowed, isPlainObject, isPresent, refusedListField, traitsOf, wholeKey } from "../shared";
 import { type ConfigProblem, type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configOf, restRequest } from "../types";
+import { batchRequests } from "./batch";
 import { isEmail } from "./email";
+import { type PropertyTypes, isUniqueProperty, propertyTypes, searchContact } from "./lookups";
 
 const API = "https://api.hubapi.com";
 const TRACK_URL = "https://track.hubspot.com/v1/event";
-// HubSpot's documented batch limits: legacy contacts batch 1000, CRM v3 batch endpoints 100.
-const LEGACY_BATCH_MAX = 1000;
-const CRM_BATCH_MAX = 100;
 type Obj = Record<string, any>;
 
 export const HubspotConfig = t.Object(
@@ -54,11 +54,6 @@ export function propertyName(key: string): string {
   return key.toLowerCase().replace(/\s+/g, "_").replace(/\./g, "_");
 }
 
-/** HubSpot properties are strings/numbers/booleans: nested values travel as JSON text. */
-function propertyValue(value: unknown): unknown {
-  return value !== null && typeof value === "object" ? JSON.stringify(value) : value;
-}
-
 const everywhere = (path: string) => [`traits.${path}`, `context.traits.${path}`, `properties.${path}`];
 
 // RudderStack's common contact mapping (HSCommonConfig), in its order.
@@ -75,11 +70,8 @@ const COMMON_MAPPING: Array<[string, string[]]> = [
   ["company", everywhere("company.name")],
 ];
 
-// RudderStack keeps only traits the portal defines as contact properties (a network lookup).
-// These never are: SDK ids, the lookup-field hint, and the aliases the common mapping already read.
-const NOT_PROPERTIES = new Set(["anonymousid", "userid", "lookupfield"]);
-const MAPPED_ALIASES = new Set(["firstName", "first_name", "lastName", "last_name"]);
-const MAPPED_OBJECTS = new Set(["address", "company"]);
+// HubSpot keeps these itself; a write naming them is refused.
+const SYSTEM_PROPERTIES = new Set(["hs_object_id"]);
 
 /** Traits, else (when there are none) the properties: where RudderStack reads contact properties from. */
 function propertySource(event: SluiceEvent): Obj | undefined {
@@ -88,10 +80,31 @@ function propertySource(event: SluiceEvent): Obj | undefined {
   return isPlainObject(event.properties) ? event.properties : undefined;
 }
 
-/** The contact properties of an event: the common mapping, then every other trait by its HubSpot name. */
-function contactProperties(event: SluiceEvent): Obj {
-  const source = propertySource(event);
-  if (!source) return {};
+/** RudderStack's midnight-UTC milliseconds for a `date` property; what is no date stays as it is. */
+function utcMidnight(value: string | number | Date): unknown {
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) return value;
+  date.setUTCHours(0, 0, 0, 0);
+  return date.getTime();
+}
+
+/** A trait's value as its HubSpot property's type wants it, or RudderStack's refusal. */
+function typedValue(key: string, type: string, raw: unknown): unknown {
+  // HubSpot clears a property given an empty string, which is what a null trait means.
+  let value: unknown = raw === null ? "" : raw;
+  if (type === "date" && (typeof value === "string" || typeof value === "number" || value instanceof Date)) value = utcMidnight(value);
+  if (type === "string" && typeof value !== "string") value = typeof value === "object" ? JSON.stringify(value) : String(value);
+  if ((type === "bool" && typeof value === "object") || (type === "number" && typeof value !== "number")) {
+    throw new TransformError(`Property ${key} data type ${typeof value} is not matching with Hubspot property data type ${type}`);
+  }
+  return value;
+}
+
+/**
+ * The contact properties of an event: the common mapping, then every other trait the portal
+ * defines (by its HubSpot name), typed as the portal's property list says.
+ */
+function contactProperties(event: SluiceEvent, source: Obj, types: PropertyTypes): Obj {
   const out: Obj = {};
   for (const [key, paths] of COMMON_MAPPING) {
     const value = firstPresent(event, paths);
@@ -99,13 +112,20 @@ function contactProperties(event: SluiceEvent): Obj {
   }
   for (const [key, raw] of Object.entries(source)) {
     const name = propertyName(key);
-    if (raw === undefined || NOT_PROPERTIES.has(name) || MAPPED_ALIASES.has(key) || out[key]) continue;
-    if (MAPPED_OBJECTS.has(key) && isPlainObject(raw)) continue;
-    // HubSpot clears a property given an empty string, which is what a null trait means.
-    setOwn(out, name, raw === null ? "" : propertyValue(raw));
+    if (raw === undefined || out[key] || !Object.hasOwn(types, name)) continue;
+    setOwn(out, name, typedValue(key, types[name]!, raw));
   }
   return out;
 }
+
+/** The contact properties, after reading the portal's property list when the event has traits to check against it. */
+async function contactPropertiesOf(event: SluiceEvent, ctx: DestinationContext, config: HubspotConfig): Promise<Obj> {
+  const source = propertySource(event);
+  if (!source) return {};
+  return contactProperties(event, source, await propertyTypes(ctx, config));
+}
+
+const withoutSystemProperties = (props: Obj): Obj => Object.fromEntries(Object.entries(props).filter(([k]) => !SYSTEM_PROPERTIES.has(k)));
 
 function validateConfig(config: HubspotConfig): void {
   if (isPrivateApp(config)) {
@@ -123,16 +143,18 @@ function authParts(config: HubspotConfig): { headers: Record<string, string>; pa
 
 // ---------- legacy API ----------
 
-function legacyIdentify(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
+async function legacyIdentify(event: SluiceEvent, ctx: DestinationContext): Promise<DestinationRequest[]> {
+  const config = configOf(ctx, HubspotConfig);
   const traits = traitsOf(event);
   if (!traits || !traits.email) throw new TransformError("Identify without email is not supported.");
-  const properties = Object.entries(contactProperties(event)).map(([property, value]) => ({ property, value }));
-  const { headers, params } = authParts(configOf(ctx, HubspotConfig));
+  const props = withoutSystemProperties(await contactPropertiesOf(event, ctx, config));
+  const properties = Object.entries(props).map(([property, value]) => ({ property, value }));
+  const { headers, params } = authParts(config);
   const url = `${API}/contacts/v1/contact/createOrUpdate/email/${traits.email}`;
   return [restRequest({ endpoint: endpointFor(ctx, url), headers, params, json: { properties } })];
 }
 
-function legacyTrack(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
+async function legacyTrack(event: SluiceEvent, ctx: DestinationContext): Promise<DestinationRequest[]> {
   const config = configOf(ctx, HubspotConfig);
   if (!config.hubID) throw new TransformError("Invalid hub id value provided in the destination configuration");
   const params: Obj = {
@@ -140,7 +162,7 @@ function legacyTrack(event: SluiceEvent, ctx: DestinationContext): DestinationRe
     _n: event.event,
     _m: getPath(event, "properties.revenue") || getPath(event, "properties.value") || getPath(event, "properties.total"),
     id: destinationExternalId(event, "hubspotId"),
-    ...contactProperties(event),
+    ...(await contactPropertiesOf(event, ctx, config)),
   };
   for (const key of Object.keys(params)) if (params[key] === undefined || params[key] === null) delete params[key];
   // The tracking endpoint authenticates by hub id (_a); only a private app token is added.
@@ -166,26 +188,40 @@ function lookupValue(event: SluiceEvent, lookupField: string): { field: string; 
   return undefined;
 }
 
-function newApiIdentify(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
+/**
+ * RudderStack's order: a `hsContactId` external id updates that contact; else a lookup field
+ * HubSpot holds unique upserts by it; else the contact is searched by it and updated when
+ * found, created when not.
+ */
+async function newApiIdentify(event: SluiceEvent, ctx: DestinationContext): Promise<DestinationRequest[]> {
   const config = configOf(ctx, HubspotConfig);
   // HubSpot refuses invalid e-mails; RudderStack checks the trait before anything else here
   // (the legacy API's identify has no such check).
   const email = traitsOf(event)?.email;
   if (email && !isEmail(String(email))) throw new TransformError(`Email "${email}" is invalid`);
   if (!config.lookupField) throw new TransformError("lookupField is a required field in webapp config");
+  const lookupField = String(config.lookupField);
   const { headers, params } = authParts(config);
-  const contactId = destinationExternalId(event, "hsContactId");
+  // The property list first, as RudderStack's router reads it before any event of the batch.
+  const props = withoutSystemProperties(await contactPropertiesOf(event, ctx, config));
+  let contactId: unknown = destinationExternalId(event, "hsContactId");
+  if (!isPresent(contactId)) {
+    if (await isUniqueProperty(ctx, config, lookupField)) {
+      const lookup = lookupValue(event, lookupField);
+      if (!lookup) throw new TransformError(`Identify:: lookupField "${lookupField}" value not found in traits. Email fallback also not available.`);
+      const input = { id: String(lookup.value), idProperty: lookup.field, properties: props };
+      return [restRequest({ endpoint: endpointFor(ctx, `${API}/crm/v3/objects/contacts/batch/upsert`), headers, params, json: { inputs: [input] } })];
+    }
+    if (!traitsOf(event) && !event.properties) throw new TransformError("Identify - Invalid traits value for lookup field");
+    const lookup = lookupValue(event, lookupField);
+    if (!lookup) throw new TransformError("Identify:: email i.e a default lookup field for contact lookup not found in traits");
+    contactId = await searchContact(ctx, config, lookup.field, lookup.value);
+  }
   if (isPresent(contactId)) {
     const url = `${API}/crm/v3/objects/contacts/${contactId}`;
-    return [restRequest({ method: "PATCH", endpoint: endpointFor(ctx, url), headers, params, json: { properties: contactProperties(event) } })];
+    return [restRequest({ method: "PATCH", endpoint: endpointFor(ctx, url), headers, params, json: { properties: props } })];
   }
-  if (!traitsOf(event) && !event.properties) throw new TransformError("Identify - Invalid traits value for lookup field");
-  const lookup = lookupValue(event, String(config.lookupField));
-  if (!lookup) throw new TransformError("Identify:: email i.e a default lookup field for contact lookup not found in traits");
-  // RudderStack searches the contact and then creates or updates it; HubSpot's upsert by the
-  // lookup property does both in one stateless call (RudderStack's own upsert mode sends this too).
-  const input = { id: String(lookup.value), idProperty: lookup.field, properties: contactProperties(event) };
-  return [restRequest({ endpoint: endpointFor(ctx, `${API}/crm/v3/objects/contacts/batch/upsert`), headers, params, json: { inputs: [input] } })];
+  return [restRequest({ endpoint: endpointFor(ctx, `${API}/crm/v3/objects/contacts`), headers, params, json: { properties: props } })];
 }
 
 // RudderStack's HSTrackConfig and HSTrackPropertiesConfig mappings.
@@ -257,71 +293,6 @@ function newApiTrack(event: SluiceEvent, ctx: DestinationContext): DestinationRe
   return [restRequest({ endpoint: endpointFor(ctx, `${url}?hapikey=${config.apiKey}`), headers: { "Content-Type": "application/json" }, json })];
 }
 
-// ---------- batching ----------
-
-const LEGACY_CONTACT = /\/contacts\/v1\/contact\/createOrUpdate\/email\/.*$/;
-const CONTACT_BY_ID = /\/crm\/v3\/objects\/contacts\/([^/?]+)$/;
-const UPSERT_PATH = "/crm/v3/objects/contacts/batch/upsert";
-
-type BatchKind = "legacy" | "upsert" | "update";
-
-/** Which batch endpoint a request can join, and that endpoint (same host as the request). */
-function batchTarget(r: DestinationRequest): { kind: BatchKind; endpoint: string } | null {
-  if (r.method === "POST" && LEGACY_CONTACT.test(r.endpoint)) {
-    return { kind: "legacy", endpoint: r.endpoint.replace(LEGACY_CONTACT, "/contacts/v1/contact/batch/") };
-  }
-  if (r.method === "POST" && r.endpoint.endsWith(UPSERT_PATH)) return { kind: "upsert", endpoint: r.endpoint };
-  const byId = CONTACT_BY_ID.exec(r.endpoint);
-  if (r.method === "PATCH" && byId && byId[1] !== "batch") {
-    return { kind: "update", endpoint: r.endpoint.replace(CONTACT_BY_ID, "/crm/v3/objects/contacts/batch/update") };
-  }
-  return null;
-}
-
-/**
- * HubSpot refuses a CRM batch naming one record twice; a later input for the same record is
- * merged into the first one (its values win), which is what sending both in turn would leave.
- */
-function mergeDuplicates(inputs: Obj[], keyOf: (input: Obj) => string): Obj[] {
-  const byKey = new Map<string, Obj>();
-  const out: Obj[] = [];
-  for (const input of inputs) {
-    const key = keyOf(input);
-    const seen = byKey.get(key);
-    if (seen) {
-      seen.properties = { ...seen.properties, ...input.properties };
-      continue;
-    }
-    const copy = { ...input, properties: { ...input.properties } };
-    byKey.set(key, copy);
-    out.push(copy);
-  }
-  return out;
-}
-
-function mergeRun(run: DestinationRequest[]): DestinationRequest[] {
-  const first = run[0]!;
-  const target = batchTarget(first)!;
-  const { headers, params } = first;
-  if (target.kind === "legacy") {
-    // The legacy batch names the contact by `email` beside its other properties.
-    const items = run.map((r) => {
-      const props = (r.body.JSON.properties ?? []) as Array<{ property: string; value: unknown }>;
-      const email = props.find((p) => p.property === "email")?.value;
-      return { email, properties: props.filter((p) => p.property !== "email") };
-    });
-    return chunkItems(items, LEGACY_BATCH_MAX).map((chunk) => restRequest({ endpoint: target.endpoint, headers, params, json: chunk }));
-  }
-  const inputs =
-    target.kind === "upsert"
-      ? mergeDuplicates(run.flatMap((r) => r.body.JSON.inputs as Obj[]), (i) => JSON.stringify([i.idProperty, i.id]))
-      : mergeDuplicates(
-          run.map((r) => ({ id: CONTACT_BY_ID.exec(r.endpoint)![1]!, properties: r.body.JSON.properties })),
-          (i) => String(i.id),
-        );
-  return chunkItems(inputs, CRM_BATCH_MAX).map((chunk) => restRequest({ endpoint: target.endpoint, headers, params, json: { inputs: chunk } }));
-}
-
 // ---------- deletion ----------
 
 const GDPR_DELETE = `${API}/crm/v3/objects/contacts/gdpr-delete`;
@@ -340,7 +311,7 @@ function deletionBody(user: Obj, config: HubspotConfig): Obj {
   );
 }
 
-export const hubspot: DestinationDefinition = {
+export const hubspot: DestinationDefinition<Promise<DestinationRequest[]>> = {
   name: "HS",
   displayName: "HubSpot",
   config: {
@@ -357,7 +328,7 @@ export const hubspot: DestinationDefinition = {
   },
   configSchema: HubspotConfig,
   checkConfig: checkHubspotConfig,
-  transform(event, ctx) {
+  async transform(event, ctx) {
     const config = configOf(ctx, HubspotConfig);
     if (!isEventAllowed(event, config)) return [];
     if (!event.type) throw new TransformError("Message type is not present. Aborting message.");
@@ -368,14 +339,7 @@ export const hubspot: DestinationDefinition = {
     throw new TransformError(`Message type ${event.type} is not supported`);
   },
   batch(requests) {
-    return batchConsecutive(
-      requests,
-      (r) => {
-        const target = batchTarget(r);
-        return target ? JSON.stringify([target.kind, target.endpoint, r.headers, r.params]) : null;
-      },
-      mergeRun,
-    );
+    return batchRequests(requests);
   },
   deleteUsers(users, ctx) {
     const config = configOf(ctx, HubspotConfig);

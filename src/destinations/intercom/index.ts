@@ -1,18 +1,23 @@
 /**
- * INTERCOM: identify, track and group for both of RudderStack's API versions.
- * `apiVersion: v1` (the default before v2 existed, Intercom-Version 1.4) is stateless in
- * RudderStack too and is matched exactly: POST /users, /events, /companies (+ /users to add
- * the group's user to the company). `apiVersion: v2` (2.10, the default) makes RudderStack
- * search the contact first; Sluice cannot look up, so identify always creates the contact
- * (POST /contacts) and group always creates-or-updates the company (POST /companies).
+ * INTERCOM: identify, track and group for both of RudderStack's API versions (RudderStack runs
+ * both through one workflow, chosen by `apiVersion`). `v1` (Intercom-Version 1.4) sends POST
+ * /users, /events, /companies (+ /users to add the group's user to the company). `v2` (2.10, the
+ * default) searches the contact first, as RudderStack does: an identify updates the contact it
+ * finds (PUT /contacts/{id}) or creates one, a group adds the contact it finds to the company.
  * `apiServer: eu | au` picks Intercom's regional API for v2.
+ *
+ * RudderStack makes every group call itself while transforming and marks its output as already
+ * sent. Sluice makes, while transforming, only the calls whose answer it needs (the search, and
+ * the company's creation when its Intercom id is needed) and returns the calls after those as
+ * the event's requests: each call is made once, in RudderStack's order.
  */
 import { endpointFor } from "../base-url";
-import { isEventAllowed } from "../shared";
+import { isEventAllowed, isPlainObject } from "../shared";
 import { type DestinationContext, type DestinationRequest, TransformError, configKeys, configOf, requiredKeysOf, restRequest } from "../types";
 import type { DestinationDefinition, SluiceEvent } from "../types";
 import { IntercomConfig } from "./config";
-import { type ApiVersion, companyPayload, trackPayload, v1Membership, v1User, v2Contact } from "./payloads";
+import { type Service, createOrUpdateCompany, detachContactFromCompany, searchContact } from "./lookups";
+import { type ApiVersion, companyPayload, retlView, trackPayload, v1Membership, v1User, v2Contact } from "./payloads";
 
 export { IntercomConfig };
 
@@ -39,25 +44,36 @@ function headers(apiKey: string, version: ApiVersion): Record<string, string> {
   };
 }
 
-function post(ctx: DestinationContext, version: ApiVersion, path: string, json: Record<string, unknown>): DestinationRequest {
+/** The API the kind's requests and lookups go to, with their headers. */
+function serviceOf(ctx: DestinationContext, version: ApiVersion): Service {
   const config = configOf(ctx, IntercomConfig);
-  return restRequest({
-    endpoint: endpointFor(ctx, `${baseUrl(config, version)}/${path}`),
-    headers: headers(String(config.apiKey), version),
-    json,
-  });
+  return { base: endpointFor(ctx, baseUrl(config, version)), headers: headers(String(config.apiKey), version) };
 }
 
-function identify(event: SluiceEvent, ctx: DestinationContext, version: ApiVersion): DestinationRequest[] {
+function request(ctx: DestinationContext, version: ApiVersion, method: "POST" | "PUT", path: string, json: Record<string, unknown>): DestinationRequest {
+  const api = serviceOf(ctx, version);
+  return restRequest({ method, endpoint: `${api.base}/${path}`, headers: api.headers, json });
+}
+
+function post(ctx: DestinationContext, version: ApiVersion, path: string, json: Record<string, unknown>): DestinationRequest {
+  return request(ctx, version, "POST", path, json);
+}
+
+async function identify(event: SluiceEvent, ctx: DestinationContext, version: ApiVersion): Promise<DestinationRequest[]> {
   const config = configOf(ctx, IntercomConfig);
   if (version === "v1") {
     const user = v1User(event, config);
     if (!user.user_id && !user.email) throw new TransformError("Either of `email` or `userId` is required for Identify call");
     return [post(ctx, version, "users", user)];
   }
+  const view = retlView(event, version);
+  const contactId = await searchContact(ctx, serviceOf(ctx, version), view);
   const contact = v2Contact(event, config);
   if (!contact.external_id && !contact.email) throw new TransformError("Either email or userId is required for Identify call");
-  return [post(ctx, version, "contacts", contact)];
+  if (!contactId) return [post(ctx, version, "contacts", contact)];
+  const company = view.traits?.company || view.context?.traits?.company;
+  if (isPlainObject(company) && company.remove) await detachContactFromCompany(ctx, serviceOf(ctx, version), contactId, company);
+  return [request(ctx, version, "PUT", `contacts/${contactId}`, contact)];
 }
 
 function track(event: SluiceEvent, ctx: DestinationContext, version: ApiVersion): DestinationRequest[] {
@@ -68,17 +84,37 @@ function track(event: SluiceEvent, ctx: DestinationContext, version: ApiVersion)
   return [post(ctx, version, "events", payload)];
 }
 
-function group(event: SluiceEvent, ctx: DestinationContext, version: ApiVersion): DestinationRequest[] {
+/** The tags (`context.traits.tags`) RudderStack puts on the group's company, one POST /tags each. */
+function tagRequests(ctx: DestinationContext, version: ApiVersion, event: SluiceEvent, companyId: string): DestinationRequest[] {
+  const tags = event.context?.traits?.tags;
+  if (!Array.isArray(tags)) return [];
+  return tags.map((name) => post(ctx, version, "tags", { name, companies: [{ id: companyId }] }));
+}
+
+async function group(event: SluiceEvent, ctx: DestinationContext, version: ApiVersion): Promise<DestinationRequest[]> {
+  const contactId = version === "v2" ? await searchContact(ctx, serviceOf(ctx, version), retlView(event, version)) : undefined;
   if (!event.groupId) throw new TransformError("groupId is required for group call");
-  const requests = [post(ctx, version, "companies", companyPayload(event, version))];
+  const company = companyPayload(event, version);
+  const tagged = Array.isArray(event.context?.traits?.tags) && event.context.traits.tags.length > 0;
+  // The company's Intercom id is needed to add the contact or the tags to it; without those the
+  // creation is the event's own request.
+  if (contactId === undefined && !tagged) {
+    const requests = [post(ctx, version, "companies", company)];
+    const membership = version === "v1" ? v1Membership(event, configOf(ctx, IntercomConfig)) : undefined;
+    if (membership) requests.push(post(ctx, version, "users", membership));
+    return requests;
+  }
+  const companyId = await createOrUpdateCompany(ctx, serviceOf(ctx, version), company);
+  const requests: DestinationRequest[] = [];
+  if (contactId !== undefined) requests.push(post(ctx, version, `contacts/${contactId}/companies`, { id: companyId }));
   if (version === "v1") {
     const membership = v1Membership(event, configOf(ctx, IntercomConfig));
     if (membership) requests.push(post(ctx, version, "users", membership));
   }
-  return requests;
+  return [...requests, ...tagRequests(ctx, version, event, companyId)];
 }
 
-export const intercom: DestinationDefinition = {
+export const intercom: DestinationDefinition<Promise<DestinationRequest[]>> = {
   name: "INTERCOM",
   displayName: "Intercom",
   config: {
@@ -87,7 +123,7 @@ export const intercom: DestinationDefinition = {
     requiredKeys: requiredKeysOf(IntercomConfig),
   },
   configSchema: IntercomConfig,
-  transform(event, ctx) {
+  async transform(event, ctx) {
     const type = typeof event.type === "string" ? event.type.toLowerCase() : "";
     if (!type) throw new TransformError("message Type is not present. Aborting");
     if (!SUPPORTED.includes(type)) throw new TransformError(`message type ${type} is not supported`);

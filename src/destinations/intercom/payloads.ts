@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import { setOwn } from "../../lib/safe-keys";
 import { genericField } from "../generic-fields";
-import { compact, firstPresent, flattenJson, getPath, isPlainObject } from "../shared";
+import { compact, firstPresent, flattenJson, getPath, integrationsObject, isPlainObject } from "../shared";
 import type { SluiceEvent } from "../types";
 import type { IntercomConfig } from "./config";
 
@@ -35,7 +35,8 @@ const RESERVED_COMPANY: Record<ApiVersion, string[]> = {
     "sessionCount", "monthlySpend", "remoteCreatedAt",
   ],
 };
-const COMPANY_STANDARD_KEYS = ["id", "name", "industry"];
+// A company's own fields (and its `remove` flag), which are not custom attributes of it.
+const COMPANY_STANDARD_KEYS = ["id", "name", "industry", "remove"];
 
 /** Unix seconds, as Intercom's timestamps are; undefined for a missing or unreadable date. */
 export function toSeconds(value: unknown): number | undefined {
@@ -51,9 +52,12 @@ function toNumber(value: unknown): number | undefined {
   return Number.isFinite(n) ? n : undefined;
 }
 
-/** The contact lookup field (`integrations.INTERCOM.lookup`, default email), which is never a custom attribute. */
-function lookupField(event: SluiceEvent): string {
-  const lookup = getPath(event, "integrations.INTERCOM.lookup");
+/**
+ * The contact lookup field (`integrations.INTERCOM.lookup`, also under `intercom` or `Intercom`;
+ * default email): the field the contact is searched by, never a custom attribute.
+ */
+export function lookupField(event: SluiceEvent): string {
+  const lookup = integrationsObject(event, "INTERCOM")?.lookup;
   return lookup === undefined || lookup === null ? "email" : String(lookup);
 }
 
@@ -120,6 +124,29 @@ export function mappedTraits(event: SluiceEvent): Obj {
   return traits;
 }
 
+/**
+ * An rETL row as RudderStack reads it for the 2.x API: a row without an e-mail is matched by its
+ * user id, which Intercom 2.x calls external_id (null otherwise, so it is never sent).
+ */
+export function retlRow(event: SluiceEvent, version: ApiVersion): Obj {
+  const row = mappedTraits(event);
+  row.external_id = version === "v2" && !row.email ? row.user_id : null;
+  return row;
+}
+
+/**
+ * The event RudderStack's later steps read: an rETL row's traits replaced by `retlRow` (its
+ * workflow changes the row in place, so the contact search sees those fields too); any other
+ * event as it came.
+ */
+export function retlView(event: SluiceEvent, version: ApiVersion): SluiceEvent {
+  if (!isMappedToDestination(event)) return event;
+  const view: SluiceEvent = { ...event };
+  if (isPlainObject(event.traits) || !isPlainObject(getPath(event, "context.traits"))) view.traits = retlRow(event, version);
+  else view.context = { ...event.context, traits: retlRow(event, version) };
+  return view;
+}
+
 export function v1User(event: SluiceEvent, config: IntercomConfig): Obj {
   const traits = firstPresent(event, ["traits", "context.traits"]) ?? {};
   const base = isMappedToDestination(event)
@@ -145,11 +172,9 @@ export function v1User(event: SluiceEvent, config: IntercomConfig): Obj {
 
 export function v2Contact(event: SluiceEvent, config: IntercomConfig): Obj {
   if (isMappedToDestination(event)) {
-    const row = mappedTraits(event);
+    const row = retlRow(event, "v2");
     const contact: Obj = {
       ...row,
-      // A row without an e-mail is found by its user id, which Intercom 2.x calls external_id.
-      external_id: row.email ? undefined : row.user_id,
       name: nameOf(event),
       custom_attributes: customAttributes(row.custom_attributes, [...RESERVED_USER.v2, lookupField(event)], "v2"),
     };
@@ -188,7 +213,11 @@ function eventMetadata(properties: unknown): Obj | undefined {
 }
 
 export function trackPayload(event: SluiceEvent, config: IntercomConfig, version: ApiVersion): Obj {
-  if (isMappedToDestination(event)) return compact(mappedTraits(event));
+  if (isMappedToDestination(event)) {
+    const row = retlRow(event, version);
+    if (isPlainObject(row.metadata)) row.metadata = eventMetadata(row.metadata);
+    return compact(row);
+  }
   const created = toSeconds(firstPresent(event, ["timestamp", "originalTimestamp"]));
   const payload: Obj = {
     event_name: event.event,

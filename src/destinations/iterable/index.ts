@@ -45,6 +45,12 @@ const mergeNestedObjects = (config: IterableConfig) => (config.mergeNestedObject
 const millis = (v: unknown) => (isPresent(v) ? new Date(v as string).getTime() : undefined);
 const int = (v: unknown) => (v ? Number.parseInt(String(v), 10) : undefined);
 const present = (v: unknown) => (isPresent(v) ? v : undefined);
+/**
+ * An event's createdAt in ms, from RudderStack's generic createdAt: a `createdAt` trait, else the
+ * event's `timestamp` (the gateway's skew-corrected time, or the sender's own), else its
+ * originalTimestamp. Tracks, commerce calls, pages and screens alike.
+ */
+const createdAtOf = (event: SluiceEvent) => millis(genericField(event, "createdAt"));
 
 /** A value RudderStack's mapping marks required: a missing one aborts the event naming where it was looked for. */
 function requireUser(payload: Obj): Obj {
@@ -75,7 +81,7 @@ function trackPayload(event: SluiceEvent): Obj {
       dataFields: present(p),
       id: isPresent(getPath(event, "properties.event_id")) ? String(getPath(event, "properties.event_id")) : undefined,
       eventName: present(event.event),
-      createdAt: millis(genericField(event, "createdAt")),
+      createdAt: createdAtOf(event),
       campaignId: int(p?.campaignId),
       templateId: int(p?.templateId),
     }),
@@ -97,7 +103,7 @@ function pageOrScreenPayload(event: SluiceEvent, type: string, config: IterableC
       dataFields: present(p),
       // An unnamed page is sent as "undefined page", as RudderStack names it.
       eventName: config.mapToSingleEvent === true ? `Loaded a ${type.charAt(0).toUpperCase()}${type.slice(1)}` : `${name} ${type}`,
-      createdAt: millis(event.originalTimestamp),
+      createdAt: createdAtOf(event),
       campaignId: int(p?.campaignId),
       templateId: int(p?.templateId),
     }),
@@ -133,7 +139,7 @@ function purchasePayload(event: SluiceEvent, config: IterableConfig): Obj {
   return compact({
     id: id ? String(id) : undefined,
     dataFields: present(p),
-    createdAt: millis(genericField(event, "createdAt")),
+    createdAt: createdAtOf(event),
     campaignId: int(p?.campaignId),
     templateId: int(p?.templateId),
     total: Number.parseFloat(total),

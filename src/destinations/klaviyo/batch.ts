@@ -1,10 +1,21 @@
 /**
- * KLAVIYO's batching, as RudderStack's router does it for a run of identify (or of group)
- * events: the subscription jobs for one list become one job of up to 100 profiles, next to
- * the profile requests of the identifies it came from (after them; before them for v1's
- * `list_id` jobs, as RudderStack's v1 router sends them); identifies without a
- * subscription follow with their profile requests. Events, and anything between runs, keep
- * their place.
+ * KLAVIYO's batching, as RudderStack's router does it. The requests are read back into the
+ * events they came from (an identify's profile request and the subscription job after it, a
+ * group's job, a track's or screen's event request) and grouped by event type as RudderStack's
+ * router groups them: each event joins the oldest group of its type that comes no earlier than
+ * its user's previous event. Each group then goes out as RudderStack sends it:
+ *
+ * - tracks and screens: one request each, in order;
+ * - identifies and groups (v2, v3): per list, the subscribing jobs and then the unsubscribing
+ *   ones, up to 100 profiles a job, each job after the profile requests of its identifies;
+ *   then the profile requests of identifies without a subscription;
+ * - identifies and groups (v1): one `list_id` job per list, the profile requests of every
+ *   subscribing identify after the first job; then the identifies without a subscription.
+ *
+ * One difference keeps each user's events in order: a group of identifies (or of group calls)
+ * takes one event of each user, so a user's second identify goes to a later group where
+ * RudderStack's would put it in the same one, and could then send that user's later profile
+ * first.
  */
 import { getPath } from "../shared";
 import { type DestinationRequest, restRequest } from "../types";
@@ -15,88 +26,143 @@ const MAX_PROFILES = 100;
 
 const isJob = (r: DestinationRequest) => /\/api\/profile-subscription-bulk-(create|delete)-jobs$/.test(r.endpoint);
 const isProfile = (r: DestinationRequest) => /\/api\/(profile-import|profiles\/[^/]+)$/.test(r.endpoint);
+const isEvent = (r: DestinationRequest) => /\/api\/events$/.test(r.endpoint);
 const isCreate = (r: DestinationRequest) => r.endpoint.endsWith("create-jobs");
 /** v1 jobs name the list in `list_id` and carry `subscriptions`; the later ones relate to a list and carry `profiles`. */
 const isV1Job = (r: DestinationRequest) => getPath(r.body.JSON, "data.attributes.subscriptions") !== undefined;
 const listOf = (r: DestinationRequest) => getPath(r.body.JSON, isV1Job(r) ? "data.attributes.list_id" : "data.relationships.list.data.id");
 const entries = (r: DestinationRequest): unknown[] => getPath(r.body.JSON, isV1Job(r) ? "data.attributes.subscriptions" : "data.attributes.profiles.data") ?? [];
 
-/** One event's share of a run: an identify's profile request and its job, or a group's job. */
+/** An event type as the requests show it: a screen's request is a track's, so both are "event". */
+type Kind = "identify" | "group" | "event" | "other";
+
+/** One event's requests: an identify's profile request and its job, a group's job, or one other request. */
 interface Unit {
+  kind: Kind;
   profile?: DestinationRequest;
   job?: DestinationRequest;
+  single?: DestinationRequest;
   userKey?: string;
 }
 
-function mergeJobs(jobs: DestinationRequest[]): DestinationRequest {
-  const first = jobs[0]!;
-  const data = (first.body.JSON as Obj).data as Obj;
-  const merged = jobs.flatMap(entries);
-  const attributes = isV1Job(first) ? { ...data.attributes, subscriptions: merged } : { profiles: { data: merged } };
-  return restRequest({ endpoint: first.endpoint, headers: first.headers, json: { data: { ...data, attributes } } });
+function unitsOf(requests: DestinationRequest[]): Unit[] {
+  const units: Unit[] = [];
+  for (let i = 0; i < requests.length; i++) {
+    const r = requests[i]!;
+    if (isProfile(r)) {
+      const next = requests[i + 1];
+      const unit: Unit = { kind: "identify", profile: r, userKey: r.userKey };
+      if (next && isJob(next) && next.userKey === r.userKey) {
+        unit.job = next;
+        i++;
+      }
+      units.push(unit);
+    } else if (isJob(r)) units.push({ kind: "group", job: r, userKey: r.userKey });
+    else units.push({ kind: isEvent(r) ? "event" : "other", single: r, userKey: r.userKey });
+  }
+  return units;
 }
 
+/**
+ * RudderStack's grouping by event type: an event goes to the oldest group of its type at or
+ * after its user's last group, where a group of identifies or group calls holds one event per
+ * user (see above). Requests without a user key are placed as events of a user not seen before.
+ */
+function groupByType(units: Unit[]): Unit[][] {
+  const groups: Array<{ kind: Kind; units: Unit[] }> = [];
+  const lastGroup = new Map<string, number>();
+  for (const unit of units) {
+    const last = unit.userKey === undefined ? undefined : lastGroup.get(unit.userKey);
+    const oncePerUser = unit.kind === "identify" || unit.kind === "group";
+    let target = -1;
+    for (let i = last ?? 0; i < groups.length; i++) {
+      if (groups[i]!.kind === unit.kind && !(oncePerUser && i === last)) {
+        target = i;
+        break;
+      }
+    }
+    if (target === -1) target = groups.push({ kind: unit.kind, units: [] }) - 1;
+    groups[target]!.units.push(unit);
+    if (unit.userKey !== undefined) lastGroup.set(unit.userKey, target);
+  }
+  return groups.map((g) => g.units);
+}
+
+/**
+ * Units keyed by list as lodash's groupBy keys them, the order included: the keys of a plain
+ * object, so list ids that read as array indexes come first, in numeric order.
+ */
+function byList(units: Unit[]): Array<[string, Unit[]]> {
+  const groups: Record<string, Unit[]> = Object.create(null);
+  for (const u of units) (groups[String(listOf(u.job!))] ??= []).push(u);
+  return Object.keys(groups).map((k) => [k, groups[k]!]);
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** A merged request belongs to one user only if every event in it did. */
 function withUserKey(r: DestinationRequest, units: Unit[]): DestinationRequest {
   const keys = new Set(units.map((u) => u.userKey));
   const key = units[0]?.userKey;
   return keys.size === 1 && key !== undefined ? { ...r, userKey: key } : r;
 }
 
-function mergeRun(units: Unit[]): DestinationRequest[] {
-  const groups = new Map<string, Unit[]>();
-  // RudderStack sends the subscribing jobs of a run before the unsubscribing ones.
+/**
+ * One job for the units' subscriptions. RudderStack's later router names the list by its
+ * grouping key, so a list id given as a number is sent as text; v1's keeps the first job's body.
+ */
+function mergeJobs(units: Unit[], listKey: string): DestinationRequest {
+  const first = units[0]!.job!;
+  const data = (first.body.JSON as Obj).data as Obj;
+  const merged = units.flatMap((u) => entries(u.job!));
+  const body = isV1Job(first)
+    ? { data: { ...data, attributes: { ...data.attributes, subscriptions: merged } } }
+    : { data: { type: data.type, attributes: { profiles: { data: merged } }, relationships: { list: { data: { type: "list", id: listKey } } } } };
+  return withUserKey(restRequest({ endpoint: first.endpoint, headers: first.headers, json: body }), units);
+}
+
+/** A group of identifies or group calls of the later API versions. */
+function sendLater(units: Unit[]): DestinationRequest[] {
+  const entriesOut: Array<{ profiles: DestinationRequest[]; job?: DestinationRequest }> = [];
+  const entryOf = new Map<Unit, number>();
   for (const create of [true, false]) {
-    for (const u of units) {
-      if (!u.job || isCreate(u.job) !== create) continue;
-      const key = JSON.stringify([u.job.endpoint, u.job.headers, listOf(u.job)]);
-      groups.set(key, [...(groups.get(key) ?? []), u]);
+    const jobs = units.filter((u) => u.job && isCreate(u.job) === create);
+    for (const [list, group] of byList(jobs)) {
+      for (const chunk of chunks(group, MAX_PROFILES)) {
+        for (const u of chunk) entryOf.set(u, entriesOut.length);
+        entriesOut.push({ profiles: [], job: mergeJobs(chunk, list) });
+      }
     }
   }
-  const out: DestinationRequest[] = [];
-  for (const group of groups.values()) {
-    for (let i = 0; i < group.length; i += MAX_PROFILES) {
-      const chunk = group.slice(i, i + MAX_PROFILES);
-      const profiles = chunk.flatMap((u) => (u.profile ? [u.profile] : []));
-      const job = withUserKey(mergeJobs(chunk.map((u) => u.job!)), chunk);
-      // RudderStack's v1 router sends the subscription job ahead of the profiles; v2 and v3 send it after them.
-      out.push(...(isV1Job(job) ? [job, ...profiles] : [...profiles, job]));
-    }
+  for (const u of units) {
+    if (!u.profile) continue;
+    const at = entryOf.get(u);
+    if (at === undefined) entriesOut.push({ profiles: [u.profile] });
+    else entriesOut[at]!.profiles.push(u.profile);
   }
-  out.push(...units.filter((u) => !u.job).map((u) => u.profile!));
-  return out;
+  return entriesOut.flatMap((e) => (e.job ? [...e.profiles, e.job] : e.profiles));
+}
+
+/** A group of v1 identifies or group calls. */
+function sendV1(units: Unit[]): DestinationRequest[] {
+  const subscribing = units.filter((u) => u.job);
+  const jobs = byList(subscribing).flatMap(([list, group]) => chunks(group, MAX_PROFILES).map((chunk) => mergeJobs(chunk, list)));
+  const profiles = subscribing.flatMap((u) => (u.profile ? [u.profile] : []));
+  const rest = units.filter((u) => !u.job).map((u) => u.profile!);
+  return [...jobs.slice(0, 1), ...profiles, ...jobs.slice(1), ...rest];
+}
+
+function sendGroup(units: Unit[]): DestinationRequest[] {
+  const kind = units[0]!.kind;
+  if (kind === "event" || kind === "other") return units.map((u) => u.single!);
+  const job = units.find((u) => u.job)?.job;
+  return job && isV1Job(job) ? sendV1(units) : sendLater(units);
 }
 
 export function batchKlaviyo(requests: DestinationRequest[]): DestinationRequest[] {
-  const out: DestinationRequest[] = [];
-  let run: Unit[] = [];
-  const flush = () => {
-    if (run.length > 0) out.push(...mergeRun(run));
-    run = [];
-  };
-  for (let i = 0; i < requests.length; i++) {
-    const r = requests[i]!;
-    let unit: Unit;
-    if (isProfile(r)) {
-      const next = requests[i + 1];
-      unit = { profile: r, userKey: r.userKey };
-      if (next && isJob(next) && next.userKey === r.userKey) {
-        unit.job = next;
-        i++;
-      }
-    } else if (isJob(r)) unit = { job: r, userKey: r.userKey };
-    else {
-      flush();
-      out.push(r);
-      continue;
-    }
-    const last = run[run.length - 1];
-    // Identifies and groups batch separately, as RudderStack batches runs of one event type;
-    // a user seen again ends the run, so each user's requests keep their order.
-    const sameKind = last && !!last.profile === !!unit.profile;
-    const repeated = unit.userKey !== undefined && run.some((u) => u.userKey === unit.userKey);
-    if (!sameKind || repeated) flush();
-    run.push(unit);
-  }
-  flush();
-  return out;
+  return groupByType(unitsOf(requests)).flatMap(sendGroup);
 }

@@ -4,7 +4,7 @@
  */
 import { setOwn } from "../../lib/safe-keys";
 import { GENERIC_PATHS } from "../generic-fields";
-import { copyFieldsExcept, firstPresent, isDefined, isPlainObject, isPresent } from "../shared";
+import { copyFieldsExcept, firstPresent, getPath, isDefined, isPlainObject, isPresent, setPath } from "../shared";
 import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError, configOf, restRequest } from "../types";
 import { endpointFor } from "../base-url";
 import { KlaviyoConfig } from "./config";
@@ -15,13 +15,13 @@ export const API = "https://a.klaviyo.com";
 
 /**
  * RudderStack's API versions. A config without `apiVersion` (made before the key existed) runs
- * the v1 requests; v2 and v3 use the profile-import API, v3 also sends the consent when
- * unsubscribing.
+ * the v1 requests; v2 and v3 use the profile-import API. v3 states the consent in every
+ * subscription job, unsubscribing too, and refuses a job that ends up stating none.
  */
-const VERSIONS: Record<string, { revision: string; importApi: boolean; consentOnUnsubscribe: boolean }> = {
-  v1: { revision: "2023-02-22", importApi: false, consentOnUnsubscribe: false },
-  v2: { revision: "2024-10-15", importApi: true, consentOnUnsubscribe: false },
-  v3: { revision: "2026-04-15", importApi: true, consentOnUnsubscribe: true },
+const VERSIONS: Record<string, { revision: string; importApi: boolean; statesConsent: boolean }> = {
+  v1: { revision: "2023-02-22", importApi: false, statesConsent: false },
+  v2: { revision: "2024-10-15", importApi: true, statesConsent: false },
+  v3: { revision: "2026-04-15", importApi: true, statesConsent: true },
 };
 /** The revision of Klaviyo's upsert, which v1 does not have (RudderStack's v1 looks the profile up instead). */
 export const UPSERT_REVISION = VERSIONS.v2!.revision;
@@ -77,25 +77,55 @@ export function traitsInfo(event: SluiceEvent): Obj | undefined {
   return isPlainObject(t) ? t : undefined;
 }
 
+/**
+ * A reverse ETL identify (`context.mappedToDestination`), as RudderStack reads it: the first
+ * external id goes into the traits under its identifier type and becomes the userId, and the
+ * subscription flag defaults to true, so that traits without `properties` subscribe to the
+ * config's list with the config's consent. Returns the event to map (a copy when changed) and
+ * the traits that decide the subscription.
+ */
+export function identifyInput(event: SluiceEvent): { event: SluiceEvent; traits: Obj | undefined } {
+  if (!getPath(event, "context.mappedToDestination")) return { event, traits: traitsInfo(event) };
+  const copy: SluiceEvent = structuredClone(event);
+  const traits = traitsInfo(copy);
+  const type = getPath(copy, "context.externalId.0.identifierType");
+  const id = getPath(copy, "context.externalId.0.id");
+  if (traits && typeof type === "string" && type !== "") setPath(traits, type, id);
+  if (id) copy.userId = id;
+  if (!traits) return { event: copy, traits };
+  if (!traits.properties) return { event: copy, traits: { properties: { subscribe: true } } };
+  if (isPlainObject(traits.properties) && traits.properties.subscribe === undefined) traits.properties.subscribe = true;
+  return { event: copy, traits };
+}
+
 /** The traits (top-level, then context, which wins) that no mapping named. */
 export function customTraits(event: SluiceEvent, exclude: string[]): Obj {
   return copyFieldsExcept([event.traits, event.context?.traits], {}, new Set(exclude));
 }
 
 /**
- * RudderStack's flattening for Klaviyo: nested keys joined by dots, arrays of objects as
- * `a[0].b`; arrays of plain values stay arrays. Nothing at all flattens to {}.
+ * RudderStack's flattening for Klaviyo (its flattenJson without array flattening): nested keys
+ * joined by dots; an array is opened up (`a[0].b`, `a[1]`) only when its *first* item is an
+ * object, an array or null, and is otherwise kept whole, whatever its later items hold: so
+ * `[1, {b: 2}]` stays as it is while `[{b: 2}, 1]` becomes `a[0].b` and `a[1]`, and an array of
+ * arrays becomes `a[0]`, `a[1]`, each of those flattened by the same rule. An empty object or
+ * array stays as its own value. A value that is not an object is kept under the key "", as
+ * RudderStack keeps it; nothing at all flattens to {}.
  */
 export function flatten(value: unknown): Obj {
   const out: Obj = {};
   const walk = (cur: unknown, prefix: string) => {
-    if (Array.isArray(cur) && prefix && cur.every((v) => v === null || typeof v !== "object")) setOwn(out, prefix, cur);
-    else if (Array.isArray(cur)) cur.forEach((v, i) => walk(v, `${prefix}[${i}]`));
-    else if (cur !== null && typeof cur === "object") {
+    if (cur === null || typeof cur !== "object") {
+      if (cur !== undefined) setOwn(out, prefix, cur);
+    } else if (Array.isArray(cur)) {
+      // typeof null is "object" too, so an array starting with null is opened up.
+      if (cur.length === 0 || typeof cur[0] !== "object") setOwn(out, prefix, cur);
+      else cur.forEach((v, i) => walk(v, `${prefix}[${i}]`));
+    } else {
       const keys = Object.keys(cur);
       if (keys.length === 0 && prefix) setOwn(out, prefix, {});
       for (const k of keys) walk((cur as Obj)[k], prefix ? `${prefix}.${k}` : k);
-    } else if (prefix && cur !== undefined) setOwn(out, prefix, cur);
+    }
   };
   walk(value, "");
   return out;

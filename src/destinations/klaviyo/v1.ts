@@ -7,8 +7,8 @@ import { compact, isPlainObject } from "../shared";
 import { destinationExternalId } from "../generic-fields";
 import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError, configOf } from "../types";
 import {
-  asFloat, consentChannels, customTraits, flatten, generic, listIdFor, type Obj, PATHS, pick, post, propertiesExcept, traitsInfo, UPSERT_REVISION,
-  V1_MAPPED_TRAITS,
+  asFloat, consentChannels, customTraits, flatten, generic, identifyInput, listIdFor, type Obj, PATHS, pick, post, propertiesExcept, traitsInfo,
+  UPSERT_REVISION, V1_MAPPED_TRAITS,
 } from "./common";
 import { KlaviyoConfig } from "./config";
 
@@ -28,8 +28,8 @@ const STARTED_CHECKOUT: Mapping = [
   ["$event_id", "order_id"], ["$value", "value", true], ["Categories", "categories"], ["CheckoutURL", "checkout_url"], ["ItemNames", "item_names"],
 ];
 const ITEM: Mapping = [
-  ["ProductID", "product_id"], ["SKU", "sku"], ["ProductName", "name"], ["Quantity", "quantity"], ["ItemPrice", "price"], ["ProductURL", "url"],
-  ["ImageURL", "image_url"],
+  ["ProductID", "product_id"], ["SKU", "sku"], ["ProductName", "name"], ["Quantity", "quantity"], ["ItemPrice", "price"], ["RowTotal", "row_total"],
+  ["ProductURL", "url"], ["ImageURL", "image_url"], ["ProductCategories", "categories"],
 ];
 /** Segment's e-commerce events (trimmed, lower case) and the Klaviyo metric each becomes. */
 const ECOMMERCE: Record<string, { metric: string; mapping: Mapping }> = {
@@ -122,12 +122,13 @@ export function v1Subscription(event: SluiceEvent, traits: Obj | undefined, ctx:
  * with. Sluice makes no calls while transforming: with a `klaviyo-profileId` external id it
  * sends that patch; without one it sends the same profile to Klaviyo's upsert.
  */
-export function v1Identify(event: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
+export function v1Identify(input: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
   const config = configOf(ctx, KlaviyoConfig);
-  const traits = traitsInfo(event);
+  const { event, traits } = identifyInput(input);
   const attributes: Obj = compact({
     external_id: generic(event, "userId"),
-    email: generic(event, "email"),
+    // emailOnly: an external id is never taken for the e-mail.
+    email: generic(event, "emailOnly"),
     first_name: generic(event, "firstName"),
     last_name: generic(event, "lastName"),
     phone_number: generic(event, "phone"),
@@ -137,9 +138,9 @@ export function v1Identify(event: SluiceEvent, ctx: DestinationContext): Destina
   });
   const location = compact({
     city: pick(event, PATHS.city),
-    region: pick(event, PATHS.region),
+    region: pick(event, [...PATHS.region, ...PATHS.state]),
     country: pick(event, PATHS.country),
-    zip: pick(event, ["traits", "traits.address", "context.traits", "context.traits.address", "properties"].flatMap((p) => [`${p}.zip`, `${p}.postalcode`])),
+    zip: pick(event, PATHS.zip),
     timezone: pick(event, PATHS.timezone),
     address1: pick(event, PATHS.street),
   });

@@ -6,8 +6,8 @@ import { destinationExternalId } from "../generic-fields";
 import { compact, integrationsObject, isDefined, isPlainObject } from "../shared";
 import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError, configOf } from "../types";
 import {
-  asFloat, consentChannels, customTraits, flatten, generic, listIdFor, type Obj, PATHS, pick, post, propertiesExcept, traitsInfo, V2_MAPPED_TRAITS,
-  type versionOf,
+  asFloat, consentChannels, customTraits, flatten, generic, identifyInput, listIdFor, type Obj, PATHS, pick, post, propertiesExcept, traitsInfo,
+  V2_MAPPED_TRAITS, type versionOf,
 } from "./common";
 import { KlaviyoConfig } from "./config";
 
@@ -89,13 +89,16 @@ function subscriptionJob(event: SluiceEvent, traits: Obj | undefined, ctx: Desti
   const email = generic(event, "email");
   const phone = generic(event, "phone");
   const attributes: Obj = { email, phone_number: phone };
-  if ((subscribe || version.consentOnUnsubscribe) && consent) {
+  if ((subscribe || version.statesConsent) && consent) {
     const channels = consentChannels(consent);
     const status = { marketing: { consent: subscribe ? "SUBSCRIBED" : "UNSUBSCRIBED" } };
     const subscriptions: Obj = {};
     if (channels.includes("email") && email) subscriptions.email = status;
     if (channels.includes("sms") && phone) subscriptions.sms = status;
     if (Object.keys(subscriptions).length > 0) attributes.subscriptions = subscriptions;
+  }
+  if (version.statesConsent && !attributes.subscriptions) {
+    throw new TransformError("No subscriptions could be resolved for v3 API version. Ensure consent channels (email/sms) match the identifiers present in the event");
   }
   // Klaviyo takes a profile id for subscribing only.
   const profile = compact({ type: "profile", id: subscribe ? destinationExternalId(event, "klaviyo-profileId") : undefined, attributes: compact(attributes) });
@@ -110,9 +113,9 @@ function subscriptionJob(event: SluiceEvent, traits: Obj | undefined, ctx: Desti
   });
 }
 
-export function v2Identify(event: SluiceEvent, ctx: DestinationContext, version: Version): DestinationRequest[] {
+export function v2Identify(input: SluiceEvent, ctx: DestinationContext, version: Version): DestinationRequest[] {
   const config = configOf(ctx, KlaviyoConfig);
-  const traits = traitsInfo(event);
+  const { event, traits } = identifyInput(input);
   const requests = [post(ctx, "/api/profile-import", version.revision, { data: profileData(event, config, true) })];
   const subscribe = isPlainObject(traits?.properties) ? traits.properties.subscribe : undefined;
   if (isDefined(subscribe) && (traits!.properties.listId || config.listId)) requests.push(subscriptionJob(event, traits, ctx, version, !!subscribe));

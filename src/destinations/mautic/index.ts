@@ -4,17 +4,15 @@
  * identify creates or edits a contact; group adds the contact to (or removes it from) a
  * segment, campaign or company.
  *
- * RudderStack looks the contact up (`GET /contacts?where…`) inside its transform to choose
- * between edit and create. Sluice makes no calls there: a contact named by
- * `context.externalId` (type `mauticContactId`) is edited, any other is sent to
- * `/contacts/new`, which Mautic merges into the contact holding the same unique identifier
- * (email by default).
+ * The contact is named by `context.externalId` (type `mauticContactId`) or, as RudderStack
+ * does, looked up by the configured lookup field (else the e-mail) with `GET /contacts?where…`:
+ * identify edits the one contact found and creates one otherwise; group needs exactly one.
  */
 import { type Static, t } from "elysia";
 import { endpointFor } from "../base-url";
-import { destinationExternalId, genericField } from "../generic-fields";
+import { GENERIC_PATHS, destinationExternalId, genericField } from "../generic-fields";
 import { basicAuth, compact, firstPresent, getPath, isPresent, traitValue } from "../shared";
-import { type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configKeys, configOf, requiredKeysOf, restRequest } from "../types";
+import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configKeys, configOf, lookupOf, requiredKeysOf, restRequest } from "../types";
 
 type Obj = Record<string, any>;
 
@@ -31,8 +29,7 @@ export const MauticConfig = t.Object(
 );
 export type MauticConfig = Static<typeof MauticConfig>;
 
-// RudderStack's own check of the user name (an e-mail address) and of e-mail traits; its fixtures
-// accept a user name with capitals (TestRudderlabs45823@gmail.com), so letters match in either case.
+// RudderStack's check of an e-mail trait; letters match in either case.
 const EMAIL = /^[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,3}$/i;
 const PHONE = /^\d{10}$/;
 
@@ -110,7 +107,68 @@ function identifyBody(event: SluiceEvent): Obj {
 
 const GROUP_CLASSES = ["segments", "campaigns", "companies"];
 
-function groupPath(event: SluiceEvent): string {
+/**
+ * Where each lookup field may be found in an event and the Mautic field it is searched by
+ * (RudderStack's table). RudderStack's `state` entry names no Mautic field, so a state never
+ * searches: the contact is then created, as RudderStack creates it.
+ */
+const LOOKUP_FIELDS: Record<string, { paths: string[]; field?: string }> = {
+  title: { paths: ["traits.title", "context.traits.title"], field: "title" },
+  firstName: { paths: GENERIC_PATHS.firstName, field: "firstname" },
+  lastName: { paths: GENERIC_PATHS.lastName, field: "lastname" },
+  role: { paths: ["traits.role", "context.traits.role"], field: "role" },
+  phone: { paths: ["traits.phone", "context.traits.phone", "properties.phone"], field: "phone" },
+  city: { paths: ["traits.address.city", "context.traits.address.city"], field: "city" },
+  email: { paths: ["traits.email", "context.traits.email", "properties.email"], field: "email" },
+  state: { paths: ["traits.state", "context.traits.state"] },
+  zipcode: { paths: ["traits.zipcode", "context.traits.zipcode", "traits.zip", "context.traits.zip"], field: "zipcode" },
+  country: { paths: ["traits.country", "context.traits.country"], field: "country" },
+};
+
+/** The Mautic field and value to search by: the lookup field's, else the event's e-mail; none when neither is there. */
+function searchTerm(event: SluiceEvent, lookUpField: string | undefined): { field?: string; value?: unknown } {
+  const entry = lookUpField ? LOOKUP_FIELDS[lookUpField] : undefined;
+  if (entry) {
+    for (const path of entry.paths) {
+      const value = getPath(event, path);
+      if (value) return { field: entry.field, value };
+    }
+  }
+  const email = genericField(event, "email");
+  return email ? { field: "email", value: email } : {};
+}
+
+interface Api {
+  base: string;
+  headers: Record<string, string>;
+  ctx: DestinationContext;
+}
+
+/**
+ * The ids of the contacts whose lookup field (or e-mail) holds the event's value; undefined
+ * when the event has nothing to search by or Mautic answers no `contacts`.
+ */
+async function searchContactIds(event: SluiceEvent, config: MauticConfig, api: Api): Promise<string[] | undefined> {
+  if (!genericField(event, "traits")) throw new TransformError("Traits are missing in the event");
+  const lookUpField = config.lookUpField;
+  if (lookUpField && !Object.hasOwn(LOOKUP_FIELDS, lookUpField)) {
+    throw new TransformError(`Lookup field "${lookUpField}" specified in the destination configuration is not supported`);
+  }
+  const { field, value } = searchTerm(event, lookUpField);
+  if (!field) return undefined;
+  const res = await lookupOf(api.ctx)({
+    method: "GET",
+    endpoint: `${api.base}/contacts`,
+    headers: api.headers,
+    params: { "where[0][col]": field, "where[0][expr]": "eq", "where[0][val]": value },
+  });
+  if (res.status !== 200) throw new TransformError(`Failed to fetch contacts: "${JSON.stringify(res.body)}"`);
+  const contacts = res.body && typeof res.body === "object" ? res.body.contacts : undefined;
+  // Mautic keys the contacts it found by their ids.
+  return contacts ? Object.keys(contacts) : undefined;
+}
+
+async function groupPath(event: SluiceEvent, config: MauticConfig, api: Api): Promise<string> {
   // The type is read from the first traits object (traits, else context.traits), not key by key.
   const traits = genericField(event, "traits");
   if (!traits?.type) throw new TransformError("`type` is missing in the traits");
@@ -121,8 +179,13 @@ function groupPath(event: SluiceEvent): string {
   if (!GROUP_CLASSES.includes(groupClass)) {
     throw new TransformError(`Grouping type "${groupClass}" is not supported. Only "Segments", "Companies", and "Campaigns" are supported`);
   }
-  const contactId = destinationExternalId(event, "mauticContactId");
-  if (!contactId) throw new TransformError("context.externalId must name the contact (type mauticContactId): Sluice does not look contacts up");
+  let contactId = destinationExternalId(event, "mauticContactId");
+  if (!contactId) {
+    const found = await searchContactIds(event, config, api);
+    if (!found || found.length === 0) throw new TransformError("Could not find any contact ID on lookup");
+    if (found.length > 1) throw new TransformError("Found more than one contact on lookup");
+    contactId = found[0];
+  }
   const operation = event.traits?.operation;
   if (operation && operation !== "add" && operation !== "remove") {
     throw new TransformError(`Invalid value specified for operation "${operation}". Only "add" and "remove" are supported`);
@@ -143,7 +206,7 @@ function apiBase(config: MauticConfig): string {
   throw new TransformError("Please Provide either subDomain or Domain Name");
 }
 
-export const mautic: DestinationDefinition = {
+export const mautic: DestinationDefinition<Promise<DestinationRequest[]>> = {
   name: "MAUTIC",
   displayName: "Mautic",
   config: {
@@ -153,23 +216,29 @@ export const mautic: DestinationDefinition = {
     hostKeys: ["subDomainName", "domainName"],
   },
   configSchema: MauticConfig,
-  transform(event, ctx): DestinationRequest[] {
+  async transform(event, ctx) {
     const config = configOf(ctx, MauticConfig);
     const { userName, password } = config;
-    if (!userName) throw new TransformError("Invalid userName value specified in the destination configuration");
+    // RudderStack checks these in this order and takes any user name it is given.
     if (!password) throw new TransformError("Invalid password value specified in the destination configuration");
-    const base = apiBase(config);
-    if (!EMAIL.test(String(userName ?? ""))) throw new TransformError("Invalid user name provided in the destination configuration");
+    if (!userName) throw new TransformError("Invalid userName value specified in the destination configuration");
+    const base = endpointFor(ctx, apiBase(config));
     const headers = { "Content-Type": "application/json", Authorization: basicAuth(String(userName), String(password)) };
+    const api: Api = { base, headers, ctx };
     if (!event.type) throw new TransformError("Event type is required");
     const type = String(event.type).toLowerCase();
     if (type === "identify") {
-      const contactId = destinationExternalId(event, "mauticContactId");
       const json = identifyBody(event);
-      if (contactId) return [restRequest({ method: "PATCH", endpoint: endpointFor(ctx, `${base}/contacts/${contactId}/edit`), headers, json })];
-      return [restRequest({ method: "POST", endpoint: endpointFor(ctx, `${base}/contacts/new`), headers, json })];
+      let contactId = destinationExternalId(event, "mauticContactId");
+      if (!contactId) {
+        const found = await searchContactIds(event, config, api);
+        // Several contacts found: RudderStack creates another rather than pick one.
+        if (found?.length === 1) contactId = found[0];
+      }
+      if (contactId) return [restRequest({ method: "PATCH", endpoint: `${base}/contacts/${contactId}/edit`, headers, json })];
+      return [restRequest({ method: "POST", endpoint: `${base}/contacts/new`, headers, json })];
     }
-    if (type === "group") return [restRequest({ method: "POST", endpoint: endpointFor(ctx, base + groupPath(event)), headers })];
+    if (type === "group") return [restRequest({ method: "POST", endpoint: base + (await groupPath(event, config, api)), headers })];
     throw new TransformError(`Event type "${type}" is not supported`);
   },
 };

@@ -30,6 +30,7 @@ import {
 } from "../types";
 import { MixpanelConfig } from "./config";
 import { type Mapping, PROFILE_OPERATIONS, browserFields, mapPaths, profileProperties, takeOperationTraits } from "./profile";
+import { checkMixpanelResponse } from "./response";
 
 export { MixpanelConfig };
 
@@ -113,13 +114,14 @@ function eventMillis(event: SluiceEvent): number | null {
   return Number.isNaN(ms) ? null : ms;
 }
 
-/** The first of timestamp / originalTimestamp that parses, as ISO text (now when neither does). */
-function eventIsoTime(event: SluiceEvent, ctx: DestinationContext): string {
+/** The first of timestamp / originalTimestamp that parses, as ISO text; neither aborts the event, as in RudderStack. */
+function eventIsoTime(event: SluiceEvent): string {
   for (const ts of [event.timestamp, event.originalTimestamp]) {
-    const ms = ts === undefined || ts === null || ts === "" ? Number.NaN : new Date(ts).getTime();
+    // As JavaScript's Date reads them: a null timestamp is the epoch, "" is invalid.
+    const ms = new Date(ts).getTime();
     if (!Number.isNaN(ms)) return new Date(ms).toISOString();
   }
-  return new Date(nowOf(ctx)).toISOString();
+  throw new TransformError("Neither timestamp nor originalTimestamp is a valid date.");
 }
 
 /** Events for /import whose own timestamp is over 5 years old are refused (a missing one is not checked). */
@@ -202,13 +204,18 @@ export const mixpanel: DestinationDefinition = {
       restRequest({
         endpoint: endpointFor(ctx, `${base}/import/`),
         headers: { "Content-Type": "application/json", Authorization: basicAuth(token) },
-        // strict as the number RudderStack sets; verbose=2 as RudderStack sends on /engage and /groups (Mixpanel then answers
-        // with per-event details). RudderStack's stored fixtures show strict only.
-        params: { strict: c.strictMode ? 1 : 0, verbose: 2 },
+        // /import reports failures with a 400 whatever `verbose` says, so it carries strict only.
+        params: { strict: c.strictMode ? 1 : 0 },
         json: [withoutUndefined(item)],
       });
+    // Without verbose, /engage and /groups answer 200 "0" to a call they refuse (checkMixpanelResponse).
     const engageRequest = (item: Obj, path = "engage") =>
-      restRequest({ endpoint: endpointFor(ctx, `${base}/${path}/`), headers: { "Content-Type": "application/json" }, json: [withoutUndefined(item)] });
+      restRequest({
+        endpoint: endpointFor(ctx, `${base}/${path}/`),
+        headers: { "Content-Type": "application/json" },
+        params: { verbose: 2 },
+        json: [withoutUndefined(item)],
+      });
     const profileUpdate = (op: string, props: Obj, e: SluiceEvent = ev) => engageRequest({ [op]: props, $token: token, $distinct_id: distinctId(e, c) });
 
     const time = eventMillis(ev);
@@ -227,7 +234,7 @@ export const mixpanel: DestinationDefinition = {
         const out = [];
         const revenue = ev.properties?.revenue;
         if (revenue) {
-          out.push(profileUpdate("$append", { $transactions: { $time: eventIsoTime(ev, ctx), $amount: revenue } }));
+          out.push(profileUpdate("$append", { $transactions: { $time: eventIsoTime(ev), $amount: revenue } }));
         }
         if (Array.isArray(c.propIncrements)) {
           const names = c.propIncrements.map((item: any) => item?.property);
@@ -323,6 +330,7 @@ export const mixpanel: DestinationDefinition = {
       },
     );
   },
+  checkResponse: (answer, request) => checkMixpanelResponse(answer, request),
   deleteUsers(users, ctx: DestinationContext) {
     const token = String(requireConfig(ctx, "token"));
     const ids = users.map((u) => u.userId).filter((id) => !!id);

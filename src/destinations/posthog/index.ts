@@ -24,8 +24,9 @@ type Obj = Record<string, any>;
 const DEFAULT_INSTANCE = "https://app.posthog.com";
 // RudderStack caps a PostHog batch call at 10MB.
 const MAX_BATCH_BYTES = 10 * 1024 * 1024;
-// PostHog refuses a single event over 1MB; RudderStack aborts such events instead of sending them.
-const MAX_EVENT_BYTES = 1024 * 1024;
+// PostHog documents 1MB per event but refuses some smaller ones too; RudderStack aborts events over
+// this, measured without the api key, instead of sending them.
+const MAX_EVENT_BYTES = 900_000;
 
 const USER_ID = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id", "anonymousId"];
 const TRAITS = ["traits", "context.traits"];
@@ -77,7 +78,6 @@ const PROPERTY_MAP: Array<[string, string[]]> = [
   ["$app_name", ["context.app.name"]],
   ["$device_model", ["context.device.model"]],
   ["$app_namespace", ["context.app.namespace"]],
-  ["$initial_referrer", ["context.page.initial_referrer"]],
   ["$app_build", ["context.app.build"]],
   ["$viewport_height", ["properties.viewport_height"]],
   ["$viewport_width", ["properties.viewport_width"]],
@@ -229,7 +229,8 @@ export const posthog: DestinationDefinition = {
     const apiKey = String(requireConfig(ctx, "teamApiKey"));
     const config = configOf(ctx, PostHogConfig);
     if (!isEventAllowed(event, config)) return [];
-    if (!event.userId && !event.anonymousId) throw new TransformError("Either userId or anonymousId must be provided");
+    // RudderStack's router refuses this in its input check, which names the field checked.
+    if (!event.userId && !event.anonymousId) throw new TransformError("message: Either userId or anonymousId must be provided");
     const { type, body } = eventBody(event, config.useV2Group === true);
     const json = { ...body, type };
     const size = jsonBytes(json);

@@ -1,22 +1,23 @@
 /**
  * SENDGRID: identify upserts a Marketing contact (PUT /v3/marketing/contacts, batched per list
  * combination), a configured track event sends a mail through /v3/mail/send, and deletion is
- * DELETE /v3/marketing/contacts?ids=... (Bearer apiKey throughout).
+ * DELETE /v3/marketing/contacts?ids=... (Bearer apiKey throughout). As in RudderStack, the
+ * transform gives an identify as `{contactDetails, contactListIds}` and batch() (RudderStack's
+ * router) turns the contacts into SendGrid's upsert body (batch.ts).
  */
 import { type Static, t } from "elysia";
 import { ownValue, setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { type GenericField, genericField } from "../generic-fields";
-import { batchConsecutive, chunkItems, compact, firstPresent, isPlainObject, isPresent, refusedListField, traitPaths, withoutUndefined } from "../shared";
+import { compact, firstPresent, isPlainObject, isPresent, refusedListField, traitPaths, withoutUndefined } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configKeys, configOf, requiredKeysOf, restRequest } from "../types";
+import { batchSendgrid } from "./batch";
 
 type Obj = Record<string, any>;
 
 const API = "https://api.sendgrid.com/v3";
 const CONTACTS = `${API}/marketing/contacts`;
 const MAIL_SEND = `${API}/mail/send`;
-// SendGrid's contacts upsert takes at most 30,000 contacts per call.
-const MAX_CONTACTS = 30_000;
 // The delete URL's id list is cut where RudderStack found SendGrid answers 414.
 const DELETE_IDS_MAX_CHARS = 8150;
 const IP_POOL_MIN = 2;
@@ -128,24 +129,28 @@ function flattenAddress(address: unknown): string {
   return String(address).trim();
 }
 
-/** The config list plus the event's `listIds` external id, sorted, as one comma-separated key. */
-function listIdsOf(event: SluiceEvent, config: SendgridConfig): string[] {
-  const ids: string[] = [];
-  if (config.listId) ids.push(String(config.listId));
+/**
+ * The config list plus the event's `listIds` external id, sorted, as one comma-separated text:
+ * RudderStack's `contactListIds`, made by an array's sort() and toString().
+ */
+function contactListIdsOf(event: SluiceEvent, config: SendgridConfig): string {
+  const ids: unknown[] = [];
+  if (config.listId) ids.push(config.listId);
   // When several entries have the type, the last one counts, as in RudderStack's getDestinationExternalID.
   const ext = (Array.isArray(event.context?.externalId) ? event.context.externalId : []).findLast((e: Obj) => e?.type === "listIds")?.id;
   if (typeof ext === "string" && ext) ids.push(ext);
-  if (Array.isArray(ext)) ids.push(...ext.map(String));
-  return ids.sort();
+  if (Array.isArray(ext)) ids.push(...ext);
+  return ids.sort().toString();
 }
 
 /**
  * SendGrid takes custom fields by field id; RudderStack looks the ids up by name over the
  * network, which a pure transform cannot, so the mapping's `to` is taken as the field id.
+ * The values come from the context traits, or the top-level traits when there are none.
  */
 function customFieldsOf(event: SluiceEvent, config: SendgridConfig): Obj {
   const out: Obj = {};
-  const traits = event.context?.traits;
+  const traits = event.context?.traits || event.traits;
   if (!Array.isArray(config.customFieldsMapping) || !isPlainObject(traits)) return out;
   for (const row of config.customFieldsMapping) {
     const from = typeof row?.from === "string" ? row.from.trim() : "";
@@ -174,8 +179,8 @@ function identify(event: SluiceEvent, ctx: DestinationContext, apiKey: string): 
   // The check above also finds an e-mail in context.externalId, which the mapping does not read.
   if (!genericField(event, "emailOnly")) throw new TransformError(`Missing required value from "emailOnly"`);
   const config = configOf(ctx, SendgridConfig);
-  const listIds = listIdsOf(event, config);
-  const body: Obj = listIds.length > 0 ? { list_ids: listIds, contacts: [contactOf(event, config)] } : { contacts: [contactOf(event, config)] };
+  // RudderStack's processor output; batch() makes it SendGrid's `{list_ids, contacts}`.
+  const body = { contactDetails: contactOf(event, config), contactListIds: contactListIdsOf(event, config) };
   return restRequest({ method: "PUT", endpoint: endpointFor(ctx, CONTACTS), headers: headersOf(apiKey), json: body });
 }
 
@@ -329,20 +334,7 @@ function track(event: SluiceEvent, ctx: DestinationContext, apiKey: string): Des
   return restRequest({ endpoint: endpointFor(ctx, MAIL_SEND), headers: headersOf(apiKey), json: compact(payload) });
 }
 
-// ---------- batching and deletion ----------
-
-function isContactsUpsert(r: DestinationRequest): boolean {
-  return r.method === "PUT" && r.endpoint.endsWith("/v3/marketing/contacts");
-}
-
-function mergeContacts(run: DestinationRequest[]): DestinationRequest[] {
-  const first = run[0]!;
-  const listIds = first.body.JSON.list_ids;
-  const contacts = run.flatMap((r) => r.body.JSON.contacts as Obj[]);
-  return chunkItems(contacts, MAX_CONTACTS).map((chunk) =>
-    restRequest({ method: "PUT", endpoint: first.endpoint, headers: first.headers, json: listIds ? { list_ids: listIds, contacts: chunk } : { contacts: chunk } }),
-  );
-}
+// ---------- deletion ----------
 
 /** User ids joined by commas into URLs no longer than SendGrid accepts. */
 function idChunks(ids: string[]): string[][] {
@@ -378,13 +370,7 @@ export const sendgrid: DestinationDefinition = {
     if (type === "track") return [track(event, ctx, apiKey)];
     throw new TransformError(`Event type ${type} is not supported`);
   },
-  batch(requests) {
-    return batchConsecutive(
-      requests,
-      (r) => (isContactsUpsert(r) ? JSON.stringify([r.endpoint, r.headers, r.body.JSON.list_ids ?? null]) : null),
-      mergeContacts,
-    );
-  },
+  batch: (requests) => batchSendgrid(requests),
   deleteUsers(users, ctx) {
     const config = configOf(ctx, SendgridConfig);
     if (!config.apiKey) throw new TransformError("apiKey is required for deleting user");

@@ -32,17 +32,30 @@ export const WebhookConfig = t.Object(
 export type WebhookConfig = Static<typeof WebhookConfig>;
 
 /**
- * Config headers as RudderStack's getHashFromArray reads them: names lower-cased, rows
- * with a blank name skipped. (An object of name → value is accepted too.)
+ * A header value as text. RudderStack's server reads headers as text only: the WEBHOOK
+ * transform JSON-encodes anything else a user transformation sets (`10` → "10", `true` →
+ * "true", `null` → "null", objects and lists as JSON), and what JSON cannot hold (undefined,
+ * a function) leaves the header out. Config values get the same treatment.
+ */
+function headerText(value: unknown): string | undefined {
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/**
+ * Config headers as RudderStack's getHashFromArray reads them: names lower-cased, rows with a
+ * blank name skipped, a row without a value left out. A null value is an empty header, as
+ * RudderStack's server reads it. (An object of name → value is accepted too.)
  */
 function configHeaders(headers: unknown): Record<string, string> {
   const out: Record<string, string> = {};
+  const add = (name: string, value: unknown) => {
+    const text = value === null ? "" : headerText(value);
+    if (text !== undefined) setOwn(out, name, text);
+  };
   if (Array.isArray(headers)) {
-    for (const h of headers) {
-      if (h && typeof h.from === "string" && h.from.trim()) setOwn(out, h.from.toLowerCase(), String(h.to ?? ""));
-    }
+    for (const h of headers) if (h && typeof h.from === "string" && h.from.trim()) add(h.from.toLowerCase(), h.to);
   } else if (headers && typeof headers === "object") {
-    for (const [k, v] of Object.entries(headers)) setOwn(out, k, String(v));
+    for (const [k, v] of Object.entries(headers)) add(k, v);
   }
   return out;
 }
@@ -69,32 +82,45 @@ function integrationsOptions(event: SluiceEvent): Record<string, any> {
 
 /**
  * A user transformation may steer one event's request (RudderStack's WEBHOOK does the same):
- * `header` adds string-valued headers, `fullPath` replaces the URL and `appendPath` is added
- * to it. The three keys are instructions, not data, so they never reach the body.
+ * `header` adds headers, `fullPath` replaces the URL and `appendPath` is added to it. The
+ * three keys are instructions, not data, so they never reach the body.
  */
 const STEERING_KEYS = new Set(["header", "fullPath", "appendPath"]);
 
-function steeredEndpoint(event: SluiceEvent, url: string): string {
-  const opts = integrationsOptions(event);
-  const full = typeof event.fullPath === "string" ? event.fullPath : typeof opts.fullPath === "string" ? opts.fullPath : url;
-  const append = typeof event.appendPath === "string" ? event.appendPath : typeof opts.appendPath === "string" ? opts.appendPath : "";
-  return full + append;
+/** The event's value, else the one under `integrations.WEBHOOK`: whatever is set (not null), as text. */
+function steering(event: SluiceEvent, key: "fullPath" | "appendPath"): string | undefined {
+  const v = event[key] ?? integrationsOptions(event)[key];
+  return v === undefined || v === null ? undefined : String(v);
 }
 
+function steeredEndpoint(event: SluiceEvent, url: string): string {
+  return (steering(event, "fullPath") ?? url) + (steering(event, "appendPath") ?? "");
+}
+
+/** The transformation's `header` object (a list counts by index, as in RudderStack), each value as text. */
 function eventHeaders(event: SluiceEvent): Record<string, string> {
   const out: Record<string, string> = {};
-  if (event.header && typeof event.header === "object" && !Array.isArray(event.header)) {
-    for (const [k, v] of Object.entries(event.header)) if (typeof v === "string") setOwn(out, k, v);
+  if (event.header === null || typeof event.header !== "object") return out;
+  for (const [k, v] of Object.entries(event.header)) {
+    const text = headerText(v);
+    if (text !== undefined) setOwn(out, k, text);
   }
   return out;
 }
 
-/** The body: the event without the steering keys and top-level nulls, with `context.ip` from `request_ip` when it has none. */
+/**
+ * The body: the event without the steering keys and top-level nulls. When the event has no
+ * `context.ip`, a `request_ip` is copied there, as RudderStack does: into the context object,
+ * or a new one when there is none (a context that is some other value stays as it is).
+ */
 function webhookBody(event: SluiceEvent): Record<string, unknown> {
   const body: Record<string, any> = {};
   for (const [k, v] of Object.entries(event)) if (!STEERING_KEYS.has(k) && v !== undefined && v !== null) setOwn(body, k, v);
   const ip = event.context?.ip ?? event.request_ip;
-  if (ip !== undefined && ip !== null && ip !== "") body.context = { ...(isPlainObject(body.context) ? body.context : {}), ip };
+  if (ip) {
+    if (!event.context) body.context = { ip };
+    else if (isPlainObject(event.context)) body.context = { ...event.context, ip };
+  }
   return body;
 }
 
