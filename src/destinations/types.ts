@@ -123,7 +123,7 @@ export interface DestinationDefinition<Out extends DestinationRequest[] | Promis
   /**
    * Optional: merges transformed requests of several events into fewer requests. Each user's
    * requests (by `userKey`) keep their order; requests of different users may be reordered
-   * where the service's batching needs it (BRAZE sends identify merges first, as RudderStack).
+   * where the service's batching needs it (BRAZE groups its calls by endpoint, as RudderStack).
    */
   batch?(requests: DestinationRequest[], ctx: DestinationContext): DestinationRequest[];
   /**

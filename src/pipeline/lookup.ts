@@ -1,7 +1,7 @@
 /**
  * The kinds' lookups: the HTTP client a transform may use to ask the service before it builds
- * its requests (RudderStack's INTERCOM, HS, ZENDESK, FRESHSALES and MAUTIC do), and the memory
- * a kind keeps of their answers per destination. Lookups go through the same exchange as
+ * its requests (as RudderStack's INTERCOM, HS, ZENDESK, FRESHSALES, MAUTIC, SENDGRID, KLAVIYO
+ * and BRAZE do), and the memory a kind keeps of their answers per destination. Lookups go through the same exchange as
  * delivery (send.ts: outbound policy, pinned address, time-out) and, in the router, take one of
  * the destination's connection slots while on the wire.
  */

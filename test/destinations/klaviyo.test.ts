@@ -8,6 +8,22 @@ const ctx = (config: Record<string, any> = {}): DestinationContext => ({
   destination: { id: "dest-kl", name: "Klaviyo", workspaceId: "ws-1" },
 });
 const v2 = (config: Record<string, any> = {}) => ctx({ apiVersion: "v2", ...config });
+const PROFILE_ID = "01GW3PHVY0MTCDGS0A1612HARX";
+/**
+ * A v1 context whose profile creation Klaviyo answers in-process, 201 with the new profile's id
+ * (`idFor` the profile's attributes; RudderStack's fixtures' id by default), so that requests keep
+ * Klaviyo's own URLs. `created` records what was created. The calls over HTTP are tested against
+ * a stand-in in klaviyo-lookups.test.ts.
+ */
+const created: Array<Record<string, any>> = [];
+const v1ctx = (config: Record<string, any> = {}, idFor: (attributes: Record<string, any>) => string = () => PROFILE_ID): DestinationContext => ({
+  ...ctx(config),
+  lookup: async (req) => {
+    created.push(req);
+    const attributes = (req.json as any).data.attributes;
+    return { status: 201, body: { data: { type: "profile", id: idFor(attributes), attributes } }, text: "" };
+  },
+});
 const headers = (revision: string) => ({ Authorization: "Klaviyo-API-Key pk_1", "Content-Type": "application/json", Accept: "application/json", revision });
 const H1 = headers("2023-02-22");
 const H2 = headers("2024-10-15");
@@ -76,19 +92,19 @@ const DELETE = "/profile-subscription-bulk-delete-jobs";
 const friend = { friend: { names: { first: "Alice", last: "Smith" }, age: 25 } };
 const flatFriend = { "friend.age": 25, "friend.names.first": "Alice", "friend.names.last": "Smith" };
 
-test("KLAVIYO RudderStack fixture: v2 identify with flattenProperties upserts the flattened profile, then subscribes it", () => {
-  expect(klaviyo.transform(idEvent({ ...idTraits, ...friend }), v2({ flattenProperties: true }))).toEqual([
+test("KLAVIYO RudderStack fixture: v2 identify with flattenProperties upserts the flattened profile, then subscribes it", async () => {
+  expect(await klaviyo.transform(idEvent({ ...idTraits, ...friend }), v2({ flattenProperties: true }))).toEqual([
     post("/profile-import", { data: { type: "profile", attributes: { ...idProfile, properties: { ...idProfile.properties, ...flatFriend } }, meta: { patch_properties: {} } } }, H2),
     post(CREATE, job(true, [subProfile("SUBSCRIBED")], listXU), H2),
   ]);
 });
 
-test("KLAVIYO RudderStack fixture: v2 identify with subscribe false unsubscribes, without consent channels", () => {
+test("KLAVIYO RudderStack fixture: v2 identify with subscribe false unsubscribes, without consent channels", async () => {
   const event = idEvent({ ...idTraits, properties: { ...idTraits.properties, subscribe: false }, ...friend });
-  expect(klaviyo.transform(event, v2({ flattenProperties: true }))[1]).toEqual(post(DELETE, job(false, [subProfile(undefined)], listXU), H2));
+  expect((await klaviyo.transform(event, v2({ flattenProperties: true })))[1]).toEqual(post(DELETE, job(false, [subProfile(undefined)], listXU), H2));
 });
 
-test("KLAVIYO RudderStack fixture: v2 identify takes the klaviyo-profileId external id and integrations.Klaviyo patch fields", () => {
+test("KLAVIYO RudderStack fixture: v2 identify takes the klaviyo-profileId external id and integrations.Klaviyo patch fields", async () => {
   const event = idEvent(
     { ...idTraits, appendList1: "New Value 1", appendList2: "New Value 2", unappendList1: "Old Value 1", unappendList2: "Old Value 2", properties: { ...idTraits.properties, subscribe: undefined } },
     {
@@ -96,7 +112,7 @@ test("KLAVIYO RudderStack fixture: v2 identify takes the klaviyo-profileId exter
       integrations: { Klaviyo: { fieldsToUnset: ["Unset1", "Unset2"], fieldsToAppend: ["appendList1", "appendList2"], fieldsToUnappend: ["unappendList1", "unappendList2"] }, All: true },
     },
   );
-  expect(klaviyo.transform(event, v2())).toEqual([
+  expect(await klaviyo.transform(event, v2())).toEqual([
     post("/profile-import", {
       data: {
         type: "profile",
@@ -114,8 +130,8 @@ test("KLAVIYO RudderStack fixture: v2 identify takes the klaviyo-profileId exter
   ]);
 });
 
-test("KLAVIYO RudderStack fixture: v2 identify with enforceEmailAsPrimary drops external_id and keeps the userId as _id", () => {
-  const [profile] = klaviyo.transform(idEvent(idTraits), v2({ enforceEmailAsPrimary: true }));
+test("KLAVIYO RudderStack fixture: v2 identify with enforceEmailAsPrimary drops external_id and keeps the userId as _id", async () => {
+  const [profile] = await klaviyo.transform(idEvent(idTraits), v2({ enforceEmailAsPrimary: true }));
   const { external_id: _drop, ...rest } = idProfile;
   expect(profile).toEqual(post("/profile-import", { data: { type: "profile", attributes: { ...rest, properties: { ...idProfile.properties, _id: "user@1" } }, meta: { patch_properties: {} } } }, H2));
 });
@@ -135,8 +151,8 @@ const trEvent = (o: Record<string, any> = {}) =>
   });
 const metric = (name: string) => ({ data: { type: "metric", attributes: { name } } });
 
-test("KLAVIYO RudderStack fixture: v2 track → /api/events with value, value_currency, time, metric, unique_id and the profile inline", () => {
-  expect(klaviyo.transform(trEvent({ properties: { ...vp, revenue: 3000, currency: "USD" } }), v2())).toEqual([
+test("KLAVIYO RudderStack fixture: v2 track → /api/events with value, value_currency, time, metric, unique_id and the profile inline", async () => {
+  expect(await klaviyo.transform(trEvent({ properties: { ...vp, revenue: 3000, currency: "USD" } }), v2())).toEqual([
     post("/events", {
       data: {
         type: "event",
@@ -154,32 +170,32 @@ test("KLAVIYO RudderStack fixture: v2 track → /api/events with value, value_cu
   ]);
 });
 
-test("KLAVIYO RudderStack fixture: v2 track with enforceEmailAsPrimary keeps the userId as the profile's _id", () => {
-  const body = klaviyo.transform(trEvent(), v2({ enforceEmailAsPrimary: true }))[0]!.body.JSON as any;
+test("KLAVIYO RudderStack fixture: v2 track with enforceEmailAsPrimary keeps the userId as the profile's _id", async () => {
+  const body = (await klaviyo.transform(trEvent(), v2({ enforceEmailAsPrimary: true })))[0]!.body.JSON as any;
   expect(body.data.attributes.profile).toEqual({ data: { type: "profile", attributes: { ...trProfile, properties: { ...trProfile.properties, _id: "sajal12" } } } });
   expect(body.data.attributes.value).toBeUndefined();
 });
 
-test("KLAVIYO RudderStack fixture: v2 refusals in RudderStack's words (value, phone, group, type)", () => {
-  expect(() => klaviyo.transform(trEvent({ properties: { ...vp, value: { price: 9.99 } } }), v2())).toThrow("Invalid float value");
+test("KLAVIYO RudderStack fixture: v2 refusals in RudderStack's words (value, phone, group, type)", async () => {
+  await expect(klaviyo.transform(trEvent({ properties: { ...vp, value: { price: 9.99 } } }), v2())).rejects.toThrow("Invalid float value");
   const badPhone = trEvent({ context: { traits: { ...trTraits, email: "test@rudderstack.com", phone: "9112340375" } } });
-  expect(() => klaviyo.transform(badPhone, v2({ enforceEmailAsPrimary: true }))).toThrow("Phone number is not in E.164 format.");
+  await expect(klaviyo.transform(badPhone, v2({ enforceEmailAsPrimary: true }))).rejects.toThrow("Phone number is not in E.164 format.");
   const grp = group({ userId: "user123", groupId: "", traits: { subscribe: true }, context: { traits: { email: "test@rudderstack.com" } } });
-  expect(() => klaviyo.transform(grp, v2())).toThrow("groupId is a required field for group events");
-  expect(() => klaviyo.transform({ ...grp, groupId: "g", traits: {} }, v2())).toThrow("Subscribe flag should be included in group call");
-  expect(() => klaviyo.transform({ ...grp, type: "random" }, v2())).toThrow("Event type random is not supported");
-  expect(() => klaviyo.transform(grp, v2({ privateApiKey: "" }))).toThrow("Private API Key is a required field for group events");
-  expect(() => klaviyo.transform(grp, ctx({ apiVersion: "v9" }))).toThrow("Unsupported Klaviyo apiVersion: v9");
+  await expect(klaviyo.transform(grp, v2())).rejects.toThrow("groupId is a required field for group events");
+  await expect(klaviyo.transform({ ...grp, groupId: "g", traits: {} }, v2())).rejects.toThrow("Subscribe flag should be included in group call");
+  await expect(klaviyo.transform({ ...grp, type: "random" }, v2())).rejects.toThrow("Event type random is not supported");
+  await expect(klaviyo.transform(grp, v2({ privateApiKey: "" }))).rejects.toThrow("Private API Key is a required field for group events");
+  await expect(klaviyo.transform(grp, ctx({ apiVersion: "v9" }))).rejects.toThrow("Unsupported Klaviyo apiVersion: v9");
 });
 
-test("KLAVIYO RudderStack fixture: v2 screen uses the name as metric and integrations.klaviyo appends inside the event's profile", () => {
+test("KLAVIYO RudderStack fixture: v2 screen uses the name as metric and integrations.klaviyo appends inside the event's profile", async () => {
   const event = screen({
     name: "Viewed Screen", userId: "sajal12", anonymousId: "9c6bd77ea9da3e68", originalTimestamp: "2021-01-25T15:32:56.409Z",
     integrations: { klaviyo: { fieldsToAppend: ["append1"] } },
     context: { traits: { id: "user@1", age: "22", email: "test@rudderstack.com", phone: "+9112340375", anonymousId: "9c6bd77ea9da3e68", append1: "value1" } },
     properties: { value: 9.99, currency: "USD", PreviouslyVicePresident: true, YearElected: 1801, VicePresidents: ["Aaron Burr", "George Clinton"] },
   });
-  expect(klaviyo.transform(event, v2())).toEqual([
+  expect(await klaviyo.transform(event, v2())).toEqual([
     post("/events", {
       data: {
         type: "event",
@@ -209,22 +225,22 @@ const groupList = { list: { data: { type: "list", id: "group_list_id" } } };
 const grpEvent = (subscribe: boolean) =>
   group({ userId: "user123", groupId: "group_list_id", traits: { subscribe }, context: { traits: { email: "test@rudderstack.com", phone: "+12 345 678 900", consent: ["email"] } }, timestamp: "2020-01-21T00:21:34.208Z" });
 
-test("KLAVIYO RudderStack fixture: v2 group subscribes with the config's consent, unsubscribes without", () => {
-  expect(klaviyo.transform(grpEvent(true), v2({ consent: ["email"] }))).toEqual([post(CREATE, job(true, [subProfile("SUBSCRIBED", ["email"], "+12 345 678 900")], groupList), H2)]);
-  expect(klaviyo.transform(grpEvent(false), v2({ consent: ["email"] }))).toEqual([post(DELETE, job(false, [subProfile(undefined, [], "+12 345 678 900")], groupList), H2)]);
+test("KLAVIYO RudderStack fixture: v2 group subscribes with the config's consent, unsubscribes without", async () => {
+  expect(await klaviyo.transform(grpEvent(true), v2({ consent: ["email"] }))).toEqual([post(CREATE, job(true, [subProfile("SUBSCRIBED", ["email"], "+12 345 678 900")], groupList), H2)]);
+  expect(await klaviyo.transform(grpEvent(false), v2({ consent: ["email"] }))).toEqual([post(DELETE, job(false, [subProfile(undefined, [], "+12 345 678 900")], groupList), H2)]);
 });
 
 // ---- apiVersion v3 (processor dataV3, router dataV3) ----
 
-test("KLAVIYO RudderStack fixture: v3 uses revision 2026-04-15 and sends UNSUBSCRIBED consents when unsubscribing", () => {
-  expect(klaviyo.transform(grpEvent(true), ctx({ apiVersion: "v3", consent: ["email", "sms"] }))).toEqual([
+test("KLAVIYO RudderStack fixture: v3 uses revision 2026-04-15 and sends UNSUBSCRIBED consents when unsubscribing", async () => {
+  expect(await klaviyo.transform(grpEvent(true), ctx({ apiVersion: "v3", consent: ["email", "sms"] }))).toEqual([
     post(CREATE, job(true, [subProfile("SUBSCRIBED", ["email", "sms"], "+12 345 678 900")], groupList), H3),
   ]);
-  expect(klaviyo.transform(grpEvent(false), ctx({ apiVersion: "v3", consent: ["sms"] }))).toEqual([
+  expect(await klaviyo.transform(grpEvent(false), ctx({ apiVersion: "v3", consent: ["sms"] }))).toEqual([
     post(DELETE, job(false, [subProfile("UNSUBSCRIBED", ["sms"], "+12 345 678 900")], groupList), H3),
   ]);
   const unsub = idEvent({ ...idTraits, properties: { ...idTraits.properties, subscribe: false } });
-  expect(klaviyo.transform(unsub, ctx({ apiVersion: "v3", consent: ["email", "sms"] }))).toEqual([
+  expect(await klaviyo.transform(unsub, ctx({ apiVersion: "v3", consent: ["email", "sms"] }))).toEqual([
     post("/profile-import", { data: { type: "profile", attributes: idProfile, meta: { patch_properties: {} } } }, H3),
     post(DELETE, job(false, [subProfile("UNSUBSCRIBED")], listXU), H3),
   ]);
@@ -237,9 +253,9 @@ const v1Track = (o: Record<string, any> = {}) =>
   track({ event: "TestEven001", userId: "sajal12", anonymousId: "9c6bd77ea9da3e68", originalTimestamp: "2021-01-25T15:32:56.409Z", context: { traits: v1Traits }, properties: vp, ...o });
 const v1Event = (attributes: Record<string, unknown>) => post("/events", { data: { type: "event", attributes } }, H1);
 
-test("KLAVIYO RudderStack fixture: v1 track → /api/events (revision 2023-02-22) with the $-keyed profile and the other traits", () => {
+test("KLAVIYO RudderStack fixture: v1 track → /api/events (revision 2023-02-22) with the $-keyed profile and the other traits", async () => {
   const event = v1Track({ event: "TestEven002", context: { traits: { ...v1Traits, name: "Test", description: "Sample description" } }, properties: { ...vp, revenue: 3000 } });
-  expect(klaviyo.transform(event, ctx())).toEqual([
+  expect(await klaviyo.transform(event, ctx())).toEqual([
     v1Event({
       metric: { name: "TestEven002" },
       properties: vp,
@@ -248,12 +264,12 @@ test("KLAVIYO RudderStack fixture: v1 track → /api/events (revision 2023-02-22
     }),
   ]);
   // The same for an explicit v1.
-  expect(klaviyo.transform(event, ctx({ apiVersion: "v1" }))).toEqual(klaviyo.transform(event, ctx()));
+  expect(await klaviyo.transform(event, ctx({ apiVersion: "v1" }))).toEqual(await klaviyo.transform(event, ctx()));
 });
 
-test("KLAVIYO RudderStack fixture: v1 track with flattenProperties flattens properties and profile (arrays of values stay arrays)", () => {
+test("KLAVIYO RudderStack fixture: v1 track with flattenProperties flattens properties and profile (arrays of values stay arrays)", async () => {
   const event = v1Track({ context: { traits: { ...v1Traits, plan_details: { plan_type: "gold", duration: "3 months" } } }, properties: { vicePresdentInfo: vp } });
-  expect(klaviyo.transform(event, ctx({ flattenProperties: true }))).toEqual([
+  expect(await klaviyo.transform(event, ctx({ flattenProperties: true }))).toEqual([
     v1Event({
       metric: { name: "TestEven001" },
       properties: {
@@ -266,19 +282,19 @@ test("KLAVIYO RudderStack fixture: v1 track with flattenProperties flattens prop
   ]);
 });
 
-test("KLAVIYO RudderStack fixture: v1 track with enforceEmailAsPrimary sends _id, and refuses a profile without e-mail and phone", () => {
-  expect(klaviyo.transform(v1Track(), ctx({ enforceEmailAsPrimary: true }))).toEqual([
+test("KLAVIYO RudderStack fixture: v1 track with enforceEmailAsPrimary sends _id, and refuses a profile without e-mail and phone", async () => {
+  expect(await klaviyo.transform(v1Track(), ctx({ enforceEmailAsPrimary: true }))).toEqual([
     v1Event({ metric: { name: "TestEven001" }, properties: vp, profile: { $email: "test@rudderstack.com", $phone_number: "9112340375", age: "22", _id: "sajal12" } }),
   ]);
-  expect(() => klaviyo.transform(v1Track({ context: { traits: trTraits } }), ctx({ enforceEmailAsPrimary: true }))).toThrow("None of email and phone are present in the payload");
+  await expect(klaviyo.transform(v1Track({ context: { traits: trTraits } }), ctx({ enforceEmailAsPrimary: true }))).rejects.toThrow("None of email and phone are present in the payload");
 });
 
-test("KLAVIYO RudderStack fixture: v1 screen → the same event request", () => {
+test("KLAVIYO RudderStack fixture: v1 screen → the same event request", async () => {
   const event = screen({
     event: "TestEven001", userId: "sajal12", anonymousId: "9c6bd77ea9da3e68", context: { traits: { id: "user@1", age: "22", email: "test@rudderstack.com", phone: "9112340375", anonymousId: "9c6bd77ea9da3e68" } },
     properties: { PreviouslyVicePresident: true, YearElected: 1801, VicePresidents: ["Aaron Burr", "George Clinton"] },
   });
-  expect(klaviyo.transform(event, ctx())).toEqual([
+  expect(await klaviyo.transform(event, ctx())).toEqual([
     v1Event({
       metric: { name: "TestEven001" },
       properties: { PreviouslyVicePresident: true, YearElected: 1801, VicePresidents: ["Aaron Burr", "George Clinton"] },
@@ -291,9 +307,9 @@ const ecomTraits = { id: "user@1", age: "22", name: "Test", email: "test@rudders
 const ecomProfile = { $email: "test@rudderstack.com", $phone_number: "9112340375", $id: "sajal12", age: "22", name: "Test", description: "Sample description" };
 const ecom = (event: string, properties: Record<string, unknown>): SluiceEvent => ({ type: "track", messageId: "m", event, userId: "sajal12", context: { traits: ecomTraits }, properties, anonymousId: "9c6bd77ea9da3e68" });
 
-test("KLAVIYO RudderStack fixture: v1 e-commerce events become Klaviyo's metrics with their property names", () => {
+test("KLAVIYO RudderStack fixture: v1 e-commerce events become Klaviyo's metrics with their property names", async () => {
   const viewed = { name: "test product", product_id: "1114", sku: "WINNIePuh12", image_url: "http://www.example.com/path/to/product/image.png", url: "http://www.example.com/path/to/product", brand: "Not for Kids", price: 9.9, categories: ["Fiction", "Children"] };
-  expect(klaviyo.transform(ecom("product viewed", viewed), ctx())).toEqual([
+  expect(await klaviyo.transform(ecom("product viewed", viewed), ctx())).toEqual([
     v1Event({
       metric: { name: "Viewed Product" },
       profile: ecomProfile,
@@ -307,7 +323,7 @@ test("KLAVIYO RudderStack fixture: v1 e-commerce events become Klaviyo's metrics
       { product_id: "345", sku: "F-32", name: "UNO", price: 3.45, quantity: 2, category: "Games" },
     ],
   };
-  expect(klaviyo.transform(ecom("checkout started", checkout), ctx({ flattenProperties: true }))).toEqual([
+  expect(await klaviyo.transform(ecom("checkout started", checkout), ctx({ flattenProperties: true }))).toEqual([
     v1Event({
       metric: { name: "Started Checkout" },
       properties: {
@@ -323,7 +339,7 @@ test("KLAVIYO RudderStack fixture: v1 e-commerce events become Klaviyo's metrics
     order_id: "1234", value: 12.12, categories: ["Fiction3", "Children3"], checkout_url: "http://www.heythere.com", item_names: ["book1", "book2"],
     products: [{ product_id: "b1pid", sku: "123x", name: "book1", url: "heyther.com", price: 12 }, { product_id: "b2pid", sku: "123x", name: "book2", url: "heyther2.com", price: 14 }],
   };
-  expect(klaviyo.transform({ ...ecom("product added", added), timestamp: "2021-01-25T15:32:56.409Z" }, ctx())).toEqual([
+  expect(await klaviyo.transform({ ...ecom("product added", added), timestamp: "2021-01-25T15:32:56.409Z" }, ctx())).toEqual([
     v1Event({
       metric: { name: "Added to Cart" },
       profile: ecomProfile,
@@ -339,36 +355,49 @@ test("KLAVIYO RudderStack fixture: v1 e-commerce events become Klaviyo's metrics
   ]);
 });
 
-test("KLAVIYO RudderStack fixture: v1 group → a list_id/subscriptions job; refusals in RudderStack's words", () => {
+test("KLAVIYO RudderStack fixture: v1 group → a list_id/subscriptions job; refusals in RudderStack's words", async () => {
   const event = group({ userId: "user123", groupId: "XUepkK", traits: { subscribe: true }, context: { traits: { email: "test@rudderstack.com", phone: "+12 345 678 900", consent: ["email"] } }, timestamp: "2020-01-21T00:21:34.208Z" });
   const v1Job = { data: { type: "profile-subscription-bulk-create-job", attributes: { list_id: "XUepkK", subscriptions: [{ email: "test@rudderstack.com", phone_number: "+12 345 678 900" }] } } };
-  expect(klaviyo.transform(event, ctx())).toEqual([post(CREATE, v1Job, H1)]);
+  expect(await klaviyo.transform(event, ctx())).toEqual([post(CREATE, v1Job, H1)]);
   // A configured consent adds channels (the group's context consent is not read).
-  expect(klaviyo.transform(event, ctx({ apiVersion: "v1", consent: ["email", "sms"] }))).toEqual([
+  expect(await klaviyo.transform(event, ctx({ apiVersion: "v1", consent: ["email", "sms"] }))).toEqual([
     post(CREATE, { data: { ...v1Job.data, attributes: { ...v1Job.data.attributes, subscriptions: [{ ...v1Job.data.attributes.subscriptions[0], channels: { email: ["MARKETING"], sms: ["MARKETING"] } }] } } }, H1),
   ]);
-  expect(() => klaviyo.transform({ ...event, groupId: "" }, ctx())).toThrow("groupId is a required field for group events");
-  expect(() => klaviyo.transform({ ...event, traits: { subscribe: false } }, ctx())).toThrow("Subscribe flag should be true for group call");
-  expect(() => klaviyo.transform({ ...event, type: "random" }, ctx())).toThrow("Event type random is not supported");
+  await expect(klaviyo.transform({ ...event, groupId: "" }, ctx())).rejects.toThrow("groupId is a required field for group events");
+  await expect(klaviyo.transform({ ...event, traits: { subscribe: false } }, ctx())).rejects.toThrow("Subscribe flag should be true for group call");
+  await expect(klaviyo.transform({ ...event, type: "random" }, ctx())).rejects.toThrow("Event type random is not supported");
 });
 
-test("KLAVIYO RudderStack fixture: v1 identify patches the profile a klaviyo-profileId names, then subscribes with channels", () => {
+test("KLAVIYO RudderStack fixture: v1 identify creates the profile, patches the id Klaviyo answers with, then subscribes with channels", async () => {
   const traits = { ...idTraits };
-  const event = idEvent(traits, { context: { externalId: [{ type: "klaviyo-profileId", id: "01GW3PHVY0MTCDGS0A1612HARX" }] } });
+  const event = idEvent(traits);
   const attributes = {
     external_id: "user@1", email: "test@rudderstack.com", first_name: "Test", last_name: "Rudderlabs", phone_number: "+12 345 578 900", title: "Developer", organization: "Rudder",
     location: { city: "Tokyo", region: "Kanto", country: "JP", zip: "100-0001", address1: "63, Shibuya" },
     properties: { Flagged: false, Residence: "Shibuya", street: "63, Shibuya" },
   };
   const v1Sub = { data: { type: "profile-subscription-bulk-create-job", attributes: { list_id: "XUepkK", subscriptions: [{ email: "test@rudderstack.com", phone_number: "+12 345 578 900", channels: { email: ["MARKETING"], sms: ["MARKETING"] } }] } } };
-  expect(klaviyo.transform(event, ctx())).toEqual([
-    post("/profiles/01GW3PHVY0MTCDGS0A1612HARX", { data: { type: "profile", attributes, id: "01GW3PHVY0MTCDGS0A1612HARX" } }, H1, "PATCH"),
+  const from = created.length;
+  expect(await klaviyo.transform(event, v1ctx())).toEqual([
+    post(`/profiles/${PROFILE_ID}`, { data: { type: "profile", attributes, id: PROFILE_ID } }, H1, "PATCH"),
     post(CREATE, v1Sub, H1),
   ]);
-  // Without the id (RudderStack would look it up at Klaviyo): the same profile to the upsert.
-  expect(klaviyo.transform(idEvent(traits), ctx())[0]).toEqual(post("/profile-import", { data: { type: "profile", attributes } }, H2));
+  // The same profile was created first, without an id, with RudderStack's create headers.
+  expect(created.slice(from)).toEqual([
+    {
+      method: "POST",
+      endpoint: `${API}/profiles`,
+      headers: { Authorization: "Klaviyo-API-Key pk_1", accept: "application/json", "content-type": "application/json", revision: "2023-02-22" },
+      json: { data: { type: "profile", attributes } },
+    },
+  ]);
+  // A klaviyo-profileId external id changes nothing: RudderStack's v1 does not read it.
+  const withId = idEvent(traits, { context: { externalId: [{ type: "klaviyo-profileId", id: "P-given" }] } });
+  expect((await klaviyo.transform(withId, v1ctx()))[0]!.endpoint).toBe(`${API}/profiles/${PROFILE_ID}`);
   const { email: _e, phone: _p, ...noContact } = traits;
-  expect(() => klaviyo.transform(idEvent(noContact), ctx({ enforceEmailAsPrimary: true }))).toThrow("None of email and phone are present in the payload");
+  const before = created.length;
+  await expect(klaviyo.transform(idEvent(noContact), v1ctx({ enforceEmailAsPrimary: true }))).rejects.toThrow("None of email and phone are present in the payload");
+  expect(created.length).toBe(before);
 });
 
 // ---- router fixtures (router/dataV2.ts) ----
@@ -390,12 +419,12 @@ const rtProfile = (n: number, anonymousId?: string) =>
   }, H2);
 const emailOnly = (n: number, consent?: string) => ({ type: "profile", attributes: { email: `testklaviyo${n}@rs.com`, ...(consent && { subscriptions: { email: { marketing: { consent } } } }) } });
 
-test("KLAVIYO RudderStack fixture: router batches a run of identifies: profiles, then one job per list and direction", () => {
+test("KLAVIYO RudderStack fixture: router batches a run of identifies: profiles, then one job per list and direction", async () => {
   const transformed = [
-    ...klaviyo.transform(rtIdentify(1, true, ["email"], "anonTestKlaviyo1"), v2()).map((r) => keyed(r, "u1")),
-    ...klaviyo.transform(rtIdentify(2, true, ["email"], "anon2"), v2()).map((r) => keyed(r, "u2")),
-    ...klaviyo.transform(rtIdentify(3, false, ["email"], "anon3"), v2()).map((r) => keyed(r, "u3")),
-    ...klaviyo.transform(rtIdentify(4, false, ["email"], "anon id 4"), v2()).map((r) => keyed(r, "u4")),
+    ...(await klaviyo.transform(rtIdentify(1, true, ["email"], "anonTestKlaviyo1"), v2())).map((r) => keyed(r, "u1")),
+    ...(await klaviyo.transform(rtIdentify(2, true, ["email"], "anon2"), v2())).map((r) => keyed(r, "u2")),
+    ...(await klaviyo.transform(rtIdentify(3, false, ["email"], "anon3"), v2())).map((r) => keyed(r, "u3")),
+    ...(await klaviyo.transform(rtIdentify(4, false, ["email"], "anon id 4"), v2())).map((r) => keyed(r, "u4")),
   ];
   const out = klaviyo.batch!(transformed, v2()).map(({ userKey: _k, ...r }) => r);
   expect(out).toEqual([
@@ -408,9 +437,9 @@ test("KLAVIYO RudderStack fixture: router batches a run of identifies: profiles,
   ]);
 });
 
-test("KLAVIYO RudderStack fixture: router sends anonymous events with an anonymous profile; identifies without a subscription after the subscribing ones", () => {
+test("KLAVIYO RudderStack fixture: router sends anonymous events with an anonymous profile; identifies without a subscription after the subscribing ones", async () => {
   const anonymous: SluiceEvent = { channel: "web", context: { traits: {} }, type: "track", messageId: "someTrackMessageId2", anonymousId: "anonTestKlaviyo2", event: "viewed product", properties: { price: "120" } };
-  const [event] = klaviyo.transform(anonymous, v2());
+  const [event] = await klaviyo.transform(anonymous, v2());
   expect(event).toEqual(post("/events", {
     data: {
       type: "event",
@@ -423,37 +452,37 @@ test("KLAVIYO RudderStack fixture: router sends anonymous events with an anonymo
     },
   }, H2));
   // An identify without a subscription follows the subscribing ones; a user's second identify goes to a later group.
-  const plain = klaviyo.transform(identify({ userId: "testKlaviyo5", anonymousId: "a5", context: {}, traits: { email: "testklaviyo5@rs.com", firstname: "Test Klaviyo 5" } }), v2());
-  const sub2 = klaviyo.transform(rtIdentify(2, true, ["email"]), v2()).map((r) => keyed(r, "u2"));
-  const sub2again = klaviyo.transform(rtIdentify(2, true, ["email"]), v2()).map((r) => keyed(r, "u2"));
+  const plain = await klaviyo.transform(identify({ userId: "testKlaviyo5", anonymousId: "a5", context: {}, traits: { email: "testklaviyo5@rs.com", firstname: "Test Klaviyo 5" } }), v2());
+  const sub2 = (await klaviyo.transform(rtIdentify(2, true, ["email"]), v2())).map((r) => keyed(r, "u2"));
+  const sub2again = (await klaviyo.transform(rtIdentify(2, true, ["email"]), v2())).map((r) => keyed(r, "u2"));
   const out = klaviyo.batch!([keyed(event!, "u1"), keyed(plain[0]!, "u5"), ...sub2, ...sub2again], v2());
   expect(out.map((r) => r.endpoint.replace(API, ""))).toEqual(["/events", "/profile-import", CREATE, "/profile-import", "/profile-import", CREATE]);
   expect((out[3]!.body.JSON as any).data.attributes.email).toBe("testklaviyo5@rs.com");
   expect(out[2]!.userKey).toBe("u2");
 });
 
-test("KLAVIYO batch: group jobs for one list merge, 100 profiles per job; v1 jobs merge their subscriptions", () => {
-  const grp = (i: number, config: DestinationContext) =>
-    keyed(klaviyo.transform(group({ userId: `u${i}`, groupId: "L1", traits: { subscribe: true, email: `u${i}@example.com` } }), config)[0]!, `u${i}`);
-  const out = klaviyo.batch!([...Array.from({ length: 101 }, (_, i) => grp(i, v2())), keyed(klaviyo.transform(trEvent(), v2())[0]!, "t")], v2());
+test("KLAVIYO batch: group jobs for one list merge, 100 profiles per job; v1 jobs merge their subscriptions", async () => {
+  const grp = async (i: number, config: DestinationContext) =>
+    keyed((await klaviyo.transform(group({ userId: `u${i}`, groupId: "L1", traits: { subscribe: true, email: `u${i}@example.com` } }), config))[0]!, `u${i}`);
+  const groups = await Promise.all(Array.from({ length: 101 }, (_, i) => grp(i, v2())));
+  const out = klaviyo.batch!([...groups, keyed((await klaviyo.transform(trEvent(), v2()))[0]!, "t")], v2());
   expect(out).toHaveLength(3);
   expect((out[0]!.body.JSON as any).data.attributes.profiles.data).toHaveLength(100);
   expect((out[1]!.body.JSON as any).data.attributes.profiles.data[0].attributes.email).toBe("u100@example.com");
   expect(out[2]!.endpoint).toBe(`${API}/events`);
-  const v1 = klaviyo.batch!([grp(1, ctx()), grp(2, ctx())], ctx());
+  const v1 = klaviyo.batch!([await grp(1, ctx()), await grp(2, ctx())], ctx());
   expect(v1).toEqual([post(CREATE, { data: { type: "profile-subscription-bulk-create-job", attributes: { list_id: "L1", subscriptions: [{ email: "u1@example.com" }, { email: "u2@example.com" }] } } }, H1)]);
 });
 
 // ---- router fixtures: router/data.ts (v1) and router/dataV2.ts cases 1 and 4, on router/commonConfig.ts's input ----
 
-const PROFILE_ID = "01GW3PHVY0MTCDGS0A1612HARX";
 const commonTraits = (email: string, userIdTrait: string, properties: Record<string, unknown>) => ({
   firstName: "Test", lastName: "Rudderlabs", email, phone: "+12 345 578 900", userId: userIdTrait, title: "Developer", organization: "Rudder", city: "Tokyo",
   region: "Kanto", country: "JP", zip: "100-0001", Flagged: false, Residence: "Shibuya", properties,
 });
-/** commonConfig's five events; `profileId` stands in for the id RudderStack's v1 looks up at Klaviyo. */
-const commonInput = (profileId?: string): SluiceEvent[] => {
-  const context = (traits: Record<string, unknown>) => ({ traits, ...(profileId && { externalId: [{ type: "klaviyo-profileId", id: profileId }] }) });
+/** commonConfig's five events. */
+const commonInput = (): SluiceEvent[] => {
+  const context = (traits: Record<string, unknown>) => ({ traits });
   const id = (traits: Record<string, unknown>) => identify({ userId: "test", anonymousId: "97c46c81-3140-456d-b2a9-690d70aaca35", context: context(traits) });
   const ctxTraits = { email: "test@rudderstack.com", phone: "+12 345 678 900", consent: "email" };
   return [
@@ -465,12 +494,12 @@ const commonInput = (profileId?: string): SluiceEvent[] => {
   ];
 };
 /** What the router gets: each event's requests with its user, or its error. */
-function routerRun(events: SluiceEvent[], config: DestinationContext) {
+async function routerRun(events: SluiceEvent[], config: DestinationContext) {
   const requests: DestinationRequest[] = [];
   const errors: string[] = [];
   for (const e of events) {
     try {
-      requests.push(...klaviyo.transform(e, config).map((r) => keyed(r, String(e.userId))));
+      requests.push(...(await klaviyo.transform(e, config)).map((r) => keyed(r, String(e.userId))));
     } catch (err) {
       errors.push((err as Error).message);
     }
@@ -482,8 +511,8 @@ const rtAttributes = (email: string) => ({
   location: { city: "Tokyo", region: "Kanto", country: "JP", zip: "100-0001" }, properties: { Flagged: false, Residence: "Shibuya" },
 });
 
-test("KLAVIYO RudderStack fixture: v1 router sends each list's subscription job ahead of the profile patches; groups batch apart from identifies", () => {
-  const { out, errors } = routerRun(commonInput(PROFILE_ID), ctx());
+test("KLAVIYO RudderStack fixture: v1 router sends each list's subscription job ahead of the profile patches; groups batch apart from identifies", async () => {
+  const { out, errors } = await routerRun(commonInput(), v1ctx());
   const patch = (email: string) => post(`/profiles/${PROFILE_ID}`, { data: { type: "profile", attributes: rtAttributes(email), id: PROFILE_ID } }, H1, "PATCH");
   const v1Job = (subscription: Record<string, unknown>) =>
     post(CREATE, { data: { type: "profile-subscription-bulk-create-job", attributes: { list_id: "XUepkK", subscriptions: [subscription] } } }, H1);
@@ -498,17 +527,15 @@ test("KLAVIYO RudderStack fixture: v1 router sends each list's subscription job 
   expect(errors).toEqual(["Event type random is not supported", "groupId is a required field for group events"]);
 });
 
-test("KLAVIYO RudderStack fixture: v1 router merges the jobs of several identifies for one list, job first", () => {
-  const events = [1, 2].map((n) =>
-    identify({ userId: `u${n}`, context: { externalId: [{ type: "klaviyo-profileId", id: `p${n}` }], traits: { email: `u${n}@rs.com`, properties: { listId: "L", subscribe: true } } } }),
-  );
-  const { out } = routerRun(events, ctx());
+test("KLAVIYO RudderStack fixture: v1 router merges the jobs of several identifies for one list, job first", async () => {
+  const events = [1, 2].map((n) => identify({ userId: `u${n}`, context: { traits: { email: `u${n}@rs.com`, properties: { listId: "L", subscribe: true } } } }));
+  const { out } = await routerRun(events, v1ctx({}, (a) => `p${a.external_id.slice(1)}`));
   expect(out.map((r) => `${r.method} ${r.endpoint.replace(API, "")}`)).toEqual([`POST ${CREATE}`, "PATCH /profiles/p1", "PATCH /profiles/p2"]);
   expect((out[0]!.body.JSON as any).data.attributes.subscriptions).toEqual([{ email: "u1@rs.com" }, { email: "u2@rs.com" }]);
 });
 
-test("KLAVIYO RudderStack fixture: v2 router on the same input: profile then job, the plain profile, the group's job from its own consent", () => {
-  const { out, errors } = routerRun(commonInput(), v2());
+test("KLAVIYO RudderStack fixture: v2 router on the same input: profile then job, the plain profile, the group's job from its own consent", async () => {
+  const { out, errors } = await routerRun(commonInput(), v2());
   const profile = (email: string) =>
     post("/profile-import", { data: { type: "profile", attributes: { ...rtAttributes(email), anonymous_id: "97c46c81-3140-456d-b2a9-690d70aaca35" }, meta: { patch_properties: {} } } }, H2);
   // RudderStack's order is [profile 2, job 2], [profile 1], [group job]: user "test"'s two identifies share a group and
@@ -522,13 +549,13 @@ test("KLAVIYO RudderStack fixture: v2 router on the same input: profile then job
   expect(errors).toEqual(["Event type random is not supported", "groupId is a required field for group events"]);
 });
 
-test("KLAVIYO RudderStack fixture: v2 router rETL case: the first external id becomes the userId and a trait; subscribe defaults to true", () => {
+test("KLAVIYO RudderStack fixture: v2 router rETL case: the first external id becomes the userId and a trait; subscribe defaults to true", async () => {
   const rEtl = (n: number, traits: Record<string, unknown>, top: boolean) =>
     ({
       channel: "web", type: "identify", anonymousId: `anonTestKlaviyo${n}`, userId: `testKlaviyo${n}`, ...(top && { traits }),
       context: { mappedToDestination: "true", externalId: [{ id: traits.email, identifierType: "email", type: "KLAVIYO-profile_v2" }], ...(!top && { traits }) },
     }) as unknown as SluiceEvent;
-  const { out } = routerRun(
+  const { out } = await routerRun(
     [
       rEtl(1, { properties: { subscribe: false }, email: "testklaviyo1@email.com", firstname: "Test Klaviyo 1" }, false),
       rEtl(2, { email: "testklaviyo2@rs.com", firstname: "Test Klaviyo 2", properties: { subscribe: true, listId: "configListId", consent: ["email"] } }, true),
@@ -544,13 +571,13 @@ test("KLAVIYO RudderStack fixture: v2 router rETL case: the first external id be
   ]);
 });
 
-test("KLAVIYO reverse ETL identify: the external id goes into the traits under its type; traits without properties subscribe to the config's list", () => {
+test("KLAVIYO reverse ETL identify: the external id goes into the traits under its type; traits without properties subscribe to the config's list", async () => {
   const event = {
     type: "identify", messageId: "m", userId: "row-1", anonymousId: "a-1",
     context: { mappedToDestination: true, externalId: [{ id: "crm-42", identifierType: "crmId", type: "KLAVIYO-profile_v2" }], traits: { email: "r@x.io" } },
   } as unknown as SluiceEvent;
   const config = v2({ listId: "L9", consent: "email" });
-  expect(klaviyo.transform(event, config)).toEqual([
+  expect(await klaviyo.transform(event, config)).toEqual([
     post("/profile-import", { data: { type: "profile", attributes: { external_id: "crm-42", anonymous_id: "a-1", email: "r@x.io", properties: { crmId: "crm-42" } }, meta: { patch_properties: {} } } }, H2),
     post(CREATE, job(true, [{ type: "profile", attributes: { email: "r@x.io", subscriptions: { email: { marketing: { consent: "SUBSCRIBED" } } } } }], { list: { data: { type: "list", id: "L9" } } }), H2),
   ]);
@@ -558,10 +585,10 @@ test("KLAVIYO reverse ETL identify: the external id goes into the traits under i
   expect((event as any).userId).toBe("row-1");
   expect((event as any).context.traits).toEqual({ email: "r@x.io" });
   // v1 takes the same steps; without the mark nothing changes.
-  expect((klaviyo.transform(event, ctx({ listId: "L9" }))[1]!.body.JSON as any).data.attributes.list_id).toBe("L9");
+  expect(((await klaviyo.transform(event, v1ctx({ listId: "L9" })))[1]!.body.JSON as any).data.attributes.list_id).toBe("L9");
   const plain = { ...event, context: { ...(event as any).context, mappedToDestination: undefined } } as SluiceEvent;
-  expect(klaviyo.transform(plain, config)).toHaveLength(1);
-  expect((klaviyo.transform(plain, config)[0]!.body.JSON as any).data.attributes.external_id).toBe("row-1");
+  expect(await klaviyo.transform(plain, config)).toHaveLength(1);
+  expect(((await klaviyo.transform(plain, config))[0]!.body.JSON as any).data.attributes.external_id).toBe("row-1");
 });
 
 // ---- behaviours read from RudderStack's code (no fixture of theirs covers them) ----
@@ -574,62 +601,61 @@ const flatNested = {
 };
 const { "nullFirst[0]": _null, ...flatNestedWithoutNull } = flatNested;
 
-test("KLAVIYO flattenProperties keeps mixed and nested arrays as RudderStack does: opened up only when the first item is an object, an array or null", () => {
+test("KLAVIYO flattenProperties keeps mixed and nested arrays as RudderStack does: opened up only when the first item is an object, an array or null", async () => {
   const idNested = identify({ userId: "u1", traits: { email: "a@x.io", ...nestedArrays }, context: {} });
   const trNested = track({ userId: "u1", event: "E", properties: nestedArrays, context: { traits: { email: "a@x.io", ...nestedArrays } } });
   // v1: the flattened values are sent as they are, a null included.
-  const v1Id = klaviyo.transform(idNested, ctx({ flattenProperties: true }));
+  const v1Id = await klaviyo.transform(idNested, v1ctx({ flattenProperties: true }));
   expect((v1Id[0]!.body.JSON as any).data.attributes.properties).toEqual(flatNested);
-  const v1Tr = (klaviyo.transform(trNested, ctx({ flattenProperties: true }))[0]!.body.JSON as any).data.attributes;
+  const v1Tr = ((await klaviyo.transform(trNested, ctx({ flattenProperties: true })))[0]!.body.JSON as any).data.attributes;
   expect(v1Tr.properties).toEqual(flatNested);
   expect(v1Tr.profile).toEqual({ $email: "a@x.io", $id: "u1", ...flatNested });
   // v2 and v3: the profile's properties lose a null after flattening; the event's properties keep it.
   for (const version of ["v2", "v3"]) {
     const config = ctx({ apiVersion: version, flattenProperties: true });
-    expect((klaviyo.transform(idNested, config)[0]!.body.JSON as any).data.attributes.properties).toEqual(flatNestedWithoutNull);
-    const tr = (klaviyo.transform(trNested, config)[0]!.body.JSON as any).data.attributes;
+    expect(((await klaviyo.transform(idNested, config))[0]!.body.JSON as any).data.attributes.properties).toEqual(flatNestedWithoutNull);
+    const tr = ((await klaviyo.transform(trNested, config))[0]!.body.JSON as any).data.attributes;
     expect(tr.properties).toEqual(flatNested);
     expect(tr.profile.data.attributes.properties).toEqual(flatNestedWithoutNull);
   }
   // Without flattenProperties every array goes as it came.
-  expect((klaviyo.transform(idNested, v2())[0]!.body.JSON as any).data.attributes.properties).toEqual(nestedArrays);
-  expect((klaviyo.transform(trNested, ctx())[0]!.body.JSON as any).data.attributes.properties).toEqual(nestedArrays);
+  expect(((await klaviyo.transform(idNested, v2()))[0]!.body.JSON as any).data.attributes.properties).toEqual(nestedArrays);
+  expect(((await klaviyo.transform(trNested, ctx()))[0]!.body.JSON as any).data.attributes.properties).toEqual(nestedArrays);
 });
 
-test("KLAVIYO v1 identify maps as RudderStack's KlaviyoIdentify: e-mail from the traits only, region from state, zip from postalCode", () => {
-  const event = identify({
-    userId: "u1", context: { externalId: [{ type: "klaviyo-profileId", id: "P1" }], traits: { phone: "+15555550100", state: "CA", postalCode: "94105" } },
-  });
-  const [patch] = klaviyo.transform(event, ctx());
+test("KLAVIYO v1 identify maps as RudderStack's KlaviyoIdentify: e-mail from the traits only, region from state, zip from postalCode", async () => {
+  const event = identify({ userId: "u1", context: { traits: { phone: "+15555550100", state: "CA", postalCode: "94105" } } });
+  const [patch] = await klaviyo.transform(event, v1ctx({}, () => "P1"));
   expect(patch).toEqual(
     post("/profiles/P1", { data: { type: "profile", attributes: { external_id: "u1", phone_number: "+15555550100", location: { region: "CA", zip: "94105" }, properties: { state: "CA", postalCode: "94105" } }, id: "P1" } }, H1, "PATCH"),
   );
 });
 
-test("KLAVIYO v1 e-commerce items carry RowTotal and ProductCategories, as RudderStack's Items mapping", () => {
-  const [req] = klaviyo.transform(ecom("checkout started", { order_id: "o1", items: [{ product_id: "p1", price: 2, quantity: 3, row_total: 6, categories: ["Games"] }] }), ctx());
+test("KLAVIYO v1 e-commerce items carry RowTotal and ProductCategories, as RudderStack's Items mapping", async () => {
+  const [req] = await klaviyo.transform(ecom("checkout started", { order_id: "o1", items: [{ product_id: "p1", price: 2, quantity: 3, row_total: 6, categories: ["Games"] }] }), ctx());
   expect((req!.body.JSON as any).data.attributes.properties.items).toEqual([{ ProductID: "p1", ItemPrice: 2, Quantity: 3, RowTotal: 6, ProductCategories: ["Games"] }]);
 });
 
-test("KLAVIYO v3 refuses a subscription job that states no consent, as RudderStack's v3", () => {
+test("KLAVIYO v3 refuses a subscription job that states no consent, as RudderStack's v3", async () => {
   const message = "No subscriptions could be resolved for v3 API version. Ensure consent channels (email/sms) match the identifiers present in the event";
   const sub = (traits: Record<string, unknown>) => identify({ userId: "u1", context: { traits: { email: "a@x.io", ...traits } } });
-  expect(() => klaviyo.transform(sub({ properties: { subscribe: true, listId: "L" } }), ctx({ apiVersion: "v3" }))).toThrow(message);
+  await expect(klaviyo.transform(sub({ properties: { subscribe: true, listId: "L" } }), ctx({ apiVersion: "v3" }))).rejects.toThrow(message);
   // A consent channel without its identifier states nothing either.
-  expect(() => klaviyo.transform(sub({ properties: { subscribe: false, listId: "L", consent: ["sms"] } }), ctx({ apiVersion: "v3" }))).toThrow(message);
-  expect(() => klaviyo.transform(group({ groupId: "L", traits: { subscribe: true, email: "a@x.io" } }), ctx({ apiVersion: "v3" }))).toThrow(message);
+  await expect(klaviyo.transform(sub({ properties: { subscribe: false, listId: "L", consent: ["sms"] } }), ctx({ apiVersion: "v3" }))).rejects.toThrow(message);
+  await expect(klaviyo.transform(group({ groupId: "L", traits: { subscribe: true, email: "a@x.io" } }), ctx({ apiVersion: "v3" }))).rejects.toThrow(message);
   // v2 sends such a job without `subscriptions`.
-  expect(klaviyo.transform(sub({ properties: { subscribe: true, listId: "L" } }), v2())[1]!.endpoint).toBe(`${API}${CREATE}`);
+  expect((await klaviyo.transform(sub({ properties: { subscribe: true, listId: "L" } }), v2()))[1]!.endpoint).toBe(`${API}${CREATE}`);
 });
 
 // ---- batch(): RudderStack's router ----
 
-const trackOf = (user: string) => keyed(klaviyo.transform(track({ userId: user, event: `e-${user}`, context: {} }), v2())[0]!, user);
-const identifyOf = (user: string, list?: string, subscribe = true, config = v2()) =>
-  klaviyo
-    .transform(identify({ userId: user, context: { traits: { email: `${user}@x.io`, ...(list && { properties: { listId: list, subscribe } }) } } }), config)
-    .map((r) => keyed(r, user));
-const groupOf = (user: string, list: string, config = v2()) => keyed(klaviyo.transform(group({ userId: user, groupId: list, traits: { subscribe: true, email: `${user}@x.io` } }), config)[0]!, user);
+const trackOf = async (user: string) => keyed((await klaviyo.transform(track({ userId: user, event: `e-${user}`, context: {} }), v2()))[0]!, user);
+const identifyOf = async (user: string, list?: string, subscribe = true, config = v2()) =>
+  (await klaviyo.transform(identify({ userId: user, context: { traits: { email: `${user}@x.io`, ...(list && { properties: { listId: list, subscribe } }) } } }), config)).map((r) =>
+    keyed(r, user),
+  );
+const groupOf = async (user: string, list: string, config = v2()) =>
+  keyed((await klaviyo.transform(group({ userId: user, groupId: list, traits: { subscribe: true, email: `${user}@x.io` } }), config))[0]!, user);
 const shortly = (rs: DestinationRequest[]) =>
   rs.map((r) => {
     const data = (r.body.JSON as any).data;
@@ -640,9 +666,9 @@ const shortly = (rs: DestinationRequest[]) =>
     return `${r.endpoint.endsWith("create-jobs") ? "subscribe" : "unsubscribe"} ${JSON.stringify(list)} ${who.join(",")}`;
   });
 
-test("KLAVIYO batch → RudderStack's router: events grouped by type in order of first appearance; per group tracks, then per list subscribing and unsubscribing jobs after their profiles, then plain profiles", () => {
+test("KLAVIYO batch → RudderStack's router: events grouped by type in order of first appearance; per group tracks, then per list subscribing and unsubscribing jobs after their profiles, then plain profiles", async () => {
   const out = klaviyo.batch!(
-    [...identifyOf("u1", "L1"), trackOf("u2"), ...identifyOf("u3"), ...identifyOf("u4", "L2", false), ...identifyOf("u5", "L1"), trackOf("u6"), groupOf("u7", "L1")],
+    (await Promise.all([identifyOf("u1", "L1"), trackOf("u2"), identifyOf("u3"), identifyOf("u4", "L2", false), identifyOf("u5", "L1"), trackOf("u6"), groupOf("u7", "L1")])).flat(),
     v2(),
   );
   expect(shortly(out)).toEqual([
@@ -657,32 +683,32 @@ test("KLAVIYO batch → RudderStack's router: events grouped by type in order of
   expect(out[4]!.userKey).toBe("u4");
 });
 
-test("KLAVIYO batch: a user's later event goes to a group after that user's earlier one, as RudderStack's router keeps a user's order across types", () => {
-  const out = klaviyo.batch!([...identifyOf("u1", "L1"), trackOf("u1"), ...identifyOf("u2", "L1"), trackOf("u2")], v2());
+test("KLAVIYO batch: a user's later event goes to a group after that user's earlier one, as RudderStack's router keeps a user's order across types", async () => {
+  const out = klaviyo.batch!((await Promise.all([identifyOf("u1", "L1"), trackOf("u1"), identifyOf("u2", "L1"), trackOf("u2")])).flat(), v2());
   // u2's identify joins u1's group; u2's track joins the track group, which comes after u1's identify and u2's.
   expect(shortly(out)).toEqual(["profile u1@x.io", "profile u2@x.io", 'subscribe "L1" u1@x.io,u2@x.io', "event e-u1", "event e-u2"]);
 });
 
-test("KLAVIYO batch: a user's second identify goes to a later group, where RudderStack's router would send that user's later profile first", () => {
-  const out = klaviyo.batch!([...identifyOf("u1"), ...identifyOf("u2", "L1"), ...identifyOf("u1", "L1")], v2());
+test("KLAVIYO batch: a user's second identify goes to a later group, where RudderStack's router would send that user's later profile first", async () => {
+  const out = klaviyo.batch!((await Promise.all([identifyOf("u1"), identifyOf("u2", "L1"), identifyOf("u1", "L1")])).flat(), v2());
   // RudderStack: profile u2, profile u1 (second), job u2+u1, profile u1 (first).
   expect(shortly(out)).toEqual(["profile u2@x.io", 'subscribe "L1" u2@x.io', "profile u1@x.io", "profile u1@x.io", 'subscribe "L1" u1@x.io']);
   // Two tracks of one user stay in one group: it keeps them in order.
-  expect(shortly(klaviyo.batch!([trackOf("u1"), ...identifyOf("u2"), trackOf("u1")], v2()))).toEqual(["event e-u1", "event e-u1", "profile u2@x.io"]);
+  expect(shortly(klaviyo.batch!((await Promise.all((await Promise.all([trackOf("u1"), identifyOf("u2"), trackOf("u1")])).flat())).flat(), v2()))).toEqual(["event e-u1", "event e-u1", "profile u2@x.io"]);
 });
 
-test("KLAVIYO batch orders lists as RudderStack's grouping does (ids that read as numbers first) and names the list by its key, as text", () => {
-  const out = klaviyo.batch!([groupOf("u1", "Lb"), groupOf("u2", 20 as unknown as string), groupOf("u3", "3"), groupOf("u4", "Lb")], v2());
+test("KLAVIYO batch orders lists as RudderStack's grouping does (ids that read as numbers first) and names the list by its key, as text", async () => {
+  const out = klaviyo.batch!((await Promise.all([groupOf("u1", "Lb"), groupOf("u2", 20 as unknown as string), groupOf("u3", "3"), groupOf("u4", "Lb")])).flat(), v2());
   expect(shortly(out)).toEqual(['subscribe "3" u3@x.io', 'subscribe "20" u2@x.io', 'subscribe "Lb" u1@x.io,u4@x.io']);
 });
 
-test("KLAVIYO batch (v1): per group one list_id job per list, every subscribing identify's profile after the first job, then the other identifies", () => {
-  const p = (user: string) => [{ type: "klaviyo-profileId", id: `P-${user}` }];
-  const v1Identify = (user: string, list?: string) =>
-    klaviyo
-      .transform(identify({ userId: user, context: { externalId: p(user), traits: { email: `${user}@x.io`, ...(list && { properties: { listId: list, subscribe: true } }) } } }), ctx())
-      .map((r) => keyed(r, user));
-  const out = klaviyo.batch!([...v1Identify("u1"), ...v1Identify("u2", "L1"), ...v1Identify("u3", "L2"), ...v1Identify("u4", "L1")], ctx());
+test("KLAVIYO batch (v1): per group one list_id job per list, every subscribing identify's profile after the first job, then the other identifies", async () => {
+  const config = v1ctx({}, (a) => `P-${a.external_id}`);
+  const v1Identify = async (user: string, list?: string) =>
+    (await klaviyo.transform(identify({ userId: user, context: { traits: { email: `${user}@x.io`, ...(list && { properties: { listId: list, subscribe: true } }) } } }), config)).map((r) =>
+      keyed(r, user),
+    );
+  const out = klaviyo.batch!([...(await v1Identify("u1")), ...(await v1Identify("u2", "L1")), ...(await v1Identify("u3", "L2")), ...(await v1Identify("u4", "L1"))], ctx());
   expect(shortly(out)).toEqual(['subscribe "L1" u2@x.io,u4@x.io', "profile u2@x.io", "profile u3@x.io", "profile u4@x.io", 'subscribe "L2" u3@x.io', "profile u1@x.io"]);
   expect(out.map((r) => r.method)).toEqual(["POST", "PATCH", "PATCH", "PATCH", "POST", "PATCH"]);
 });

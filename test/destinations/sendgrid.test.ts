@@ -19,15 +19,29 @@ const ctx = (config: Record<string, any> = {}, baseUrl?: string): DestinationCon
 const HEADERS = { "Content-Type": "application/json", Authorization: "Bearer sg-key" };
 const request = (method: DestinationRequest["method"], endpoint: string, json: Record<string, unknown>, headers: Record<string, string> = HEADERS) =>
   jsonRequest(method, endpoint, json, headers);
-const one = (event: SluiceEvent, config?: Record<string, any>) => {
-  const reqs = sendgrid.transform(event, ctx(config));
+/**
+ * A context whose field-definition lookup SendGrid answers in-process with these custom fields
+ * (name → id), so that requests keep SendGrid's own URLs; `asked` counts the lookups. The calls
+ * over HTTP are tested against a stand-in in sendgrid-lookups.test.ts.
+ */
+let asked = 0;
+const withFields = (c: DestinationContext, fields: Record<string, string>): DestinationContext => ({
+  ...c,
+  lookup: async () => {
+    asked++;
+    const custom_fields = Object.entries(fields).map(([name, id]) => ({ id, name, field_type: "Text" }));
+    return { status: 200, body: { custom_fields, reserved_fields: [{ id: "_rf0_T", name: "first_name", field_type: "Text" }] }, text: "" };
+  },
+});
+const one = async (event: SluiceEvent, config?: Record<string, any>, fields: Record<string, string> = {}) => {
+  const reqs = await sendgrid.transform(event, withFields(ctx(config), fields));
   expect(reqs).toHaveLength(1);
   return reqs[0]!;
 };
 const CONTACTS = "https://api.sendgrid.com/v3/marketing/contacts";
 const MAIL = "https://api.sendgrid.com/v3/mail/send";
 
-test("SENDGRID identify → RudderStack's processor output: PUT /v3/marketing/contacts with the contact and the sorted list ids as one text", () => {
+test("SENDGRID identify → RudderStack's processor output: PUT /v3/marketing/contacts with the contact and the sorted list ids as one text", async () => {
   const event: SluiceEvent = {
     type: "identify",
     messageId: "m-1",
@@ -37,7 +51,7 @@ test("SENDGRID identify → RudderStack's processor output: PUT /v3/marketing/co
       externalId: [{ type: "listIds", id: ["list-b", "list-a"] }],
     },
   };
-  expect(one(event, { listId: "list-c" })).toEqual(
+  expect(await one(event, { listId: "list-c" })).toEqual(
     request("PUT", CONTACTS, {
       contactListIds: "list-a,list-b,list-c",
       contactDetails: {
@@ -60,26 +74,48 @@ test("SENDGRID identify → RudderStack's processor output: PUT /v3/marketing/co
     }),
   );
   // No list: an empty text, which batch() sends to "All contacts".
-  expect(one({ type: "identify", messageId: "m", traits: { email: "b@example.com" } }).body.JSON).toEqual({ contactDetails: { email: "b@example.com", custom_fields: {} }, contactListIds: "" });
-  expect(() => sendgrid.transform({ type: "identify", messageId: "m", userId: "u", traits: { name: "x" } }, ctx())).toThrow("Parameter mail is required");
+  expect((await one({ type: "identify", messageId: "m", traits: { email: "b@example.com" } })).body.JSON).toEqual({ contactDetails: { email: "b@example.com", custom_fields: {} }, contactListIds: "" });
+  await expect(sendgrid.transform({ type: "identify", messageId: "m", userId: "u", traits: { name: "x" } }, ctx())).rejects.toThrow("Parameter mail is required");
 });
 
-test("SENDGRID identify custom fields → context traits mapped by customFieldsMapping to the field id in `to`", () => {
-  const event: SluiceEvent = { type: "identify", messageId: "m", context: { traits: { email: "a@x.io", plan: "pro", empty: "" } } };
-  const mapping = [{ from: "plan", to: "e1_T" }, { from: "empty", to: "e2_T" }];
-  expect(one(event, { customFieldsMapping: mapping }).body.JSON.contactDetails).toEqual({ email: "a@x.io", custom_fields: { e1_T: "pro" } });
+test("SENDGRID identify custom fields → context traits mapped by customFieldsMapping to a field name, sent under the id SendGrid lists for it", async () => {
+  const event: SluiceEvent = { type: "identify", messageId: "m", context: { traits: { email: "a@x.io", plan: "pro", empty: "", tier: "gold", nick: "Ada" } } };
+  const mapping = [{ from: "plan", to: "plan_name" }, { from: "empty", to: "empty_field" }, { from: "tier", to: "not_in_sendgrid" }, { from: "nick", to: "first_name" }];
+  const fields = { plan_name: "e1_T", empty_field: "e2_T" };
+  // A name SendGrid has no custom field for is left out, a reserved field's name included.
+  expect((await one(event, { customFieldsMapping: mapping }, fields)).body.JSON.contactDetails).toEqual({ email: "a@x.io", custom_fields: { e1_T: "pro" } });
+  // As RudderStack's table of the mapping: `from` as written (not trimmed), a blank one skipped, a later row for a trait wins.
+  const rows = [{ from: " plan", to: "plan_name" }, { from: "  ", to: "empty_field" }, { from: "tier", to: "empty_field" }, { from: "tier", to: "plan_name" }];
+  expect((await one(event, { customFieldsMapping: rows }, fields)).body.JSON.contactDetails).toEqual({ email: "a@x.io", custom_fields: { e1_T: "gold" } });
 });
 
-test("SENDGRID identify custom fields come from the top-level traits when the event has no context traits, as RudderStack reads them", () => {
-  const mapping = [{ from: "plan", to: "e1_T" }];
+test("SENDGRID identify asks for the field definitions whenever a mapping is set, and only then, as RudderStack", async () => {
+  const before = asked;
+  await one({ type: "identify", messageId: "m", traits: { email: "a@x.io", plan: "pro" } });
+  await one({ type: "identify", messageId: "m", traits: { email: "a@x.io", plan: "pro" } }, { customFieldsMapping: [{ from: "", to: "plan_name" }] });
+  expect(asked).toBe(before);
+  // A mapping whose traits the event lacks still asks.
+  expect((await one({ type: "identify", messageId: "m", traits: { email: "a@x.io" } }, { customFieldsMapping: [{ from: "plan", to: "plan_name" }] })).body.JSON.contactDetails).toEqual({
+    email: "a@x.io",
+    custom_fields: {},
+  });
+  expect(asked).toBe(before + 1);
+  // A track never asks.
+  await sendgrid.transform({ type: "track", messageId: "t", event: "testing", traits: { email: "t@x.io" } }, withFields(ctx({ customFieldsMapping: [{ from: "plan", to: "plan_name" }] }), {}));
+  expect(asked).toBe(before + 1);
+});
+
+test("SENDGRID identify custom fields come from the top-level traits when the event has no context traits, as RudderStack reads them", async () => {
+  const mapping = [{ from: "plan", to: "plan_name" }];
+  const fields = { plan_name: "e1_T" };
   const top: SluiceEvent = { type: "identify", messageId: "m", traits: { email: "a@x.io", plan: "pro" } };
-  expect(one(top, { customFieldsMapping: mapping }).body.JSON.contactDetails).toEqual({ email: "a@x.io", custom_fields: { e1_T: "pro" } });
+  expect((await one(top, { customFieldsMapping: mapping }, fields)).body.JSON.contactDetails).toEqual({ email: "a@x.io", custom_fields: { e1_T: "pro" } });
   // Context traits, when present, are the only source.
   const both: SluiceEvent = { type: "identify", messageId: "m", traits: { plan: "top" }, context: { traits: { email: "a@x.io" } } };
-  expect(one(both, { customFieldsMapping: mapping }).body.JSON.contactDetails).toEqual({ email: "a@x.io", custom_fields: {} });
+  expect((await one(both, { customFieldsMapping: mapping }, fields)).body.JSON.contactDetails).toEqual({ email: "a@x.io", custom_fields: {} });
 });
 
-test("SENDGRID track (configured event) → POST /v3/mail/send with personalizations from traits, config from/subject/content, custom_args", () => {
+test("SENDGRID track (configured event) → POST /v3/mail/send with personalizations from traits, config from/subject/content, custom_args", async () => {
   const event: SluiceEvent = {
     type: "track",
     messageId: "m-2",
@@ -88,7 +124,7 @@ test("SENDGRID track (configured event) → POST /v3/mail/send with personalizat
     context: { traits: { email: "ada@example.com" } },
     properties: { orderId: "o-1", categories: ["a", { b: 1 }] },
   };
-  expect(one(event)).toEqual(
+  expect(await one(event)).toEqual(
     request("POST", MAIL, {
       personalizations: [{ to: [{ email: "ada@example.com" }] }],
       from: { email: "from@example.com" },
@@ -100,7 +136,7 @@ test("SENDGRID track (configured event) → POST /v3/mail/send with personalizat
   );
 });
 
-test("SENDGRID track → properties override config; asm, ip pool, reply-to, mail and tracking settings from config", () => {
+test("SENDGRID track → properties override config; asm, ip pool, reply-to, mail and tracking settings from config", async () => {
   const event: SluiceEvent = {
     type: "track",
     messageId: "m-3",
@@ -125,7 +161,7 @@ test("SENDGRID track → properties override config; asm, ip pool, reply-to, mai
     clickTracking: true,
     ganalytics: false,
   };
-  expect(one(event, config)).toEqual(
+  expect(await one(event, config)).toEqual(
     request("POST", MAIL, {
       from: { email: "shop@y.io", name: "Shop" },
       template_id: "d-123",
@@ -142,30 +178,30 @@ test("SENDGRID track → properties override config; asm, ip pool, reply-to, mai
   );
 });
 
-test("SENDGRID track errors → RudderStack's messages", () => {
+test("SENDGRID track errors → RudderStack's messages", async () => {
   const base: SluiceEvent = { type: "track", messageId: "m", userId: "u1", event: "testing", context: { traits: { email: "a@x.io" } }, properties: {} };
-  expect(() => sendgrid.transform({ ...base, event: "" }, ctx())).toThrow("Event is required for track call");
-  expect(() => sendgrid.transform({ ...base, event: "other" }, ctx())).toThrow("Event not configured on dashboard");
-  expect(() => sendgrid.transform({ ...base, context: {} }, ctx())).toThrow("Either email not found in traits or personalizations field is missing/empty");
-  expect(() => sendgrid.transform({ ...base, context: {} }, ctx({ mailFromTraits: false }))).toThrow("Personalizations field cannot be missing or empty");
-  expect(() => sendgrid.transform(base, ctx({ contents: [] }))).toThrow("Either template id or content is required");
-  expect(() => sendgrid.transform(base, ctx({ fromEmail: "" }))).toThrow("Email inside from object is required");
-  expect(() => sendgrid.transform({ ...base, type: "page" }, ctx())).toThrow("Event type page is not supported");
-  expect(() => sendgrid.transform(base, ctx({ apiKey: "" }))).toThrow("Invalid Api Key");
+  await expect(sendgrid.transform({ ...base, event: "" }, ctx())).rejects.toThrow("Event is required for track call");
+  await expect(sendgrid.transform({ ...base, event: "other" }, ctx())).rejects.toThrow("Event not configured on dashboard");
+  await expect(sendgrid.transform({ ...base, context: {} }, ctx())).rejects.toThrow("Either email not found in traits or personalizations field is missing/empty");
+  await expect(sendgrid.transform({ ...base, context: {} }, ctx({ mailFromTraits: false }))).rejects.toThrow("Personalizations field cannot be missing or empty");
+  await expect(sendgrid.transform(base, ctx({ contents: [] }))).rejects.toThrow("Either template id or content is required");
+  await expect(sendgrid.transform(base, ctx({ fromEmail: "" }))).rejects.toThrow("Email inside from object is required");
+  await expect(sendgrid.transform({ ...base, type: "page" }, ctx())).rejects.toThrow("Event type page is not supported");
+  await expect(sendgrid.transform(base, ctx({ apiKey: "" }))).rejects.toThrow("Invalid Api Key");
 });
 
-test("SENDGRID baseUrl override keeps the path", () => {
-  const reqs = sendgrid.transform({ type: "identify", messageId: "m", traits: { email: "a@x.io" } }, ctx({}, "http://127.0.0.1:4000"));
+test("SENDGRID baseUrl override keeps the path", async () => {
+  const reqs = await sendgrid.transform({ type: "identify", messageId: "m", traits: { email: "a@x.io" } }, ctx({}, "http://127.0.0.1:4000"));
   expect(reqs[0]!.endpoint).toBe("http://127.0.0.1:4000/v3/marketing/contacts");
 });
 
 const summary = (rs: DestinationRequest[]) => rs.map((r) => [r.method, r.endpoint, r.body.JSON.list_ids, (r.body.JSON.contacts as any[] | undefined)?.map((c) => c.email)]);
 /** An identify's request as the pipeline hands it to batch(), with its user. */
-const identifyOf = (email: string, listId?: string, userKey = email) => ({ ...sendgrid.transform({ type: "identify", messageId: email, traits: { email } }, ctx({ listId }))[0]!, userKey });
-const mailOf = (userKey: string) => ({ ...sendgrid.transform({ type: "track", messageId: "t", event: "testing", traits: { email: `${userKey}@x.io` } }, ctx())[0]!, userKey });
+const identifyOf = async (email: string, listId?: string, userKey = email) => ({ ...(await sendgrid.transform({ type: "identify", messageId: email, traits: { email } }, ctx({ listId })))[0]!, userKey });
+const mailOf = async (userKey: string) => ({ ...(await sendgrid.transform({ type: "track", messageId: "t", event: "testing", traits: { email: `${userKey}@x.io` } }, ctx()))[0]!, userKey });
 
-test("SENDGRID batch → RudderStack's router: mail sends first, then the contacts grouped by list combination wherever they stand (30,000 a PUT)", () => {
-  const batched = sendgrid.batch!([identifyOf("a@x.io", "L1"), identifyOf("c@x.io"), mailOf("m1"), identifyOf("b@x.io", "L1"), mailOf("m2"), identifyOf("d@x.io")], ctx());
+test("SENDGRID batch → RudderStack's router: mail sends first, then the contacts grouped by list combination wherever they stand (30,000 a PUT)", async () => {
+  const batched = sendgrid.batch!((await Promise.all([identifyOf("a@x.io", "L1"), identifyOf("c@x.io"), mailOf("m1"), identifyOf("b@x.io", "L1"), mailOf("m2"), identifyOf("d@x.io")])), ctx());
   expect(summary(batched)).toEqual([
     ["POST", MAIL, undefined, undefined],
     ["POST", MAIL, undefined, undefined],
@@ -177,45 +213,45 @@ test("SENDGRID batch → RudderStack's router: mail sends first, then the contac
   expect(batched[2]).toEqual(
     request("PUT", CONTACTS, { list_ids: ["L1"], contacts: [{ email: "a@x.io", custom_fields: {} }, { email: "b@x.io", custom_fields: {} }] }),
   );
-  const many = sendgrid.batch!(Array.from({ length: 30_001 }, (_, i) => identifyOf("a@x.io", undefined, `u${i}`)), ctx());
+  const many = sendgrid.batch!(await Promise.all(Array.from({ length: 30_001 }, (_, i) => identifyOf("a@x.io", undefined, `u${i}`))), ctx());
   expect(many.map((r) => (r.body.JSON.contacts as unknown[]).length)).toEqual([30_000, 1]);
   // One event alone still goes out in SendGrid's shape.
-  expect(sendgrid.batch!([identifyOf("e@x.io", "L2")], ctx())).toEqual([{ ...request("PUT", CONTACTS, { list_ids: ["L2"], contacts: [{ email: "e@x.io", custom_fields: {} }] }), userKey: "e@x.io" }]);
+  expect(sendgrid.batch!((await Promise.all([identifyOf("e@x.io", "L2")])), ctx())).toEqual([{ ...request("PUT", CONTACTS, { list_ids: ["L2"], contacts: [{ email: "e@x.io", custom_fields: {} }] }), userKey: "e@x.io" }]);
 });
 
-test("SENDGRID batch orders list combinations as RudderStack's grouping does: those that read as numbers first, in numeric order; several lists split on commas", () => {
-  const batched = sendgrid.batch!([identifyOf("a@x.io", "list-b"), identifyOf("b@x.io", "20"), identifyOf("c@x.io", "3"), identifyOf("d@x.io", "list-a")], ctx());
+test("SENDGRID batch orders list combinations as RudderStack's grouping does: those that read as numbers first, in numeric order; several lists split on commas", async () => {
+  const batched = sendgrid.batch!((await Promise.all([identifyOf("a@x.io", "list-b"), identifyOf("b@x.io", "20"), identifyOf("c@x.io", "3"), identifyOf("d@x.io", "list-a")])), ctx());
   expect(summary(batched)).toEqual([
     ["PUT", CONTACTS, ["3"], ["c@x.io"]],
     ["PUT", CONTACTS, ["20"], ["b@x.io"]],
     ["PUT", CONTACTS, ["list-b"], ["a@x.io"]],
     ["PUT", CONTACTS, ["list-a"], ["d@x.io"]],
   ]);
-  const two = { ...sendgrid.transform({ type: "identify", messageId: "m", traits: { email: "e@x.io" }, context: { externalId: [{ type: "listIds", id: ["y", "x"] }] } }, ctx())[0]!, userKey: "e" };
+  const two = { ...(await sendgrid.transform({ type: "identify", messageId: "m", traits: { email: "e@x.io" }, context: { externalId: [{ type: "listIds", id: ["y", "x"] }] } }, ctx()))[0]!, userKey: "e" };
   expect(summary(sendgrid.batch!([two], ctx()))).toEqual([["PUT", CONTACTS, ["x", "y"], ["e@x.io"]]]);
 });
 
-test("SENDGRID batch keeps each user's requests in order: where the grouping would send one ahead of the same user's earlier one, the list is cut there", () => {
+test("SENDGRID batch keeps each user's requests in order: where the grouping would send one ahead of the same user's earlier one, the list is cut there", async () => {
   // u1's mail would go ahead of u1's contact: the second part starts at the mail.
-  expect(summary(sendgrid.batch!([identifyOf("u1@x.io", "L1", "u1"), identifyOf("u2@x.io", "L1", "u2"), mailOf("u1"), identifyOf("u3@x.io", "L1", "u3")], ctx()))).toEqual([
+  expect(summary(sendgrid.batch!((await Promise.all([identifyOf("u1@x.io", "L1", "u1"), identifyOf("u2@x.io", "L1", "u2"), mailOf("u1"), identifyOf("u3@x.io", "L1", "u3")])), ctx()))).toEqual([
     ["PUT", CONTACTS, ["L1"], ["u1@x.io", "u2@x.io"]],
     ["POST", MAIL, undefined, undefined],
     ["PUT", CONTACTS, ["L1"], ["u3@x.io"]],
   ]);
   // u1's second contact would join L1's group, which goes out before L2's.
-  expect(summary(sendgrid.batch!([identifyOf("x@x.io", "L1", "u2"), identifyOf("a@x.io", "L2", "u1"), identifyOf("b@x.io", "L1", "u1")], ctx()))).toEqual([
+  expect(summary(sendgrid.batch!((await Promise.all([identifyOf("x@x.io", "L1", "u2"), identifyOf("a@x.io", "L2", "u1"), identifyOf("b@x.io", "L1", "u1")])), ctx()))).toEqual([
     ["PUT", CONTACTS, ["L1"], ["x@x.io"]],
     ["PUT", CONTACTS, ["L2"], ["a@x.io"]],
     ["PUT", CONTACTS, ["L1"], ["b@x.io"]],
   ]);
   // What keeps a user's order is RudderStack's: two contacts in one group, a mail before a contact.
-  expect(summary(sendgrid.batch!([mailOf("u1"), identifyOf("a@x.io", "L1", "u1"), identifyOf("b@x.io", "L1", "u1")], ctx()))).toEqual([
+  expect(summary(sendgrid.batch!((await Promise.all([mailOf("u1"), identifyOf("a@x.io", "L1", "u1"), identifyOf("b@x.io", "L1", "u1")])), ctx()))).toEqual([
     ["POST", MAIL, undefined, undefined],
     ["PUT", CONTACTS, ["L1"], ["a@x.io", "b@x.io"]],
   ]);
 });
 
-test("SENDGRID deleteUsers → DELETE /v3/marketing/contacts?ids=[id,id] with Bearer apiKey, ids cut at 8150 characters", () => {
+test("SENDGRID deleteUsers → DELETE /v3/marketing/contacts?ids=[id,id] with Bearer apiKey, ids cut at 8150 characters", async () => {
   expect(sendgrid.deleteUsers!([{ userId: "u1" }, { userId: "u2" }], ctx())).toEqual([
     request("DELETE", `${CONTACTS}?ids=[u1,u2]`, {}, { Authorization: "Bearer sg-key" }),
   ]);
@@ -333,6 +369,8 @@ const FX_TRACK_CONFIG = {
 };
 const FX_GROUPS = { group: "12345", groupsToDisplay: [{ groupId: "12345" }, { groupId: "abc" }, { groupId: "12346" }] };
 const fxCtx = (config: Record<string, any>): DestinationContext => ({ config, destination: { id: "2HOQOO6wWKaKjeQrEABXgiH6cmU", name: "SendGrid", workspaceId: "ws-1" } });
+/** The custom field RudderStack's fixtures' account has (their network mock's field definitions). */
+const FX_FIELDS = { user_name: "w1_T" };
 const fxTraits = { age: "25", city: "Surat", email: "test@rudderstack.com", phone: "+91 9876543210", lastName: "test", firstName: "rudder", state: "Gujarat" };
 const fxTrack = (properties: Record<string, unknown>, event = "testing"): SluiceEvent => ({
   type: "track",
@@ -347,15 +385,15 @@ const fxTrack = (properties: Record<string, unknown>, event = "testing"): Sluice
 const FX_PERSONALIZATIONS = [{ to: [{ email: "a@g.com" }, { name: "hello" }], subject: "hey there" }];
 const FX_SENT_PERSONALIZATIONS = [{ to: [{ email: "a@g.com" }], subject: "hey there" }];
 
-test("SENDGRID RudderStack fixture: identify without an email is refused", () => {
+test("SENDGRID RudderStack fixture: identify without an email is refused", async () => {
   const { email: _none, ...traits } = fxTraits;
   const event: SluiceEvent = { type: "identify", messageId: "m", userId: "user@1", context: { traits } };
-  expect(() => sendgrid.transform(event, fxCtx({ ...FX_IDENTIFY_CONFIG, listId: "list111" }))).toThrow("Parameter mail is required");
+  await expect(sendgrid.transform(event, fxCtx({ ...FX_IDENTIFY_CONFIG, listId: "list111" }))).rejects.toThrow("Parameter mail is required");
 });
 
-test("SENDGRID RudderStack fixture: identify with the dashboard list id; city and state traits are not contact fields", () => {
+test("SENDGRID RudderStack fixture: identify with the dashboard list id; city and state traits are not contact fields", async () => {
   const event: SluiceEvent = { type: "identify", messageId: "m", userId: "user@1", context: { traits: fxTraits } };
-  expect(sendgrid.transform(event, fxCtx({ ...FX_IDENTIFY_CONFIG, listId: "list111" }))).toEqual([
+  expect(await sendgrid.transform(event, fxCtx({ ...FX_IDENTIFY_CONFIG, listId: "list111" }))).toEqual([
     request("PUT", CONTACTS, {
       contactDetails: { email: "test@rudderstack.com", phone_number: "+91 9876543210", first_name: "rudder", last_name: "test", custom_fields: {} },
       contactListIds: "list111",
@@ -363,16 +401,16 @@ test("SENDGRID RudderStack fixture: identify with the dashboard list id; city an
   ]);
 });
 
-test("SENDGRID RudderStack fixture: identify without a list id, with name and a custom field (mapped to the field id)", () => {
+test("SENDGRID RudderStack fixture: identify without a list id, with name and a custom field (its name turned into the id SendGrid lists)", async () => {
   const event: SluiceEvent = { type: "identify", messageId: "m", userId: "user@1", context: { traits: { ...fxTraits, name: "rudder test" } } };
-  // RudderStack maps `to: user_name` to the id w1_T by asking SendGrid; Sluice takes the id itself.
-  const config = { ...FX_IDENTIFY_CONFIG, customFieldsMapping: [{ from: "name", to: "w1_T" }] };
+  // `to` names the custom field; its id is what SendGrid's field definitions list for that name.
+  const config = { ...FX_IDENTIFY_CONFIG, customFieldsMapping: [{ from: "name", to: "user_name" }] };
   const contact = { email: "test@rudderstack.com", last_name: "test", first_name: "rudder", unique_name: "rudder test", phone_number: "+91 9876543210", custom_fields: { w1_T: "rudder test" } };
-  expect(sendgrid.transform(event, fxCtx(config))).toEqual([request("PUT", CONTACTS, { contactDetails: contact, contactListIds: "" })]);
-  expect(sendgrid.transform(event, fxCtx({ ...config, listId: "list123" }))).toEqual([request("PUT", CONTACTS, { contactDetails: contact, contactListIds: "list123" })]);
+  expect(await sendgrid.transform(event, withFields(fxCtx(config), FX_FIELDS))).toEqual([request("PUT", CONTACTS, { contactDetails: contact, contactListIds: "" })]);
+  expect(await sendgrid.transform(event, withFields(fxCtx({ ...config, listId: "list123" }), FX_FIELDS))).toEqual([request("PUT", CONTACTS, { contactDetails: contact, contactListIds: "list123" })]);
 });
 
-test("SENDGRID RudderStack fixture: identify reads the generic address, zip code and region paths", () => {
+test("SENDGRID RudderStack fixture: identify reads the generic address, zip code and region paths", async () => {
   const event: SluiceEvent = {
     type: "identify",
     messageId: "m",
@@ -381,24 +419,24 @@ test("SENDGRID RudderStack fixture: identify reads the generic address, zip code
       geo: { postal: "999" },
     },
   };
-  expect(sendgrid.transform(event, fxCtx({ apiKey: "sg-key" }))[0]!.body.JSON.contactDetails).toEqual({
+  expect((await sendgrid.transform(event, fxCtx({ apiKey: "sg-key" })))[0]!.body.JSON.contactDetails).toEqual({
     email: "a@x.io", city: "Pune", state_province_region: "MH", country: "India", postal_code: "411001", address_line_1: "Pune IN", custom_fields: {},
   });
   // The geo fallbacks of RudderStack's generic fields.
   const geo: SluiceEvent = { type: "identify", messageId: "m", traits: { email: "a@x.io" }, context: { geo: { city: "Delhi", region: "DL", postal: "110001" } } };
-  expect(sendgrid.transform(geo, fxCtx({ apiKey: "sg-key" }))[0]!.body.JSON.contactDetails).toEqual({
+  expect((await sendgrid.transform(geo, fxCtx({ apiKey: "sg-key" })))[0]!.body.JSON.contactDetails).toEqual({
     email: "a@x.io", city: "Delhi", state_province_region: "DL", postal_code: "110001", custom_fields: {},
   });
 });
 
-test("SENDGRID RudderStack fixture: an e-mail found only in context.externalId passes the check and then misses the mapping", () => {
+test("SENDGRID RudderStack fixture: an e-mail found only in context.externalId passes the check and then misses the mapping", async () => {
   const event: SluiceEvent = { type: "identify", messageId: "m", context: { externalId: [{ type: "listIds", id: "x@y.io" }] } };
-  expect(() => sendgrid.transform(event, fxCtx({ apiKey: "sg-key" }))).toThrow('Missing required value from "emailOnly"');
+  await expect(sendgrid.transform(event, fxCtx({ apiKey: "sg-key" }))).rejects.toThrow('Missing required value from "emailOnly"');
 });
 
-test("SENDGRID RudderStack fixture: track with personalizations and from in the properties; dashboard reply-to, subject and content", () => {
+test("SENDGRID RudderStack fixture: track with personalizations and from in the properties; dashboard reply-to, subject and content", async () => {
   const event = fxTrack({ personalizations: FX_PERSONALIZATIONS, from: { email: "ankit@rudderstack.com" } });
-  expect(sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, text: null, utmContent: null }))).toEqual([
+  expect(await sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, text: null, utmContent: null }))).toEqual([
     request("POST", MAIL, {
       from: { email: "ankit@rudderstack.com" },
       personalizations: FX_SENT_PERSONALIZATIONS,
@@ -409,9 +447,9 @@ test("SENDGRID RudderStack fixture: track with personalizations and from in the 
   ]);
 });
 
-test("SENDGRID RudderStack fixture: track reply-to from the properties wins over the dashboard's", () => {
+test("SENDGRID RudderStack fixture: track reply-to from the properties wins over the dashboard's", async () => {
   const event = fxTrack({ replyTo: { email: "testing@gmail.com" }, personalizations: FX_PERSONALIZATIONS, from: { email: "ankit@rudderstack.com" } });
-  expect(sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, footerText: "some text" }))).toEqual([
+  expect(await sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, footerText: "some text" }))).toEqual([
     request("POST", MAIL, {
       from: { email: "ankit@rudderstack.com" },
       personalizations: FX_SENT_PERSONALIZATIONS,
@@ -422,9 +460,9 @@ test("SENDGRID RudderStack fixture: track reply-to from the properties wins over
   ]);
 });
 
-test("SENDGRID RudderStack fixture: track asm from the dashboard group and groups to display (non-numbers dropped)", () => {
+test("SENDGRID RudderStack fixture: track asm from the dashboard group and groups to display (non-numbers dropped)", async () => {
   const event = fxTrack({ replyTo: { email: "testing@gmail.com" }, personalizations: FX_PERSONALIZATIONS, from: { email: "ankit@rudderstack.com" } });
-  expect(sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, footerText: "some text", ...FX_GROUPS }))).toEqual([
+  expect(await sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, footerText: "some text", ...FX_GROUPS }))).toEqual([
     request("POST", MAIL, {
       from: { email: "ankit@rudderstack.com" },
       personalizations: FX_SENT_PERSONALIZATIONS,
@@ -436,12 +474,12 @@ test("SENDGRID RudderStack fixture: track asm from the dashboard group and group
   ]);
 });
 
-test("SENDGRID RudderStack fixture: track of an event not in the dashboard list is refused", () => {
+test("SENDGRID RudderStack fixture: track of an event not in the dashboard list is refused", async () => {
   const event = fxTrack({ personalizations: FX_PERSONALIZATIONS, from: { email: "ankit@rudderstack.com" } }, "new event");
-  expect(() => sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, ...FX_GROUPS }))).toThrow("Event not configured on dashboard");
+  await expect(sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, ...FX_GROUPS }))).rejects.toThrow("Event not configured on dashboard");
 });
 
-test("SENDGRID RudderStack fixture: track attachments from the dashboard, those without a filename dropped", () => {
+test("SENDGRID RudderStack fixture: track attachments from the dashboard, those without a filename dropped", async () => {
   const event = fxTrack({ replyTo: { email: "testing@gmail.com" }, personalizations: FX_PERSONALIZATIONS, from: { email: "ankit@rudderstack.com" } });
   const expected = (content: string) =>
     request("POST", MAIL, {
@@ -454,15 +492,15 @@ test("SENDGRID RudderStack fixture: track attachments from the dashboard, those 
       asm: { group_id: 12345, groups_to_display: [12345, 12346] },
     });
   const one = [{ content: "YXNkZ2FmZ3FlcmRxZ2Iua2puYWRrbGpuYWtqc2Rmbg==", filename: "index.html" }];
-  expect(sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, footerText: "some text", ...FX_GROUPS, attachments: one }))).toEqual([expected(one[0]!.content)]);
+  expect(await sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, footerText: "some text", ...FX_GROUPS, attachments: one }))).toEqual([expected(one[0]!.content)]);
   const two = [
     { content: "YXNkZ21hcyxkLm1mO29xd2llbGpmbWwuYWRrbXMuLGFtZHM=", filename: "index.html" },
     { content: "bGFqa3NtZGZrZ2hxaWVybmtsYSBmZGtvamx3bWVGTC5NQW5kcy5rbmtmYWtkZg==" },
   ];
-  expect(sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, footerText: "some text", ...FX_GROUPS, attachments: two }))).toEqual([expected(two[0]!.content)]);
+  expect(await sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, footerText: "some text", ...FX_GROUPS, attachments: two }))).toEqual([expected(two[0]!.content)]);
 });
 
-test("SENDGRID RudderStack fixture: track mail settings from the properties (bypass list management, footer with the dashboard text)", () => {
+test("SENDGRID RudderStack fixture: track mail settings from the properties (bypass list management, footer with the dashboard text)", async () => {
   const event = fxTrack({
     replyTo: { email: "testing@gmail.com" },
     mailSettings: { bypassListManagement: true, footer: true },
@@ -473,7 +511,7 @@ test("SENDGRID RudderStack fixture: track mail settings from the properties (byp
     { content: "YXNkZ21hcyxkLm1mO29xd2llbGpmbWwuYWRrbXMuLGFtZHM=", filename: "index.html" },
     { content: "bGFqa3NtZGZrZ2hxaWVybmtsYSBmZGtvamx3bWVGTC5NQW5kcy5rbmtmYWtkZg==" },
   ];
-  expect(sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, footerText: "some text", ...FX_GROUPS, attachments }))).toEqual([
+  expect(await sendgrid.transform(event, fxCtx({ ...FX_TRACK_CONFIG, footerText: "some text", ...FX_GROUPS, attachments }))).toEqual([
     request("POST", MAIL, {
       from: { email: "ankit@rudderstack.com" },
       personalizations: FX_SENT_PERSONALIZATIONS,
@@ -487,14 +525,14 @@ test("SENDGRID RudderStack fixture: track mail settings from the properties (byp
   ]);
 });
 
-test("SENDGRID RudderStack fixture: router batches identifies by list combination; a track passes alone", () => {
-  const identifyWith = (traits: Record<string, unknown>, listIds?: unknown) =>
-    sendgrid.transform(
+test("SENDGRID RudderStack fixture: router batches identifies by list combination; a track passes alone", async () => {
+  const identifyWith = async (traits: Record<string, unknown>, listIds?: unknown) =>
+    (await sendgrid.transform(
       { type: "identify", messageId: "m", context: { traits, ...(listIds ? { externalId: [{ type: "listIds", id: listIds }] } : {}) } },
-      fxCtx({ ...FX_IDENTIFY_CONFIG, customFieldsMapping: [{ from: "name", to: "w1_T" }] }),
-    )[0]!;
+      withFields(fxCtx({ ...FX_IDENTIFY_CONFIG, customFieldsMapping: [{ from: "name", to: "user_name" }] }), FX_FIELDS),
+    ))[0]!;
   const phone = "+91 9876543210";
-  const reqs = [
+  const reqs = await Promise.all([
     identifyWith({ age: "30", email: "user3@rudderlabs.com", phone, city: "Ahmedabad", state: "Gujarat", lastName: "gupta", firstName: "aman", name: "aman gupta" }, ["476b736e-24a4-4089-8392-66a6bf6aa14d"]),
     identifyWith({ email: "user4@rudderlabs.com", phone, userId: "sajal", city: "Bombey", state: "Maharastra", lastName: "gupta", username: "suresh gupta", firstName: "suresh" }, "737ae8d4-25b4-496e-adff-2fded15fd0c6"),
     identifyWith({ email: "user5@rudderlabs.com", phone, city: "Banglore", lastName: "bhatt", username: "kiran bhatt", firstName: "kiran" }, [
@@ -502,7 +540,7 @@ test("SENDGRID RudderStack fixture: router batches identifies by list combinatio
       "a4ac8a69-d8cb-4cf1-9d85-3d60e4007ab1",
     ]),
     identifyWith({ email: "user7@rudderlabs.com", phone, city: "Chicago", lastName: "patel", name: "reshma patel", state: "Illinois", firstName: "reshma" }),
-  ];
+  ]);
   expect(sendgrid.batch!(reqs, fxCtx(FX_IDENTIFY_CONFIG)).map((r) => r.body.JSON)).toEqual([
     {
       list_ids: ["476b736e-24a4-4089-8392-66a6bf6aa14d"],
@@ -515,7 +553,7 @@ test("SENDGRID RudderStack fixture: router batches identifies by list combinatio
     },
     { contacts: [{ email: "user7@rudderlabs.com", phone_number: phone, first_name: "reshma", last_name: "patel", unique_name: "reshma patel", custom_fields: { w1_T: "reshma patel" } }] },
   ]);
-  const track = sendgrid.transform(fxTrack({ personalizations: FX_PERSONALIZATIONS, from: { email: "ankit@rudderstack.com" } }), fxCtx(FX_TRACK_CONFIG));
+  const track = await sendgrid.transform(fxTrack({ personalizations: FX_PERSONALIZATIONS, from: { email: "ankit@rudderstack.com" } }), fxCtx(FX_TRACK_CONFIG));
   expect(sendgrid.batch!(track, fxCtx(FX_TRACK_CONFIG))).toEqual([
     request("POST", MAIL, {
       personalizations: FX_SENT_PERSONALIZATIONS,
@@ -527,7 +565,7 @@ test("SENDGRID RudderStack fixture: router batches identifies by list combinatio
   ]);
 });
 
-test("SENDGRID RudderStack fixture: deleteUsers needs the apiKey; ids are cut below 8150 characters, the last chunk keeps its brackets", () => {
+test("SENDGRID RudderStack fixture: deleteUsers needs the apiKey; ids are cut below 8150 characters, the last chunk keeps its brackets", async () => {
   expect(() => sendgrid.deleteUsers!([{ userId: "eab57ccf-6322-498e-9338-7761c6dc0656" }], fxCtx({}))).toThrow("apiKey is required for deleting user");
   const a = "user_sdk2".repeat(10);
   const b = "test_user_id".repeat(13);
@@ -541,7 +579,7 @@ test("SENDGRID RudderStack fixture: deleteUsers needs the apiKey; ids are cut be
   expect(reqs[0]!.headers).toEqual({ Authorization: "Bearer sg-key" });
 });
 
-test("SENDGRID track follows RudderStack's emptiness rules: non-object headers dropped, click tracking flags kept as set, blank attachment fields dropped", () => {
+test("SENDGRID track follows RudderStack's emptiness rules: non-object headers dropped, click tracking flags kept as set, blank attachment fields dropped", async () => {
   const event = fxTrack({ personalizations: FX_PERSONALIZATIONS, from: { email: "f@x.io" }, headers: ["X-A"], subject: "" });
   const config = {
     ...FX_TRACK_CONFIG,
@@ -549,7 +587,7 @@ test("SENDGRID track follows RudderStack's emptiness rules: non-object headers d
     clickTrackingEnableText: true,
     attachments: [{ content: "YWJj", filename: "a.txt", type: "", disposition: 0, contentId: "c1" }],
   };
-  const body = sendgrid.transform(event, fxCtx(config))[0]!.body.JSON;
+  const body = (await sendgrid.transform(event, fxCtx(config)))[0]!.body.JSON;
   expect(body.headers).toBeUndefined();
   // An empty subject in the properties falls back to the dashboard's.
   expect(body.subject).toBe("A sample subject");
@@ -557,7 +595,7 @@ test("SENDGRID track follows RudderStack's emptiness rules: non-object headers d
   expect(body.attachments).toEqual([{ content: "YWJj", filename: "a.txt", contentId: "c1" }]);
 });
 
-test("SENDGRID identify: of several listIds external ids the last counts, as RudderStack reads external ids", () => {
+test("SENDGRID identify: of several listIds external ids the last counts, as RudderStack reads external ids", async () => {
   const event: SluiceEvent = { type: "identify", messageId: "m", traits: { email: "a@x.io" }, context: { externalId: [{ type: "listIds", id: "first" }, { type: "listIds", id: "last" }] } };
-  expect(sendgrid.transform(event, fxCtx({ apiKey: "sg-key" }))[0]!.body.JSON.contactListIds).toBe("last");
+  expect((await sendgrid.transform(event, fxCtx({ apiKey: "sg-key" })))[0]!.body.JSON.contactListIds).toBe("last");
 });

@@ -1,10 +1,10 @@
 /**
  * Batching as RudderStack's Braze router does it: with supportDedup, attributes deduplicated
- * within the batch; then per batch of events, the aliases to
- * identify go first (50 per /users/identify call), then /users/track (75 attributes, 75
- * events, 75 purchases and 75 distinct external ids per call, items sorted by external
- * id), then subscription status (25 groups per call, same group and state combined), then
- * /users/merge (50 per call).
+ * within the batch; then per batch of events /users/track (75 attributes, 75 events, 75
+ * purchases and 75 distinct external ids per call, items sorted by external id), then
+ * subscription status (25 groups per call, same group and state combined), then /users/merge
+ * (50 per call). The /users/identify merges are no requests of the batch: the transforms make
+ * them (lookups.ts), 50 aliases per call, before the batch is sent.
  */
 import { batchConsecutive, chunkItems, compact } from "../shared";
 import { type DestinationRequest, restRequest } from "../types";
@@ -15,12 +15,11 @@ type Obj = Record<string, any>;
 export const PARTNER = "RudderStack";
 const TRACK_MAX = 75;
 const TRACK_MAX_EXTERNAL_IDS = 75;
-const IDENTIFY_MAX = 50;
 const MERGE_MAX = 50;
 const SUBSCRIPTION_MAX = 25;
 
 /** The order RudderStack sends a batch's requests in; also the batchable endpoints. */
-const STAGES = ["users/identify", "users/track", "v2/subscription/status/set", "users/merge"] as const;
+const STAGES = ["users/track", "v2/subscription/status/set", "users/merge"] as const;
 type Stage = (typeof STAGES)[number];
 
 function stageOf(r: DestinationRequest): Stage | undefined {
@@ -124,7 +123,7 @@ export function combineSubscriptionGroups(groups: Obj[]): Obj[] {
   });
 }
 
-/** With `dedup` (the config's supportDedup), attributes the batch already sent for a user are left out first (dedup.ts). */
+/** With `dedup` (the config's supportDedup), a user's later attributes in the batch carry only what the earlier ones did not send (dedup.ts). */
 export function batchBraze(requests: DestinationRequest[], dedup = false): DestinationRequest[] {
   return batchConsecutive(
     inStageOrder(dedup ? dedupBatch(requests) : requests),
@@ -135,8 +134,6 @@ export function batchBraze(requests: DestinationRequest[], dedup = false): Desti
       const list = (key: string) => bodies.flatMap((b) => (Array.isArray(b[key]) ? b[key] : []));
       const make = (json: Obj) => restRequest({ endpoint, headers, json });
       switch (stageOf(run[0]!)) {
-        case "users/identify":
-          return chunkItems(list("aliases_to_identify"), IDENTIFY_MAX).map((a) => make({ aliases_to_identify: a, merge_behavior: "merge" }));
         case "users/merge":
           return chunkItems(list("merge_updates"), MERGE_MAX).map((m) => make({ merge_updates: m }));
         case "v2/subscription/status/set":

@@ -1,11 +1,11 @@
 /**
  * BRAZE `supportDedup`: RudderStack's deduplication of user attributes, which Braze bills per
- * data point. RudderStack's router first asks Braze for the batch's users (POST
- * `/users/export/ids`, 50 identifiers a call) and keeps, per external id, what Braze holds and
- * what the batch has sent since; an attributes object then carries only the attributes that
- * differ, and one with nothing left is not sent. Sluice makes no such lookup: what it keeps is
- * the batch's own memory, so a user's first attributes in a batch go whole, as RudderStack sends
- * them for a user Braze does not know, and a later one in the same batch only what changed.
+ * data point. RudderStack's router asks Braze what it holds of a batch's users
+ * (`POST /users/export/ids`, lookups.ts) and keeps, per user, what Braze holds and what the batch
+ * has sent since; an attributes object then carries only the attributes that differ, and one with
+ * nothing left is not sent. Here the transform makes the lookup and reduces each event's
+ * attributes against Braze's answer (reduceAttributes); batch() then reduces a user's later
+ * attributes in the same batch against what the earlier ones sent (dedupBatch).
  */
 import { isPlainObject } from "../shared";
 import type { DestinationRequest } from "../types";
@@ -20,6 +20,34 @@ const NON_BILLABLE = ["country", "language", "email_subscribe", "push_subscribe"
 const OPERATIONS = ["$add", "$update", "$remove"];
 
 export const DUPLICATE_USER = "[Braze Deduplication]: Duplicate user detected, the user is dropped";
+
+/** Braze's users by the identifier an attributes object names them with (RudderStack's user store). */
+export type UserStore = Map<unknown, Obj>;
+
+/**
+ * The users an export answered, as RudderStack files them: by external id, else (a user Braze
+ * knows by aliases only) by the name of each of its rudder_id aliases.
+ */
+export function userStoreOf(users: unknown): UserStore {
+  const store: UserStore = new Map();
+  if (!Array.isArray(users)) return store;
+  for (const user of users) {
+    if (!isPlainObject(user)) continue;
+    if (user.external_id) store.set(user.external_id, user);
+    else if (Array.isArray(user.user_aliases)) {
+      for (const alias of user.user_aliases) if (alias?.alias_label === "rudder_id") store.set(alias.alias_name, user);
+    }
+  }
+  return store;
+}
+
+const aliasNameOf = (attributes: Obj): unknown => (isPlainObject(attributes.user_alias) ? attributes.user_alias.alias_name : undefined);
+
+/** What the store holds of the user an attributes object names: by its external id, else by its alias name. */
+export function knownUser(store: UserStore | undefined, attributes: Obj): Obj | undefined {
+  if (!store) return undefined;
+  return store.get(attributes.external_id) ?? store.get(aliasNameOf(attributes));
+}
 
 /** An attributes object with nothing but the user's identifiers (nothing to update). */
 export function onlyIdentifiers(attributes: Obj): boolean {
@@ -37,15 +65,20 @@ function sameValue(a: unknown, b: unknown): boolean {
   return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && sameValue(a[k], b[k]));
 }
 
+/** A user as Braze's export gives it, with its custom attributes read as top-level ones. */
+function flattened(user: Obj): Obj {
+  const state: Obj = { ...user, ...(isPlainObject(user.custom_attributes) ? user.custom_attributes : {}) };
+  delete state.custom_attributes;
+  return state;
+}
+
 /**
- * What of `attributes` differs from what is `known` of the user (Braze's custom attributes read
- * as top-level ones): changed values, a null only where a value is known, and the non-billable
- * attributes. Null when nothing is left; otherwise with the identifiers, and `remember` gets the
- * user's new state.
+ * What of `attributes` differs from what is `known` of the user: changed values, a null only
+ * where a value is known, and the non-billable attributes. Null when nothing is left; otherwise
+ * with the identifiers.
  */
-function changedAttributes(attributes: Obj, known: Obj, remember: (state: Obj) => void): Obj | null {
-  const stored: Obj = { ...known, ...(isPlainObject(known.custom_attributes) ? known.custom_attributes : {}) };
-  delete stored.custom_attributes;
+function changedAttributes(attributes: Obj, known: Obj): Obj | null {
+  const stored = flattened(known);
   const out: Obj = {};
   for (const [key, value] of Object.entries(attributes)) {
     if (IDENTIFIERS.has(key) || NON_BILLABLE.includes(key)) continue;
@@ -56,43 +89,71 @@ function changedAttributes(attributes: Obj, known: Obj, remember: (state: Obj) =
   for (const key of NON_BILLABLE) if (attributes[key] !== undefined) out[key] = attributes[key];
   if (Object.keys(out).length === 0) return null;
   const changed = { ...out, external_id: attributes.external_id, user_alias: attributes.user_alias };
-  remember({ ...stored, ...changed });
   return Object.fromEntries(Object.entries(changed).filter(([, v]) => v !== undefined));
+}
+
+/**
+ * One event's attributes as RudderStack's router sends them: whole for a user Braze does not
+ * know (`known` undefined: not found, or the lookup failed), else only what differs from Braze's
+ * profile. Null when nothing would be updated (RudderStack then drops a track's attributes and
+ * refuses an identify).
+ */
+export function reduceAttributes(attributes: Obj, known: Obj | undefined): Obj | null {
+  const kept = known ? changedAttributes(attributes, known) : attributes;
+  return kept && !onlyIdentifiers(kept) ? kept : null;
+}
+
+/** What the transform reduced a /users/track body's attributes from: the event's whole attributes and Braze's profile of the user. */
+interface Origin {
+  whole: Obj;
+  known: Obj | undefined;
+}
+/**
+ * Keyed by the body object, which batch() receives as the transform made it (the pipeline copies
+ * requests shallowly); a body without one (not deduplicated: supportDedup off, a group's
+ * attribute) is left as it is.
+ */
+const ORIGINS = new WeakMap<object, Origin>();
+
+/** Notes what a deduplicated body's attributes were reduced from, for batch(). */
+export function rememberOrigin(body: Obj, whole: Obj, known: Obj | undefined): void {
+  ORIGINS.set(body, { whole, known });
 }
 
 const isTrack = (r: DestinationRequest) => r.endpoint.endsWith("/users/track");
 
 /**
- * The batch's /users/track requests with each attributes object reduced to what the batch has
- * not already sent for its user (by external id; RudderStack's memory finds an alias-only user
- * only through its lookup). An object with nothing left is dropped, and so is a request left
- * with nothing to send.
+ * A user's second and later attributes in one batch, reduced as RudderStack's router reduces
+ * them: against what Braze held (the transform's lookup) and what the batch's earlier objects
+ * for the user sent. The first one of each user stays as the transform reduced it. An object with
+ * nothing left is dropped, and so is a request left with nothing to send. A user named only by an
+ * alias Braze did not know is not remembered (RudderStack files it under the alias object, where
+ * it is never found again).
  */
 export function dedupBatch(requests: DestinationRequest[]): DestinationRequest[] {
-  const memory = new Map<unknown, Obj>();
+  const memory: UserStore = new Map();
   const out: DestinationRequest[] = [];
   for (const r of requests) {
     const body = r.body.JSON as Obj;
-    if (!isTrack(r) || !Array.isArray(body.attributes)) {
+    const origin = isTrack(r) ? ORIGINS.get(body) : undefined;
+    if (!origin) {
       out.push(r);
       continue;
     }
-    const attributes: Obj[] = [];
-    for (const item of body.attributes) {
-      if (!isPlainObject(item)) {
-        attributes.push(item);
-        continue;
-      }
-      const id = item.external_id;
-      const aliasName = isPlainObject(item.user_alias) ? item.user_alias.alias_name : undefined;
-      const known = (id ? memory.get(id) : undefined) ?? (aliasName ? memory.get(aliasName) : undefined);
-      let kept: Obj | null = item;
-      if (known) kept = changedAttributes(item, known, (state) => memory.set(id || aliasName, state));
-      else if (id) memory.set(id, item);
-      if (kept && !onlyIdentifiers(kept)) attributes.push(kept);
+    const { whole, known } = origin;
+    const key = whole.external_id || aliasNameOf(whole);
+    const earlier = knownUser(memory, whole);
+    if (!earlier) {
+      const sent = Array.isArray(body.attributes) ? body.attributes[0] : undefined;
+      if (known) memory.set(key, { ...flattened(known), ...sent });
+      else if (whole.external_id) memory.set(whole.external_id, whole);
+      out.push(r);
+      continue;
     }
-    const { attributes: _all, ...rest } = body;
-    const json = attributes.length > 0 ? { ...rest, attributes } : rest;
+    const kept = changedAttributes(whole, earlier);
+    if (kept) memory.set(key, { ...flattened(earlier), ...kept });
+    const { attributes: _reduced, ...rest } = body;
+    const json = kept && !onlyIdentifiers(kept) ? { ...rest, attributes: [kept] } : rest;
     if (!json.attributes && !json.events && !json.purchases) continue;
     out.push({ ...r, body: { ...r.body, JSON: json } });
   }

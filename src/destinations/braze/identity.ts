@@ -23,6 +23,11 @@ export function brazeExternalId(event: SluiceEvent): unknown {
   return ids.findLast((x: any) => x?.type === "brazeExternalId")?.id;
 }
 
+/** RudderStack's `userIdOnly`: the userId, else a user id the traits carry. */
+export function userIdOnly(event: SluiceEvent): unknown {
+  return firstPresent(event, USER_ID_ONLY);
+}
+
 /** The external_id Braze knows the user by: a brazeExternalId, else the userId. */
 export function externalIdOf(event: SluiceEvent): unknown {
   return brazeExternalId(event) || event.userId || undefined;
@@ -48,7 +53,7 @@ export function withExternalId(payload: Obj, event: SluiceEvent): Obj {
  * off update-only mode, which Braze otherwise forces for aliases, so the profile is created.
  */
 export function withUserIdentifier(payload: Obj, event: SluiceEvent): Obj {
-  if (firstPresent(event, USER_ID_ONLY) || brazeExternalId(event)) return withExternalId(payload, event);
+  if (userIdOnly(event) || brazeExternalId(event)) return withExternalId(payload, event);
   payload._update_existing_only = false;
   const alias = userAliasOf(event);
   if (alias) payload.user_alias = alias;

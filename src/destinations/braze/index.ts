@@ -1,22 +1,25 @@
 /**
  * BRAZE: Braze's REST API (Bearer restApiKey) on the instance named by dataCenter — user
- * attributes, custom events and purchases through /users/track, identity resolution through
- * /users/identify, merges through /users/merge, subscription groups, and /users/delete.
+ * attributes, custom events and purchases through /users/track, merges through /users/merge,
+ * subscription groups, and /users/delete. The transform itself calls /users/identify (identity
+ * resolution) and, with supportDedup, /users/export/ids (lookups.ts), as RudderStack's does.
  */
 import { ownValue } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { chunkItems, compact, firstPresent, getPath, isDefined, isEventAllowed } from "../shared";
-import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, configKeys, configOf, restRequest } from "../types";
+import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configKeys, configOf, restRequest } from "../types";
 import { isMappedToDestination, userAttributes } from "./attributes";
 import { PARTNER, batchBraze } from "./batch";
 import { BrazeConfig } from "./config";
-import { DUPLICATE_USER, onlyIdentifiers } from "./dedup";
+import { DUPLICATE_USER, knownUser, reduceAttributes, rememberOrigin } from "./dedup";
 import { ecommerceEventFor, ecommerceProperties } from "./ecommerce";
 import { externalIdOf, integrationsOptions, userAliasOf, withExternalId, withUserIdentifier } from "./identity";
+import { type Service, exportedUsers, mergeAlias } from "./lookups";
 
 export { BrazeConfig };
 
 type Obj = Record<string, any>;
+type Call = (path: string, json: Obj) => DestinationRequest;
 
 /** Braze's /users/delete takes at most 50 external ids. */
 const DELETE_MAX = 50;
@@ -88,11 +91,7 @@ function customEventProperties(event: SluiceEvent): Obj {
 function trackBody(event: SluiceEvent, name: string, config: BrazeConfig): Obj {
   const body: Obj = { partner: PARTNER };
   const attributes = userAttributes(event, config);
-  if (Object.keys(attributes).length > 0) {
-    const identified = withUserIdentifier(attributes, event);
-    // With supportDedup, attributes that would update nothing (the user's ids alone) are not sent.
-    if (!(config.supportDedup && onlyIdentifiers(identified))) body.attributes = [identified];
-  }
+  if (Object.keys(attributes).length > 0) body.attributes = [withUserIdentifier(attributes, event)];
   const isTrack = event.type === "track";
   const ecommerce = isTrack && config.useEcommerceRecommendedEvents ? ecommerceEventFor(name) : undefined;
   if (!ecommerce && isTrack && name.toLowerCase() === "order completed") return { ...body, purchases: purchases(event, config) };
@@ -105,29 +104,60 @@ function trackBody(event: SluiceEvent, name: string, config: BrazeConfig): Obj {
 }
 
 /**
- * identify: RudderStack first calls /users/identify (inside its transform) to merge the
- * anonymous alias into the identified user, then updates the attributes. We send the same
- * two requests, the merge first. An identify with no attributes is refused as RudderStack
- * refuses it; its merge is not sent, since a refused event sends nothing here.
+ * With supportDedup, a track's (page's, screen's) attributes reduced to what Braze does not
+ * already hold of the user: none left, the body goes without them (its event or purchases still
+ * go).
  */
-function identify(event: SluiceEvent, config: BrazeConfig, call: (path: string, json: Obj) => ReturnType<typeof restRequest>) {
+async function deduplicated(body: Obj, event: SluiceEvent, config: BrazeConfig, service: Service): Promise<Obj> {
+  if (!config.supportDedup || !Array.isArray(body.attributes)) return body;
+  const whole = body.attributes[0];
+  const known = knownUser(await exportedUsers(service, event), whole);
+  const kept = reduceAttributes(whole, known);
+  const { attributes: _whole, ...rest } = body;
+  const json = kept ? { ...body, attributes: [kept] } : rest;
+  rememberOrigin(json, whole, known);
+  return json;
+}
+
+/**
+ * identify: the attributes on /users/track. A user with an anonymousId (or an alias option) and
+ * an external id first has that alias merged into the external id by a call of its own, as
+ * RudderStack makes it, before the attributes are checked: an identify refused for its
+ * attributes has still merged. With supportDedup, an identify that would update nothing is
+ * refused in RudderStack's words.
+ */
+async function identify(event: SluiceEvent, config: BrazeConfig, service: Service, call: Call): Promise<DestinationRequest[]> {
   // Reverse ETL identifies name their user in context.externalId.
   const mappedId = isMappedToDestination(event) ? getPath(event, "context.externalId.0.id") : undefined;
   const ev: SluiceEvent = mappedId ? { ...event, userId: mappedId } : event;
-  const attributes = userAttributes(ev, config);
-  if (Object.keys(attributes).length === 0) throw new TransformError("No attributes found to update the user profile");
+  let attributes: Obj = {};
+  let refusal: unknown;
+  try {
+    attributes = userAttributes(ev, config);
+  } catch (err) {
+    refusal = err;
+  }
+  const hasAttributes = Object.keys(attributes).length > 0;
+  // RudderStack's router asks Braze about a batch's users before anything else, by the events as they came.
+  const users = config.supportDedup && hasAttributes ? await exportedUsers(service, event) : undefined;
+  if ((ev.anonymousId || isDefined(integrationsOptions(ev)?.alias)) && externalIdOf(ev)) {
+    const alias = userAliasOf(ev);
+    await mergeAlias(service, withExternalId(alias ? { user_alias: alias } : {}, ev));
+  }
+  if (refusal) throw refusal;
+  if (!hasAttributes) throw new TransformError("No attributes found to update the user profile");
   const identified = withUserIdentifier(attributes, ev);
-  // With supportDedup an identify that would update nothing is dropped, in RudderStack's words.
-  if (config.supportDedup && onlyIdentifiers(identified)) throw new TransformError(DUPLICATE_USER);
-  const update = call("/users/track", { attributes: [identified] });
-  if (!((ev.anonymousId || isDefined(integrationsOptions(ev)?.alias)) && externalIdOf(ev))) return [update];
-  const alias = userAliasOf(ev);
-  const toIdentify = withExternalId(alias ? { user_alias: alias } : {}, ev);
-  return [call("/users/identify", { aliases_to_identify: [toIdentify], merge_behavior: "merge" }), update];
+  if (!config.supportDedup) return [call("/users/track", { attributes: [identified] })];
+  const known = knownUser(users, identified);
+  const kept = reduceAttributes(identified, known);
+  if (!kept) throw new TransformError(DUPLICATE_USER);
+  const json = { attributes: [kept] };
+  rememberOrigin(json, identified, known);
+  return [call("/users/track", json)];
 }
 
 /** group: a subscription state change when enabled, else an `ab_rudder_group_<id>` attribute. */
-function group(event: SluiceEvent, config: BrazeConfig, call: (path: string, json: Obj) => ReturnType<typeof restRequest>) {
+function group(event: SluiceEvent, config: BrazeConfig, call: Call) {
   const groupId = firstPresent(event, ["groupId", "traits.groupId"]);
   if (!groupId) throw new TransformError("Invalid groupId");
   if (!config.enableSubscriptionGroupInGroupCall) {
@@ -149,7 +179,7 @@ function group(event: SluiceEvent, config: BrazeConfig, call: (path: string, jso
   return [call("/v2/subscription/status/set", { subscription_groups: [subscription] })];
 }
 
-export const braze: DestinationDefinition = {
+export const braze: DestinationDefinition<Promise<DestinationRequest[]>> = {
   name: "BRAZE",
   displayName: "Braze",
   config: {
@@ -163,24 +193,25 @@ export const braze: DestinationDefinition = {
     requiredKeys: ["restApiKey", "dataCenter"],
   },
   configSchema: BrazeConfig,
-  transform(event, ctx) {
+  async transform(event, ctx) {
     const config = configOf(ctx, BrazeConfig);
     const apiKey = restApiKeyOf(ctx);
     const base = brazeBaseUrl(config.dataCenter);
     if (!isEventAllowed(event, config)) return [];
     const headers = { "Content-Type": "application/json", Accept: "application/json", Authorization: `Bearer ${apiKey}` };
-    const call = (path: string, json: Obj) => restRequest({ endpoint: endpointFor(ctx, `${base}${path}`), headers, json });
+    const call: Call = (path, json) => restRequest({ endpoint: endpointFor(ctx, `${base}${path}`), headers, json });
+    const service: Service = { ctx, base, apiKey };
 
     switch (event.type) {
       case "track":
         if (typeof event.event !== "string" || event.event === "") throw new TransformError("Event name is required");
-        return [call("/users/track", trackBody(event, event.event, config))];
+        return [call("/users/track", await deduplicated(trackBody(event, event.event, config), event, config, service))];
       case "page":
-        return [call("/users/track", trackBody(event, event.name || getPath(event, "properties.name") || "Page Viewed", config))];
+        return [call("/users/track", await deduplicated(trackBody(event, event.name || getPath(event, "properties.name") || "Page Viewed", config), event, config, service))];
       case "screen":
-        return [call("/users/track", trackBody(event, event.name || getPath(event, "properties.name") || "Screen Viewed", config))];
+        return [call("/users/track", await deduplicated(trackBody(event, event.name || getPath(event, "properties.name") || "Screen Viewed", config), event, config, service))];
       case "identify":
-        return identify(event, config, call);
+        return identify(event, config, service, call);
       case "group":
         return group(event, config, call);
       case "alias":

@@ -23,9 +23,6 @@ const VERSIONS: Record<string, { revision: string; importApi: boolean; statesCon
   v2: { revision: "2024-10-15", importApi: true, statesConsent: false },
   v3: { revision: "2026-04-15", importApi: true, statesConsent: true },
 };
-/** The revision of Klaviyo's upsert, which v1 does not have (RudderStack's v1 looks the profile up instead). */
-export const UPSERT_REVISION = VERSIONS.v2!.revision;
-
 export function versionOf(config: KlaviyoConfig) {
   const v = config.apiVersion;
   if (v === undefined || v === null) return { name: "v1", ...VERSIONS.v1! };

@@ -17,7 +17,7 @@ import { v2Event, v2Group, v2Identify } from "./v2";
 
 export { KlaviyoConfig };
 
-export const klaviyo: DestinationDefinition = {
+export const klaviyo: DestinationDefinition<Promise<DestinationRequest[]>> = {
   name: "KLAVIYO",
   displayName: "Klaviyo",
   config: {
@@ -28,7 +28,7 @@ export const klaviyo: DestinationDefinition = {
     requiredKeys: ["privateApiKey"],
   },
   configSchema: KlaviyoConfig,
-  transform(event, ctx: DestinationContext): DestinationRequest[] {
+  async transform(event, ctx: DestinationContext): Promise<DestinationRequest[]> {
     const config = configOf(ctx, KlaviyoConfig);
     const version = versionOf(config);
     if (!event.type) throw new TransformError("Event type is required");

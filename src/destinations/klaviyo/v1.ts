@@ -4,13 +4,13 @@
  * `list_id`/`subscriptions` subscription jobs.
  */
 import { compact, isPlainObject } from "../shared";
-import { destinationExternalId } from "../generic-fields";
 import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError, configOf } from "../types";
 import {
   asFloat, consentChannels, customTraits, flatten, generic, identifyInput, listIdFor, type Obj, PATHS, pick, post, propertiesExcept, traitsInfo,
-  UPSERT_REVISION, V1_MAPPED_TRAITS,
+  V1_MAPPED_TRAITS,
 } from "./common";
 import { KlaviyoConfig } from "./config";
+import { createOrFindProfile } from "./lookups";
 
 const REVISION = "2023-02-22";
 
@@ -118,11 +118,11 @@ export function v1Subscription(event: SluiceEvent, traits: Obj | undefined, ctx:
 }
 
 /**
- * RudderStack's v1 creates the profile and, told it exists, patches the id Klaviyo answered
- * with. Sluice makes no calls while transforming: with a `klaviyo-profileId` external id it
- * sends that patch; without one it sends the same profile to Klaviyo's upsert.
+ * RudderStack's v1 identify: the profile is created at Klaviyo while transforming (lookups.ts),
+ * and the event's request is the PATCH of the id Klaviyo answers with (the new profile's, or the
+ * existing one's), the same profile in its body; then, with `subscribe` and a list, the job.
  */
-export function v1Identify(input: SluiceEvent, ctx: DestinationContext): DestinationRequest[] {
+export async function v1Identify(input: SluiceEvent, ctx: DestinationContext): Promise<DestinationRequest[]> {
   const config = configOf(ctx, KlaviyoConfig);
   const { event, traits } = identifyInput(input);
   const attributes: Obj = compact({
@@ -154,10 +154,8 @@ export function v1Identify(input: SluiceEvent, ctx: DestinationContext): Destina
   properties = compact(properties);
   if (config.flattenProperties) properties = flatten(properties);
   if (Object.keys(properties).length > 0) attributes.properties = properties;
-  const id = destinationExternalId(event, "klaviyo-profileId");
-  const requests = id
-    ? [post(ctx, `/api/profiles/${id}`, REVISION, { data: { type: "profile", attributes, id } }, "PATCH")]
-    : [post(ctx, "/api/profile-import", UPSERT_REVISION, { data: { type: "profile", attributes } })];
+  const id = await createOrFindProfile(ctx, config.privateApiKey, { data: { type: "profile", attributes } });
+  const requests = [post(ctx, `/api/profiles/${encodeURIComponent(String(id))}`, REVISION, { data: { type: "profile", attributes, id } }, "PATCH")];
   if (traits?.properties?.subscribe && (traits.properties.listId || config.listId)) requests.push(v1Subscription(event, traits, ctx));
   return requests;
 }

@@ -12,6 +12,7 @@ import { type GenericField, genericField } from "../generic-fields";
 import { compact, firstPresent, isPlainObject, isPresent, refusedListField, traitPaths, withoutUndefined } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configKeys, configOf, requiredKeysOf, restRequest } from "../types";
 import { batchSendgrid } from "./batch";
+import { customFields } from "./lookups";
 
 type Obj = Record<string, any>;
 
@@ -144,43 +145,63 @@ function contactListIdsOf(event: SluiceEvent, config: SendgridConfig): string {
 }
 
 /**
- * SendGrid takes custom fields by field id; RudderStack looks the ids up by name over the
- * network, which a pure transform cannot, so the mapping's `to` is taken as the field id.
- * The values come from the context traits, or the top-level traits when there are none.
+ * `customFieldsMapping` as RudderStack reads it (its getHashFromArray): trait name (`from`, as
+ * written; a blank one is skipped) → custom field name (`to`), a later row for the same trait
+ * replacing an earlier one.
  */
-function customFieldsOf(event: SluiceEvent, config: SendgridConfig): Obj {
+function fieldMapping(config: SendgridConfig): Map<string, unknown> {
+  const mapping = new Map<string, unknown>();
+  for (const row of Array.isArray(config.customFieldsMapping) ? config.customFieldsMapping : []) {
+    if (!isPlainObject(row) || isBlank(row.from)) continue;
+    mapping.set(String(row.from), row.to);
+  }
+  return mapping;
+}
+
+/**
+ * SendGrid takes custom fields by id: each mapped trait with a value goes under the id of the
+ * custom field its name maps to, looked up in the account's field definitions (lookups.ts);
+ * a name the account has no custom field for is left out. The values come from the context
+ * traits, or the top-level traits when there are none. The definitions are asked for whenever a
+ * mapping is set, as RudderStack does, whatever the event's traits.
+ */
+async function customFieldsOf(event: SluiceEvent, ctx: DestinationContext, config: SendgridConfig, apiKey: string): Promise<Obj> {
   const out: Obj = {};
+  const mapping = fieldMapping(config);
+  if (mapping.size === 0) return out;
+  const idByName = new Map<unknown, unknown>();
+  for (const field of await customFields(ctx, apiKey)) idByName.set(field.name, field.id);
   const traits = event.context?.traits || event.traits;
-  if (!Array.isArray(config.customFieldsMapping) || !isPlainObject(traits)) return out;
-  for (const row of config.customFieldsMapping) {
-    const from = typeof row?.from === "string" ? row.from.trim() : "";
-    const to = typeof row?.to === "string" ? row.to.trim() : "";
+  if (!isPlainObject(traits)) return out;
+  for (const [from, name] of mapping) {
     const value = ownValue(traits, from);
-    if (from && to && value) setOwn(out, to, value);
+    if (value && idByName.has(name)) setOwn(out, String(idByName.get(name)), value);
   }
   return out;
 }
 
 const trimmedKey = (key: string) => [key.trim()];
 
-function contactOf(event: SluiceEvent, config: SendgridConfig): Obj {
+function contactOf(event: SluiceEvent): Obj {
   const contact: Obj = {};
   for (const [key, source] of CONTACT_MAPPING) {
     const v = typeof source === "string" ? genericField(event, source) : firstPresent(event, source);
     if (v !== undefined) contact[key] = v;
   }
   if (contact.address_line_1 !== undefined) contact.address_line_1 = flattenAddress(contact.address_line_1);
-  contact.custom_fields = customFieldsOf(event, config);
   return contact;
 }
 
-function identify(event: SluiceEvent, ctx: DestinationContext, apiKey: string): DestinationRequest {
+async function identify(event: SluiceEvent, ctx: DestinationContext, apiKey: string): Promise<DestinationRequest> {
   if (!genericField(event, "email")) throw new TransformError("Parameter mail is required");
   // The check above also finds an e-mail in context.externalId, which the mapping does not read.
   if (!genericField(event, "emailOnly")) throw new TransformError(`Missing required value from "emailOnly"`);
   const config = configOf(ctx, SendgridConfig);
   // RudderStack's processor output; batch() makes it SendGrid's `{list_ids, contacts}`.
-  const body = { contactDetails: contactOf(event, config), contactListIds: contactListIdsOf(event, config) };
+  const contactDetails = contactOf(event);
+  const contactListIds = contactListIdsOf(event, config);
+  contactDetails.custom_fields = await customFieldsOf(event, ctx, config, apiKey);
+  const body = { contactDetails, contactListIds };
   return restRequest({ method: "PUT", endpoint: endpointFor(ctx, CONTACTS), headers: headersOf(apiKey), json: body });
 }
 
@@ -351,7 +372,7 @@ function idChunks(ids: string[]): string[][] {
   return chunks;
 }
 
-export const sendgrid: DestinationDefinition = {
+export const sendgrid: DestinationDefinition<Promise<DestinationRequest[]>> = {
   name: "SENDGRID",
   displayName: "Sendgrid",
   config: {
@@ -360,13 +381,13 @@ export const sendgrid: DestinationDefinition = {
     requiredKeys: requiredKeysOf(SendgridConfig),
   },
   configSchema: SendgridConfig,
-  // A custom field mapping names a trait (`from`) and the key it is sent under (`to`), both trimmed.
+  // A custom field mapping names a trait (`from`) and a SendGrid field (`to`); a name that would reach a prototype, spaces aside, is refused.
   checkConfig: (c) => refusedListField(c, "customFieldsMapping", "from", trimmedKey) ?? refusedListField(c, "customFieldsMapping", "to", trimmedKey),
-  transform(event, ctx) {
+  async transform(event, ctx) {
     if (!event.type) throw new TransformError("Event type is required");
     const apiKey = requireApiKey(ctx);
     const type = String(event.type).toLowerCase();
-    if (type === "identify") return [identify(event, ctx, apiKey)];
+    if (type === "identify") return [await identify(event, ctx, apiKey)];
     if (type === "track") return [track(event, ctx, apiKey)];
     throw new TransformError(`Event type ${type} is not supported`);
   },

@@ -1,0 +1,86 @@
+/**
+ * What the comparison does differently for some kinds. Every kind of the registry is compared;
+ * a kind not listed here gets the defaults. Each entry says why it is needed.
+ */
+export interface KindOptions {
+  /** RudderStack's folder under test/integrations/destinations; default: the kind's name in lower case. */
+  folder?: string;
+  /**
+   * The user key each request carries into batch(): "message" (default) is the event's userId,
+   * else its anonymousId, as Sluice's gateway sets it; "metadata" is RudderStack's
+   * metadata.userId (the router queue's user; one default value in most cases).
+   */
+  userKey?: "message" | "metadata";
+  /** The clock for cases whose mockFns fix none (ISO), before `--now`; a case's mockFns wins over both. */
+  clock?: string;
+  /**
+   * Body keys the kind derives from the event's timestamp and messageId, which rudder-server
+   * (and Sluice's gateway) add before a transform. When a case's input lacks one, both sides
+   * differ there for that reason alone: those keys are left out of the comparison (at any depth).
+   */
+  fromTimestamp?: string[];
+  fromMessageId?: string[];
+  /**
+   * The single items of a batched request, tagged with where they go. Router cases that differ
+   * are compared again item by item, whatever the grouping into calls, and reported apart.
+   */
+  items?: (request: any) => unknown[] | undefined;
+  /** Router: compare which jobs each batched request carries (batch() groups whatever the body; see the jobs marker). */
+  routerJobs?: boolean;
+  /**
+   * Router: where one destination's inputs carry different configs (Sluice cannot: one
+   * destination, one config), RudderStack builds every endpoint from the first one's; ours are
+   * put on the first one's host too and endpoints are compared by path.
+   */
+  firstConfigHost?: boolean;
+  /** A body key holding RudderStack's job id (Sluice has none): cases equal but for it are reported apart. */
+  jobIdKey?: string;
+  /** Lookups: paths where a mock naming no query matches any query (RudderStack passes the key as axios params there). */
+  anyQueryPaths?: RegExp;
+}
+
+const urlOf = (endpoint: string) => {
+  try {
+    return new URL(endpoint);
+  } catch {
+    return undefined;
+  }
+};
+
+export const KIND_OPTIONS: Record<string, KindOptions> = {
+  // HTTP's batch() groups by method, URL, headers and query whatever the body: which jobs each
+  // batched request carries is compared too. HTTP, WEBHOOK and HS get RudderStack's
+  // metadata.userId as the user key, the user of the router queue the case's events came through.
+  HTTP: { userKey: "metadata", routerJobs: true },
+  WEBHOOK: { userKey: "metadata" },
+  AM: {
+    fromTimestamp: ["time"],
+    fromMessageId: ["insert_id"],
+    items: (r) => (Array.isArray(r.body?.JSON?.events) ? r.body.JSON.events.map((item: unknown) => ({ host: urlOf(r.endpoint)?.host, api_key: r.body.JSON.api_key, item })) : undefined),
+  },
+  MP: {
+    fromTimestamp: ["time", "$time"],
+    fromMessageId: ["$insert_id"],
+    items: (r) => (Array.isArray(r.body?.JSON_ARRAY?.batch) ? r.body.JSON_ARRAY.batch.map((item: unknown) => ({ path: urlOf(r.endpoint)?.pathname, params: r.params, item })) : undefined),
+  },
+  POSTHOG: {
+    fromTimestamp: ["timestamp", "$time", "$timestamp"],
+    fromMessageId: ["messageId"],
+    items: (r) => (Array.isArray(r.body?.JSON?.batch) ? r.body.JSON.batch.map((item: unknown) => ({ path: urlOf(r.endpoint)?.pathname, api_key: r.body.JSON.api_key, item })) : undefined),
+  },
+  // RudderStack's GA4 cases fix Date.now at this instant (ga4/mocks.ts); some cases do not call it.
+  GA4: { clock: "2022-04-29T05:17:09Z" },
+  BRAZE: { firstConfigHost: true },
+  // With the events' own ids as user keys, HS's batch() keeps apart users that RudderStack's
+  // router batches together (its "router tests" case). objectWriteTraceId is RudderStack's job id;
+  // RudderStack names the CRM v3 property list's key as axios params, the other lookups' inline.
+  HS: { userKey: "metadata", jobIdKey: "objectWriteTraceId", anyQueryPaths: /^\/crm\/v3\/properties\// },
+};
+
+export function optionsOf(name: string): KindOptions {
+  return KIND_OPTIONS[name] ?? {};
+}
+
+export function folderOf(name: string): string {
+  return optionsOf(name).folder ?? name.toLowerCase();
+}
