@@ -1093,3 +1093,16 @@ describe("MP through the pipeline", () => {
     expect(sink.received.filter((r) => r.path === "/import/").every((r) => r.query.verbose === undefined)).toBe(true);
   });
 });
+
+test("MP alias passes numeric ids on as numbers, and $email is never taken from an external id (RudderStack's emailOnly)", () => {
+  const alias = mixpanel.transform({ type: "alias", messageId: "a", userId: 42, previousId: 7, timestamp: new Date().toISOString() } as any, { config: { token: "t" }, destination: { id: "d", name: "d", workspaceId: "w" } });
+  const sent = JSON.parse(alias[0]!.body.JSON_ARRAY.batch as string)[0];
+  expect(sent.properties).toMatchObject({ distinct_id: 7, alias: 42 });
+  const identify = mixpanel.transform(
+    { type: "identify", messageId: "i", userId: "u1", traits: { name: "Ada" }, context: { externalId: [{ type: "mpId", id: "ext-1" }] }, timestamp: new Date().toISOString() } as any,
+    { config: { token: "t" }, destination: { id: "d", name: "d", workspaceId: "w" } },
+  );
+  const profile = JSON.stringify(identify.map((r) => r.body));
+  expect(profile).toContain("Ada");
+  expect(profile).not.toContain("ext-1");
+});

@@ -288,11 +288,12 @@ export const mixpanel: DestinationDefinition = {
       }
       case "alias": {
         if (simplified(c)) throw new TransformError("The use of the alias call in the context of the `Simplified ID merge` feature is not supported anymore.");
-        const aliasId = ev.previousId || ev.anonymousId;
+        // The ids as sent: RudderStack's alias passes a numeric id on as the number it is.
+        const aliasId = event.previousId || event.anonymousId;
         if (!aliasId) throw new TransformError("Either `previousId` or `anonymousId` should be present in alias payload");
-        if (aliasId === ev.userId) throw new TransformError("One of `previousId` or `anonymousId` is same as `userId`. Aborting");
+        if (aliasId === event.userId) throw new TransformError("One of `previousId` or `anonymousId` is same as `userId`. Aborting");
         checkEventAge(ev, ctx);
-        return [importRequest({ event: "$create_alias", properties: { distinct_id: aliasId, alias: ev.userId, token } })];
+        return [importRequest({ event: "$create_alias", properties: { distinct_id: aliasId, alias: event.userId, token } })];
       }
       case "group": {
         const keys = (Array.isArray(c.groupKeySettings) ? c.groupKeySettings : [])

@@ -27,7 +27,8 @@ const each = (...names: string[]) => names.flatMap((n) => [`traits.${n}`, `conte
 /** MPIdentifyConfig: profile properties read from the traits, then the context. */
 const PROFILE: Mapping = [
   ["$created", traitPaths("createdAt")],
-  ["$email", [...traitPaths("email"), "properties.email", "context.externalId.0.id"]],
+  // RudderStack's `emailOnly`: an external id is never taken for an e-mail.
+  ["$email", [...traitPaths("email"), "properties.email"]],
   ["$first_name", traitPaths("firstName", "firstname", "first_name")],
   ["$last_name", traitPaths("lastName", "lastname", "last_name")],
   ["$name", traitPaths("name")],
