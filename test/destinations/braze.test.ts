@@ -1176,3 +1176,12 @@ test("BRAZE RudderStack fixture: router — anonymous subscription changes of on
     { subscription_groups: [{ subscription_group_id: "1234", subscription_state: "unsubscribed", emails: ["abc@test.com", "abc1@test.com"] }] },
   ]);
 });
+
+test("BRAZE sends a track without an event name as RudderStack does (Braze answers for it), rather than refusing it", async () => {
+  const [req] = await braze.transform({ type: "track", messageId: "t", userId: "u1", properties: { plan: "pro" }, timestamp: "2024-01-01T00:00:00.000Z" } as SluiceEvent, standIn());
+  expect(req!.endpoint).toEndWith("/users/track");
+  const events = (req!.body.JSON as any).events;
+  expect(events).toHaveLength(1);
+  expect(events[0].name).toBeUndefined();
+  expect(events[0].external_id).toBe("u1");
+});

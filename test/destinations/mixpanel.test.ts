@@ -1106,3 +1106,11 @@ test("MP alias passes numeric ids on as numbers, and $email is never taken from 
   expect(profile).toContain("Ada");
   expect(profile).not.toContain("ext-1");
 });
+
+test("MP sends a track without an event name as RudderStack does (Mixpanel answers for it), rather than refusing it", () => {
+  const requests = mixpanel.transform({ type: "track", messageId: "t", userId: "u1", properties: { a: 1 }, timestamp: new Date().toISOString() } as any, { config: { token: "t" }, destination: { id: "d", name: "d", workspaceId: "w" } });
+  expect(requests).toHaveLength(1);
+  const sent = JSON.parse(requests[0]!.body.JSON_ARRAY.batch as string)[0];
+  expect(sent.event).toBeUndefined();
+  expect(sent.properties.a).toBe(1);
+});

@@ -88,13 +88,13 @@ function customEventProperties(event: SluiceEvent): Obj {
  * track, page and screen: the traits as attributes, plus purchases for a track "Order
  * Completed", a recommended ecommerce event when enabled, or else a custom event.
  */
-function trackBody(event: SluiceEvent, name: string, config: BrazeConfig): Obj {
+function trackBody(event: SluiceEvent, name: string | undefined, config: BrazeConfig): Obj {
   const body: Obj = { partner: PARTNER };
   const attributes = userAttributes(event, config);
   if (Object.keys(attributes).length > 0) body.attributes = [withUserIdentifier(attributes, event)];
   const isTrack = event.type === "track";
   const ecommerce = isTrack && config.useEcommerceRecommendedEvents ? ecommerceEventFor(name) : undefined;
-  if (!ecommerce && isTrack && name.toLowerCase() === "order completed") return { ...body, purchases: purchases(event, config) };
+  if (!ecommerce && isTrack && typeof name === "string" && name.toLowerCase() === "order completed") return { ...body, purchases: purchases(event, config) };
 
   const properties = ecommerce ? ecommerceProperties(event, ecommerce) : customEventProperties(event);
   const brazeEvent = withUserIdentifier(compact({ name: ecommerce?.name ?? name, time: event.timestamp, properties }), event);
@@ -204,7 +204,7 @@ export const braze: DestinationDefinition<Promise<DestinationRequest[]>> = {
 
     switch (event.type) {
       case "track":
-        if (typeof event.event !== "string" || event.event === "") throw new TransformError("Event name is required");
+        // No name is sent as none, as RudderStack sends it: Braze answers for it.
         return [call("/users/track", await deduplicated(trackBody(event, event.event, config), event, config, service))];
       case "page":
         return [call("/users/track", await deduplicated(trackBody(event, event.name || getPath(event, "properties.name") || "Page Viewed", config), event, config, service))];

@@ -229,7 +229,7 @@ export const mixpanel: DestinationDefinition = {
 
     switch (ev.type) {
       case "track": {
-        if (typeof ev.event !== "string" || ev.event === "") throw new TransformError("Event name is required");
+        // No name is sent as none, as RudderStack sends it: Mixpanel answers for it.
         if (ev.messageId !== undefined && ev.messageId !== null && typeof ev.messageId !== "string") throw new TransformError("messageId should be of type string");
         const out = [];
         const revenue = ev.properties?.revenue;
