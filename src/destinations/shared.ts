@@ -295,14 +295,17 @@ export function jsonArrayItems(r: DestinationRequest): unknown[] {
   return typeof raw === "string" ? (JSON.parse(raw) as unknown[]) : [];
 }
 
-/** Config schema parts for RudderStack's event filtering keys, spread into a kind's schema. */
+/**
+ * Config schema parts for RudderStack's event filtering keys, spread into a kind's schema, in the
+ * order of RudderStack's definitions' defaultConfig, which every kind's own list keeps.
+ */
 export const eventFilteringSchema = {
-  eventFilteringOption: t.Optional(t.String()),
-  whitelistedEvents: t.Optional(t.Array(t.Any())),
   blacklistedEvents: t.Optional(t.Array(t.Any())),
+  whitelistedEvents: t.Optional(t.Array(t.Any())),
+  eventFilteringOption: t.Optional(t.String()),
 };
 
-export const EVENT_FILTERING_KEYS = ["blacklistedEvents", "whitelistedEvents", "eventFilteringOption"];
+export const EVENT_FILTERING_KEYS = Object.keys(eventFilteringSchema);
 
 /** `a.b[0].c` as the segments getPath and setPath follow. */
 export const dottedSegments = (path: string): string[] => path.replace(/\[(\d+)\]/g, ".$1").split(".");

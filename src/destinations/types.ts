@@ -179,6 +179,42 @@ export class RetryableTransformError extends Error {
   }
 }
 
+/** How long a lookup still on the wire may be joined by other transforms; its answer replaces it when it comes. */
+const IN_FLIGHT_MS = 10 * 60 * 1000;
+
+type Kept<T> = { value: T } | { pending: Promise<T> };
+
+/**
+ * A lookup's answer kept in the destination's memory (`ctx.cache`) for `keepMs`, fetched when
+ * absent or when `usable` refuses the kept one. Transforms asking while a fetch is on the wire
+ * share it, so a batch makes one call; a failed fetch, or an answer `keep` refuses, is not kept,
+ * so the next event asks again. Without a memory every call fetches.
+ */
+export async function remembered<T>(
+  ctx: DestinationContext,
+  key: string,
+  keepMs: number,
+  fetch: () => Promise<T>,
+  opts: { usable?: (kept: T) => boolean; keep?: (answer: T) => boolean } = {},
+): Promise<T> {
+  const cache = ctx.cache;
+  if (!cache) return fetch();
+  const kept = cache.get<Kept<T> | null>(key);
+  if (kept && "pending" in kept) return kept.pending;
+  if (kept && (!opts.usable || opts.usable(kept.value))) return kept.value;
+  const pending = fetch();
+  cache.set(key, { pending }, IN_FLIGHT_MS);
+  try {
+    const value = await pending;
+    if (!opts.keep || opts.keep(value)) cache.set(key, { value }, keepMs);
+    else cache.set(key, null, 1);
+    return value;
+  } catch (err) {
+    cache.set(key, null, 1);
+    throw err;
+  }
+}
+
 /** The context's lookup client; a context built by hand without one (unit tests of other paths) cannot look up. */
 export function lookupOf(ctx: DestinationContext): LookupClient {
   if (!ctx.lookup) throw new TransformError("this transform needs to look up the service, and no lookup client was given");

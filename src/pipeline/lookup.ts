@@ -7,9 +7,9 @@
  */
 import { LRUCache } from "lru-cache";
 import type { DestinationRuntime } from "../control-plane/config-store";
-import { type LookupAnswer, type LookupCache, type LookupClient, RetryableTransformError, TransformError, restRequest } from "../destinations/types";
+import { type LookupCache, type LookupClient, RetryableTransformError, TransformError, restRequest } from "../destinations/types";
 import type { Outbound } from "./outbound";
-import { exchange, isRetryableStatus, parseRetryAfter } from "./send";
+import { exchange, isRetryableStatus, parseAnswer, parseRetryAfter } from "./send";
 
 export interface LookupSettings {
   outbound: Outbound;
@@ -21,7 +21,7 @@ export interface LookupSettings {
 /** A lookup client for one destination. */
 export function lookupClient(settings: LookupSettings): LookupClient {
   return async (req) => {
-    const request = restRequest({ method: req.method, endpoint: req.endpoint, headers: req.headers, params: req.params, json: req.json });
+    const request = restRequest(req);
     const release = settings.acquire ? await settings.acquire() : undefined;
     let x;
     try {
@@ -35,20 +35,8 @@ export function lookupClient(settings: LookupSettings): LookupClient {
       throw new TransformError(`${what} refused: ${x.error}`);
     }
     if (isRetryableStatus(x.status)) throw new RetryableTransformError(`${what} answered ${x.status}`, parseRetryAfter(x.headers.get("retry-after")));
-    return answerOf(x.status, x.text);
+    return { status: x.status, body: parseAnswer(x.text), text: x.text };
   };
-}
-
-function answerOf(status: number, text: string): LookupAnswer {
-  let body: unknown = text;
-  if (text) {
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // Not JSON: the kind reads the text.
-    }
-  }
-  return { status, body, text };
 }
 
 /** The path of a URL for messages: the host may be an override and the query may carry a key. */

@@ -122,6 +122,16 @@ export async function exchange(req: DestinationRequest, opts: { outbound: Outbou
   return { ok: true, status: res.status, text, headers: res.headers, ms: performance.now() - started };
 }
 
+/** An answer as the service gave it: parsed JSON when it is JSON, its text otherwise. */
+export function parseAnswer(text: string): unknown {
+  if (!text) return text;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
 /** Whether an answer's status is worth another try later. */
 export const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500;
 

@@ -15,7 +15,7 @@ import { AppError, badRequest, notFound } from "../lib/errors";
 import { parseWith } from "../lib/schema";
 import { type RouteSource, dropReason, routeSourceOf, routingOf } from "../pipeline/route";
 import { lookupClient } from "../pipeline/lookup";
-import { TEST_RESPONSE_KEEP_BYTES, sendRequest } from "../pipeline/send";
+import { TEST_RESPONSE_KEEP_BYTES, parseAnswer, sendRequest } from "../pipeline/send";
 import { type StageContext, destinationContext, destinationTransform, userTransform } from "../pipeline/stages";
 import type {
   DestinationNotTested,
@@ -114,16 +114,6 @@ function refusal(d: DestinationRuntime, force: boolean): DestinationNotTested | 
 /** The request as the Test API shows it (docs/api.md, Test API) (without the pipeline's own fields). */
 function requestView(r: DestinationRequest): DestinationRequestView {
   return { version: r.version, type: r.type, method: r.method, endpoint: r.endpoint, headers: r.headers, params: r.params, body: r.body, files: r.files };
-}
-
-/** The answer as the destination gave it: parsed JSON when it is JSON, its text otherwise. */
-function parseAnswer(text: string): unknown {
-  if (!text) return text;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
 }
 
 /** Sends every request of one message, in order, even after a failure: the test shows each answer. */

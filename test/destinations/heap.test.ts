@@ -163,9 +163,10 @@ const fixtureRequest = (endpoint: string, json: Record<string, unknown>) => ({
   files: {},
 });
 
-test("HEAP RudderStack fixture: identify sends the top-level traits as user properties", () => {
+/** The fixtures' identify of user "sampath" (anonymousId "sampath"), its userId as given. */
+function fixtureIdentify(userId: string): SluiceEvent {
   const { traits: _t, ...context } = fixtureContext;
-  const event: SluiceEvent = {
+  return {
     anonymousId: "sampath",
     channel: "web",
     context,
@@ -175,15 +176,18 @@ test("HEAP RudderStack fixture: identify sends the top-level traits as user prop
     originalTimestamp: "2020-01-16T13:21:59.076Z",
     timestamp: "2020-01-16T18:51:59.097+05:30",
     type: "identify",
-    userId: "sampath",
+    userId,
   };
-  expect(heap.transform(event, FIXTURE_CTX)).toEqual([
-    fixtureRequest("https://heapanalytics.com/api/add_user_properties", {
-      identity: "sampath",
-      properties: { anonymousId: "sampath", email: "sampath@gmail.com" },
-      app_id: "<app id>",
-    }),
-  ] as any);
+}
+
+const SAMPATH_PROPERTIES = fixtureRequest("https://heapanalytics.com/api/add_user_properties", {
+  identity: "sampath",
+  properties: { anonymousId: "sampath", email: "sampath@gmail.com" },
+  app_id: "<app id>",
+});
+
+test("HEAP RudderStack fixture: identify sends the top-level traits as user properties", () => {
+  expect(heap.transform(fixtureIdentify("sampath"), FIXTURE_CTX)).toEqual([SAMPATH_PROPERTIES] as any);
 });
 
 test("HEAP RudderStack fixture: track sends identity, event, properties and the event's timestamp", () => {
@@ -227,26 +231,7 @@ test("HEAP RudderStack fixture: a page call is refused with the CDK workflow's t
 });
 
 test("HEAP RudderStack fixture: an identify with a blank userId sets the anonymousId's properties", () => {
-  const { traits: _t, ...context } = fixtureContext;
-  const event: SluiceEvent = {
-    anonymousId: "sampath",
-    channel: "web",
-    context,
-    integrations: { All: true },
-    traits: { anonymousId: "sampath", email: "sampath@gmail.com" },
-    messageId: "fca2e71a-5d30-48e1-ba45-761c16e3820f",
-    originalTimestamp: "2020-01-16T13:21:59.076Z",
-    timestamp: "2020-01-16T18:51:59.097+05:30",
-    type: "identify",
-    userId: "",
-  };
-  expect(heap.transform(event, FIXTURE_CTX)).toEqual([
-    fixtureRequest("https://heapanalytics.com/api/add_user_properties", {
-      identity: "sampath",
-      properties: { anonymousId: "sampath", email: "sampath@gmail.com" },
-      app_id: "<app id>",
-    }),
-  ] as any);
+  expect(heap.transform(fixtureIdentify(""), FIXTURE_CTX)).toEqual([SAMPATH_PROPERTIES] as any);
 });
 
 test("HEAP RudderStack fixture: dataResidency 'eu' sends identify and track to the EU endpoint", () => {

@@ -26,9 +26,7 @@ export const AmplitudeConfig = t.Object(
     useUserDefinedPageEventName: t.Optional(t.Boolean()),
     userProvidedScreenEventString: t.Optional(t.String()),
     useUserDefinedScreenEventName: t.Optional(t.Boolean()),
-    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
-    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
-    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
+    ...eventFilteringSchema,
   },
   { additionalProperties: true },
 );

@@ -16,9 +16,7 @@ export const BrazeConfig = t.Object(
     supportDedup: t.Optional(t.Any()),
     sendPurchaseEventWithExtraProperties: t.Optional(t.Boolean()),
     useEcommerceRecommendedEvents: t.Optional(t.Boolean()),
-    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
-    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
-    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
+    ...eventFilteringSchema,
   },
   { additionalProperties: true },
 );

@@ -22,9 +22,7 @@ export const ClevertapConfig = t.Object(
     region: t.Optional(t.String()),
     trackAnonymous: t.Optional(t.Boolean()),
     enableObjectIdMapping: t.Optional(t.Boolean()),
-    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
-    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
-    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
+    ...eventFilteringSchema,
   },
   { additionalProperties: true },
 );

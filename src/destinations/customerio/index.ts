@@ -35,9 +35,7 @@ export const CustomerIoConfig = t.Object(
     siteID: t.String({ minLength: 1 }),
     datacenter: t.Optional(t.String()),
     deviceTokenEventName: t.Optional(t.String()),
-    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
-    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
-    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
+    ...eventFilteringSchema,
   },
   { additionalProperties: true },
 );

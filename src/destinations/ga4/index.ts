@@ -64,9 +64,7 @@ export const Ga4Config = t.Object(
     firebaseAppId: t.Optional(t.String()),
     piiPropertiesToIgnore: t.Optional(t.Array(t.Any())),
     connectionMode: t.Optional(t.String()),
-    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
-    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
-    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
+    ...eventFilteringSchema,
   },
   { additionalProperties: true },
 );

@@ -28,9 +28,7 @@ export const HeapConfig = t.Object(
   {
     appId: t.String({ minLength: 1 }),
     dataResidency: t.Optional(t.String()),
-    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
-    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
-    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
+    ...eventFilteringSchema,
   },
   { additionalProperties: true },
 );

@@ -50,9 +50,7 @@ export const HttpConfig = t.Object(
     xmlRootKey: t.Optional(t.String()),
     isBatchingEnabled: t.Optional(t.Boolean()),
     maxBatchSize: t.Optional(t.Union([t.Number({ minimum: 1 }), t.String()])),
-    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
-    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
-    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
+    ...eventFilteringSchema,
   },
   { additionalProperties: true },
 );

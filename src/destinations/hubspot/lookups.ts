@@ -12,7 +12,7 @@
  * retried); any other answer but 200 aborts the event in RudderStack's words.
  */
 import { endpointFor } from "../base-url";
-import { type DestinationContext, type LookupAnswer, TransformError, lookupOf } from "../types";
+import { type DestinationContext, type LookupAnswer, TransformError, lookupOf, remembered } from "../types";
 
 const API = "https://api.hubapi.com";
 
@@ -36,34 +36,6 @@ const isPrivateApp = (config: HubspotAuth) => config.authorizationType === "newP
 export const PROPERTY_TYPES_KEEP_MS = 5_000;
 /** RudderStack keeps the CRM v3 property list per destination and object type for 24 hours. */
 export const UNIQUE_PROPERTIES_KEEP_MS = 24 * 60 * 60 * 1000;
-/** How long a call still on the wire may be joined; its answer replaces it when it comes. */
-const IN_FLIGHT_MS = 10 * 60 * 1000;
-
-type Kept<T> = { value: T } | { pending: Promise<T> };
-
-/**
- * A value kept in the destination's lookup memory, fetched when absent or when `usable` refuses
- * it. Transforms asking while a fetch is on the wire share it, so a batch makes one call; a
- * failed fetch is forgotten, so the next event asks again.
- */
-async function remembered<T>(ctx: DestinationContext, key: string, keepMs: number, fetch: () => Promise<T>, usable: (v: T) => boolean = () => true): Promise<T> {
-  const cache = ctx.cache;
-  if (!cache) return fetch();
-  const kept = cache.get<Kept<T> | null>(key);
-  if (kept && "pending" in kept) return kept.pending;
-  if (kept && usable(kept.value)) return kept.value;
-  const pending = fetch();
-  cache.set(key, { pending }, IN_FLIGHT_MS);
-  try {
-    const value = await pending;
-    cache.set(key, { value }, keepMs);
-    return value;
-  } catch (err) {
-    cache.set(key, null, 1);
-    throw err;
-  }
-}
-
 /** The answer's body as RudderStack's error texts quote it (its parsed JSON, else its text). */
 const quoted = (answer: LookupAnswer) => JSON.stringify(answer.body || "");
 
@@ -107,7 +79,7 @@ export async function isUniqueProperty(ctx: DestinationContext, config: HubspotA
       }
       return map;
     },
-    (map) => Object.hasOwn(map, field),
+    { usable: (map) => Object.hasOwn(map, field) },
   );
   return Object.hasOwn(unique, field) ? unique[field]! : false;
 }

@@ -16,9 +16,7 @@ export const IntercomConfig = t.Object(
     collectContext: t.Optional(t.Boolean()),
     mobileApiKeyIOS: t.Optional(t.Any()),
     mobileApiKeyAndroid: t.Optional(t.Any()),
-    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
-    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
-    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
+    ...eventFilteringSchema,
   },
   { additionalProperties: true },
 );

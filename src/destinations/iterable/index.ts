@@ -29,9 +29,7 @@ export const IterableConfig = t.Object(
     mergeNestedObjects: t.Optional(t.Boolean()),
     trackCategorisedPages: t.Optional(t.Boolean()),
     registerDeviceOrBrowserApiKey: t.Optional(t.String()),
-    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
-    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
-    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
+    ...eventFilteringSchema,
   },
   { additionalProperties: true },
 );

@@ -14,9 +14,7 @@ export const KlaviyoConfig = t.Object(
     flattenProperties: t.Optional(t.Boolean()),
     listId: t.Optional(t.String()),
     enforceEmailAsPrimary: t.Optional(t.Boolean()),
-    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
-    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
-    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
+    ...eventFilteringSchema,
   },
   { additionalProperties: true },
 );

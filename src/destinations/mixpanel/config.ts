@@ -30,9 +30,7 @@ export const MixpanelConfig = t.Object(
     setOnceProperties: ConfigList,
     unionProperties: ConfigList,
     appendProperties: ConfigList,
-    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
-    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
-    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
+    ...eventFilteringSchema,
   },
   { additionalProperties: true },
 );

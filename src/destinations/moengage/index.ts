@@ -18,9 +18,7 @@ export const MoengageConfig = t.Object(
     apiKey: t.String({ minLength: 1 }),
     region: t.String({ minLength: 1 }),
     useObjectData: t.Optional(t.Boolean()),
-    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
-    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
-    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
+    ...eventFilteringSchema,
   },
   { additionalProperties: true },
 );

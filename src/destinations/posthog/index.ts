@@ -37,9 +37,7 @@ export const PostHogConfig = t.Object(
   {
     teamApiKey: t.String({ minLength: 1 }),
     yourInstance: t.Optional(t.String()),
-    blacklistedEvents: eventFilteringSchema.blacklistedEvents,
-    whitelistedEvents: eventFilteringSchema.whitelistedEvents,
-    eventFilteringOption: eventFilteringSchema.eventFilteringOption,
+    ...eventFilteringSchema,
     useV2Group: t.Optional(t.Boolean()),
   },
   { additionalProperties: true },

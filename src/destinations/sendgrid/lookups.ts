@@ -10,14 +10,12 @@
  */
 import { endpointFor } from "../base-url";
 import { isPlainObject } from "../shared";
-import { type DestinationContext, type LookupAnswer, TransformError, lookupOf } from "../types";
+import { type DestinationContext, type LookupAnswer, TransformError, lookupOf, remembered } from "../types";
 
 const FIELD_DEFINITIONS = "https://api.sendgrid.com/v3/marketing/field_definitions";
 
 /** RudderStack keeps the custom field list per destination for an hour (its AUTH_CACHE_TTL). */
 export const CUSTOM_FIELDS_KEEP_MS = 60 * 60 * 1000;
-/** How long a call still on the wire may be joined; its answer replaces it when it comes. */
-const IN_FLIGHT_MS = 10 * 60 * 1000;
 const CACHE_KEY = "customFields";
 
 /** A custom field definition as SendGrid lists it. */
@@ -26,31 +24,14 @@ export interface CustomField {
   name: unknown;
 }
 
-type Kept = { value: CustomField[] } | { pending: Promise<CustomField[] | undefined> };
-
 /**
  * The account's custom fields, from the destination's memory while RudderStack would still hold
- * them. Transforms asking while the call is on the wire share it, so a batch makes one call.
- * An answer without a custom field list is used but not kept, as RudderStack keeps none.
+ * them; transforms asking while the call is on the wire share it. An answer without a custom
+ * field list is used but not kept, as RudderStack keeps none.
  */
 export async function customFields(ctx: DestinationContext, apiKey: string): Promise<CustomField[]> {
-  const cache = ctx.cache;
-  if (!cache) return (await fetchCustomFields(ctx, apiKey)) ?? [];
-  const kept = cache.get<Kept | null>(CACHE_KEY);
-  if (kept && "value" in kept) return kept.value;
-  if (kept && "pending" in kept) return (await kept.pending) ?? [];
-  const pending = fetchCustomFields(ctx, apiKey);
-  cache.set(CACHE_KEY, { pending }, IN_FLIGHT_MS);
-  try {
-    const value = await pending;
-    if (value) cache.set(CACHE_KEY, { value }, CUSTOM_FIELDS_KEEP_MS);
-    else cache.set(CACHE_KEY, null, 1);
-    return value ?? [];
-  } catch (err) {
-    // A failed call is forgotten, so the next event asks again.
-    cache.set(CACHE_KEY, null, 1);
-    throw err;
-  }
+  const fields = await remembered(ctx, CACHE_KEY, CUSTOM_FIELDS_KEEP_MS, () => fetchCustomFields(ctx, apiKey), { keep: (list) => list !== undefined });
+  return fields ?? [];
 }
 
 async function fetchCustomFields(ctx: DestinationContext, apiKey: string): Promise<CustomField[] | undefined> {
