@@ -167,6 +167,8 @@ function userKeyOf(opts: KindOptions, input: any): string {
 async function transform(run: Runner, message: any, ctx: DestinationContext): Promise<Outcome[]> {
   try {
     const requests: DestinationRequest[] = await run.def.transform(copy(message), ctx);
+    // A protocol kind's request carries RudderStack's output as its body (REDIS).
+    if (run.def.send) return requests.map((request) => ({ request: request.body.JSON }));
     return requests.map((request) => ({ request }));
   } catch (e: any) {
     // Messages are compared without the spaces at their ends (RudderStack's lose them in its workflow).

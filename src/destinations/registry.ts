@@ -23,6 +23,7 @@ import { postgres } from "./postgres";
 import { segment } from "./segment";
 import { sendgrid } from "./sendgrid";
 import { slack } from "./slack";
+import { redis } from "./redis";
 import { webhook } from "./webhook";
 import { zendesk } from "./zendesk";
 
@@ -59,6 +60,7 @@ const KINDS: AnyDestinationDefinition[] = [
   mautic,
   iterable,
   hubspot,
+  redis,
   postgres,
 ].map(withLiveEventsKeys);
 

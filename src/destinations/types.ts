@@ -134,11 +134,33 @@ export interface DestinationDefinition<Out extends DestinationRequest[] | Promis
   checkResponse?(answer: { status: number; body: string }, request: DestinationRequest, ctx: DestinationContext): ResponseCheck;
   /** Optional: the requests that delete these users at the service (regulations, suppress_with_delete). */
   deleteUsers?(users: Array<{ userId: string; [k: string]: string }>, ctx: DestinationContext): DestinationRequest[];
+  /**
+   * Optional: for a kind that speaks its own protocol instead of HTTP (REDIS). The sender hands it
+   * each request its transform or deleteUsers made, in place of an HTTP call, with the same
+   * connection slots and time-out; delivery, the Test API and deletions all go through it.
+   */
+  send?(request: DestinationRequest, ctx: ProtocolContext): Promise<ProtocolAnswer>;
   /** Set for kinds the server delivers itself (queues, storage); the Test API refuses them (docs/api.md, Test API). */
   serverDelivered?: boolean;
   /** Set for key-value-store and object-storage kinds: deletion takes userId only (the Data Regulation API's rule for those kinds). */
   deletionByUserIdOnly?: boolean;
 }
+
+/** What a kind's own protocol client (`send`) is handed: the destination, the time-out, and the outbound address policy. */
+export interface ProtocolContext {
+  config: Record<string, any>;
+  destination: DestinationContext["destination"];
+  timeoutMs: number;
+  /**
+   * Checks a host the config names against the outbound address policy (docs/security.md), as
+   * every HTTP request is checked: the address to connect to (pinned, so a DNS answer that changes
+   * later cannot take the connection elsewhere), or why not; `retry` when it may pass later (DNS).
+   */
+  reach(host: string): Promise<{ ok: true; address: string } | { ok: false; error: string; retry: boolean }>;
+}
+
+/** A protocol kind's answer for one request: done (with what to record as the response), or retry / abort with why. */
+export type ProtocolAnswer = { outcome: "ok"; response: string } | { outcome: "retry" | "abort"; error: string; response?: string };
 
 /** Any kind, whichever its transform answers: what the registry and the pipeline hold. */
 export type AnyDestinationDefinition = DestinationDefinition<DestinationRequest[]> | DestinationDefinition<Promise<DestinationRequest[]>>;
@@ -271,7 +293,7 @@ export function requiredKeysOf(schema: TObject): string[] {
  * that check, are never transformed. Required keys are still read through requireConfig, whose
  * message names a missing one.
  */
-export function configOf<S extends TSchema>(ctx: DestinationContext, _schema: S): Static<S> {
+export function configOf<S extends TSchema>(ctx: Pick<DestinationContext, "config">, _schema: S): Static<S> {
   return ctx.config as Static<S>;
 }
 

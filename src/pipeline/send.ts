@@ -2,7 +2,7 @@
  * Sends one destination request over HTTP and classifies the answer. Outcomes are
  * values, not exceptions: delivered, retry (with an optional server-given delay) or abort.
  */
-import type { DestinationRequest } from "../destinations/types";
+import type { AnyDestinationDefinition, DestinationContext, DestinationRequest, ProtocolContext } from "../destinations/types";
 import { readUpTo } from "../lib/read-up-to";
 import type { Outbound } from "./outbound";
 
@@ -151,6 +151,44 @@ export async function sendRequest(
   if (status >= 200 && status < 300) return { kind: "delivered", status, response, body: text, ms };
   if (isRetryableStatus(status)) return { kind: "retry", status, response, error: `destination answered ${status}`, retryAfterMs: parseRetryAfter(x.headers.get("retry-after")), ms };
   return { kind: "abort", status, response, error: `destination answered ${status}`, ms };
+}
+
+/**
+ * One request on the wire: over HTTP, or through the kind's own protocol client (`send`, REDIS)
+ * with the same time-out and outbound address policy. Its answer is an outcome like any other:
+ * a protocol write that succeeded is "delivered" with status 200, as rudder-server records it.
+ */
+export async function deliverRequest(
+  def: AnyDestinationDefinition | undefined,
+  ctx: DestinationContext,
+  req: DestinationRequest,
+  opts: { outbound: Outbound; timeoutMs: number; messageId?: string; keepBytes?: number },
+): Promise<Outcome> {
+  if (!def?.send) return sendRequest(req, opts);
+  const started = performance.now();
+  const protocol: ProtocolContext = { config: ctx.config, destination: ctx.destination, timeoutMs: opts.timeoutMs, reach: (host) => reachHost(opts.outbound, host) };
+  let answer;
+  try {
+    answer = await def.send(req, protocol);
+  } catch (err) {
+    // A client that throws is a failure of ours or of the connection, never the event's: retried.
+    answer = { outcome: "retry" as const, error: `${def.name} client failed: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  const ms = performance.now() - started;
+  const keep = opts.keepBytes ?? RESPONSE_KEEP_BYTES;
+  const response = (answer.response ?? "").slice(0, keep);
+  if (answer.outcome === "ok") return { kind: "delivered", status: 200, response, body: answer.response, ms };
+  return { kind: answer.outcome, response, error: answer.error, ms };
+}
+
+/** A protocol kind's host checked as an HTTP request's would be: the pinned address to connect to. */
+async function reachHost(outbound: Outbound, host: string): Promise<{ ok: true; address: string } | { ok: false; error: string; retry: boolean }> {
+  const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+  const name = bare.includes(":") ? `[${bare}]` : bare;
+  const target = await outbound.target(`http://${name}/`);
+  if (!target.ok) return target;
+  const pinned = new URL(target.url).hostname;
+  return { ok: true, address: pinned.startsWith("[") ? pinned.slice(1, -1) : pinned };
 }
 
 /** The answer's text, at most `max` bytes of it: a destination cannot make Sluice hold a huge answer. */

@@ -8,7 +8,7 @@ import type { DestinationRuntime } from "../control-plane/config-store";
 import type { DestinationRequest, ResponseCheck, ResponseVerdict } from "../destinations/types";
 import type { Logger } from "../lib/logger";
 import { LookupCaches, lookupClient } from "./lookup";
-import { type Outcome, sendRequest } from "./send";
+import { type Outcome, deliverRequest, sendRequest } from "./send";
 import { type StageContext, type TransformExtras, destinationContext } from "./stages";
 
 export interface SenderSettings {
@@ -79,7 +79,9 @@ export class Sender {
     for (const { request, messageId } of sends) {
       await this.acquire(slots);
       try {
-        last = await sendRequest(request, { outbound: this.stages.outbound, timeoutMs: this.settings.timeoutMs, messageId });
+        const opts = { outbound: this.stages.outbound, timeoutMs: this.settings.timeoutMs, messageId };
+        // HTTP kinds go straight to the client: no context is built per request on the hot path.
+        last = dest.definition?.send ? await deliverRequest(dest.definition, destinationContext(this.stages.baseUrls, dest), request, opts) : await sendRequest(request, opts);
       } finally {
         this.release(slots);
       }

@@ -11,7 +11,7 @@ import type { Logger } from "../lib/logger";
 import { SerialPass } from "../lib/serial-pass";
 import { type RetryPolicy, retriesExhausted, retryDelay } from "../pipeline/retry-policy";
 import type { Outbound } from "../pipeline/outbound";
-import { sendRequest } from "../pipeline/send";
+import { deliverRequest } from "../pipeline/send";
 import { destinationContext } from "../pipeline/stages";
 import type { DeletionStatus } from "./schemas";
 import type { DeletionJobOutcome, DueDeletionJob, RegulationsStore } from "./store";
@@ -232,7 +232,7 @@ export class DeletionRunner {
       return { kind: "abort", reason: message };
     }
     for (const req of requests) {
-      const out = await sendRequest(req, { outbound: this.settings.outbound, timeoutMs: this.settings.timeoutMs });
+      const out = await deliverRequest(def, destinationContext(this.settings.baseUrls, dest), req, { outbound: this.settings.outbound, timeoutMs: this.settings.timeoutMs });
       if (this.stopped) return { kind: "retry", reason: "stopped" };
       // The destination does not know the user: nothing of theirs is left there.
       if (out.kind === "delivered" || out.status === 404) continue;

@@ -15,7 +15,7 @@ import { AppError, badRequest, notFound } from "../lib/errors";
 import { parseWith } from "../lib/schema";
 import { type RouteSource, dropReason, routeSourceOf, routingOf } from "../pipeline/route";
 import { lookupClient } from "../pipeline/lookup";
-import { TEST_RESPONSE_KEEP_BYTES, parseAnswer, sendRequest } from "../pipeline/send";
+import { TEST_RESPONSE_KEEP_BYTES, deliverRequest, parseAnswer } from "../pipeline/send";
 import { type StageContext, destinationContext, destinationTransform, userTransform } from "../pipeline/stages";
 import type {
   DestinationNotTested,
@@ -117,11 +117,11 @@ function requestView(r: DestinationRequest): DestinationRequestView {
 }
 
 /** Sends every request of one message, in order, even after a failure: the test shows each answer. */
-async function send(deps: TestApiDeps, requests: DestinationRequest[], messageId: string) {
+async function send(deps: TestApiDeps, d: DestinationRuntime, config: Record<string, any>, requests: DestinationRequest[], messageId: string) {
   const responses: unknown[] = [];
   const statuses: number[] = [];
   for (const req of requests) {
-    const outcome = await sendRequest(req, { outbound: deps.stages.outbound, timeoutMs: deps.timeoutMs, messageId, keepBytes: TEST_RESPONSE_KEEP_BYTES });
+    const outcome = await deliverRequest(d.definition, destinationContext(deps.stages.baseUrls, d, config), req, { outbound: deps.stages.outbound, timeoutMs: deps.timeoutMs, messageId, keepBytes: TEST_RESPONSE_KEEP_BYTES });
     // No HTTP answer (refused connection, time-out): RudderStack reports these as 500 with the error text.
     responses.push(outcome.status === undefined ? ("error" in outcome ? outcome.error : "") : parseAnswer(outcome.response));
     statuses.push(outcome.status ?? 500);
@@ -176,7 +176,7 @@ export async function runDestinationTest(
     // What the service would receive: a batching kind's batch() shapes even one event's requests
     // (SENDGRID's processor output is not what SendGrid takes), as delivery does.
     const wire = d.definition?.batch ? d.definition.batch(dt.requests, destinationContext(deps.stages.baseUrls, d, input.config ?? d.config)) : dt.requests;
-    Object.assign(entry, await send(deps, wire, String(out.messageId ?? event.messageId ?? "")));
+    Object.assign(entry, await send(deps, d, input.config ?? d.config, wire, String(out.messageId ?? event.messageId ?? "")));
   }
   return result(items.map((i) => i.entry));
 }
