@@ -26,7 +26,7 @@ import { join, resolve } from "node:path";
 import { listDefinitions } from "../src/destinations/registry";
 import type { AnyDestinationDefinition } from "../src/destinations/types";
 import { type CaseResult, type Feature, processorCase, routerCase } from "./compare-rudderstack/compare";
-import { FixtureCopy, caseClock, installJestStandIn } from "./compare-rudderstack/fixtures";
+import { FixtureCopy, caseClock, installJestStandIn, restoreReplacedProperties } from "./compare-rudderstack/fixtures";
 import { folderOf, optionsOf } from "./compare-rudderstack/kinds";
 import { StandIn } from "./compare-rudderstack/stand-in";
 
@@ -191,6 +191,7 @@ try {
         if (caseIndex !== undefined && caseIndex !== i) continue;
         const tc = cases[i]!;
         caseClock.now = undefined;
+        restoreReplacedProperties();
         standIn.startCase();
         const kindClock = opts.clock ? Date.parse(opts.clock) : undefined;
         const run = { def, opts, standIn, now: () => caseClock.now ?? kindClock ?? fallbackNow ?? Date.now() };

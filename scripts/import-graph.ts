@@ -45,6 +45,7 @@ export function layerOf(file: string): number {
     case "control-plane":
     case "test-api":
     case "warehouse":
+    case "object-storage":
     case "dashboard":
       return 3;
     case "storage":

@@ -27,6 +27,7 @@ import { Readiness } from "./readiness";
 import type { LiveEvents } from "./pipeline/live-events";
 import { OutcomeWriter } from "./pipeline/outcomes";
 import { Outbound } from "./pipeline/outbound";
+import { join } from "node:path";
 import { Processor } from "./pipeline/processor";
 import { startMaintenance } from "./pipeline/retention";
 import type { RetryPolicy } from "./pipeline/retry-policy";
@@ -43,6 +44,7 @@ import { LoadThread } from "./warehouse/load-thread";
 import { DEFAULT_LOAD_SETTINGS, WarehouseLoads } from "./warehouse/loads";
 import { warehouseRoutes } from "./warehouse/routes";
 import { WarehouseStager } from "./warehouse/staging";
+import { ObjectStorageFiles } from "./object-storage/files";
 import type { Settings } from "./settings";
 import { VERSION } from "./version";
 
@@ -186,7 +188,18 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     concurrency: settings.destinationConcurrency,
     timeoutMs: settings.destinationTimeoutMs,
   }, now, backend.work);
-  router.useWarehouseStager(new WarehouseStager(backend.warehouse, config, now));
+  router.useStager(new WarehouseStager(backend.warehouse, config, now));
+  // Files are staged on this node's disk, in cluster mode too: each node uploads what it staged.
+  const objectFiles = new ObjectStorageFiles(join(settings.dataDir, "object-storage"), config, stages.outbound, {
+    batchEvents: settings.objectStorageBatchEvents,
+    batchBytes: settings.objectStorageBatchMb * 1024 * 1024,
+    batchMs: settings.objectStorageBatchSeconds * 1000,
+    retryBackoffMs: settings.retryBackoffMs,
+    timeoutMs: settings.destinationTimeoutMs,
+    baseUrls: settings.destinationBaseUrls,
+  }, log, now);
+  router.useStager(objectFiles);
+  objectFiles.start();
   const loadSettings = { ...DEFAULT_LOAD_SETTINGS, intakeYield: { ...DEFAULT_LOAD_SETTINGS.intakeYield, sendShare: settings.warehouseLoadShare } };
   const warehouseLoads = new WarehouseLoads(backend.warehouse, new LoadThread(backend.stagedRows), config, log, loadSettings, now);
   const queues = backend.connect(processor, router, outcomes);
@@ -281,6 +294,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
       await processor.run();
       processor.stop();
       await router.stop();
+      await objectFiles.stop();
       await sandbox.close();
       await backend.close();
     },

@@ -33,6 +33,10 @@ export interface Settings {
   transformWorkers: number;
   /** Share of the time a warehouse load sends rows while event intake is busy; 1: it never pauses. */
   warehouseLoadShare: number;
+  /** Object storage (S3, MINIO, DIGITAL_OCEAN_SPACES): a file is uploaded at this many events, MB or seconds, whichever comes first. */
+  objectStorageBatchEvents: number;
+  objectStorageBatchMb: number;
+  objectStorageBatchSeconds: number;
   /** Memory (MB) JavaScriptCore's collector paces the heap against; 0 keeps its own guess. */
   gcMemoryMb: number;
   /** Destination kind → base URL replacing the service's scheme and host (for offline tests). */
@@ -165,6 +169,9 @@ export const SETTINGS: Spec[] = [
   { key: "transformMemoryMb", flag: "transform-memory-mb", env: "SLUICE_TRANSFORM_MEMORY_MB", default: "64", help: "Memory limit of a user transformation's sandbox.", parse: int(1, 4096) },
   { key: "transformTimeoutMs", flag: "transform-timeout-ms", env: "SLUICE_TRANSFORM_TIMEOUT_MS", default: "1000", help: "Time limit of one user transformation call.", parse: int(1, 600000) },
   { key: "transformWorkers", flag: "transform-workers", env: "SLUICE_TRANSFORM_WORKERS", default: "2", help: "Worker threads running user transformations.", parse: int(1, 64) },
+  { key: "objectStorageBatchEvents", flag: "object-storage-batch-events", env: "SLUICE_OBJECT_STORAGE_BATCH_EVENTS", default: "10000", help: "Object storage: a file is closed and uploaded once it holds this many events...", parse: int(1, 10_000_000) },
+  { key: "objectStorageBatchMb", flag: "object-storage-batch-mb", env: "SLUICE_OBJECT_STORAGE_BATCH_MB", default: "64", help: "...or this many MB of JSON before compression...", parse: int(1, 4096) },
+  { key: "objectStorageBatchSeconds", flag: "object-storage-batch-seconds", env: "SLUICE_OBJECT_STORAGE_BATCH_SECONDS", default: "30", help: "...or once its first event is this many seconds old, whichever comes first.", parse: int(1, 86_400) },
   { key: "warehouseLoadShare", flag: "warehouse-load-share", env: "SLUICE_WAREHOUSE_LOAD_SHARE", default: "0.05", help: "While event intake keeps its thread busy, a warehouse load keeps PostgreSQL working on it this share of the time and pauses the rest, so that PostgreSQL's work does not slow event calls; 1: loads never pause.", parse: share },
   { key: "gcMemoryMb", flag: "gc-memory-mb", env: "SLUICE_GC_MEMORY_MB", default: "128", help: "Memory the garbage collector paces itself against (BUN_JSC_forceRAMSize, which wins when set); not a limit. 0: JavaScriptCore's own guess from the machine's memory.", parse: int(0, 1_048_576) },
   { key: "sessionHours", flag: "session-hours", env: "SLUICE_SESSION_HOURS", default: "12", help: "How long a dashboard sign-in lasts before the browser must sign in again.", parse: positive },

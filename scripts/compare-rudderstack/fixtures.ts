@@ -13,6 +13,7 @@
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
+import { KIND_OPTIONS } from "./kinds";
 
 /** A case as RudderStack publishes it: only the fields read here. */
 export interface RsCase {
@@ -82,6 +83,20 @@ const SRC_STUBS: Record<string, string> = {
   "src/v0/destinations/am/config.ts": "export default { MAX_USERS_DEVICES_PER_BATCH: 500 } as any;\n",
 };
 
+/**
+ * A src/ module a case file imports that SRC_STUBS does not name (tiktok_ads/mocks.ts imports its
+ * config to lower the batch size): the object a kind gives in kinds.ts `rudderModules` for that
+ * path, so what a mockFns replaces on it reaches the kind, else an empty object. CommonJS, so
+ * default and named imports both load.
+ */
+function standInFor(rel: string): string {
+  return `module.exports = globalThis.__sluiceRudderModules?.[${JSON.stringify(withoutExtension(rel))}] ?? {};\n`;
+}
+
+const withoutExtension = (path: string) => path.replace(/\.[cm]?[jt]s$/, "");
+/** SRC_STUBS by path without extension (AM's stub is config.ts where the checkout has config.js). */
+const STUBBED = new Set(Object.keys(SRC_STUBS).map(withoutExtension));
+
 /** Files of the checkout copied as they are (the harness itself; tags.js is a plain table). */
 const HARNESS = ["test/integrations/testUtils.ts", "test/integrations/testTypes.ts", "test/integrations/envUtils.ts", "test/integrations/common", "src/v0/util/tags.js"];
 
@@ -100,9 +115,12 @@ function resolveFile(from: string, spec: string): string | undefined {
 export class FixtureCopy {
   readonly dir: string;
   private copied = new Set<string>();
+  /** The folder whose cases were loaded last: a clock its cases assigned is kept until another's load. */
+  private clockFolder?: string;
 
   constructor(readonly checkout: string) {
     this.dir = mkdtempSync(join(tmpdir(), "sluice-compare-rs-"));
+    (globalThis as any).__sluiceRudderModules = Object.assign({}, ...Object.values(KIND_OPTIONS).map((o) => o.rudderModules ?? {}));
     for (const [name, files] of Object.entries(PACKAGES)) {
       mkdirSync(join(this.dir, "node_modules", name), { recursive: true });
       writeFileSync(join(this.dir, "node_modules", name, "package.json"), JSON.stringify({ name, main: "index.js" }));
@@ -134,8 +152,9 @@ export class FixtureCopy {
       const file = resolveFile(source, m[2]!);
       if (!file) continue;
       const rel = relative(this.checkout, file);
-      // Imports of src/ are stood in for above (SRC_STUBS) or not needed; test/ files are the cases' own.
+      // test/ files are the cases' own; src/ modules are stood in for (SRC_STUBS, or standInFor).
       if (rel.startsWith("test/")) this.copy(file);
+      else if (rel.startsWith("src/") && !this.copied.has(file) && !STUBBED.has(withoutExtension(rel)) && !HARNESS.includes(rel)) this.write(rel, standInFor(rel));
     }
   }
 
@@ -160,6 +179,8 @@ export class FixtureCopy {
 
   /** The cases of `<folder>/<feature>/data.ts` whose feature is that one (undefined: no such file). */
   async cases(folder: string, feature: "processor" | "router"): Promise<RsCase[] | undefined> {
+    if (folder !== this.clockFolder) assignedClock = undefined;
+    this.clockFolder = folder;
     if (!this.has(folder, `${feature}/data.ts`)) return undefined;
     const mod = await import(this.path(folder, `${feature}/data.ts`));
     if (mod.skip) return [];
@@ -184,7 +205,22 @@ export class FixtureCopy {
  * in for by an object that records the value and ignores everything else (the mocks a mockFns
  * adds on its adapter argument are the stand-in's: stand-in.ts).
  */
-export const caseClock: { now?: number } = {};
+let ownClock: number | undefined;
+export const caseClock: { now?: number } = {
+  get now() {
+    return ownClock ?? assignedClock;
+  },
+  set now(v: number | undefined) {
+    ownClock = v;
+  },
+};
+
+/**
+ * A clock assigned to Date.now by a case's mockFns (below). Jest never puts it back, so in
+ * RudderStack's run it holds for the later cases of the same files too (snapchat_conversion's
+ * router cases without a mockFns rely on it); it is forgotten when the next kind's cases load.
+ */
+let assignedClock: number | undefined;
 
 function chain(onValue?: (v: unknown) => void): any {
   const api: any = new Proxy(function () {}, {
@@ -199,15 +235,49 @@ function chain(onValue?: (v: unknown) => void): any {
   return api;
 }
 
+/** What jest.replaceProperty changed during a case, to put back after it (jest restores them per test). */
+const replaced: Array<{ obj: any; key: string; had: boolean; value: unknown }> = [];
+
+export function restoreReplacedProperties() {
+  for (const r of replaced.splice(0).reverse()) {
+    if (r.had) r.obj[r.key] = r.value;
+    else delete r.obj[r.key];
+  }
+}
+
 export function installJestStandIn() {
+  // Some cases fix the clock by assigning `Date.now = jest.fn(() => date)` (snapchat_conversion's
+  // commonConfig.ts): the assignment is read as the case's clock, and Date.now stays the real one.
+  const realNow = Date.now;
+  Object.defineProperty(Date, "now", {
+    configurable: true,
+    get: () => realNow,
+    set: (fn: unknown) => {
+      const impl = typeof fn === "function" ? (fn as any).implementation : undefined;
+      if (typeof impl !== "function") return;
+      try {
+        caseClock.now = assignedClock = Number(impl());
+      } catch {}
+    },
+  });
   (globalThis as any).jest = {
+    // FACEBOOK_PIXEL's cases fix the clock through jest's fake timers.
+    useFakeTimers() {
+      const timers: any = { setSystemTime(d: unknown) { caseClock.now = new Date(d as any).getTime(); return timers; } };
+      return timers;
+    },
     spyOn(obj: unknown, key: string) {
       return chain(obj === Date && key === "now" ? (v) => (caseClock.now = Number(v)) : undefined);
     },
     replaceProperty(obj: any, key: string, value: unknown) {
+      replaced.push({ obj, key, had: Object.hasOwn(obj, key), value: obj[key] });
       obj[key] = value;
     },
-    fn: () => chain(),
+    // A mock with an implementation calls it, and keeps it for a clock assigned to Date.now (above).
+    fn: (impl?: unknown) => {
+      if (typeof impl !== "function") return chain();
+      return Object.assign((...args: unknown[]) => (impl as (...a: unknown[]) => unknown)(...args), { implementation: impl });
+    },
     mock: () => undefined,
   };
 }

@@ -2,6 +2,8 @@
  * What the comparison does differently for some kinds. Every kind of the registry is compared;
  * a kind not listed here gets the defaults. Each entry says why it is needed.
  */
+import { TIKTOK_BATCH_LIMITS } from "../../src/destinations/tiktok-ads/batch";
+
 export interface KindOptions {
   /** RudderStack's folder under test/integrations/destinations; default: the kind's name in lower case. */
   folder?: string;
@@ -37,6 +39,12 @@ export interface KindOptions {
   jobIdKey?: string;
   /** Lookups: paths where a mock naming no query matches any query (RudderStack passes the key as axios params there). */
   anyQueryPaths?: RegExp;
+  /**
+   * RudderStack src/ modules (path in the checkout, without extension) that a case's mockFns
+   * changes with jest.replaceProperty, each stood in for by the kind's own object of the same
+   * keys, so the change (a lower batch size) reaches the kind; put back after each case.
+   */
+  rudderModules?: Record<string, Record<string, unknown>>;
 }
 
 const urlOf = (endpoint: string) => {
@@ -75,6 +83,13 @@ export const KIND_OPTIONS: Record<string, KindOptions> = {
   // router batches together (its "router tests" case). objectWriteTraceId is RudderStack's job id;
   // RudderStack names the CRM v3 property list's key as axios params, the other lookups' inline.
   HS: { userKey: "metadata", jobIdKey: "objectWriteTraceId", anyQueryPaths: /^\/crm\/v3\/properties\// },
+  // Both Facebook kinds refuse events older than 7 days. RudderStack's Pixel cases fake the clock
+  // at this day (jest.useFakeTimers().setSystemTime); its Conversions cases fix Date.now here
+  // (mocks.ts), though some leave the mock out.
+  FACEBOOK_PIXEL: { clock: "2023-10-15T00:00:00Z" },
+  FACEBOOK_CONVERSIONS: { clock: "2023-11-12T15:46:51Z" },
+  // RudderStack's router cases lower TikTok's Events 2.0 batch size to 3 (tiktok_ads/mocks.ts).
+  TIKTOK_ADS: { rudderModules: { "src/v0/destinations/tiktok_ads/config": TIKTOK_BATCH_LIMITS } },
 };
 
 export function optionsOf(name: string): KindOptions {

@@ -3,6 +3,14 @@
  * and list it here; nothing in the pipeline changes.
  */
 import type { AnyDestinationDefinition } from "./types";
+import { activeCampaign } from "./active-campaign";
+import { facebookConversions } from "./facebook-conversions";
+import { facebookPixel } from "./facebook-pixel";
+import { mailchimp } from "./mailchimp";
+import { oneSignal } from "./one-signal";
+import { pinterestTag } from "./pinterest-tag";
+import { snapchatConversion } from "./snapchat-conversion";
+import { tiktokAds } from "./tiktok-ads";
 import { amplitude } from "./amplitude";
 import { braze } from "./braze";
 import { clevertap } from "./clevertap";
@@ -24,6 +32,9 @@ import { segment } from "./segment";
 import { sendgrid } from "./sendgrid";
 import { slack } from "./slack";
 import { redis } from "./redis";
+import { s3 } from "./s3";
+import { minio } from "./minio";
+import { digitalOceanSpaces } from "./digital-ocean-spaces";
 import { webhook } from "./webhook";
 import { zendesk } from "./zendesk";
 
@@ -60,7 +71,18 @@ const KINDS: AnyDestinationDefinition[] = [
   mautic,
   iterable,
   hubspot,
+  facebookPixel,
+  facebookConversions,
+  tiktokAds,
+  snapchatConversion,
+  pinterestTag,
+  mailchimp,
+  activeCampaign,
+  oneSignal,
   redis,
+  s3,
+  minio,
+  digitalOceanSpaces,
   postgres,
 ].map(withLiveEventsKeys);
 

@@ -1,7 +1,7 @@
 /**
  * The runner of deliveries, and the one file that knows the order of their stages: user
  * transformation (transform-batcher.ts over stages.ts) → destination transform (stages.ts) →
- * send (sender.ts), or, for warehouse kinds, → staging (src/warehouse/staging.ts). It also owns
+ * send (sender.ts), or, for staging kinds, → staging (src/warehouse/staging.ts, src/object-storage/files.ts). It also owns
  * the error policy: a held or disabled destination starts nothing; a transformation that fails
  * aborts (retries when the sandbox was only busy); a kind that refuses an event aborts it; no
  * output is "filtered"; every result becomes the delivery's next state through nextState
@@ -22,11 +22,20 @@ import { type AttemptResult, nextState } from "./next-state";
 import { type DestinationQueue, Scheduler } from "./scheduler";
 import { type ItemCheck, Sender, type SenderSettings } from "./sender";
 import { TransformBatcher } from "./transform-batcher";
-import { STAGE_MAX, type StageInput, type WarehouseStager, isWarehouseKind } from "../warehouse/staging";
+import { STAGE_MAX, type StageInput } from "../warehouse/staging";
 
 export interface RouterSettings extends RetryPolicy, SenderSettings {}
 
 type Queued = QueuedDelivery;
+
+/**
+ * A delivery mode that stages events instead of sending them: the warehouse (its rows, loaded
+ * later) and object storage (gzipped JSON lines, uploaded later). A staged delivery has succeeded.
+ */
+export interface Stager {
+  handles(type: string): boolean;
+  stageDeliveries(dest: DestinationRuntime, inputs: Array<StageInput | AttemptResult>, started: number): Promise<AttemptResult[]>;
+}
 type Snapshot = ReturnType<ConfigStore["snapshot"]>;
 
 /** How many deliveries per connection may run when a transformation stage precedes the request. */
@@ -39,7 +48,7 @@ export class Router {
   private sender: Sender;
   private inFlight = new Set<Promise<void>>();
   private transforms: TransformBatcher;
-  private stager?: WarehouseStager;
+  private stagers: Stager[] = [];
 
   constructor(
     store: DeliveriesStore,
@@ -59,9 +68,9 @@ export class Router {
     this.transforms = new TransformBatcher(stages);
   }
 
-  /** Warehouse kinds are staged by this stager instead of sent; without one they stay queued. */
-  useWarehouseStager(stager: WarehouseStager) {
-    this.stager = stager;
+  /** The kinds this stager handles are staged instead of sent; a staging kind without its stager stays queued. */
+  useStager(stager: Stager) {
+    this.stagers.push(stager);
   }
 
   /** Loads every destination with queued work (start-up) and keeps a slow poll as a safety net. */
@@ -117,8 +126,9 @@ export class Router {
     // requests, batches, warehouse staging), so none delivers its events untransformed.
     if (!dest || !dest.enabled || dest.transformation?.held) return;
     this.scheduler.refill(q);
-    if (isWarehouseKind(dest.type)) {
-      this.pumpStaging(q, dest, snap);
+    if (dest.definition?.serverDelivered) {
+      const stager = this.stagers.find((s) => s.handles(dest.type));
+      if (stager) this.pumpStaging(q, dest, snap, stager);
       return;
     }
     if (dest.definition?.batch) {
@@ -169,14 +179,13 @@ export class Router {
   }
 
   /**
-   * Warehouse kinds: rows are staged on disk, not sent (src/warehouse/staging.ts). One staging
+   * Staging kinds: warehouse rows and object-storage files are staged on disk, not sent. One staging
    * pass at a time per destination takes every due delivery of the ready users (in each user's
    * order) up to STAGE_MAX; each user's FIFO is still consumed from its head so the queue's
    * bookkeeping stays the scheduler's own.
    */
-  private pumpStaging(q: DestinationQueue, dest: DestinationRuntime, snap: Snapshot) {
-    const stager = this.stager;
-    if (!stager || q.running.size > 0) return;
+  private pumpStaging(q: DestinationQueue, dest: DestinationRuntime, snap: Snapshot, stager: Stager) {
+    if (q.running.size > 0) return;
     const users: string[] = [];
     const taken: Queued[][] = [];
     if (!this.scheduler.takeDue(q, STAGE_MAX, snap.sources, users, taken)) return;
@@ -194,7 +203,7 @@ export class Router {
   }
 
   /** The user transformation of each delivery, then one staging pass of what it made. */
-  private async stageItems(stager: WarehouseStager, dest: DestinationRuntime, items: Queued[]): Promise<AttemptResult[]> {
+  private async stageItems(stager: Stager, dest: DestinationRuntime, items: Queued[]): Promise<AttemptResult[]> {
     const started = performance.now();
     const inputs: Array<StageInput | AttemptResult> = await Promise.all(
       items.map(async (item) => {

@@ -52,6 +52,10 @@ export class WarehouseStager {
     private now: () => number = Date.now,
   ) {}
 
+  handles(type: string): boolean {
+    return isWarehouseKind(type);
+  }
+
   /**
    * Stages the rows of every input in one transaction; they are committed when it resolves.
    * Throws only when the store fails (the caller retries those deliveries); an event that

@@ -25,7 +25,7 @@ test("RudderStack's workspaceConfig.json: each entry says whether it runs, is he
   const { code, out } = checkConfig(FIXTURE);
   expect(code).toBe(0);
   expect(out).toStartWith(`${FIXTURE}: RudderStack's workspaceConfig.json\n`);
-  expect(lineOf(out, "Raw events archive")).toMatch(/^destination +Raw events archive \(S3\) +HELD +unsupported kind 'S3' \(Amazon S3\): kept with its config, receives nothing/);
+  expect(lineOf(out, "Raw events archive")).toMatch(/^destination +Raw events archive \(GCS\) +HELD +unsupported kind 'GCS' \(Google Cloud Storage\): kept with its config, receives nothing/);
   expect(lineOf(out, "Analytics warehouse")).toMatch(/HELD +unsupported kind 'BQ' \(BigQuery\)/);
   expect(lineOf(out, "Product analytics (browser)")).toMatch(/device +device mode: the SDK loads Amplitude's own library/);
   expect(lineOf(out, "Engagement")).toMatch(/runs +hybrid: the SDK loads it/);
@@ -61,7 +61,7 @@ test("Sluice's own file: a config error names the key and says start-up stops th
       "destinations:",
       "  - { name: hook, type: WEBHOOK, config: { webhookMethod: POST }, sources: [web] }",
       "  - { name: ok-hook, type: WEBHOOK, config: { webhookUrl: 'http://127.0.0.1:9/x' }, sources: [web] }",
-      "  - { name: lake, type: S3, config: { bucketName: b }, sources: [web] }",
+      "  - { name: lake, type: GCS, config: { bucketName: b }, sources: [web] }",
       "transformations:",
       "  - { name: tag, code: 'export function transformEvent(e) { return e; }', destinations: [ok-hook] }",
     ].join("\n"),
@@ -71,7 +71,7 @@ test("Sluice's own file: a config error names the key and says start-up stops th
   expect(out).toStartWith(`${file}: Sluice's workspace file\n`);
   expect(lineOf(out, "hook")).toMatch(/^destination +hook \(WEBHOOK\) +ERROR +config\.webhookUrl: is required \(sluice serve --config stops at this\)/);
   expect(lineOf(out, "ok-hook")).toMatch(/runs +cloud mode/);
-  expect(lineOf(out, "lake")).toMatch(/HELD +unsupported kind 'S3'/);
+  expect(lineOf(out, "lake")).toMatch(/HELD +unsupported kind 'GCS'/);
   expect(lineOf(out, "tag")).toMatch(/runs +runs before delivery to ok-hook/);
   expect(out).toEndWith("3 run, 0 device mode, 1 held, 1 error (sluice serve --config stops at an error)\n");
 });

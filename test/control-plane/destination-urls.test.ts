@@ -119,6 +119,9 @@ describe("every URL key of every kind refuses schemes other than http and https"
       ZENDESK: ["domain"],
       FRESHSALES: ["domain"],
       CLEVERTAP: ["region"],
+      ACTIVE_CAMPAIGN: ["apiUrl"],
+      MINIO: ["endPoint"],
+      DIGITAL_OCEAN_SPACES: ["endPoint"],
     });
   });
 });

@@ -1,6 +1,6 @@
 /**
  * A RudderStack workspace runs on Sluice as it ran before (test/fixtures/rudderstack/import.json,
- * RudderStack's exported workspaceConfig.json shape): kinds Sluice lacks (S3, BigQuery) are kept
+ * RudderStack's exported workspaceConfig.json shape): kinds Sluice lacks (GCS, BigQuery) are kept
  * with their config and marked unsupported instead of stopping start-up, receive nothing and
  * queue nothing; sources keep their sourceDefinition, and a cloud source (which RudderStack pulls
  * from) is marked unsupported while its write key still takes event calls; device-mode and
@@ -39,7 +39,7 @@ describe("a RudderStack workspace with kinds Sluice lacks", () => {
   beforeAll(async () => {
     sink = startSink();
     dir = tempDir();
-    // A second S3 destination: the start-up warning is one line per kind, not per destination.
+    // A second GCS destination: the start-up warning is one line per kind, not per destination.
     file = workspaceFile(dir, sink.url, (doc) =>
       doc.sources[1].destinations.push({ ...doc.sources[0].destinations[0], id: "dst-s3-0002", name: "Order archive", config: { ...doc.sources[0].destinations[0].config, bucketName: "shop-orders" } }),
     );
@@ -60,17 +60,17 @@ describe("a RudderStack workspace with kinds Sluice lacks", () => {
       .split("\n")
       .filter((l) => l.includes("destination kind not in this version of Sluice"))
       .map((l) => JSON.parse(l));
-    expect(warnings.map((w) => w.kind).sort()).toEqual(["BQ", "S3"]);
-    expect(warnings.find((w) => w.kind === "S3").destinations.sort()).toEqual(["Order archive", "Raw events archive"]);
+    expect(warnings.map((w) => w.kind).sort()).toEqual(["BQ", "GCS"]);
+    expect(warnings.find((w) => w.kind === "GCS").destinations.sort()).toEqual(["Order archive", "Raw events archive"]);
     const pulled = server.output().split("\n").filter((l) => l.includes("source kind that RudderStack pulls from"));
     expect(pulled).toHaveLength(1);
     expect(JSON.parse(pulled[0]!)).toMatchObject({ kind: "salesforce", sources: ["CRM sync"] });
   });
 
-  test("S3 and BigQuery are kept with the file's full config and connections, marked unsupported; the rest are not", async () => {
+  test("GCS and BigQuery are kept with the file's full config and connections, marked unsupported; the rest are not", async () => {
     const { destinations } = (await api(server.url, "GET", "/v2/destinations")).json;
     const s3 = byName(destinations, "Raw events archive");
-    expect(s3).toMatchObject({ type: "S3", unsupported: true, enabled: true });
+    expect(s3).toMatchObject({ type: "GCS", unsupported: true, enabled: true });
     expect(s3.config).toEqual({ bucketName: "shop-raw-events", prefix: "rudder", accessKeyID: "AKIAEXAMPLEKEY", accessKey: "example-secret-access-key", enableSSE: false });
     expect(s3.sourceIds).toHaveLength(1);
     expect(byName(destinations, "Analytics warehouse")).toMatchObject({ type: "BQ", unsupported: true });
@@ -148,9 +148,9 @@ describe("a RudderStack workspace with kinds Sluice lacks", () => {
   });
 
   test("the API still refuses a kind it lacks (400 naming type): holding is for imported files", async () => {
-    const r = await api(server.url, "POST", "/v2/destinations", { name: "new-s3", type: "S3", config: { bucketName: "b" } });
+    const r = await api(server.url, "POST", "/v2/destinations", { name: "new-s3", type: "GCS", config: { bucketName: "b" } });
     expect(r.status).toBe(400);
-    expect(r.json.message).toStartWith("type: unknown destination type 'S3'");
+    expect(r.json.message).toStartWith("type: unknown destination type 'GCS'");
     // An unsupported destination can still be switched off and on.
     const { destinations } = (await api(server.url, "GET", "/v2/destinations")).json;
     const off = await api(server.url, "PATCH", `/v2/destinations/${byName(destinations, "Analytics warehouse").id}`, { enabled: false });
@@ -224,7 +224,7 @@ test.skipIf(onPostgres || !havePostgres)("migrate-to-postgres carries each desti
       { type: "AM", kind: "object", displayName: "Amplitude", firstKey: "apiKey" },
       { type: "BQ", kind: "object", displayName: "BigQuery", firstKey: null },
       { type: "BRAZE", kind: "object", displayName: "Braze", firstKey: "appKey" },
-      { type: "S3", kind: "object", displayName: "Amazon S3", firstKey: null },
+      { type: "GCS", kind: "object", displayName: "Google Cloud Storage", firstKey: null },
       { type: "WEBHOOK", kind: "object", displayName: "Webhook", firstKey: null },
       { type: "WEBHOOK", kind: "object", displayName: "Webhook", firstKey: null },
     ]);

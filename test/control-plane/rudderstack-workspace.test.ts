@@ -4,7 +4,7 @@
  * nested destinations, each with its destinationDefinition, transformations by versionId, a
  * top-level libraries list). The server starts on a temp copy whose webhook and HTTP URLs point
  * at a local sink, one path per destination, and every case shows which destination received
- * what: kinds Sluice lacks (S3, BigQuery), device and hybrid mode, consent (OneTrust, Ketch,
+ * what: kinds Sluice lacks (GCS, BigQuery), device and hybrid mode, consent (OneTrust, Ketch,
  * generic providers with or/and), the integrations object, a transformation whose code is
  * missing and one that imports a library.
  *
@@ -108,13 +108,13 @@ async function deliveryRows(name: string): Promise<number> {
 const consent = (deniedConsentIds: string[], extra: Record<string, unknown> = {}) => ({ context: { consentManagement: { deniedConsentIds, ...extra } } });
 
 describe("the workspace file as RudderStack exported it", () => {
-  test("sluice serve --config starts on it: every destination of the file is listed; S3 and BigQuery are kept and marked unsupported, the rest are not", () => {
+  test("sluice serve --config starts on it: every destination of the file is listed; GCS and BigQuery are kept and marked unsupported, the rest are not", () => {
     expect(readFileSync(file, "utf8")).not.toContain(PLACEHOLDER);
     expect(Object.keys(byName).sort()).toEqual(fileDestinations.map((d) => d.name).sort());
-    expect(byName["Raw event archive"]).toMatchObject({ type: "S3", unsupported: true, enabled: true });
+    expect(byName["Raw event archive"]).toMatchObject({ type: "GCS", unsupported: true, enabled: true });
     expect(byName["Raw event archive"].config.bucketName).toBe("storefront-raw-events");
     expect(byName["Analytics warehouse"]).toMatchObject({ type: "BQ", unsupported: true, enabled: true });
-    const supported = Object.values(byName).filter((d: any) => !["S3", "BQ"].includes(d.type));
+    const supported = Object.values(byName).filter((d: any) => !["GCS", "BQ"].includes(d.type));
     expect(supported.map((d: any) => [d.name, d.unsupported])).toEqual(supported.map((d: any) => [d.name, false]));
   });
 
@@ -124,12 +124,12 @@ describe("the workspace file as RudderStack exported it", () => {
     const inFile = Object.fromEntries(fileDestinations.filter((d) => d.destinationDefinition.name in listed).map((d) => [d.destinationDefinition.name, d.destinationDefinition.displayName]));
     expect(inFile).toEqual({ WEBHOOK: "Webhook", HTTP: "HTTP" });
     expect({ WEBHOOK: listed.WEBHOOK, HTTP: listed.HTTP }).toEqual(inFile);
-    expect(listed.S3).toBeUndefined();
+    expect(listed.GCS).toBeUndefined();
     expect(listed.BQ).toBeUndefined();
   });
 });
 
-describe("kinds Sluice lacks: S3 and BigQuery", () => {
+describe("kinds Sluice lacks: GCS and BigQuery", () => {
   test("they receive nothing and queue nothing (no delivery row, zero counts); the source's webhook still gets its events", async () => {
     const user = await sendThenMark(WEB_KEY, [{ event: "Product Viewed" }], ["/web-audit"]);
     expect(names("/web-audit", user)).toEqual(["Product Viewed", "marker"]);

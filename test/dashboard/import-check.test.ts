@@ -45,9 +45,9 @@ test.if(haveChromium)("Import check: paste a RudderStack workspace file, read ea
   expect(await row.getByRole("cell").allTextContents()).toEqual([
     "destination",
     `${HOSTILE} archive`,
-    "S3",
+    "GCS",
     "Held",
-    "unsupported kind 'S3' (Amazon S3): kept with its config, receives nothing and queues nothing until a Sluice version has the kind.",
+    "unsupported kind 'GCS' (Google Cloud Storage): kept with its config, receives nothing and queues nothing until a Sluice version has the kind.",
   ]);
   await page.getByRole("row", { name: /Product analytics \(browser\)/ }).getByText("Device mode", { exact: true }).waitFor();
   // Not JSON: said on the page, nothing sent.
@@ -59,11 +59,11 @@ test.if(haveChromium)("Import check: paste a RudderStack workspace file, read ea
 
 test.if(haveChromium)("a destination of a kind this server lacks is badged Unsupported in the list and on its page", async () => {
   const { context, page } = await dash.newPage();
-  const s3 = (await api(dash.s.url, "GET", "/v2/destinations")).json.destinations.find((d: any) => d.type === "S3");
+  const s3 = (await api(dash.s.url, "GET", "/v2/destinations")).json.destinations.find((d: any) => d.type === "GCS");
   await page.goto(`${dash.s.url}/destinations`);
   await page.getByRole("row", { name: /Raw events archive/ }).getByText("Unsupported").waitFor();
   expect(await page.getByRole("row", { name: /Order hook/ }).getByText("Unsupported").count()).toBe(0);
   await page.goto(`${dash.s.url}/destinations/${s3.id}`);
-  await page.getByText("This server has no destination kind S3.").waitFor();
+  await page.getByText("This server has no destination kind GCS.").waitFor();
   await context.close();
 });

@@ -6,41 +6,12 @@
  * does: HSET of the fields, HSET of one field for profiles, or a merged JSON.SET with the JSON
  * module. Deletion removes the user's key.
  */
-import { type Static, t } from "elysia";
 import { isPlainObject } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configKeys, configOf, requiredKeysOf, restRequest } from "../types";
+import { RedisConfig, type RedisWrite } from "./config";
 import { sendToRedis } from "./store";
 
-/**
- * RudderStack's exported configs hold the database as text ("3"), Sluice's API may hold a number.
- * Text that is not a number means database 0, as rudder-server reads it (strconv.Atoi).
- */
-const DatabaseNumber = t.Union([t.Integer({ minimum: 0 }), t.String()]);
-
-export const RedisConfig = t.Object(
-  {
-    /** host:port; in cluster mode a comma-separated list of nodes. */
-    address: t.String({ minLength: 1 }),
-    database: t.Optional(DatabaseNumber),
-    password: t.Optional(t.String()),
-    prefix: t.Optional(t.String()),
-    secure: t.Optional(t.Boolean()),
-    skipVerify: t.Optional(t.Boolean()),
-    caCertificate: t.Optional(t.String()),
-    /** RudderStack takes any value other than false (absent included) as cluster mode. */
-    clusterMode: t.Optional(t.Boolean()),
-    useJSONModule: t.Optional(t.Boolean()),
-  },
-  { additionalProperties: true },
-);
-export type RedisConfig = Static<typeof RedisConfig>;
-
-/** What a Redis request's body holds: RudderStack's transformer output, or a deletion. */
-export type RedisWrite =
-  | { message: { key: string; fields: Record<string, string> }; userId: unknown }
-  | { message: { hash: string; key: string; value: string }; userId: unknown }
-  | { message: { key: string; path?: string; value: unknown }; userId: unknown }
-  | { delete: string[] };
+export { RedisConfig, type RedisWrite } from "./config";
 
 const blank = (v: unknown) => v === undefined || v === null || String(v).trim() === "";
 

@@ -11,7 +11,7 @@
 import { RedisClient } from "bun";
 import { isPlainObject } from "../shared";
 import { type DestinationRequest, type ProtocolAnswer, type ProtocolContext, configOf } from "../types";
-import { RedisConfig, type RedisWrite } from "./index";
+import { RedisConfig, type RedisWrite } from "./config";
 
 /** A connection unused this long is closed. */
 const IDLE_CLOSE_MS = 60_000;
