@@ -10,7 +10,7 @@
  * `--binary` runs another build (an A/B: run each binary in turns, with --no-record).
  */
 import { join, resolve } from "node:path";
-import { BINARY, adminApi, basicAuth, ensureBinary, fmt, numberArg, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
+import { BINARY, adminApi, basicAuth, ensureBinary, fmt, numberArg, record, requireWrk, rssMb, startProcess, sendBatches, startSluice, wrk } from "./bench-lib";
 
 const total = numberArg("--events", 50_000);
 const seconds = numberArg("--seconds", 10);
@@ -57,16 +57,8 @@ for (const { destinations, transformation } of variants) {
   const started = performance.now();
   const batches: Array<Array<Record<string, unknown>>> = [];
   for (let i = 0; i < perDest; i += 100) batches.push(Array.from({ length: Math.min(100, perDest - i) }, (_, j) => event(i + j)));
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: 8 }, async () => {
-      while (next < batches.length) {
-        const b = batches[next++];
-        const res = await fetch(`${s.url}/v1/batch`, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify({ batch: b }) });
-        if (res.status !== 200) throw new Error(`intake answered ${res.status}`);
-      }
-    }),
-  );
+  await sendBatches(s.url, auth, batches);
+
   const expected = perDest * destinations;
   const deadline = Date.now() + 300_000;
   while ((await sinkStats()).count < expected) {

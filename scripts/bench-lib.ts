@@ -395,3 +395,17 @@ export const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleSt
 
 /** The lowest and highest of the figures, "min–max". */
 export const range = (xs: number[], digits = 0) => `${fmt(Math.min(...xs), digits)}–${fmt(Math.max(...xs), digits)}`;
+
+/** Sends event batches through /v1/batch, `parallel` requests at a time, in order of the list; throws on any answer but 200. */
+export async function sendBatches(url: string, auth: string, batches: Array<Array<Record<string, unknown>>>, parallel = 8): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < batches.length) {
+        const b = batches[next++];
+        const res = await fetch(`${url}/v1/batch`, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify({ batch: b }) });
+        if (res.status !== 200) throw new Error(`intake answered ${res.status}`);
+      }
+    }),
+  );
+}
