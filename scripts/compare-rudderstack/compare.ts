@@ -171,7 +171,8 @@ async function transform(run: Runner, message: any, ctx: DestinationContext): Pr
     const requests: DestinationRequest[] = await run.def.transform(copy(message), ctx);
     // A protocol or object-storage kind's request carries RudderStack's output as its body (REDIS, S3).
     if (run.def.send || run.def.serverDelivered) return requests.map((request) => ({ request: request.body.JSON }));
-    return requests.map((request) => ({ request }));
+    const madeByRudderStack = (r: DestinationRequest) => !!run.opts.transformWrites?.(r) && run.standIn.answers(r);
+    return requests.filter((r) => !madeByRudderStack(r)).map((request) => ({ request }));
   } catch (e: any) {
     // Messages are compared without the spaces at their ends (RudderStack's lose them in its workflow).
     if (e?.name === "TransformError") return [{ error: String(e.message).trim(), retry: false }];
@@ -334,11 +335,21 @@ export async function routerCase(run: Runner, tc: RsCase, index: number): Promis
     const origin = new URL(tagged[0]!.request.endpoint).origin;
     for (const t of tagged) t.request.endpoint = origin + new URL(t.request.endpoint).pathname + new URL(t.request.endpoint).search;
   }
-  const ctx = ctxOf(inputs[0]);
   if (run.def.batch && tagged.length > 0) {
-    const batched = await run.def.batch(tagged.map((t) => t.request), ctx);
-    const jobs = run.opts.routerJobs ? jobsOfBatches(run.def, tagged, ctx) : undefined;
-    batched.forEach((request, k) => ours.units.push({ request, jobs: jobs?.[k] }));
+    // One batch per destination, as Sluice's router batches (and RudderStack's groups its router
+    // input by destination before batching).
+    const destinationOf = new Map(inputs.map((i) => [i.metadata?.jobId, String(i.destination?.ID ?? "dest")]));
+    const groups = new Map<string, typeof tagged>();
+    for (const t of tagged) {
+      const d = destinationOf.get(t.job) ?? "dest";
+      groups.set(d, [...(groups.get(d) ?? []), t]);
+    }
+    for (const [d, group] of groups) {
+      const ctx = ctxOf(inputs.find((i) => String(i.destination?.ID ?? "dest") === d) ?? inputs[0]);
+      const batched = await run.def.batch(group.map((t) => t.request), ctx);
+      const jobs = run.opts.routerJobs ? jobsOfBatches(run.def, group, ctx) : undefined;
+      batched.forEach((request, k) => ours.units.push({ request, jobs: jobs?.[k] }));
+    }
   } else for (const t of tagged) ours.units.push({ request: t.request, jobs: run.opts.routerJobs ? [t.job] : undefined });
   const calls = [...run.standIn.calls];
 

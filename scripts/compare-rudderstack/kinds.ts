@@ -37,6 +37,12 @@ export interface KindOptions {
   firstConfigHost?: boolean;
   /** A body key holding RudderStack's job id (Sluice has none): cases equal but for it are reported apart. */
   jobIdKey?: string;
+  /**
+   * Requests the kind returns for writes RudderStack makes inside its transform (Sluice returns
+   * them, to be retried and recorded): left out of our output when one of the case's mocks
+   * answers them, i.e. RudderStack made that very call.
+   */
+  transformWrites?: (request: any) => boolean;
   /** Lookups: paths where a mock naming no query matches any query (RudderStack passes the key as axios params there). */
   anyQueryPaths?: RegExp;
   /**
@@ -56,6 +62,8 @@ const urlOf = (endpoint: string) => {
 };
 
 export const KIND_OPTIONS: Record<string, KindOptions> = {
+  // Contact-tag links, list subscriptions and event-name creation: RudderStack posts them in its transform.
+  ACTIVE_CAMPAIGN: { transformWrites: (r) => r.method === "POST" && /\/api\/3\/(contactTags|contactLists|eventTrackingEvents)$/.test(r.endpoint) },
   // HTTP's batch() groups by method, URL, headers and query whatever the body: which jobs each
   // batched request carries is compared too. HTTP, WEBHOOK and HS get RudderStack's
   // metadata.userId as the user key, the user of the router queue the case's events came through.

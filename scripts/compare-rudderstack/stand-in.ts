@@ -102,6 +102,8 @@ export class StandIn {
         networkErrorOnce: () => add({ ...base, once: true, networkError: true }),
         timeout: () => add({ ...base, networkError: true }),
         timeoutOnce: () => add({ ...base, once: true, networkError: true }),
+        abortRequest: () => add({ ...base, networkError: true }),
+        abortRequestOnce: () => add({ ...base, once: true, networkError: true }),
         passThrough: () => adapter,
       };
     };
@@ -164,10 +166,23 @@ export class StandIn {
       if (m.method && m.method !== method) return false;
       if (m.matcher instanceof RegExp && !m.matcher.test(real)) return false;
       if (typeof m.matcher === "string" && stable(urlKey(m.matcher)) !== stable(urlKey(real))) return false;
-      for (const [k, v] of Object.entries(m.headers ?? {})) if (headers.get(k) !== String(v)) return false;
+      if (!headersMatch(m.headers, headers)) return false;
+      const b = m.body as { asymmetricMatch?: (x: unknown) => boolean } | undefined;
+      if (typeof b?.asymmetricMatch === "function") return b.asymmetricMatch(body);
       if (m.body !== undefined && stable(m.body) !== stable(body)) return false;
       return true;
     });
+  }
+
+  /**
+   * Whether one of the case's mocks answers this request: RudderStack made that call itself
+   * (kinds.ts `transformWrites`). Looking does not use a one-time mock up.
+   */
+  answers(request: { method: string; endpoint: string; headers: Record<string, string>; params?: Record<string, unknown>; body: { JSON: unknown } }): boolean {
+    const u = new URL(request.endpoint);
+    for (const [k, v] of Object.entries(request.params ?? {})) u.searchParams.append(k, String(v));
+    const headers = new Headers(request.headers);
+    return !!this.find(request.method, u.toString(), headers, request.body.JSON) || !!this.findCaseMock(request.method, u.toString(), headers, request.body.JSON);
   }
 
   private async answer(request: Request): Promise<Response> {
@@ -205,6 +220,18 @@ export class StandIn {
     this.calls.push(`${shown} → 500 (no mock)`);
     return answerWith(500, { message: "no mock for this request" });
   }
+}
+
+/** A mock's headers: each named one equal, or a jest matcher over them all (RudderStack's cases use both). */
+function headersMatch(wanted: unknown, headers: Headers): boolean {
+  const matcher = wanted as { asymmetricMatch?: (x: unknown) => boolean } | undefined;
+  if (typeof matcher?.asymmetricMatch === "function") {
+    // jest sees axios's header names (Content-Type), fetch lower-cases them.
+    const named = Object.fromEntries([...headers.entries()].map(([k, v]) => [k.replace(/(^|-)([a-z])/g, (_x: string, d: string, c: string) => d + c.toUpperCase()), v]));
+    return matcher.asymmetricMatch(named);
+  }
+  for (const [k, v] of Object.entries((wanted ?? {}) as Record<string, unknown>)) if (headers.get(k) !== String(v)) return false;
+  return true;
 }
 
 function answerWith(status: number, data: unknown, headers?: Record<string, string>): Response {

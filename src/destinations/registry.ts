@@ -110,13 +110,13 @@ export interface ConfigField {
 
 /**
  * A config key holds a credential when its name ends in apiKey, apiKeyValue, secret, token,
- * password, passcode or writeKey (any case), unless it starts with `public` (Klaviyo's
+ * password, passcode, writeKey, accessKey or accessKeyID (any case; the object stores' keys), unless it starts with `public` (Klaviyo's
  * publicApiKey is meant to be public). RudderStack's definitions mark these by hand
  * (`secretKeys`); a rule over the names covers every kind here, and each kind's keys follow
  * RudderStack's names. The dashboard shows a saved secret masked, never its value.
  */
 export function isSecretKey(key: string): boolean {
-  return /(apikey|apikeyvalue|secret|token|password|passcode|writekey)$/i.test(key) && !/^public/i.test(key);
+  return /(apikey|apikeyvalue|secret|token|password|passcode|writekey|accesskey|accesskeyid)$/i.test(key) && !/^public/i.test(key);
 }
 
 /**

@@ -190,11 +190,16 @@ export class TransformError extends Error {
   }
 }
 
-/** A lookup failed for a reason worth retrying: the delivery is retried, after `retryAfterMs` when the service said. */
+/**
+ * A lookup failed for a reason worth retrying: the delivery is retried, after `retryAfterMs` when
+ * the service said. `answer`: the service's answer (429, 5xx), for a kind that words the failure
+ * as RudderStack does from its body; absent when nothing was answered.
+ */
 export class RetryableTransformError extends Error {
   constructor(
     message: string,
     readonly retryAfterMs?: number,
+    readonly answer?: LookupAnswer,
   ) {
     super(message);
     this.name = "RetryableTransformError";

@@ -34,8 +34,9 @@ export function lookupClient(settings: LookupSettings): LookupClient {
       if (x.retry) throw new RetryableTransformError(`${what} failed: ${x.error}`);
       throw new TransformError(`${what} refused: ${x.error}`);
     }
-    if (isRetryableStatus(x.status)) throw new RetryableTransformError(`${what} answered ${x.status}`, parseRetryAfter(x.headers.get("retry-after")));
-    return { status: x.status, body: parseAnswer(x.text), text: x.text };
+    const answer = { status: x.status, body: parseAnswer(x.text), text: x.text };
+    if (isRetryableStatus(x.status)) throw new RetryableTransformError(`${what} answered ${x.status}`, parseRetryAfter(x.headers.get("retry-after")), answer);
+    return answer;
   };
 }
 

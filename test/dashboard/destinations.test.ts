@@ -191,3 +191,23 @@ test.if(haveChromium)("at 390px wide the list and a destination fit the screen; 
   await page.getByRole("heading", { name: "Destination not found" }).waitFor();
   await context.close();
 }, 30_000);
+
+test.if(haveChromium)("the kinds of issue 39 in the form: an S3 archive and a REDIS store are created from their definitions' keys", async () => {
+  const { context, page } = await dash.newPage();
+  for (const [kind, fill] of [
+    ["S3", { bucketName: "archive-bucket", prefix: "raw" }],
+    ["REDIS", { address: "redis.internal:6379", prefix: "app" }],
+  ] as const) {
+    await page.goto(`${s.url}/destinations?new=${kind}`);
+    const form = page.getByRole("form", { name: "New destination" });
+    await form.getByLabel(/^Name/).fill(`${kind} from the form`);
+    for (const [key, value] of Object.entries(fill)) await form.getByLabel(new RegExp(`^${key}`)).fill(value);
+    const required = Object.keys(fill)[0]!;
+    expect(await form.getByLabel(new RegExp(`^${required}`)).getAttribute("required")).not.toBeNull();
+    await form.getByRole("button", { name: "Create destination" }).click();
+    await page.waitForURL(/\/destinations\/dst_[^/?]+$/);
+    const id = new URL(page.url()).pathname.split("/").pop()!;
+    expect((await api(s.url, "GET", `/v2/destinations/${id}`)).json).toMatchObject({ type: kind, config: fill });
+  }
+  await context.close();
+});

@@ -37,6 +37,9 @@ const ac = startSink((r) => {
   if (key === "GET /api/3/fields") return Response.json({ fieldOptions: [], fieldRels: [], fields: page(FIELDS, r).map((f) => ({ ...f, type: "text", perstag: f.title.toUpperCase() })), meta: { total: String(FIELDS.length) } });
   if (key === "GET /api/3/eventTrackingEvents") return Response.json({ eventTrackingEvents: [...EVENTS].map((name) => ({ name })), meta: { total: String(EVENTS.size) } });
   if (key === "POST /api/3/eventTrackingEvents") {
+    // What a wrong key gets from ActiveCampaign's front door: its login page, answered 200.
+    if (String(r.body.eventTrackingEvent.name).startsWith("Login page")) return new Response("<html>login</html>", { status: 200, headers: { "content-type": "text/html" } });
+    if (String(r.body.eventTrackingEvent.name).startsWith("Refused")) return Response.json({ errors: [{ title: "The name is invalid", code: "invalid" }] }, { status: 422 });
     EVENTS.add(r.body.eventTrackingEvent.name);
     return Response.json({ eventTrackingEvent: r.body.eventTrackingEvent }, { status: 201 });
   }
@@ -109,7 +112,7 @@ test("ACTIVE_CAMPAIGN page → POST /api/3/siteTrackingDomains with the page's d
   await expect(activeCampaign.transform({ type: "page", messageId: "p", properties: {} }, ctx())).rejects.toThrow("Missing required value from");
 });
 
-test("ACTIVE_CAMPAIGN track and screen → GET the event names; an unknown name is created first (returned request), then POST trackcmp.net/event as a form", async () => {
+test("ACTIVE_CAMPAIGN track and screen → GET the event names; an unknown name is created first (during the transform), then POST trackcmp.net/event as a form", async () => {
   const from = ac.received.length;
   const known = await activeCampaign.transform({ type: "track", messageId: "t", event: "Known event", properties: { name: "Known event", eventData: "plan=pro" }, context: { traits: { email: "ada@example.com" } } }, ctx());
   expect(calls(from)).toEqual(["GET /api/3/eventTrackingEvents"]);
@@ -122,20 +125,22 @@ test("ACTIVE_CAMPAIGN track and screen → GET the event names; an unknown name 
     headers: { "Content-Type": "application/x-www-form-urlencoded", "Api-Token": TOKEN },
     body: { FORM: { event: "Known event", eventdata: "plan=pro", actid: "223344", key: "ev-key", visit: '{"email":"ada@example.com"}' } },
   });
+  const beforeScreen = ac.received.length;
   const screen = await activeCampaign.transform({ type: "screen", messageId: "s", properties: { name: "Settings opened" } }, ctx());
-  expect(ac.received.at(-1)!.headers["content-type"]).toBe("application/json");
-  expect(screen.map((r) => r.endpoint.replace(ac.url, ""))).toEqual(["/api/3/eventTrackingEvents", "/event"]);
-  expect(screen[0]!.body.JSON).toEqual({ eventTrackingEvent: { name: "Settings opened" } });
-  expect(screen[1]!.body.FORM).toMatchObject({ event: "Settings opened", eventdata: "Settings opened", visit: '{"email":"undefined"}' });
+  expect(calls(beforeScreen)).toEqual(["GET /api/3/eventTrackingEvents", "POST /api/3/eventTrackingEvents"]);
+  expect(ac.received[beforeScreen]!.headers["content-type"]).toBe("application/json");
+  expect(ac.received.at(-1)!.body).toEqual({ eventTrackingEvent: { name: "Settings opened" } });
+  expect(screen).toHaveLength(1);
+  expect(new URL(screen[0]!.endpoint).pathname).toBe("/event");
+  expect(screen[0]!.body.FORM).toMatchObject({ event: "Settings opened", eventdata: "Settings opened", visit: '{"email":"undefined"}' });
   await expect(activeCampaign.transform({ type: "track", messageId: "t", properties: {} }, ctx())).rejects.toThrow('Missing required value from ["event","properties.name"]');
 });
 
-test("ACTIVE_CAMPAIGN checkResponse: an event name created with anything but 201 (a login page answered 200) retries with RudderStack's text", async () => {
-  const [create] = await activeCampaign.transform({ type: "track", messageId: "t", event: `New ${Date.now()}` }, ctx());
-  expect(activeCampaign.checkResponse!({ status: 201, body: "{}" }, create!, ctx())).toEqual({ outcome: "ok" });
-  expect(activeCampaign.checkResponse!({ status: 200, body: "<html>login</html>" }, create!, ctx())).toEqual({ outcome: "retry", error: 'Unable to create event. Aborting (OK,"<html>login</html>")' });
-  const sync = { ...create!, endpoint: `${ac.url}/api/3/contact/sync` };
-  expect(activeCampaign.checkResponse!({ status: 200, body: "{}" }, sync, ctx())).toEqual({ outcome: "ok" });
+test("ACTIVE_CAMPAIGN event-name creation: anything but 201 (a login page answered 200) retries with RudderStack's text, a 4xx aborts, and the event is not sent", async () => {
+  await expect(activeCampaign.transform({ type: "track", messageId: "t", event: `Login page ${Date.now()}` }, ctx())).rejects.toThrow(new RetryableTransformError('Unable to create event. Aborting (undefined,"<html>login</html>")'));
+  const refused = activeCampaign.transform({ type: "track", messageId: "t", event: `Refused ${Date.now()}` }, ctx());
+  await expect(refused).rejects.toBeInstanceOf(TransformError);
+  await expect(refused).rejects.toThrow('Unable to create event. Aborting (undefined,{"errors":[{"title":"The name is invalid","code":"invalid"}]})');
 });
 
 // ---- through a real Sluice --------------------------------------------------------------------

@@ -10,8 +10,8 @@ import { RetryableTransformError, TransformError } from "../../src/destinations/
 import { lookupContext, startSink } from "../support/helpers";
 
 /**
- * The service, for kinds that look up first, answers in every way a service may: found, empty,
- * not found, unauthorized, busy, or not JSON at all. A transform reads any of them without a
+ * The service, for kinds that look up first, answers in every way a service may: found, created,
+ * empty, not found, unauthorized, busy, or not JSON at all. A transform reads any of them without a
  * crash: a refusal, a retry or requests.
  */
 const ANSWERS = [
@@ -24,7 +24,9 @@ const ANSWERS = [
   () => new Response("<html>not json</html>"),
   () => Response.json([]),
 ];
-const service = startSink((_req, n) => ANSWERS[n % ANSWERS.length]!());
+/** A write made during a transform (ACTIVE_CAMPAIGN's event names, tags) is created half the time. */
+const created = () => Response.json({ id: "9", contact: { id: "9" }, tag: { id: "9" } }, { status: 201 });
+const service = startSink((req, n) => (req.method === "POST" && n % 2 === 0 ? created() : ANSWERS[n % ANSWERS.length]!()));
 afterAll(() => service.stop());
 
 const KINDS: Array<{ type: string; config: Record<string, unknown> }> = [

@@ -11,7 +11,6 @@
  * event's first requests (see the destinations README, "Lookups"), so they are sent, retried
  * and recorded like the rest.
  */
-import { STATUS_CODES } from "node:http";
 import { type Static, t } from "elysia";
 import { endpointFor } from "../base-url";
 import { compact, firstPresent, getPath, isPlainObject } from "../shared";
@@ -28,7 +27,7 @@ import {
   requiredKeysOf,
   restRequest,
 } from "../types";
-import { type Api, createTag, eventNames, storedFields, storedTags, syncContact } from "./lookups";
+import { type Api, createEventName, createTag, eventNames, storedFields, storedTags, syncContact } from "./lookups";
 
 type Obj = Record<string, any>;
 
@@ -45,7 +44,6 @@ export const ActiveCampaignConfig = t.Object(
 export type ActiveCampaignConfig = Static<typeof ActiveCampaignConfig>;
 
 const EVENT_ENDPOINT = "https://trackcmp.net/event";
-const CREATE_EVENT_PATH = "/api/3/eventTrackingEvents";
 const PAGE_PATHS = ["properties.domain", "properties.url", "context.page.url", "properties.referring_domain", "context.page.referring_domain"];
 const EVENT_PATHS = ["event", "properties.name"];
 
@@ -145,8 +143,8 @@ async function trackEvent(event: SluiceEvent, ctx: DestinationContext, api: Api,
   if (name === undefined) throw new TransformError(`Missing required value from ${JSON.stringify(EVENT_PATHS)}`);
   const known = await eventNames(ctx, api, forScreen);
   const requests: DestinationRequest[] = [];
-  // An event name the account does not know is created first (checkResponse reads the answer).
-  if (!known.includes(name)) requests.push(post(`${api.base}${CREATE_EVENT_PATH}`, api.headers, { eventTrackingEvent: { name } }));
+  // An event name the account does not know is created first; its answer decides whether the event goes.
+  if (!known.includes(name)) await createEventName(ctx, api, name);
   const config = configOf(ctx, ActiveCampaignConfig);
   const form: Obj = { event: name };
   const eventData = getPath(event, "properties.eventData") || getPath(event, "properties.name");
@@ -192,18 +190,5 @@ export const activeCampaign: DestinationDefinition<Promise<DestinationRequest[]>
       default:
         throw new TransformError("Message type not supported");
     }
-  },
-  /**
-   * An event name is created with a 201; RudderStack refuses any other answer (an HTML login page
-   * answered 200 for a wrong key) and retries the event, which is done here at delivery.
-   */
-  checkResponse(answer, request) {
-    if (request.method !== "POST" || !request.endpoint.endsWith(CREATE_EVENT_PATH) || answer.status === 201) return { outcome: "ok" };
-    let body: unknown = answer.body;
-    try {
-      body = JSON.parse(answer.body);
-    } catch {}
-    const detail = body ? ` (${STATUS_CODES[answer.status]},${JSON.stringify(body)})` : "";
-    return { outcome: "retry", error: `Unable to create event. Aborting${detail}` };
   },
 };

@@ -23,11 +23,11 @@ export const isOk = (status: number) => status >= 200 && status < 300;
  * refusal always reads `undefined` there; a 2xx answer the transform cannot use names its own
  * (`OK`) and is retried, as RudderStack turns it into a 500.
  */
-export function refusal(message: string, answer: LookupAnswer): Error {
+export function refusal(message: string, answer: LookupAnswer, retryAfterMs?: number): Error {
   const ok = isOk(answer.status);
   const text = ok ? STATUS_CODES[answer.status] : undefined;
   const full = answer.body ? `${message} (${text},${JSON.stringify(answer.body)})` : message;
-  return ok || answer.status >= 500 || answer.status === 429 ? new RetryableTransformError(full) : new TransformError(full);
+  return ok || answer.status >= 500 || answer.status === 429 ? new RetryableTransformError(full, retryAfterMs) : new TransformError(full);
 }
 
 /** A call through the lookup client; a failure it throws (network, 429, 5xx) is retried under RudderStack's message. */
@@ -35,7 +35,11 @@ export async function call(ctx: DestinationContext, request: LookupRequest, mess
   try {
     return await lookupOf(ctx)({ ...request, headers: { Accept: ACCEPT, ...request.headers } });
   } catch (err) {
-    if (err instanceof RetryableTransformError) throw new RetryableTransformError(`${message} (${err.message})`, err.retryAfterMs);
+    if (err instanceof RetryableTransformError) {
+      // A 5xx or 429 the service answered: RudderStack's words, with the answer's body.
+      if (err.answer) throw refusal(message, err.answer, err.retryAfterMs);
+      throw new RetryableTransformError(`${message} (${err.message})`, err.retryAfterMs);
+    }
     throw err;
   }
 }
@@ -133,4 +137,18 @@ export async function eventNames(ctx: DestinationContext, api: Api, forScreen: b
   if (answer.status !== 200) throw refusal(forScreen ? "Unable to create event" : "Unable to fetch events. Aborting", answer);
   const list = isPlainObject(answer.body) ? answer.body.eventTrackingEvents : undefined;
   return Array.isArray(list) ? list.map((e) => (isPlainObject(e) ? e.name : undefined)) : [];
+}
+
+/**
+ * Creates an event name the account lacks. Made during the transform, as RudderStack makes it,
+ * because its answer decides whether the event goes: only a 201 does; anything else (a login page
+ * answered 200 for a wrong key, a 5xx) retries the event in RudderStack's words, a 4xx aborts it.
+ */
+export async function createEventName(ctx: DestinationContext, api: Api, name: unknown): Promise<void> {
+  const message = "Unable to create event. Aborting";
+  const answer = await call(ctx, { method: "POST", endpoint: `${api.base}/api/3/eventTrackingEvents`, headers: api.headers, json: { eventTrackingEvent: { name } } }, message);
+  if (answer.status === 201) return;
+  // RudderStack reads the status text off an axios error, which has none: `undefined` here too.
+  const full = answer.body ? `${message} (undefined,${JSON.stringify(answer.body)})` : message;
+  throw answer.status >= 400 && answer.status < 500 && answer.status !== 429 ? new TransformError(full) : new RetryableTransformError(full);
 }

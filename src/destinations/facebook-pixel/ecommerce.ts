@@ -128,15 +128,15 @@ function productListData(event: SluiceEvent, props: Obj, categoryToContent: unkn
   };
 }
 
+/** The event's one product as content ids and contents (none without an id). */
+function oneProduct(props: Obj): { contentIds: unknown[]; contents: Obj[] } {
+  const id = idOf(props);
+  return id ? { contentIds: [id], contents: [{ id, quantity: props.quantity || 1, item_price: props.price }] } : { contentIds: [], contents: [] };
+}
+
 /** Product Viewed and Product Added: the one product, valued at its price (or `value`, as the config says). */
 function productData(event: SluiceEvent, props: Obj, categoryToContent: unknown, valueField: unknown, options: Obj | undefined): Obj {
-  const id = idOf(props);
-  const contentIds: unknown[] = [];
-  const contents: Obj[] = [];
-  if (id) {
-    contentIds.push(id);
-    contents.push({ id, quantity: props.quantity || 1, item_price: props.price });
-  }
+  const { contentIds, contents } = oneProduct(props);
   return {
     content_ids: contentIds,
     content_type: props.content_type || contentType(event, "product", categoryToContent, options),
@@ -152,13 +152,7 @@ function productData(event: SluiceEvent, props: Obj, categoryToContent: unknown,
 function searchData(props: Obj): Obj {
   const query = props.query;
   if (query && !["string", "number", "boolean"].includes(typeof query)) throw new TransformError("'query' should be in string format only");
-  const id = idOf(props);
-  const contentIds: unknown[] = [];
-  const contents: Obj[] = [];
-  if (id) {
-    contentIds.push(id);
-    contents.push({ id, quantity: props.quantity || 1, item_price: props.price });
-  }
+  const { contentIds, contents } = oneProduct(props);
   return {
     content_ids: contentIds,
     content_category: contentCategory(props.category || ""),

@@ -5,19 +5,17 @@
 import { type Static, t } from "elysia";
 import { objectStorageDefinition } from "../object-storage-definition";
 
-const Flag = t.Union([t.Boolean(), t.Literal("true"), t.Literal("false")]);
-
 export const S3Config = t.Object(
   {
     bucketName: t.String({ minLength: 1, maxLength: 100 }),
     prefix: t.Optional(t.String({ maxLength: 100 })),
     /** Not read: Sluice signs with the keys below or the process's AWS_* environment (docs). */
     iamRoleARN: t.Optional(t.String()),
-    roleBasedAuth: t.Optional(Flag),
+    roleBasedAuth: t.Optional(t.Boolean()),
     accessKeyID: t.Optional(t.String()),
     accessKey: t.Optional(t.String()),
     /** Not read: S3 encrypts every new object (SSE-S3) whatever the request says. */
-    enableSSE: t.Optional(Flag),
+    enableSSE: t.Optional(t.Boolean()),
     /** Sluice's own key: the bucket's region; asked of AWS when absent, as rudder-server does. */
     region: t.Optional(t.String()),
   },
