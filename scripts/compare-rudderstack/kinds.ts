@@ -63,6 +63,8 @@ const urlOf = (endpoint: string) => {
 
 export const KIND_OPTIONS: Record<string, KindOptions> = {
   // Contact-tag links, list subscriptions and event-name creation: RudderStack posts them in its transform.
+  // Company tags: RudderStack posts them to /tags in its transform.
+  INTERCOM: { transformWrites: (r) => r.method === "POST" && /\/tags$/.test(r.endpoint) },
   ACTIVE_CAMPAIGN: { transformWrites: (r) => r.method === "POST" && /\/api\/3\/(contactTags|contactLists|eventTrackingEvents)$/.test(r.endpoint) },
   // HTTP's batch() groups by method, URL, headers and query whatever the body: which jobs each
   // batched request carries is compared too. HTTP, WEBHOOK and HS get RudderStack's

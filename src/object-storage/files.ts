@@ -34,6 +34,8 @@ export interface ObjectStorageSettings {
 }
 
 const MAX_BACKOFF_MS = 5 * 60_000;
+/** An upload that has not finished by then is given up and retried (a store that stopped answering). */
+const UPLOAD_TIMEOUT_MS = 10 * 60_000;
 const OPEN = "open";
 const READY = "ready";
 
@@ -235,9 +237,17 @@ export class ObjectStorageFiles {
         continue;
       }
       const started = performance.now();
-      await client.write(key, Bun.file(path), { type: "application/gzip" });
+      await withDeadline(client.write(key, Bun.file(path), { type: "application/gzip" }), Math.max(this.settings.timeoutMs, UPLOAD_TIMEOUT_MS), `upload of ${key}`);
       rmSync(path, { force: true });
       this.log.info("object storage file uploaded", { destinationId, bucket: target.bucket, key, ms: Math.round(performance.now() - started) });
     }
   }
+}
+
+function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: Timer | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${Math.round(ms / 1000)} s`)), ms);
+  });
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
