@@ -86,9 +86,13 @@ export interface DestinationContext {
 
 /**
  * A kind. `Out` is what its transform answers: the requests at once (most kinds), or a promise of
- * them for a kind that asks the service first (its lookups, through `lookupOf(ctx)`).
+ * them for a kind that asks the service first (its lookups, through `lookupOf(ctx)`); `Del` the same
+ * for its deleteUsers.
  */
-export interface DestinationDefinition<Out extends DestinationRequest[] | Promise<DestinationRequest[]> = DestinationRequest[]> {
+export interface DestinationDefinition<
+  Out extends DestinationRequest[] | Promise<DestinationRequest[]> = DestinationRequest[],
+  Del extends DestinationRequest[] | Promise<DestinationRequest[]> = DestinationRequest[],
+> {
   /** RudderStack's definition name, e.g. WEBHOOK, AM, MP. */
   name: string;
   displayName: string;
@@ -132,8 +136,12 @@ export interface DestinationDefinition<Out extends DestinationRequest[] | Promis
    * request as sent (after batch()); without it every 2xx answer is delivered.
    */
   checkResponse?(answer: { status: number; body: string }, request: DestinationRequest, ctx: DestinationContext): ResponseCheck;
-  /** Optional: the requests that delete these users at the service (regulations, suppress_with_delete). */
-  deleteUsers?(users: Array<{ userId: string; [k: string]: string }>, ctx: DestinationContext): DestinationRequest[];
+  /**
+   * Optional: the requests that delete these users at the service (regulations,
+   * suppress_with_delete). A service that deletes by its own id may be asked first
+   * (`lookupOf(ctx)`, as in a transform); a RetryableTransformError retries the deletion.
+   */
+  deleteUsers?(users: Array<{ userId: string; [k: string]: string }>, ctx: DestinationContext): Del;
   /**
    * Optional: for a kind that speaks its own protocol instead of HTTP (REDIS). The sender hands it
    * each request its transform or deleteUsers made, in place of an HTTP call, with the same
@@ -163,7 +171,10 @@ export interface ProtocolContext {
 export type ProtocolAnswer = { outcome: "ok"; response: string } | { outcome: "retry" | "abort"; error: string; response?: string };
 
 /** Any kind, whichever its transform answers: what the registry and the pipeline hold. */
-export type AnyDestinationDefinition = DestinationDefinition<DestinationRequest[]> | DestinationDefinition<Promise<DestinationRequest[]>>;
+export type AnyDestinationDefinition =
+  | DestinationDefinition<DestinationRequest[]>
+  | DestinationDefinition<Promise<DestinationRequest[]>>
+  | DestinationDefinition<Promise<DestinationRequest[]>, Promise<DestinationRequest[]>>;
 
 /** A config refused on save: `key` is where (`headers[2].from`), `message` why. */
 export interface ConfigProblem {

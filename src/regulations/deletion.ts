@@ -6,7 +6,8 @@
  * limits as deliveries; the job rows are the only state, so a restart resumes them.
  */
 import type { ConfigStore, DestinationRuntime } from "../control-plane/config-store";
-import { TransformError } from "../destinations/types";
+import { RetryableTransformError, TransformError } from "../destinations/types";
+import { lookupClient } from "../pipeline/lookup";
 import type { Logger } from "../lib/logger";
 import { SerialPass } from "../lib/serial-pass";
 import { type RetryPolicy, retriesExhausted, retryDelay } from "../pipeline/retry-policy";
@@ -226,8 +227,11 @@ export class DeletionRunner {
     const subjects = users.map((u) => (def.deletionByUserIdOnly ? { userId: u.userId! } : { ...u, userId: u.userId! }));
     let requests;
     try {
-      requests = def.deleteUsers(subjects, destinationContext(this.settings.baseUrls, dest));
+      // A kind that deletes by the service's own id looks it up with delivery's lookup client.
+      const lookup = lookupClient({ outbound: this.settings.outbound, timeoutMs: this.settings.timeoutMs });
+      requests = await def.deleteUsers(subjects, { ...destinationContext(this.settings.baseUrls, dest), lookup });
     } catch (err) {
+      if (err instanceof RetryableTransformError) return { kind: "retry", reason: err.message, retryAfterMs: err.retryAfterMs };
       const message = err instanceof TransformError ? err.message : `deletion request could not be built: ${(err as Error)?.message ?? String(err)}`;
       return { kind: "abort", reason: message };
     }

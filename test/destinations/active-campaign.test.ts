@@ -44,6 +44,9 @@ const ac = startSink((r) => {
     return Response.json({ eventTrackingEvent: r.body.eventTrackingEvent }, { status: 201 });
   }
   if (key === "POST /api/3/siteTrackingDomains") return Response.json({ siteTrackingDomain: { name: r.body.siteTrackingDomain.name, id: "3" } }, { status: 201 });
+  // Contacts by e-mail, as "List all contacts" answers; only known@example.com exists (id 77).
+  if (key === "GET /api/3/contacts") return Response.json({ contacts: r.query.email === "known@example.com" ? [{ id: "77", email: "known@example.com" }] : [], meta: { total: r.query.email === "known@example.com" ? "1" : "0" } });
+  if (key === "DELETE /api/3/contacts/77") return Response.json({});
   if (key === "POST /event") return Response.json({ success: 1, message: "Event spawned" });
   return Response.json({ message: "Not found" }, { status: 404 });
 });
@@ -143,6 +146,15 @@ test("ACTIVE_CAMPAIGN event-name creation: anything but 201 (a login page answer
   await expect(refused).rejects.toThrow('Unable to create event. Aborting (undefined,{"errors":[{"title":"The name is invalid","code":"invalid"}]})');
 });
 
+test("ACTIVE_CAMPAIGN deleteUsers: each user's contacts found by e-mail, then DELETE /api/3/contacts/{id}; an unknown address needs nothing, a user without one is refused", async () => {
+  const from = ac.received.length;
+  const requests = await activeCampaign.deleteUsers!([{ userId: "u1", email: "known@example.com" }, { userId: "u2", email: "nobody@example.com" }], ctx());
+  expect(calls(from)).toEqual(["GET /api/3/contacts?email=known%40example.com", "GET /api/3/contacts?email=nobody%40example.com"]);
+  expect(requests.map((r) => `${r.method} ${r.endpoint.replace(ac.url, "")}`)).toEqual(["DELETE /api/3/contacts/77"]);
+  expect(requests[0]!.headers).toEqual({ "Api-Token": TOKEN });
+  await expect(activeCampaign.deleteUsers!([{ userId: "u3" }], ctx())).rejects.toThrow("every user to delete needs an 'email'");
+});
+
 // ---- through a real Sluice --------------------------------------------------------------------
 
 let sluice: TestServer;
@@ -185,4 +197,22 @@ test("ACTIVE_CAMPAIGN end to end: identify's lookups, then its tag, list and con
   expect(sent[5]!.body).toEqual({ contactList: { list: 5, contact: "42", status: "1" } });
   expect(sent[9]!.headers["content-type"]).toBe("application/x-www-form-urlencoded");
   expect(Object.fromEntries(new URLSearchParams(sent[9]!.body as string))).toEqual({ event: name, actid: "223344", key: "ev-key", visit: '{"email":"e2e@example.com"}' });
+});
+
+test("ACTIVE_CAMPAIGN end to end: suppress_with_delete finds the contact by e-mail and deletes it by id", async () => {
+  const dst = await api(sluice.url, "POST", "/v2/destinations", { name: "ac-delete", type: "ACTIVE_CAMPAIGN", config: config(), sourceIds: [] });
+  expect(dst.status).toBe(201);
+  const from = ac.received.length;
+  const reg = await api(sluice.url, "POST", "/v2/regulations", { regulationType: "suppress_with_delete", destinationIds: [dst.json.id], users: [{ userId: "gone-1", email: "known@example.com" }] });
+  expect(reg.status).toBe(201);
+  await waitFor(
+    async () => {
+      const mine = ((await api(sluice.url, "GET", "/v2/regulations")).json.data as any[]).find((x) => x.destinationIds?.includes(dst.json.id));
+      const state = mine?.deletion?.[0]?.status;
+      if (state === "aborted") throw new Error(`deletion aborted: ${JSON.stringify(mine)}`);
+      return state === "complete";
+    },
+    { what: "the deletion to complete" },
+  );
+  expect(calls(from)).toEqual(["GET /api/3/contacts?email=known%40example.com", "DELETE /api/3/contacts/77"]);
 });

@@ -27,7 +27,7 @@ import {
   requiredKeysOf,
   restRequest,
 } from "../types";
-import { type Api, createEventName, createTag, eventNames, storedFields, storedTags, syncContact } from "./lookups";
+import { type Api, contactIdsByEmail, createEventName, createTag, eventNames, storedFields, storedTags, syncContact } from "./lookups";
 
 type Obj = Record<string, any>;
 
@@ -165,7 +165,7 @@ async function trackEvent(event: SluiceEvent, ctx: DestinationContext, api: Api,
   return requests;
 }
 
-export const activeCampaign: DestinationDefinition<Promise<DestinationRequest[]>> = {
+export const activeCampaign: DestinationDefinition<Promise<DestinationRequest[]>, Promise<DestinationRequest[]>> = {
   name: "ACTIVE_CAMPAIGN",
   displayName: "ActiveCampaign",
   config: {
@@ -190,5 +190,22 @@ export const activeCampaign: DestinationDefinition<Promise<DestinationRequest[]>
       default:
         throw new TransformError("Message type not supported");
     }
+  },
+  /**
+   * ActiveCampaign deletes a contact by its own id (`DELETE /api/3/contacts/{id}`), found by its
+   * e-mail (`GET /api/3/contacts?email=`): each user must come with an `email`. A user the
+   * account does not know needs no request.
+   */
+  async deleteUsers(users, ctx) {
+    const api = apiOf(ctx);
+    const requests: DestinationRequest[] = [];
+    for (const user of users) {
+      const email = typeof user.email === "string" ? user.email.trim() : "";
+      if (!email) throw new TransformError("ActiveCampaign finds contacts by e-mail address: every user to delete needs an 'email'");
+      for (const id of await contactIdsByEmail(ctx, api, email)) {
+        requests.push(restRequest({ method: "DELETE", endpoint: `${api.base}/api/3/contacts/${encodeURIComponent(String(id))}`, headers: { "Api-Token": api.apiKey } }));
+      }
+    }
+    return requests;
   },
 };

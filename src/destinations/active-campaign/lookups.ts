@@ -152,3 +152,16 @@ export async function createEventName(ctx: DestinationContext, api: Api, name: u
   const full = answer.body ? `${message} (undefined,${JSON.stringify(answer.body)})` : message;
   throw answer.status >= 400 && answer.status < 500 && answer.status !== 429 ? new TransformError(full) : new RetryableTransformError(full);
 }
+
+/**
+ * The ids of the account's contacts with this e-mail (`GET /api/3/contacts?email=`): ActiveCampaign
+ * deletes a contact by its own id. None when it does not know the address.
+ */
+export async function contactIdsByEmail(ctx: DestinationContext, api: Api, email: string): Promise<unknown[]> {
+  const message = "Failed to find the contact to delete";
+  const answer = await call(ctx, { method: "GET", endpoint: `${api.base}/api/3/contacts`, headers: { "Api-Token": api.apiKey }, params: { email } }, message);
+  if (answer.status === 404) return [];
+  if (!isOk(answer.status)) throw refusal(message, answer);
+  const contacts = isPlainObject(answer.body) && Array.isArray(answer.body.contacts) ? answer.body.contacts : [];
+  return contacts.map((c: Obj) => c?.id).filter((id: unknown) => id !== undefined && id !== null && id !== "");
+}
