@@ -197,7 +197,7 @@ test("ONE_SIGNAL V2 track sets `<event>: true` and the purchases; group sets gro
 let seq = 0;
 const os = startSink((r) => {
   const v2 = /^\/apps\/([^/]+)\/users$/.exec(r.path);
-  const app = v2?.[1] ?? /^\/api\/v1\/apps\/([^/]+)\/users\//.exec(r.path)?.[1] ?? r.body?.app_id;
+  const app = v2?.[1] ?? /^\/(?:api\/v1\/)?apps\/([^/]+)\/users\//.exec(r.path)?.[1] ?? r.body?.app_id;
   if (app !== APP) return Response.json({ errors: ["app_id not found. You may be missing a Content-Type: application/json header."] }, { status: 400 });
   if (r.method === "POST" && v2) {
     const subscriptions = (r.body?.subscriptions ?? []).map((s: any) => ({ id: `sub-${++seq}`, ...s }));
@@ -205,6 +205,12 @@ const os = startSink((r) => {
   }
   if (r.method === "POST" && r.path === "/api/v1/players") return Response.json({ success: true, id: `player-${++seq}` });
   if (r.method === "PUT" && r.path.startsWith("/api/v1/apps/")) return Response.json({ success: true });
+  // Delete user: the App API key, then 202 with the user's identity (OneSignal deletes it shortly after).
+  const deleted = /^\/apps\/[^/]+\/users\/by\/external_id\/([^/]+)$/.exec(r.path);
+  if (r.method === "DELETE" && deleted) {
+    if (r.headers.authorization !== "Key app-api-key") return Response.json({ errors: ["Access denied. Please include an 'Authorization: ...' header with a valid API key"] }, { status: 403 });
+    return Response.json({ identity: { external_id: decodeURIComponent(deleted[1]!), onesignal_id: "os-del" } }, { status: 202 });
+  }
   return Response.json({ errors: ["Not Found"] }, { status: 404 });
 });
 
@@ -258,4 +264,23 @@ test("ONE_SIGNAL end to end (v1): an identify adds a device with the partner hea
   expect((await sendEvent(sluice.url, other.src.writeKey, "track", { userId, event: "Upgraded" })).status).toBe(200);
   const [row] = await waitFor(() => deliveries(other.dst.id, "aborted").then((l) => (l.length === 1 ? l : undefined)), { what: "the delivery aborted" });
   expect(row.lastError).toContain("400");
+});
+
+test("ONE_SIGNAL end to end: suppress_with_delete deletes the user by external id with the App API key; without appApiKey the deletion is refused naming it", async () => {
+  const regulate = async (config: Record<string, unknown>, userId: string) => {
+    const { dst } = await connected(config);
+    const reg = await api(sluice.url, "POST", "/v2/regulations", { regulationType: "suppress_with_delete", destinationIds: [dst.id], users: [{ userId }] });
+    expect(reg.status).toBe(201);
+    return waitFor(async () => {
+      const mine = ((await api(sluice.url, "GET", "/v2/regulations")).json.data as any[]).find((x) => x.destinationIds?.includes(dst.id));
+      const d = mine?.deletion?.[0];
+      return d?.status === "complete" || d?.status === "aborted" ? d : undefined;
+    }, { what: "the deletion to end" });
+  };
+  const done = await regulate({ appId: APP, appApiKey: "app-api-key" }, "gone/1");
+  expect(done).toMatchObject({ status: "complete" });
+  expect(os.received.filter((r) => r.method === "DELETE").map((r) => r.path)).toContain(`/apps/${APP}/users/by/external_id/gone%2F1`);
+  const refused = await regulate({ appId: APP }, "gone-2");
+  expect(refused.status).toBe("aborted");
+  expect(JSON.stringify(refused)).toContain("set 'appApiKey'");
 });

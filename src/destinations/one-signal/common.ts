@@ -22,6 +22,8 @@ export const OneSignalConfig = t.Object(
     smsDeviceType: Flag,
     eventAsTags: Flag,
     allowedProperties: t.Optional(t.Array(t.Object({ propertyName: t.Optional(t.String()) }, { additionalProperties: true }))),
+    /** Sluice's own key: the App API key OneSignal's user deletion needs (RudderStack's definition holds none). */
+    appApiKey: t.Optional(t.String()),
   },
   { additionalProperties: true },
 );
