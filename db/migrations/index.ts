@@ -12,6 +12,7 @@ import m8 from "./0008_warehouse-loaded-ranges.sql" with { type: "text" };
 import m9 from "./0009_destinations-rudder-definition.sql" with { type: "text" };
 import m10 from "./0010_transformation-libraries.sql" with { type: "text" };
 import m11 from "./0011_sources-rudder-definition.sql" with { type: "text" };
+import m12 from "./0012_http-default-mapping.sql" with { type: "text" };
 
 export const migrationSql: Record<string, string> = {
   "0000_init": m0,
@@ -26,6 +27,7 @@ export const migrationSql: Record<string, string> = {
   "0009_destinations-rudder-definition": m9,
   "0010_transformation-libraries": m10,
   "0011_sources-rudder-definition": m11,
+  "0012_http-default-mapping": m12,
 };
 
 export { journal };

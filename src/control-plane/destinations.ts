@@ -150,13 +150,20 @@ function checkConfig(type: string, config: Record<string, unknown>, fromFile: Fr
   validateDestinationConfig(type, config);
 }
 
+/** A config saved through the API, as RudderStack's dashboard would have saved it (the kind's withDashboardDefaults). */
+function withDashboardDefaults(type: string, config: Record<string, unknown>): Record<string, unknown> {
+  const def = findDefinition(type);
+  return def?.withDashboardDefaults ? def.withDashboardDefaults(config) : config;
+}
+
 /** The operations of a create, after its checks (sourceIds are ids of this workspace's sources). */
 export async function planDestinationCreate(ctx: ScopedContext, input: DestinationCreate, fromFile?: FromWorkspaceFile): Promise<{ row: DestinationRow; ops: ControlPlaneWrite[] }> {
   checkConfig(input.type, input.config, fromFile);
   await assertNameFree(ctx, input.name);
   if (!fromFile) await assertSourcesInWorkspace(ctx, input.sourceIds ?? []);
   const now = ctx.now();
-  const row: DestinationRow = { id: newId("dst"), workspaceId: ctx.workspaceId, name: input.name, type: input.type, config: input.config, enabled: input.enabled ?? true, createdAt: now, updatedAt: now };
+  const config = fromFile ? input.config : withDashboardDefaults(input.type, input.config);
+  const row: DestinationRow = { id: newId("dst"), workspaceId: ctx.workspaceId, name: input.name, type: input.type, config, enabled: input.enabled ?? true, createdAt: now, updatedAt: now };
   if (fromFile?.rudderDefinition) row.rudderDefinition = fromFile.rudderDefinition;
   return { row, ops: [{ op: "insertDestination", row }, { op: "setDestinationSources", destinationId: row.id, sourceIds: input.sourceIds ?? [], at: now }] };
 }
@@ -164,7 +171,7 @@ export async function planDestinationCreate(ctx: ScopedContext, input: Destinati
 /** The operations of an update, after its checks; the first is the row's own update. */
 export async function planDestinationUpdate(ctx: ScopedContext, current: DestinationRow, input: DestinationUpdate, fromFile?: FromWorkspaceFile): Promise<{ row: DestinationRow; ops: ControlPlaneWrite[] }> {
   const type = input.type ?? current.type;
-  const config = input.config ?? current.config;
+  const config = input.config === undefined ? current.config : fromFile ? input.config : withDashboardDefaults(type, input.config);
   if (input.type !== undefined || input.config !== undefined) checkConfig(type, config, fromFile);
   if (input.name !== undefined) await assertNameFree(ctx, input.name, current.id);
   if (input.sourceIds && !fromFile) await assertSourcesInWorkspace(ctx, input.sourceIds);

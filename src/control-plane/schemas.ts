@@ -1,4 +1,5 @@
 /** Request and response schemas of the control-plane API: they validate, type and document. */
+import { PathId } from "../lib/schema";
 import { t } from "elysia";
 
 const Name = t.String({ minLength: 1, maxLength: 200, description: "Unique within the workspace." });
@@ -93,7 +94,7 @@ export const Connection = t.Object(
 );
 export type Connection = typeof Connection.static;
 
-export const IdParams = t.Object({ id: t.String() });
+export const IdParams = t.Object({ id: PathId });
 
 export const TokenCreate = t.Object({ name: t.String({ minLength: 1, maxLength: 100, description: "What the token is for, shown in the token list" }) }, { additionalProperties: false });
 export const Token = t.Object({

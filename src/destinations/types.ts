@@ -148,6 +148,12 @@ export interface DestinationDefinition<
    * connection slots and time-out; delivery, the Test API and deletions all go through it.
    */
   send?(request: DestinationRequest, ctx: ProtocolContext): Promise<ProtocolAnswer>;
+  /**
+   * Optional: the config as RudderStack's dashboard would save it, given what a create or update
+   * through Sluice's API names (HTTP's `isDefaultMapping`, on by default there). Not applied to
+   * workspace files, which hold what RudderStack saved, nor to the Test API's destinationConfig.
+   */
+  withDashboardDefaults?(config: Record<string, any>): Record<string, any>;
   /** Set for kinds the server delivers itself (queues, storage); the Test API refuses them (docs/api.md, Test API). */
   serverDelivered?: boolean;
   /** Set for key-value-store and object-storage kinds: deletion takes userId only (the Data Regulation API's rule for those kinds). */

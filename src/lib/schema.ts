@@ -2,7 +2,7 @@
  * Validation helpers over TypeBox: compiled checkers and a first-error message that
  * names the field (`properties.price: expected number`).
  */
-import type { Static, TSchema } from "@sinclair/typebox";
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import type { ValueError } from "@sinclair/typebox/value";
 import { badRequest } from "./errors";
@@ -44,3 +44,9 @@ export function firstError<T extends TSchema>(schema: T, value: unknown, prefix 
   const first = check.Errors(value).First();
   return first ? describeError(first, prefix) : "invalid value";
 }
+
+/**
+ * An id in a URL path. No id holds a NUL character, and PostgreSQL refuses one in any text it is
+ * asked to compare (cluster mode), so a path naming one is answered 400 rather than a 500.
+ */
+export const PathId = Type.String({ pattern: "^[^\\u0000]*$", errorMessage: "expected an id without NUL characters" });

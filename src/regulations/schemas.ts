@@ -1,4 +1,5 @@
 /** Shapes of the Data Regulation API (docs/api.md), for OpenAPI and for the code. */
+import { PathId } from "../lib/schema";
 import { type Static, t } from "elysia";
 
 export const REGULATION_TYPES = ["suppress", "suppress_with_delete"] as const;
@@ -53,4 +54,4 @@ export const RegulationPage = t.Object({
 export type RegulationPage = Static<typeof RegulationPage>;
 
 export const RegulationListQuery = t.Object({ after_cursor: t.Optional(t.String()) });
-export const RegulationIdParams = t.Object({ regulation_id: t.String() });
+export const RegulationIdParams = t.Object({ regulation_id: PathId });

@@ -3,6 +3,7 @@
  * Bodies are checked with `parseWith` in the routes, not by Elysia: the spec fixes exact
  * error bodies for `message.type`, which must come after the auth and id checks.
  */
+import { PathId } from "../lib/schema";
 import { t } from "elysia";
 
 const notAccepted = (what: string) => t.Never({ errorMessage: what });
@@ -52,8 +53,8 @@ export const ForceQuery = t.Object({
   force: t.Optional(t.Boolean({ description: "true: test disabled destinations (and, for testSource, a disabled source) anyway.", errorMessage: "expected true or false" })),
 });
 
-export const DestinationIdParams = t.Object({ destination_id: t.String() });
-export const SourceIdParams = t.Object({ source_id: t.String() });
+export const DestinationIdParams = t.Object({ destination_id: PathId });
+export const SourceIdParams = t.Object({ source_id: PathId });
 
 const ErrorObject = t.Object({ error: t.String() });
 

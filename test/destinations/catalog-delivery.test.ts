@@ -113,7 +113,8 @@ describe("every kind: the stand-in receives exactly the requests the kind's tran
       expect((await sendEvent(local.url, src.writeKey, k.call ?? "track", call)).status).toBe(200);
       const stored = local.sluice.db.$client.query("SELECT payload FROM events WHERE message_id = ?").get(`m-${k.type}`) as { payload: string };
       const def = findDefinition(k.type)!;
-      const ctx = { config: k.config, destination: { id: dst.json.id, name: `d-${k.type}`, workspaceId: local.sluice.workspaceId }, baseUrl: stand.url };
+      // The config as the API stored it (with the kind's dashboard defaults), which delivery reads.
+      const ctx = { config: dst.json.config as Record<string, unknown>, destination: { id: dst.json.id, name: `d-${k.type}`, workspaceId: local.sluice.workspaceId }, baseUrl: stand.url };
       let expected = await def.transform(JSON.parse(stored.payload), ctx);
       if (def.batch) expected = def.batch(expected, ctx);
       expect(expected.length).toBeGreaterThan(0);

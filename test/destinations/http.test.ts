@@ -3,8 +3,9 @@ import { http } from "../../src/destinations/http";
 import type { DestinationContext, DestinationRequest, SluiceEvent } from "../../src/destinations/types";
 import { type TestServer, api, cleanup, createSource, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
 
+/** A config as Sluice's API saves it: with RudderStack's dashboard default (isDefaultMapping for POST, PUT, PATCH). */
 const ctx = (config: Record<string, any>, baseUrl?: string): DestinationContext => ({
-  config,
+  config: http.withDashboardDefaults!(config),
   destination: { id: "dest-http", name: "My API", workspaceId: "ws-1" },
   baseUrl,
 });
@@ -404,8 +405,11 @@ test("HTTP GET and DELETE without a mapping carry no body; query values come fro
       expect(req!.params).toEqual({ id: "user-42" });
     }
   }
-  // POST, PUT and PATCH without a mapping still send the whole event (Sluice's default).
+  // POST, PUT and PATCH saved without a mapping send the whole event (the dashboard's default);
+  // a config without either reaching the transform as it is, as in RudderStack's, sends none.
   expect(http.transform(track, ctx({ apiUrl: "https://api.example.com/users", method: "PUT" }))[0]!.body.JSON.event).toBe("Order Completed");
+  const raw: DestinationContext = { config: { apiUrl: "https://api.example.com/users", method: "PUT" }, destination: { id: "d", name: "d", workspaceId: "w" } };
+  expect(http.transform(track, raw)[0]!.body).toEqual(empty);
   // A mapping is built whatever the method, as RudderStack builds it.
   const mapped = http.transform(track, ctx({ apiUrl: "https://a.example.com", method: "GET", propertiesMapping: [{ from: "$.event", to: "$.name" }] }))[0]!;
   expect(mapped.body.JSON).toEqual({ name: "Order Completed" });
@@ -542,5 +546,51 @@ describe("HTTP through the pipeline", () => {
     expect(get.body).toBeUndefined();
     const form = await waitFor(() => sink.received.find((r) => r.path === "/form"), { what: "the form" });
     expect(Object.fromEntries(new URLSearchParams(form.body))).toEqual({ name: "Ada", contact: '{"address":{}}' });
+  });
+});
+
+describe("HTTP configs saved without isDefaultMapping", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startSluice();
+  });
+  afterAll(async () => {
+    await server.stop();
+    await cleanup(server.dataDir);
+  });
+
+  test("the API saves RudderStack's dashboard default for POST, PUT and PATCH; not for GET or DELETE, nor over a mapping", async () => {
+    const save = async (config: Record<string, unknown>) => {
+      const res = await api(server.url, "POST", "/v2/destinations", { name: `h-${crypto.randomUUID().slice(0, 8)}`, type: "HTTP", config });
+      expect(res.status).toBe(201);
+      return res.json.config;
+    };
+    expect(await save({ apiUrl: "https://a.example.com" })).toEqual({ apiUrl: "https://a.example.com", isDefaultMapping: true });
+    expect(await save({ apiUrl: "https://a.example.com", method: "PATCH" })).toMatchObject({ isDefaultMapping: true });
+    expect(await save({ apiUrl: "https://a.example.com", method: "GET" })).toEqual({ apiUrl: "https://a.example.com", method: "GET" });
+    expect(await save({ apiUrl: "https://a.example.com", isDefaultMapping: false })).toEqual({ apiUrl: "https://a.example.com", isDefaultMapping: false });
+    const mapped = [{ from: "$.event", to: "$.name" }];
+    expect(await save({ apiUrl: "https://a.example.com", propertiesMapping: mapped })).toEqual({ apiUrl: "https://a.example.com", propertiesMapping: mapped });
+  });
+
+  test("migration 0012 gives stored POST/PUT/PATCH configs without either key isDefaultMapping: true, so they keep sending the whole event", async () => {
+    const { migrationSql } = await import("../../db/migrations");
+    const db = server.sluice.db.$client;
+    const insert = db.prepare("INSERT INTO destinations (id, workspace_id, name, type, config, enabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 1, 0, 0)");
+    const rows: Array<[string, string, Record<string, unknown>]> = [
+      ["dst_old_post", "HTTP", { apiUrl: "https://a.example.com" }],
+      ["dst_old_get", "HTTP", { apiUrl: "https://a.example.com", method: "get" }],
+      ["dst_old_mapped", "HTTP", { apiUrl: "https://a.example.com", propertiesMapping: [] }],
+      ["dst_old_off", "HTTP", { apiUrl: "https://a.example.com", isDefaultMapping: false }],
+      ["dst_old_hook", "WEBHOOK", { webhookUrl: "https://a.example.com" }],
+    ];
+    for (const [id, type, config] of rows) insert.run(id, server.sluice.workspaceId, id, type, JSON.stringify(config));
+    db.exec(migrationSql["0012_http-default-mapping"]!);
+    const configOf = (id: string) => JSON.parse((db.query("SELECT config FROM destinations WHERE id = ?").get(id) as { config: string }).config);
+    expect(configOf("dst_old_post")).toEqual({ apiUrl: "https://a.example.com", isDefaultMapping: true });
+    expect(configOf("dst_old_get")).toEqual({ apiUrl: "https://a.example.com", method: "get" });
+    expect(configOf("dst_old_mapped")).toEqual({ apiUrl: "https://a.example.com", propertiesMapping: [] });
+    expect(configOf("dst_old_off")).toEqual({ apiUrl: "https://a.example.com", isDefaultMapping: false });
+    expect(configOf("dst_old_hook")).toEqual({ webhookUrl: "https://a.example.com" });
   });
 });

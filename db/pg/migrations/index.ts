@@ -6,6 +6,7 @@ import m2 from "./0002_warehouse-columns.sql" with { type: "text" };
 import m3 from "./0003_destinations-rudder-definition.sql" with { type: "text" };
 import m4 from "./0004_transformation-libraries.sql" with { type: "text" };
 import m5 from "./0005_sources-rudder-definition.sql" with { type: "text" };
+import m6 from "./0006_http-default-mapping.sql" with { type: "text" };
 
 export const migrationSql: Record<string, string> = {
   "0000_init": m0,
@@ -14,6 +15,7 @@ export const migrationSql: Record<string, string> = {
   "0003_destinations-rudder-definition": m3,
   "0004_transformation-libraries": m4,
   "0005_sources-rudder-definition": m5,
+  "0006_http-default-mapping": m6,
 };
 
 export { journal };

@@ -194,6 +194,14 @@ export const http: DestinationDefinition = {
   },
   configSchema: HttpConfig,
   checkConfig: checkHttpConfig,
+  // RudderStack's dashboard has "Send the event payload as it is" on unless mappings are chosen.
+  // Sluice fills it in for the methods that carry a body, so a GET or DELETE saved without a
+  // mapping still sends none.
+  withDashboardDefaults(config) {
+    const method = String(config.method ?? "POST").toUpperCase();
+    const bodyless = method === "GET" || method === "DELETE";
+    return config.isDefaultMapping === undefined && !Array.isArray(config.propertiesMapping) && !bodyless ? { ...config, isDefaultMapping: true } : config;
+  },
   transform(event, ctx) {
     const apiUrl = needed(ctx, "apiUrl", "API URL is required. Aborting");
     const c = configOf(ctx, HttpConfig);
@@ -217,7 +225,7 @@ export const http: DestinationDefinition = {
     const params: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(applyMappings(event, c.queryParams))) if (v !== undefined) setOwn(params, k, v);
 
-    const payload = withoutNulls(bodyOf(event, c, method));
+    const payload = withoutNulls(bodyOf(event, c));
     const empty = Object.keys(payload).length === 0;
 
     const endpoint = endpointFor(ctx, buildUrl(event, apiUrl, c.pathParams));
@@ -249,16 +257,14 @@ export const http: DestinationDefinition = {
 };
 
 /**
- * The body before nulls are removed. `isDefaultMapping` sends the whole event and
- * `propertiesMapping` builds one, for every method alike, as in RudderStack. With neither, a
- * request that carries a body (POST, PUT, PATCH) sends the whole event, while GET and DELETE
- * send none, as RudderStack does for a config without a mapping.
+ * The body before nulls are removed, as RudderStack's transformer builds it: `isDefaultMapping`
+ * sends the whole event, otherwise `propertiesMapping` builds one (none: an empty body), for
+ * every method alike. RudderStack's dashboard saves `isDefaultMapping: true` unless mappings are
+ * chosen; Sluice's API does the same for POST, PUT and PATCH (withDashboardDefaults), so a config
+ * saved through it without either sends the whole event, and a GET or DELETE none.
  */
-function bodyOf(event: SluiceEvent, c: HttpConfig, method: DestinationRequest["method"]): Record<string, unknown> {
+function bodyOf(event: SluiceEvent, c: HttpConfig): Record<string, unknown> {
   if (c.isDefaultMapping === true) return structuredClone(event);
-  if (c.isDefaultMapping === undefined && !Array.isArray(c.propertiesMapping)) {
-    return method === "GET" || method === "DELETE" ? {} : structuredClone(event);
-  }
   return applyMappings(event, c.propertiesMapping);
 }
 
