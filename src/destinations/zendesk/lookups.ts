@@ -6,7 +6,7 @@
  * changes) is returned only, for delivery to make once.
  */
 import { withoutUndefined } from "../shared";
-import { type DestinationContext, type LookupAnswer, type LookupClient, TransformError, lookupOf } from "../types";
+import { type DestinationContext, type LookupAnswer, type LookupClient, RetryableTransformError, TransformError, lookupOf } from "../types";
 
 type Obj = Record<string, any>;
 
@@ -96,10 +96,18 @@ export async function upsertUser(api: Api, payload: Obj): Promise<unknown> {
 /**
  * The identities to change so that `email` is the user's primary e-mail: the same address held
  * as a secondary identity (deleted), and the primary e-mail identity holding another address
- * (given the new one). None when the list cannot be read, as RudderStack then skips the update.
+ * (given the new one). None when the list cannot be read for any reason, as RudderStack then skips
+the update.
  */
 export async function emailIdentityChanges(api: Api, userId: unknown, email: unknown): Promise<{ duplicate?: unknown; primary?: unknown }> {
-  const res = await get(api, `users/${userId}/identities`);
+  let res: LookupAnswer;
+  try {
+    res = await get(api, `users/${userId}/identities`);
+  } catch (err) {
+    // Not answered, or answered 5xx/429: RudderStack skips the update then too; the user is still sent.
+    if (err instanceof RetryableTransformError) return {};
+    throw err;
+  }
   if (!ok(res)) return {};
   const identities = bodyOf(res).identities;
   if (!Array.isArray(identities)) return {};
