@@ -161,8 +161,9 @@ test.if(haveChromium)("secrets: a saved secret is shown masked, never its value;
   await page.getByRole("status").getByText("Saved.").waitFor();
   await form.getByTestId("secret-bearerToken").waitFor();
   const config = (await api(s.url, "GET", `/v2/destinations/${id}`)).json.config;
-  // The replaced one changed; the other secret and the untyped key are kept as they were.
-  expect(config).toEqual({ apiUrl: "http://127.0.0.1:1/in", auth: "bearerTokenAuth", bearerToken: "tok-replaced-789", password: "pw-second-secret-456", eventDelivery: false });
+  // The replaced one changed; the other secret and the untyped key are kept as they were (and the
+  // dashboard default the API saved with the destination, isDefaultMapping).
+  expect(config).toEqual({ apiUrl: "http://127.0.0.1:1/in", auth: "bearerTokenAuth", bearerToken: "tok-replaced-789", password: "pw-second-secret-456", eventDelivery: false, isDefaultMapping: true });
   expect(await page.content()).not.toContain("tok-replaced-789");
 
   // A required field left blank is refused, naming it.
