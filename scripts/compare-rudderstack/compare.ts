@@ -181,6 +181,12 @@ async function transform(run: Runner, message: any, ctx: DestinationContext): Pr
   }
 }
 
+/** The case's job id as the delivery's id, which Sluice hands a transform (`ctx.jobId`). */
+function withJob(ctx: DestinationContext, input: any): DestinationContext {
+  const jobId = input.metadata?.jobId;
+  return typeof jobId === "number" ? { ...ctx, jobId } : ctx;
+}
+
 /**
  * The contexts of a case: one per destination and config, so lookup memory is kept per
  * destination runtime, as Sluice's router keeps it (a config change makes a new runtime).
@@ -246,7 +252,7 @@ export async function processorCase(run: Runner, tc: RsCase, index: number): Pro
   if (never) return { ...base, never, ok: false };
   const ctxOf = contexts(run);
   const ours: Outcome[] = [];
-  for (const input of inputs) ours.push(...(await transform(run, input.message, ctxOf(input))));
+  for (const input of inputs) ours.push(...(await transform(run, input.message, withJob(ctxOf(input), input))));
   const theirs: Outcome[] = expected.map((o) => (isSuccess(o) && o.output ? { request: o.output } : errorOf(o)));
   const calls = [...run.standIn.calls];
   const exact = outcomeDiffs(ours, theirs, {});
@@ -324,7 +330,7 @@ export async function routerCase(run: Runner, tc: RsCase, index: number): Promis
   const ours: RouterSide = { units: [], errors: [] };
   const tagged: Array<{ request: DestinationRequest; job: unknown }> = [];
   // The transforms of a batch run together, as Sluice's router runs them (BRAZE gathers their lookups).
-  const transformed = await Promise.all(inputs.map((input) => transform(run, input.message, ctxOf(input))));
+  const transformed = await Promise.all(inputs.map((input) => transform(run, input.message, withJob(ctxOf(input), input))));
   for (const [k, input] of inputs.entries()) {
     const outcomes = transformed[k]!;
     const failed = outcomes.find((o) => "error" in o) as { error: string; retry: boolean } | undefined;

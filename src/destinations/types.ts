@@ -82,6 +82,12 @@ export interface DestinationContext {
   lookup?: LookupClient;
   /** Per-destination memory for lookups' answers; absent, nothing is kept. */
   cache?: LookupCache;
+  /**
+   * The id of the delivery being transformed (RudderStack's job id), for a kind that sends it so
+   * that a batch answer can name an event's own failure (HS's objectWriteTraceId). Absent in the
+   * Test API.
+   */
+  jobId?: number;
 }
 
 /**

@@ -265,7 +265,7 @@ export class Router {
     if (transformed.error) return { outcome: { kind: transformed.retryable ? "retry" : "abort", response: "", error: `user transformation failed: ${transformed.error}`, ms: 0 } };
     const requests: Array<{ request: DestinationRequest; messageId: string }> = [];
     for (const out of transformed.output) {
-      const dt = await destinationTransform(this.stages, dest, out.event, dest.config, this.sender.lookupsFor(dest));
+      const dt = await destinationTransform(this.stages, dest, out.event, dest.config, this.sender.lookupsFor(dest), item.id);
       if (!dt.ok) return { outcome: dt.retry ? { kind: "retry", response: "", error: dt.error, retryAfterMs: dt.retryAfterMs, ms: 0 } : { kind: "abort", response: "", error: dt.error, ms: 0 } };
       const messageId = String(out.event.messageId ?? event.messageId ?? "");
       for (const r of dt.requests) requests.push({ request: { ...r, userKey: item.userKey }, messageId });

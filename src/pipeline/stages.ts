@@ -78,6 +78,7 @@ export async function destinationTransform(
   event: Record<string, any>,
   config = d.config,
   extras?: TransformExtras,
+  jobId?: number,
 ): Promise<DestTransformResult> {
   const def = d.definition;
   if (!def) return { ok: false, error: `unknown destination type '${d.type}'` };
@@ -87,6 +88,7 @@ export async function destinationTransform(
   try {
     const dctx = destinationContext(ctx.baseUrls, d, config);
     if (extras) Object.assign(dctx, extras);
+    if (jobId !== undefined) dctx.jobId = jobId;
     const requests = await def.transform(event as SluiceEvent, dctx);
     return { ok: true, requests };
   } catch (err) {

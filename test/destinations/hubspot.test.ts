@@ -59,6 +59,11 @@ const unauthorized = (apiKey: boolean) =>
 const hs = startSink((r) => {
   const hook = once.findIndex((o) => o.when(r));
   if (hook >= 0) return once.splice(hook, 1)[0]!.answer();
+  // A CRM batch write answers its records, as HubSpot's does ({status, results: [{id, properties, ...}]}).
+  if (/\/crm\/v3\/objects\/contacts\/batch\/(upsert|create|update)$/.test(r.path)) {
+    const inputs = Array.isArray(r.body?.inputs) ? r.body.inputs : [];
+    return Response.json({ status: "COMPLETE", results: inputs.map((i: any, n: number) => ({ id: String(i.id ?? 900 + n), properties: i.properties ?? {}, createdAt: "2024-05-01T10:00:00.000Z", updatedAt: "2024-05-01T10:00:00.000Z", archived: false })) });
+  }
   if (!LOOKUP_PATHS.has(r.path)) return Response.json({ status: "COMPLETE", results: [] });
   const credential = r.headers.authorization?.replace(/^Bearer /, "") ?? r.query.hapikey ?? "";
   if (!credential || credential.startsWith("revoked")) return unauthorized(r.headers.authorization === undefined);
@@ -760,4 +765,33 @@ test("HS end to end: suppress_with_delete reaches the GDPR delete endpoint with 
     return items.find((r) => JSON.stringify(r).includes("gone-hs-1"))?.deletion;
   };
   await waitFor(async () => (await deletionOf())?.[0]?.status === "complete", { what: "deletion complete" });
+});
+
+test("HS end to end: a 207 naming an input's objectWriteTraceId aborts that event with HubSpot's message and delivers the rest; a batch write answered with nothing aborts", async () => {
+  const { src, dst } = await connected({ ...PRIVATE_NEW, accessToken: unique("tok-207") });
+  // HubSpot names a failed input by its objectWriteTraceId, the delivery's id: read off the request.
+  let bad = "";
+  const badInput = (r: SinkRequest) => (r.path === "/crm/v3/objects/contacts/batch/upsert" ? (r.body?.inputs ?? []).find((i: any) => i.id === "bad@example.com") : undefined);
+  once.push({
+    when: (r) => {
+      const input = badInput(r);
+      if (input) bad = String(input.objectWriteTraceId);
+      return !!input;
+    },
+    answer: () => Response.json({ status: "COMPLETE", results: [], errors: [{ status: "error", category: "VALIDATION_ERROR", message: "Property values were not valid: shoe_size", context: { objectWriteTraceId: [bad] } }] }, { status: 207 }),
+  });
+  await sendEvent(s.url, src.writeKey, "identify", { userId: "good", traits: { email: "good@example.com", firstName: "Good" } });
+  await sendEvent(s.url, src.writeKey, "identify", { userId: "bad", traits: { email: "bad@example.com", shoe_size: "huge" } });
+  const byState = async (state: string) => (await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries?state=${state}`)).json.deliveries as any[];
+  const [aborted] = await waitFor(() => byState("aborted").then((l) => (l.length ? l : undefined)), { what: "the refused event aborted" });
+  expect(aborted.event.userId).toBe("bad");
+  expect(aborted.lastError).toBe("Property values were not valid: shoe_size");
+  expect(bad).toBe(String(aborted.id));
+  const delivered = await waitFor(() => byState("succeeded").then((l) => (l.length ? l : undefined)), { what: "the other delivered" });
+  expect(delivered.map((d) => d.event.userId)).toEqual(["good"]);
+
+  once.push({ when: (r) => r.path === "/crm/v3/objects/contacts/batch/upsert", answer: () => Response.json({ status: "COMPLETE", results: [], errors: [] }) });
+  await sendEvent(s.url, src.writeKey, "identify", { userId: "ghost", traits: { email: "ghost@example.com" } });
+  const silent = await waitFor(() => byState("aborted").then((l) => l.find((d) => d.event.userId === "ghost")), { what: "the silent no-op aborted" });
+  expect(silent.lastError).toContain("Silent failure");
 });

@@ -18,7 +18,7 @@
  * be sent in the order of the kinds); it goes to a later group.
  */
 import { chunkItems } from "../shared";
-import { type DestinationRequest, restRequest } from "../types";
+import { type DestinationRequest, type ResponseCheck, restRequest } from "../types";
 
 type Obj = Record<string, any>;
 
@@ -172,4 +172,48 @@ export function batchRequests(requests: DestinationRequest[]): DestinationReques
     out.push(...calls.map((c) => c.request));
   }
   return out;
+}
+
+/** The CRM v3 batch writes whose answers list what they did (RudderStack's list; batch/read and others are not read). */
+const CRM_BATCH_WRITE = /\/crm\/v3\/(objects\/[^/]+\/batch\/(upsert|create|update)|associations\/[^/]+\/[^/]+\/batch\/create)(\?|$)/;
+
+/** RudderStack's text for a batch write answered 2xx that did nothing. */
+export const SILENT_FAILURE = "[HUBSPOT] Silent failure: HubSpot returned 2xx but the response indicates no records were processed (empty results and errors).";
+
+/**
+ * What a 2xx answer of a CRM batch write means, as RudderStack's HubSpot response handler reads
+ * it: a 207 names failed inputs by their objectWriteTraceId (the delivery's id): those events are
+ * aborted with HubSpot's message, the rest delivered; an answer with neither results nor errors
+ * wrote nothing, and retrying the same body would not either: every event is aborted.
+ */
+export function readBatchAnswer(answer: { status: number; body: string }, request: DestinationRequest): ResponseCheck {
+  if (!CRM_BATCH_WRITE.test(request.endpoint)) return { outcome: "ok" };
+  let body: any;
+  try {
+    body = JSON.parse(answer.body);
+  } catch {
+    return { outcome: "ok" };
+  }
+  const results = Array.isArray(body?.results) ? body.results : [];
+  const errors = Array.isArray(body?.errors) ? body.errors : [];
+  if (!results.length && !errors.length) return { outcome: "abort", error: SILENT_FAILURE };
+  if (answer.status !== 207) return { outcome: "ok" };
+  const failed = new Map<string, string>();
+  for (const e of errors) {
+    const ids = Array.isArray(e?.context?.objectWriteTraceId) ? e.context.objectWriteTraceId : [];
+    for (const id of ids) if (id) failed.set(String(id), typeof e?.message === "string" ? e.message : "Unknown error from HubSpot");
+  }
+  return {
+    outcome: "per-event",
+    verdictFor(own) {
+      for (const r of own) {
+        const inputs = Array.isArray(r.body.JSON.inputs) ? (r.body.JSON.inputs as Obj[]) : [];
+        for (const input of inputs) {
+          const message = input.objectWriteTraceId === undefined ? undefined : failed.get(String(input.objectWriteTraceId));
+          if (message !== undefined) return { outcome: "abort", error: message };
+        }
+      }
+      return { outcome: "ok" };
+    },
+  };
 }

@@ -12,7 +12,7 @@ import { endpointFor } from "../base-url";
 import { GENERIC_PATHS, destinationExternalId } from "../generic-fields";
 import { eventFilteringSchema, firstPresent, getPath, isEventAllowed, isPlainObject, isPresent, refusedListField, traitsOf, wholeKey } from "../shared";
 import { type ConfigProblem, type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configOf, restRequest } from "../types";
-import { batchRequests } from "./batch";
+import { batchRequests, readBatchAnswer } from "./batch";
 import { isEmail } from "./email";
 import { type PropertyTypes, isUniqueProperty, propertyTypes, searchContact } from "./lookups";
 
@@ -207,7 +207,8 @@ async function newApiIdentify(event: SluiceEvent, ctx: DestinationContext): Prom
     if (await isUniqueProperty(ctx, config, lookupField)) {
       const lookup = lookupValue(event, lookupField);
       if (!lookup) throw new TransformError(`Identify:: lookupField "${lookupField}" value not found in traits. Email fallback also not available.`);
-      const input = { id: String(lookup.value), idProperty: lookup.field, properties: props };
+      // objectWriteTraceId names the delivery, so a 207 answer's errors reach their own events (checkResponse).
+      const input = { id: String(lookup.value), idProperty: lookup.field, properties: props, ...(ctx.jobId !== undefined ? { objectWriteTraceId: String(ctx.jobId) } : {}) };
       return [restRequest({ endpoint: endpointFor(ctx, `${API}/crm/v3/objects/contacts/batch/upsert`), headers, params, json: { inputs: [input] } })];
     }
     if (!traitsOf(event) && !event.properties) throw new TransformError("Identify - Invalid traits value for lookup field");
@@ -339,6 +340,7 @@ export const hubspot: DestinationDefinition<Promise<DestinationRequest[]>> = {
   batch(requests) {
     return batchRequests(requests);
   },
+  checkResponse: readBatchAnswer,
   deleteUsers(users, ctx) {
     const config = configOf(ctx, HubspotConfig);
     if (!isNewApi(config) || !isPrivateApp(config) || !config.accessToken) {
