@@ -103,6 +103,24 @@ export function checkIds(conversionType: string | undefined, config: SnapchatCon
   }
 }
 
+/**
+ * The Snap event a track is sent as (v2's event_type, v3's event_name): its mapped name in snake
+ * case (the key of the e-commerce field tables), its conversion type, checked against the ids the
+ * config holds, and Snap's name for it; a name Snap lacks is refused in RudderStack's words.
+ */
+export function snapEventOf(event: SluiceEvent, config: SnapchatConversionConfig, snapEvent: unknown): { key: string; conversionType: string | undefined; snapName: string } {
+  const name = snakeName(snapEvent);
+  const key = name.toLowerCase();
+  const conversionType = conversionTypeOf(event);
+  checkIds(conversionType, config);
+  const snapName = snapEventFor(key);
+  if (!snapName) throw new TransformError(`Event ${name} doesn't match with Snapchat Events!`);
+  return { key, conversionType, snapName };
+}
+
+/** Events whose item ids and price come from the products list (both API versions). */
+export const PRODUCT_EVENTS: readonly string[] = ["product_list_viewed", "checkout_started", "order_completed"];
+
 const SHA256_HEX = /^[\da-f]{64}$/i;
 
 /** SHA-256 in hex, unless the value already is one. */
@@ -194,6 +212,9 @@ export interface FieldMapping {
   from: string | readonly string[];
   format?: "isArray" | "toLower";
 }
+
+/** A field table's row, written short. */
+export const f = (to: string, from: FieldMapping["from"]): FieldMapping => ({ to, from });
 
 /** A mapping read as RudderStack reads its mapping files (see tiktok-ads/mapping.ts for the same rules). */
 export function mapFields(event: SluiceEvent, fields: readonly FieldMapping[]): Record<string, any> {

@@ -10,11 +10,11 @@ import { endpointFor } from "../base-url";
 import {
   type FieldMapping,
   GENERIC,
+  PRODUCT_EVENTS,
   SnapchatConversionConfig,
-  checkIds,
-  conversionTypeOf,
   dataUseOf,
   eventTimeOf,
+  f,
   firstValue,
   hashed,
   isOn,
@@ -22,8 +22,7 @@ import {
   normalizedPhone,
   priceSum,
   productIds,
-  snakeName,
-  snapEventFor,
+  snapEventOf,
   withoutNullish,
 } from "./common";
 
@@ -34,8 +33,6 @@ const ORDER = ["properties.order_id", "properties.orderId"];
 const QUANTITY = ["properties.number_items", "properties.quantity"];
 const PRICE = ["properties.price", "properties.value", "properties.revenue"];
 const SIGN_UP = ["properties.signUpMethod", "properties.sign_up_method"];
-
-const f = (to: string, from: FieldMapping["from"]): FieldMapping => ({ to, from });
 
 /** The fields most Snap events take, in the order RudderStack's default mapping lists them. */
 const DEFAULT: readonly FieldMapping[] = [
@@ -82,9 +79,6 @@ const BY_EVENT: Record<string, readonly FieldMapping[]> = {
   sign_up: DEFAULT,
 };
 
-/** Events whose item ids and price come from the products list. */
-const PRODUCT_EVENTS = ["product_list_viewed", "checkout_started", "order_completed"];
-
 const COMMON: readonly FieldMapping[] = [
   f("description", "properties.description"),
   { to: "brands", from: "properties.brands", format: "isArray" },
@@ -129,14 +123,9 @@ function hashedFields(event: SluiceEvent): Record<string, unknown> {
 
 function snapBody(event: SluiceEvent, ctx: DestinationContext, snapEvent: unknown): Record<string, unknown> {
   const config = configOf(ctx, SnapchatConversionConfig);
-  const name = snakeName(snapEvent);
-  const key = name.toLowerCase();
-  const conversionType = conversionTypeOf(event);
-  checkIds(conversionType, config);
-  const eventType = snapEventFor(key);
-  if (!eventType) throw new TransformError(`Event ${name} doesn't match with Snapchat Events!`);
+  const { key, conversionType, snapName } = snapEventOf(event, config, snapEvent);
   let payload: Record<string, any> = mapFields(event, BY_EVENT[key] ?? DEFAULT);
-  payload.event_type = eventType;
+  payload.event_type = snapName;
   if (PRODUCT_EVENTS.includes(key)) {
     payload.item_ids = productIds(event);
     payload.price = payload.price || priceSum(event);

@@ -11,11 +11,11 @@ import { endpointFor } from "../base-url";
 import {
   type FieldMapping,
   GENERIC,
+  PRODUCT_EVENTS,
   SnapchatConversionConfig,
-  checkIds,
-  conversionTypeOf,
   dataUseOf,
   eventTimeOf,
+  f,
   firstValue,
   hashed,
   isOn,
@@ -23,12 +23,9 @@ import {
   normalizedPhone,
   priceSum,
   productIds,
-  snakeName,
-  snapEventFor,
+  snapEventOf,
   withoutNullish,
 } from "./common";
-
-const f = (to: string, from: FieldMapping["from"]): FieldMapping => ({ to, from });
 
 const QUANTITY = ["properties.number_items", "properties.quantity"];
 const PRICE = ["properties.price", "properties.value", "properties.revenue"];
@@ -70,8 +67,6 @@ const BY_EVENT: Record<string, readonly FieldMapping[]> = {
     ),
   sign_up: DEFAULT,
 };
-
-const PRODUCT_EVENTS = ["product_list_viewed", "checkout_started", "order_completed"];
 
 const COMMON: readonly FieldMapping[] = [
   { to: "custom_data.brand", from: ["properties.brands", "properties.brand"], format: "isArray" },
@@ -157,14 +152,9 @@ const hashedTrait = (v: unknown) => {
 
 function dataEntry(event: SluiceEvent, ctx: DestinationContext, snapEvent: unknown): { entry: Record<string, any>; id: string | undefined } {
   const config = configOf(ctx, SnapchatConversionConfig);
-  const name = snakeName(snapEvent);
-  const key = name.toLowerCase();
-  const actionSource = conversionTypeOf(event);
-  checkIds(actionSource, config);
-  const eventName = snapEventFor(key);
-  if (!eventName) throw new TransformError(`Event ${name} doesn't match with Snapchat Events!`);
+  const { key, conversionType: actionSource, snapName } = snapEventOf(event, config, snapEvent);
   const entry: Record<string, any> = mapFields(event, BY_EVENT[key] ?? DEFAULT);
-  entry.event_name = eventName;
+  entry.event_name = snapName;
   if (PRODUCT_EVENTS.includes(key)) {
     entry.custom_data ??= {};
     entry.custom_data.content_ids = productIds(event);
