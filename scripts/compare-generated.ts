@@ -48,11 +48,10 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { Value } from "@sinclair/typebox/value";
-import { listDefinitions } from "../src/destinations/registry";
 import type { AnyDestinationDefinition } from "../src/destinations/types";
 import { type CaseResult, neverTransformed, processorCase, rsMessage, stable } from "./compare-rudderstack/compare";
 import { FixtureCopy, type RsCase, installJestStandIn } from "./compare-rudderstack/fixtures";
-import { folderOf, optionsOf } from "./compare-rudderstack/kinds";
+import { folderOf, optionsOf, selectKinds } from "./compare-rudderstack/kinds";
 import { StandIn } from "./compare-rudderstack/stand-in";
 import { CALL_TYPES, type CallType, type GeneratedEvent, Rng, generateEvent } from "./compare-generated/generate";
 import { Transformer, destinationOf, metadataOf, pool } from "./compare-generated/transformer";
@@ -101,17 +100,7 @@ for (let i = 0; i < argv.length; i++) {
 if (!transformerUrl) fail("--transformer is required (the URL of a running rudder-transformer, e.g. http://localhost:9090)");
 if (!existsSync(join(checkout, "test/integrations/destinations"))) fail(`${checkout} has no test/integrations/destinations: pass the rudder-transformer checkout with --rudder-transformer`);
 
-function selectKinds(): AnyDestinationDefinition[] {
-  const all = listDefinitions();
-  if (wanted.length === 0) return all;
-  const sluiceFolder: Record<string, string> = { AM: "amplitude", MP: "mixpanel", HS: "hubspot" };
-  return wanted.map((w) => {
-    const k = w.toLowerCase();
-    const def = all.find((d) => d.name.toLowerCase() === k || folderOf(d.name) === k || sluiceFolder[d.name] === k);
-    return def ?? fail(`unknown kind ${w} (kinds: ${all.map((d) => folderOf(d.name)).join(", ")})`);
-  });
-}
-const kinds = selectKinds();
+const kinds = selectKinds(wanted, fail);
 
 // ---- the config of each kind -------------------------------------------------------------------
 

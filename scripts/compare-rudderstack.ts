@@ -23,11 +23,9 @@
  */
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { listDefinitions } from "../src/destinations/registry";
-import type { AnyDestinationDefinition } from "../src/destinations/types";
 import { type CaseResult, type Feature, processorCase, routerCase } from "./compare-rudderstack/compare";
 import { FixtureCopy, caseClock, installJestStandIn, restoreReplacedProperties } from "./compare-rudderstack/fixtures";
-import { folderOf, optionsOf } from "./compare-rudderstack/kinds";
+import { folderOf, optionsOf, selectKinds } from "./compare-rudderstack/kinds";
 import { StandIn } from "./compare-rudderstack/stand-in";
 
 const USAGE = "usage: npx bun scripts/compare-rudderstack.ts --rudder-transformer /path/to/rudder-transformer [kind ...] [--processor|--router] [-v] [--case N] [--now ISO]";
@@ -69,19 +67,7 @@ if (!checkout) fail("--rudder-transformer is required (git clone https://github.
 if (!existsSync(join(checkout, "test/integrations/destinations"))) fail(`${checkout} has no test/integrations/destinations: not a rudder-transformer checkout`);
 if (features.size === 0) features.add("processor").add("router");
 
-/** The kinds asked for, by RudderStack name, RudderStack folder or Sluice folder. */
-function selectKinds(): AnyDestinationDefinition[] {
-  const all = listDefinitions();
-  if (wanted.length === 0) return all;
-  // Sluice's folders under src/destinations/ that are not the name in lower case.
-  const sluiceFolder: Record<string, string> = { AM: "amplitude", MP: "mixpanel", HS: "hubspot" };
-  return wanted.map((w) => {
-    const k = w.toLowerCase();
-    const def = all.find((d) => d.name.toLowerCase() === k || folderOf(d.name) === k || sluiceFolder[d.name] === k);
-    return def ?? fail(`unknown kind ${w} (kinds: ${all.map((d) => folderOf(d.name)).join(", ")})`);
-  });
-}
-const kinds = selectKinds();
+const kinds = selectKinds(wanted, fail);
 
 // ---- running ---------------------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
  * What the comparison does differently for some kinds. Every kind of the registry is compared;
  * a kind not listed here gets the defaults. Each entry says why it is needed.
  */
+import { listDefinitions } from "../../src/destinations/registry";
+import type { AnyDestinationDefinition } from "../../src/destinations/types";
 import { TIKTOK_BATCH_LIMITS } from "../../src/destinations/tiktok-ads/batch";
 
 export interface KindOptions {
@@ -108,4 +110,20 @@ export function optionsOf(name: string): KindOptions {
 
 export function folderOf(name: string): string {
   return optionsOf(name).folder ?? name.toLowerCase();
+}
+
+/**
+ * The kinds a comparison script is asked for, by RudderStack name (MP), RudderStack's folder
+ * (mp, facebook_pixel) or Sluice's folder (mixpanel, facebook-pixel); every kind when none is named.
+ */
+export function selectKinds(wanted: string[], fail: (message: string) => never): AnyDestinationDefinition[] {
+  const all = listDefinitions();
+  if (wanted.length === 0) return all;
+  // Sluice's folders under src/destinations/ that are not RudderStack's with `-` for `_`.
+  const sluiceFolder: Record<string, string> = { AM: "amplitude", MP: "mixpanel", HS: "hubspot" };
+  return wanted.map((w) => {
+    const k = w.toLowerCase();
+    const def = all.find((d) => d.name.toLowerCase() === k || folderOf(d.name) === k || folderOf(d.name) === k.replace(/-/g, "_") || sluiceFolder[d.name] === k);
+    return def ?? fail(`unknown kind ${w} (kinds: ${all.map((d) => folderOf(d.name)).join(", ")})`);
+  });
 }
