@@ -17,6 +17,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, truncateSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { ConfigStore, DestinationRuntime } from "../control-plane/config-store";
+import { rejectAfter } from "../lib/deadline";
 import type { Logger } from "../lib/logger";
 import type { AttemptResult } from "../pipeline/next-state";
 import type { Outbound } from "../pipeline/outbound";
@@ -237,17 +238,10 @@ export class ObjectStorageFiles {
         continue;
       }
       const started = performance.now();
-      await withDeadline(client.write(key, Bun.file(path), { type: "application/gzip" }), Math.max(this.settings.timeoutMs, UPLOAD_TIMEOUT_MS), `upload of ${key}`);
+      const ms = Math.max(this.settings.timeoutMs, UPLOAD_TIMEOUT_MS);
+      await rejectAfter(client.write(key, Bun.file(path), { type: "application/gzip" }), ms, () => new Error(`upload of ${key} did not finish within ${Math.round(ms / 1000)} s`));
       rmSync(path, { force: true });
       this.log.info("object storage file uploaded", { destinationId, bucket: target.bucket, key, ms: Math.round(performance.now() - started) });
     }
   }
-}
-
-function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: Timer | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${Math.round(ms / 1000)} s`)), ms);
-  });
-  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }

@@ -9,6 +9,7 @@
  * Redis Cluster has one database, so `database` applies only outside cluster mode.
  */
 import { RedisClient } from "bun";
+import { rejectAfter } from "../../lib/deadline";
 import { isPlainObject } from "../shared";
 import { type DestinationRequest, type ProtocolAnswer, type ProtocolContext, configOf } from "../types";
 import { RedisConfig, type RedisWrite } from "./config";
@@ -116,17 +117,6 @@ function forget(client: RedisClient) {
   client.close();
 }
 
-function withTimeout<T>(work: Promise<T>, ms: number, onTimeout: () => void): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      onTimeout();
-      reject(new RedisFailure(`Redis did not answer within ${ms} ms`, true));
-    }, ms);
-  });
-  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
-}
-
 const NEVER_PASSES = /^(WRONGPASS|NOAUTH|NOPERM|WRONGTYPE|ERR|EXECABORT)\b/;
 
 /** A server error's meaning: a redirection to follow, one that may pass later, or one that never will. */
@@ -161,7 +151,10 @@ async function run(nodes: Node[], s: Settings, ctx: ProtocolContext, command: st
           if (asking) await c.send("ASKING", []);
           return c.send(command, args);
         })();
-        return await withTimeout(work, ctx.timeoutMs, () => forget(c));
+        return await rejectAfter(work, ctx.timeoutMs, () => {
+          forget(c);
+          return new RedisFailure(`Redis did not answer within ${ctx.timeoutMs} ms`, true);
+        });
       } catch (err) {
         const failure = readFailure(err);
         if ("moved" in failure) {
