@@ -14,7 +14,7 @@
  * it takes. The object key is fixed when the file is opened, so a file uploaded again after a
  * crash between the upload and its removal replaces itself: no duplicate file, no lost event.
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, truncateSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, truncateSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { ConfigStore, DestinationRuntime } from "../control-plane/config-store";
 import { rejectAfter } from "../lib/deadline";
@@ -52,7 +52,8 @@ interface OpenFile {
 }
 
 interface UploadState {
-  running: boolean;
+  /** The pass on the wire now, if any. */
+  running?: Promise<void>;
   failures: number;
   timer?: Timer;
 }
@@ -60,6 +61,7 @@ interface UploadState {
 export class ObjectStorageFiles {
   private open = new Map<string, OpenFile>();
   private uploads = new Map<string, UploadState>();
+  private knownRegions = new Map<string, string>();
   private stopped = false;
 
   constructor(
@@ -101,8 +103,16 @@ export class ObjectStorageFiles {
   /** Closes every open file (uploaded now if the deadline allows, else at the next start). */
   async stop(deadlineMs = 5000) {
     for (const f of [...this.open.values()]) this.close(f);
+    // A pass that ends with files left starts the next one: wait for passes until none runs.
     const deadline = Date.now() + deadlineMs;
-    while (Date.now() < deadline && [...this.uploads.values()].some((u) => u.running)) await Bun.sleep(20);
+    for (;;) {
+      const running = [...this.uploads.values()].flatMap((u) => (u.running ? [u.running] : []));
+      const left = deadline - Date.now();
+      if (!running.length || left <= 0) break;
+      let timer: Timer | undefined;
+      await Promise.race([Promise.allSettled(running), new Promise((r) => (timer = setTimeout(r, left)))]);
+      clearTimeout(timer);
+    }
     this.stopped = true;
     for (const u of this.uploads.values()) clearTimeout(u.timer);
   }
@@ -158,10 +168,13 @@ export class ObjectStorageFiles {
     }
     closeSync(fd);
     f.committed += member.length;
-    writeFileSync(`${path}.len`, String(f.committed));
-    const len = openSync(`${path}.len`, "r+");
-    fsyncSync(len);
-    closeSync(len);
+    const len = openSync(`${path}.len`, "w");
+    try {
+      writeSync(len, String(f.committed));
+      fsyncSync(len);
+    } finally {
+      closeSync(len);
+    }
     f.events += events;
     f.bytes += Buffer.byteLength(lines);
     if (f.events >= this.settings.batchEvents || f.bytes >= this.settings.batchBytes) this.close(f);
@@ -184,11 +197,10 @@ export class ObjectStorageFiles {
 
   /** Starts the destination's uploads unless they are running or waiting out a backoff. */
   private kick(destinationId: string) {
-    const state = this.uploads.get(destinationId) ?? { running: false, failures: 0 };
+    const state: UploadState = this.uploads.get(destinationId) ?? { failures: 0 };
     this.uploads.set(destinationId, state);
     if (state.running || state.timer || this.stopped) return;
-    state.running = true;
-    this.uploadReady(destinationId)
+    state.running = this.uploadReady(destinationId)
       .then(
         () => {
           state.failures = 0;
@@ -204,7 +216,7 @@ export class ObjectStorageFiles {
         },
       )
       .finally(() => {
-        state.running = false;
+        state.running = undefined;
         // Files closed while this pass ran.
         if (!state.timer && !this.stopped && this.readyFiles(destinationId).length) this.kick(destinationId);
       });
@@ -226,7 +238,7 @@ export class ObjectStorageFiles {
       rmSync(join(this.dir, destinationId), { recursive: true, force: true });
       return;
     }
-    const target = await storeTarget(dest.type, dest.config, this.settings.baseUrls[dest.type], this.settings.timeoutMs);
+    const target = await storeTarget(dest.type, dest.config, this.settings.baseUrls[dest.type], this.settings.timeoutMs, this.knownRegions);
     const allowed = await this.outbound.target(target.endpoint);
     if (!allowed.ok) throw new Error(allowed.error);
     const client = clientOf(target);

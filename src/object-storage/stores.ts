@@ -25,21 +25,28 @@ export interface StoreTarget {
 const text = (v: unknown) => (typeof v === "string" ? v.trim() : "");
 const withScheme = (host: string, secure: boolean) => (/^https?:\/\//i.test(host) ? host : `${secure ? "https" : "http"}://${host}`);
 
-/** AWS answers a bucket's region in a header even to an unsigned request; us-east-1 when it does not say. */
-async function bucketRegion(bucket: string, timeoutMs: number): Promise<string> {
+/**
+ * AWS answers a bucket's region in a header even to an unsigned request; us-east-1 when it does
+ * not say. An answer is kept in `known` (a bucket does not move), so it is asked once.
+ */
+async function bucketRegion(bucket: string, timeoutMs: number, known: Map<string, string>): Promise<string> {
+  const kept = known.get(bucket);
+  if (kept) return kept;
   try {
     const res = await fetch(`https://${bucket}.s3.amazonaws.com/`, { method: "HEAD", signal: AbortSignal.timeout(timeoutMs) });
-    return res.headers.get("x-amz-bucket-region") ?? "us-east-1";
+    const region = res.headers.get("x-amz-bucket-region");
+    if (region) known.set(bucket, region);
+    return region ?? "us-east-1";
   } catch {
     return "us-east-1";
   }
 }
 
 /**
- * The store of one destination. `baseUrl` (`--destination-base-url KIND=URL`) replaces the
+ * The store of one destination (`knownRegions`: S3 buckets' regions already asked of AWS). `baseUrl` (`--destination-base-url KIND=URL`) replaces the
  * endpoint, as it replaces every kind's service URL (tests, proxies).
  */
-export async function storeTarget(type: string, config: Record<string, any>, baseUrl: string | undefined, timeoutMs: number): Promise<StoreTarget> {
+export async function storeTarget(type: string, config: Record<string, any>, baseUrl: string | undefined, timeoutMs: number, knownRegions: Map<string, string>): Promise<StoreTarget> {
   const bucket = text(config.bucketName);
   if (type === "MINIO") {
     return { endpoint: baseUrl ?? withScheme(text(config.endPoint), config.useSSL === true), region: "us-east-1", bucket, accessKeyId: text(config.accessKeyID) || undefined, secretAccessKey: text(config.secretAccessKey) || undefined };
@@ -51,7 +58,7 @@ export async function storeTarget(type: string, config: Record<string, any>, bas
     return { endpoint: baseUrl ?? withScheme(endPoint, true), region, bucket, accessKeyId: text(config.accessKeyID) || undefined, secretAccessKey: text(config.accessKey) || undefined };
   }
   // S3: RudderStack's definition has no region key; like rudder-server, Sluice asks AWS (unless `region` is set).
-  const region = text(config.region) || (baseUrl ? "us-east-1" : await bucketRegion(bucket, timeoutMs));
+  const region = text(config.region) || (baseUrl ? "us-east-1" : await bucketRegion(bucket, timeoutMs, knownRegions));
   return {
     endpoint: baseUrl ?? `https://s3.${region}.amazonaws.com`,
     region,
