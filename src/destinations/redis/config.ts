@@ -31,3 +31,15 @@ export type RedisWrite =
   | { message: { hash: string; key: string; value: string }; userId: unknown }
   | { message: { key: string; path?: string; value: unknown }; userId: unknown }
   | { delete: string[] };
+
+/** RudderStack takes any clusterMode other than false (absent included) as cluster mode. */
+export const isClusterMode = (c: RedisConfig): boolean => c.clusterMode !== false;
+
+/**
+ * The database a write selects: the configured number outside cluster mode (Redis Cluster has
+ * database 0 only); none when text that is no number, which rudder-server reads as 0.
+ */
+export function databaseOf(c: RedisConfig): number | undefined {
+  const text = c.database === undefined ? "" : String(c.database).trim();
+  return !isClusterMode(c) && /^[0-9]+$/.test(text) ? Number(text) : undefined;
+}

@@ -8,7 +8,7 @@
  */
 import { isPlainObject } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configKeys, configOf, requiredKeysOf, restRequest } from "../types";
-import { RedisConfig, type RedisWrite } from "./config";
+import { RedisConfig, type RedisWrite, databaseOf } from "./config";
 import { sendToRedis } from "./store";
 
 export { RedisConfig, type RedisWrite } from "./config";
@@ -52,7 +52,8 @@ export function userKeyOf(prefix: string | undefined, userId: unknown): string {
 /** Where the requests go, for the Test API's view and the delivery log; the client reads the config itself. */
 function endpointOf(c: RedisConfig): string {
   const first = c.address.split(",")[0]!.trim();
-  const db = c.clusterMode === false && /^[0-9]+$/.test(String(c.database ?? "").trim()) ? `/${String(c.database).trim()}` : "";
+  const database = databaseOf(c);
+  const db = database === undefined ? "" : `/${database}`;
   return `${c.secure ? "rediss" : "redis"}://${first}${db}`;
 }
 

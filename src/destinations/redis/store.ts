@@ -12,7 +12,7 @@ import { RedisClient } from "bun";
 import { rejectAfter } from "../../lib/deadline";
 import { isPlainObject } from "../shared";
 import { type DestinationRequest, type ProtocolAnswer, type ProtocolContext, configOf } from "../types";
-import { RedisConfig, type RedisWrite } from "./config";
+import { RedisConfig, type RedisWrite, databaseOf, isClusterMode } from "./config";
 
 /** A connection unused this long is closed. */
 const IDLE_CLOSE_MS = 60_000;
@@ -75,11 +75,10 @@ interface Settings {
 }
 
 function settingsOf(c: RedisConfig): Settings {
-  const cluster = c.clusterMode !== false;
-  const dbText = c.database === undefined ? "" : String(c.database).trim();
+  const cluster = isClusterMode(c);
   return {
     password: c.password ?? "",
-    database: cluster || !/^[0-9]+$/.test(dbText) ? 0 : Number(dbText),
+    database: databaseOf(c) ?? 0,
     cluster,
     tls: c.secure ? { rejectUnauthorized: c.skipVerify !== true, ca: c.caCertificate?.trim() ? c.caCertificate : undefined } : false,
   };
