@@ -547,21 +547,10 @@ describe("HTTP through the pipeline", () => {
     const form = await waitFor(() => sink.received.find((r) => r.path === "/form"), { what: "the form" });
     expect(Object.fromEntries(new URLSearchParams(form.body))).toEqual({ name: "Ada", contact: '{"address":{}}' });
   });
-});
-
-describe("HTTP configs saved without isDefaultMapping", () => {
-  let server: TestServer;
-  beforeAll(async () => {
-    server = await startSluice();
-  });
-  afterAll(async () => {
-    await server.stop();
-    await cleanup(server.dataDir);
-  });
 
   test("the API saves RudderStack's dashboard default for POST, PUT and PATCH; not for GET or DELETE, nor over a mapping", async () => {
     const save = async (config: Record<string, unknown>) => {
-      const res = await api(server.url, "POST", "/v2/destinations", { name: `h-${crypto.randomUUID().slice(0, 8)}`, type: "HTTP", config });
+      const res = await api(s.url, "POST", "/v2/destinations", { name: `h-${crypto.randomUUID().slice(0, 8)}`, type: "HTTP", config });
       expect(res.status).toBe(201);
       return res.json.config;
     };
@@ -575,7 +564,7 @@ describe("HTTP configs saved without isDefaultMapping", () => {
 
   test("migration 0012 gives stored POST/PUT/PATCH configs without either key isDefaultMapping: true, so they keep sending the whole event", async () => {
     const { migrationSql } = await import("../../db/migrations");
-    const db = server.sluice.db.$client;
+    const db = s.sluice.db.$client;
     const insert = db.prepare("INSERT INTO destinations (id, workspace_id, name, type, config, enabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 1, 0, 0)");
     const rows: Array<[string, string, Record<string, unknown>]> = [
       ["dst_old_post", "HTTP", { apiUrl: "https://a.example.com" }],
@@ -584,7 +573,7 @@ describe("HTTP configs saved without isDefaultMapping", () => {
       ["dst_old_off", "HTTP", { apiUrl: "https://a.example.com", isDefaultMapping: false }],
       ["dst_old_hook", "WEBHOOK", { webhookUrl: "https://a.example.com" }],
     ];
-    for (const [id, type, config] of rows) insert.run(id, server.sluice.workspaceId, id, type, JSON.stringify(config));
+    for (const [id, type, config] of rows) insert.run(id, s.sluice.workspaceId, id, type, JSON.stringify(config));
     db.exec(migrationSql["0012_http-default-mapping"]!);
     const configOf = (id: string) => JSON.parse((db.query("SELECT config FROM destinations WHERE id = ?").get(id) as { config: string }).config);
     expect(configOf("dst_old_post")).toEqual({ apiUrl: "https://a.example.com", isDefaultMapping: true });
