@@ -189,14 +189,20 @@ function withJob(ctx: DestinationContext, input: any): DestinationContext {
 
 /**
  * The contexts of a case: one per destination and config, so lookup memory is kept per
- * destination runtime, as Sluice's router keeps it (a config change makes a new runtime).
+ * destination runtime, as Sluice's router keeps it (a config change makes a new runtime). The
+ * config gets the keys the case's operator settings stand for (kinds.ts, configFromEnv).
  */
-function contexts(run: Runner) {
+function contexts(run: Runner, tc: RsCase) {
+  const fromEnv = tc.envOverrides && run.opts.configFromEnv ? run.opts.configFromEnv(tc.envOverrides) : {};
   const byDestination = new Map<string, DestinationContext>();
   return (input: any): DestinationContext => {
     const key = stable([input.destination?.ID ?? "dest", input.destination?.Config ?? {}]);
     let ctx = byDestination.get(key);
-    if (!ctx) byDestination.set(key, (ctx = run.standIn.context(copy(input.destination), input.metadata, run.now)));
+    if (!ctx) {
+      const destination = copy(input.destination ?? {});
+      destination.Config = { ...destination.Config, ...fromEnv };
+      byDestination.set(key, (ctx = run.standIn.context(destination, input.metadata, run.now)));
+    }
     return ctx;
   };
 }
@@ -250,7 +256,7 @@ export async function processorCase(run: Runner, tc: RsCase, index: number): Pro
   const base = { index, label: labelOf(tc), env: envOf(tc), retl: isRetl(inputs), diffs: [] as string[], calls: [] as string[] };
   const never = inputs.map((i) => neverTransformed(run.def, i.message)).find((x) => x);
   if (never) return { ...base, never, ok: false };
-  const ctxOf = contexts(run);
+  const ctxOf = contexts(run, tc);
   const ours: Outcome[] = [];
   for (const input of inputs) ours.push(...(await transform(run, input.message, withJob(ctxOf(input), input))));
   const theirs: Outcome[] = expected.map((o) => (isSuccess(o) && o.output ? { request: o.output } : errorOf(o)));
@@ -326,7 +332,7 @@ export async function routerCase(run: Runner, tc: RsCase, index: number): Promis
   // RudderStack builds every endpoint from the first input's config (see kinds.ts, firstConfigHost).
   const mixedConfigs = !!run.opts.firstConfigHost && new Set(inputs.map((i) => i.destination?.ID)).size === 1 && new Set(inputs.map((i) => stable(i.destination?.Config))).size > 1;
 
-  const ctxOf = contexts(run);
+  const ctxOf = contexts(run, tc);
   const ours: RouterSide = { units: [], errors: [] };
   const tagged: Array<{ request: DestinationRequest; job: unknown }> = [];
   // The transforms of a batch run together, as Sluice's router runs them (BRAZE gathers their lookups).
@@ -352,7 +358,9 @@ export async function routerCase(run: Runner, tc: RsCase, index: number): Promis
     }
     for (const [d, group] of groups) {
       const ctx = ctxOf(inputs.find((i) => String(i.destination?.ID ?? "dest") === d) ?? inputs[0]);
-      const batched = await run.def.batch(group.map((t) => t.request), ctx);
+      // A request batch() refuses fails its job, as the router aborts that event.
+      const jobOf = new Map(group.map((t) => [t.request, t.job]));
+      const batched = await run.def.batch(group.map((t) => t.request), ctx, (request, error) => ours.errors.push({ job: jobOf.get(request), error, retry: false }));
       const jobs = run.opts.routerJobs ? jobsOfBatches(run.def, group, ctx) : undefined;
       batched.forEach((request, k) => ours.units.push({ request, jobs: jobs?.[k] }));
     }

@@ -53,6 +53,12 @@ export interface KindOptions {
    * keys, so the change (a lower batch size) reaches the kind; put back after each case.
    */
   rudderModules?: Record<string, Record<string, unknown>>;
+  /**
+   * Config keys a case's RudderStack operator settings (envOverrides) stand for: where Sluice
+   * offers per destination what RudderStack switches for a whole deployment, the case's
+   * destination config gets these keys (merged over its own) before it is transformed.
+   */
+  configFromEnv?: (env: Record<string, unknown>) => Record<string, unknown>;
 }
 
 const urlOf = (endpoint: string) => {
@@ -102,6 +108,9 @@ export const KIND_OPTIONS: Record<string, KindOptions> = {
   FACEBOOK_CONVERSIONS: { clock: "2023-11-12T15:46:51Z" },
   // RudderStack's router cases lower TikTok's Events 2.0 batch size to 3 (tiktok_ads/mocks.ts).
   TIKTOK_ADS: { rudderModules: { "src/v0/destinations/tiktok_ads/config": TIKTOK_BATCH_LIMITS } },
+  // RudderStack's batching framework for Customer.io (Track API v2 envelopes), switched on for
+  // the workspaces its operator names, is the destination's useTrackApiV2Batch in Sluice.
+  CUSTOMERIO: { configFromEnv: (env) => (env.CUSTOMERIO_BATCHING_FRAMEWORK_ENABLED_WORKSPACE_IDS ? { useTrackApiV2Batch: true } : {}) },
 };
 
 export function optionsOf(name: string): KindOptions {

@@ -134,8 +134,12 @@ export interface DestinationDefinition<
    * Optional: merges transformed requests of several events into fewer requests. Each user's
    * requests (by `userKey`) keep their order; requests of different users may be reordered
    * where the service's batching needs it (BRAZE groups its calls by endpoint, as RudderStack).
+   * A request that must not go, as only the whole batch shows (BRAZE's identify left with nothing
+   * by deduplication against the batch's earlier ones), is left out and handed to `refuse`: the
+   * event that made it fails with `error` (an abort), whatever became of its other requests.
+   * Without `refuse` (a caller that cannot fail an event) it is only left out.
    */
-  batch?(requests: DestinationRequest[], ctx: DestinationContext): DestinationRequest[];
+  batch?(requests: DestinationRequest[], ctx: DestinationContext, refuse?: BatchRefusal): DestinationRequest[];
   /**
    * Optional: what a 2xx answer means, for services that report failures in a successful answer
    * (GA4's validation server, ITERABLE's bulk calls). Called with the whole answer text and the
@@ -165,6 +169,9 @@ export interface DestinationDefinition<
   /** Set for key-value-store and object-storage kinds: deletion takes userId only (the Data Regulation API's rule for those kinds). */
   deletionByUserIdOnly?: boolean;
 }
+
+/** How batch() fails an event: by one of the requests it was handed (the same object), and why. */
+export type BatchRefusal = (request: DestinationRequest, error: string) => void;
 
 /** What a kind's own protocol client (`send`) is handed: the destination, the time-out, and the outbound address policy. */
 export interface ProtocolContext {

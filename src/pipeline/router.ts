@@ -20,7 +20,7 @@ import { type StageContext, destinationTransform } from "./stages";
 import type { RetryPolicy } from "./retry-policy";
 import { type AttemptResult, nextState } from "./next-state";
 import { type DestinationQueue, Scheduler } from "./scheduler";
-import { type ItemCheck, Sender, type SenderSettings } from "./sender";
+import { Sender, type SenderSettings, refusalOf } from "./sender";
 import { TransformBatcher } from "./transform-batcher";
 import { STAGE_MAX, type StageInput } from "../warehouse/staging";
 
@@ -223,20 +223,25 @@ export class Router {
    * then the kind's batch() merges the requests and they are sent in order. A batched
    * request's outcome is every included event's outcome (as RudderStack records it):
    * at least once, never lost. Only where the kind's checkResponse reads failed items out
-   * of a 2xx answer do events of one request get different outcomes.
+   * of a 2xx answer do events of one request get different outcomes; an event one of whose
+   * requests batch() refused is aborted with the kind's reason.
    */
   private async executeBatch(dest: DestinationRuntime, heads: Queued[]): Promise<AttemptResult[]> {
     const started = performance.now();
     const prepared = await Promise.all(heads.map((item) => this.prepare(dest, item)));
     // Requests keep the order of the heads, which is the order of the queue.
     const requests = prepared.flatMap((p) => ("requests" in p ? p.requests.map((r) => r.request) : []));
-    let common: Outcome | undefined;
-    let itemChecks: ItemCheck[] = [];
-    if (requests.length) ({ last: common, itemChecks } = await this.sender.sendBatch(dest, requests));
+    const sent = requests.length ? await this.sender.sendBatch(dest, requests) : undefined;
     const ms = performance.now() - started;
-    return prepared.map((p) =>
-      "requests" in p ? { ...this.sender.eventOutcome(dest, common as Outcome, itemChecks, p.requests.map((r) => r.request)), ms } : { ...p.outcome, ms: 0 },
-    );
+    return prepared.map((p): AttemptResult => {
+      if (!("requests" in p)) return { ...p.outcome, ms: 0 };
+      const own = p.requests.map((r) => r.request);
+      const refused = sent?.refused && refusalOf(sent.refused, own);
+      if (refused !== undefined) return { kind: "abort", response: "", error: refused, ms };
+      // batch() left nothing to send: as an event its kind maps to no request.
+      if (!sent?.last) return { kind: "filtered", ms };
+      return { ...this.sender.eventOutcome(dest, sent.last, sent.itemChecks, own), ms };
+    });
   }
 
   /** Runs the stages for one delivery and returns its outcome; never throws for a destination's failure. */

@@ -28,6 +28,17 @@ export interface ItemCheck {
 export interface Sent {
   last: Outcome | undefined;
   itemChecks: ItemCheck[];
+  /** Requests the kind's batch() refused, each with why (absent when it refused none): their events fail. */
+  refused?: Map<DestinationRequest, string>;
+}
+
+/** Why batch() refused one of an event's own requests, if it refused any. */
+export function refusalOf(refused: Map<DestinationRequest, string>, own: DestinationRequest[]): string | undefined {
+  for (const r of own) {
+    const error = refused.get(r);
+    if (error !== undefined) return error;
+  }
+  return undefined;
 }
 
 /** One destination's connections: requests on the wire now, and sends waiting for one. */
@@ -91,16 +102,25 @@ export class Sender {
     return { last, itemChecks };
   }
 
-  /** A batching kind's requests, merged by its own batch() (one by one if that fails), sent in order. */
-  sendBatch(dest: DestinationRuntime, requests: DestinationRequest[]): Promise<Sent> {
+  /**
+   * A batching kind's requests, merged by its own batch() (one by one if that fails), sent in
+   * order; with the requests batch() refused, which are not sent.
+   */
+  async sendBatch(dest: DestinationRuntime, requests: DestinationRequest[]): Promise<Sent> {
     let merged: DestinationRequest[];
+    let refused: Map<DestinationRequest, string> | undefined;
     try {
-      merged = dest.definition!.batch!(requests, destinationContext(this.stages.baseUrls, dest));
+      merged = dest.definition!.batch!(requests, destinationContext(this.stages.baseUrls, dest), (request, error) => {
+        (refused ??= new Map()).set(request, error);
+      });
     } catch (err) {
+      // Sent one by one, every request goes: a refusal made before the failure no longer holds.
       merged = requests;
+      refused = undefined;
       this.log.warn("batching failed; sending one by one", { err, destinationId: dest.id });
     }
-    return this.sendInOrder(dest, merged.map((request) => ({ request })));
+    const sent = await this.sendInOrder(dest, merged.map((request) => ({ request })));
+    return refused ? { ...sent, refused } : sent;
   }
 
   /**

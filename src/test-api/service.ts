@@ -174,8 +174,14 @@ export async function runDestinationTest(
       continue;
     }
     // What the service would receive: a batching kind's batch() shapes even one event's requests
-    // (SENDGRID's processor output is not what SendGrid takes), as delivery does.
-    const wire = d.definition?.batch ? d.definition.batch(dt.requests, destinationContext(deps.stages.baseUrls, d, input.config ?? d.config)) : dt.requests;
+    // (SENDGRID's processor output is not what SendGrid takes), as delivery does; a request it
+    // refuses fails the event, as in delivery, and then nothing is sent.
+    let refused: string | undefined;
+    const wire = d.definition?.batch ? d.definition.batch(dt.requests, destinationContext(deps.stages.baseUrls, d, input.config ?? d.config), (_r, error) => (refused ??= error)) : dt.requests;
+    if (refused !== undefined) {
+      entry.destination_response = { error: refused };
+      continue;
+    }
     Object.assign(entry, await send(deps, d, input.config ?? d.config, wire, String(out.messageId ?? event.messageId ?? "")));
   }
   return result(items.map((i) => i.entry));

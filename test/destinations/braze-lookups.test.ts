@@ -241,6 +241,32 @@ test("BRAZE supportDedup: a user's several updates in one batch → the later on
   expect((twice[0]!.body.JSON as any).attributes).toHaveLength(2);
 });
 
+const DUPLICATE = "[Braze Deduplication]: Duplicate user detected, the user is dropped";
+
+test("BRAZE supportDedup: an identify a batch leaves with nothing new is not sent and refused with RudderStack's dedup error (the very request handed in); a track left with nothing new keeps its event", async () => {
+  const key = workspace([{ external_id: "gus", user_aliases: [], plan: "free" }]);
+  const ctx = lookupContext(config(key), bz.url);
+  // Transformed together: each sees Braze's plan "free", so each keeps plan "pro".
+  const outputs = await Promise.all([identify("gus", { plan: "pro" }), identify("gus", { plan: "pro" }), track("gus", { plan: "pro" })].map((e) => braze.transform(e, ctx)));
+  const requests = outputs.flat().map((r) => ({ ...r, userKey: "gus" }));
+  const refused: Array<[DestinationRequest, string]> = [];
+  const batched = braze.batch!(requests, ctx, (request, error) => refused.push([request, error]));
+  expect(refused).toHaveLength(1);
+  expect(refused[0]![0]).toBe(requests[1]!);
+  expect(refused[0]![1]).toBe(DUPLICATE);
+  expect(bodyOf(batched)).toEqual([
+    { partner: "RudderStack", attributes: [{ plan: "pro", external_id: "gus" }], events: [{ name: "Signed In", time: ts, properties: {}, external_id: "gus" }] },
+  ]);
+  // A caller that cannot fail an event: the request is only left out.
+  expect(bodyOf(braze.batch!(requests, ctx))).toEqual(bodyOf(batched));
+  // Without supportDedup nothing is reduced or refused.
+  const plainRefused: unknown[] = [];
+  const plain = lookupContext(config(key, { supportDedup: false }), bz.url);
+  const plainRequests = (await Promise.all([identify("gus", { plan: "pro" }), identify("gus", { plan: "pro" })].map((e) => braze.transform(e, plain)))).flat();
+  expect((bodyOf(braze.batch!(plainRequests, plain, (...a) => plainRefused.push(a)))[0] as any).attributes).toHaveLength(2);
+  expect(plainRefused).toEqual([]);
+});
+
 // ---- the identify merge: /users/identify ----------------------------------------------------------
 
 test("BRAZE identify with an anonymousId → POST /users/identify (the transform's own call, before the attributes go), gathered for a batch's transforms; its failure does not fail the event", async () => {
@@ -309,6 +335,21 @@ test("BRAZE end to end (supportDedup): Braze is asked, then only what changed is
   const refused = await waitFor(async () => (await deliveries(dst.id, "aborted"))[0], { what: "the second delivery aborted" });
   expect(refused.lastError).toBe("[Braze Deduplication]: Duplicate user detected, the user is dropped");
   expect(pathsOf(key)).toEqual(["POST /users/export/ids", "POST /users/track", "POST /users/export/ids"]);
+});
+
+test("BRAZE end to end (supportDedup): two users naming one Braze user with the same traits in one batch → one export, the first written, the second refused with RudderStack's dedup error and nothing sent for it", async () => {
+  const key = workspace([{ external_id: "pat", user_aliases: [], first_name: "Pat", plan: "free" }]);
+  const { src, dst } = await connected(config(key));
+  // Two Sluice users (one batch holds one event per user), one Braze user by brazeExternalId.
+  const as = (userId: string) => ({ type: "identify", userId, context: { externalId: [{ type: "brazeExternalId", id: "pat" }] }, traits: { firstName: "Pat", plan: "pro" } });
+  expect((await sendEvent(s.url, src.writeKey, "batch", { batch: [as("pat-web"), as("pat-app")] })).status).toBe(200);
+  const refused = await waitFor(async () => (await deliveries(dst.id, "aborted"))[0], { what: "the second delivery aborted" });
+  expect(refused).toMatchObject({ userKey: "pat-app", attempts: 1, lastError: DUPLICATE });
+  const ok = await waitFor(async () => (await deliveries(dst.id, "succeeded"))[0], { what: "the first delivery succeeded" });
+  expect(ok).toMatchObject({ userKey: "pat-web", attempts: 1 });
+  // One export for the batch (so both were in it), one write carrying the first's change only.
+  expect(pathsOf(key)).toEqual(["POST /users/export/ids", "POST /users/track"]);
+  expect(callsOf(key)[1]!.body).toEqual({ partner: "RudderStack", attributes: [{ plan: "pro", external_id: "pat" }] });
 });
 
 test("BRAZE end to end (supportDedup): an export answered 503 does not hold the event: its attributes go whole at the first attempt, as RudderStack sends them", async () => {

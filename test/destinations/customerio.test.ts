@@ -1,6 +1,7 @@
-import { expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test } from "bun:test";
 import { customerio } from "../../src/destinations/customerio";
-import { jsonRequest } from "../support/helpers";
+import { publicDefinition } from "../../src/destinations/registry";
+import { type TestServer, api, cleanup, createSource, jsonRequest, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
 import type { DestinationContext, DestinationRequest, SluiceEvent } from "../../src/destinations/types";
 
 const ctx = (config: Record<string, any> = {}, baseUrl?: string): DestinationContext => ({
@@ -580,4 +581,260 @@ test("CUSTOMERIO numeric ids (as rudder-server passes them): paths carry their t
     attributes: {},
     cio_relationships: [{ identifiers: { id: "432" } }],
   });
+});
+
+// ---- Track API v2 envelopes (useTrackApiV2Batch) ---------------------------------------------
+
+const V2 = { useTrackApiV2Batch: true };
+const v2 = (event: SluiceEvent, config: Record<string, any> = {}) => one(event, { ...V2, ...config });
+const v2Refusal = (event: SluiceEvent, config: Record<string, any> = {}) => {
+  try {
+    customerio.transform(event, ctx({ ...V2, ...config }));
+  } catch (err) {
+    return (err as Error).message;
+  }
+  throw new Error("the event was not refused");
+};
+
+test("CUSTOMERIO useTrackApiV2Batch: a boolean config field, off by default, listed by GET /destination-definitions", () => {
+  const def = publicDefinition(customerio);
+  expect(def.config.defaultConfig).toContain("useTrackApiV2Batch");
+  expect(def.config.fields).toContainEqual(expect.objectContaining({ key: "useTrackApiV2Batch", type: "boolean", required: false }));
+  // Off (absent or false): the v1 calls.
+  const track: SluiceEvent = { type: "track", messageId: "t", userId: "u1", event: "E", timestamp: ts };
+  expect(one(track, { useTrackApiV2Batch: false }).endpoint).toBe(`${API}/v1/customers/u1/events`);
+});
+
+test("CUSTOMERIO v2: identify → a person identify operation for /v2/batch; traits whole as attributes, address, created_at, _timestamp, anonymous_id", () => {
+  const event: SluiceEvent = {
+    type: "identify",
+    messageId: "m",
+    userId: "cio-7",
+    anonymousId: "anon-7",
+    timestamp: ts,
+    traits: { email: "grace@example.com", "team.name": "Compilers", createdAt: "2024-01-01T00:00:00.000Z", userId: "x", address: { city: "Arlington", state: "VA" } },
+    user_properties: { ignored: true },
+  };
+  expect(v2(event)).toEqual(
+    request(
+      "POST",
+      `${API}/v2/batch`,
+      {
+        type: "person",
+        action: "identify",
+        identifiers: { id: "cio-7" },
+        attributes: { city: "Arlington", state: "VA", email: "grace@example.com", "team.name": "Compilers", created_at: 1704067200, _timestamp: secs, anonymous_id: "anon-7" },
+      },
+      JSON_HEADERS,
+    ),
+  );
+  // No user id: the email names the person (as text); neither refuses the identify.
+  expect(v2({ type: "identify", messageId: "m", context: { traits: { email: "grace@example.com" } } }).body.JSON.identifiers).toEqual({ email: "grace@example.com" });
+  expect(v2Refusal({ type: "identify", messageId: "m", anonymousId: "a" })).toBe("userId or email is not present");
+});
+
+test("CUSTOMERIO v2: track, page and screen → person event/page/screen operations; anonymous people by anonymous_id; EU host", () => {
+  const track: SluiceEvent = { type: "track", messageId: "t", userId: "u1", event: "Checkout", timestamp: ts, properties: { total: 9 } };
+  expect(v2(track).body.JSON).toEqual({ type: "person", action: "event", identifiers: { id: "u1" }, name: "Checkout", attributes: { total: 9 }, timestamp: secs });
+  expect(v2(track, { datacenter: "EU" }).endpoint).toBe("https://track-eu.customer.io/api/v2/batch");
+  // Names are not cut for anonymous people here; no timestamp, none sent.
+  const long = "n".repeat(150);
+  expect(v2({ type: "track", messageId: "t", anonymousId: "anon-1", event: long }).body.JSON).toEqual({ type: "person", action: "event", identifiers: { anonymous_id: "anon-1" }, name: long, attributes: {} });
+  const page: SluiceEvent = { type: "page", messageId: "p", userId: "u1", properties: { url: "https://x.io/a" } };
+  expect(v2(page).body.JSON).toEqual({ type: "person", action: "page", identifiers: { id: "u1" }, name: "https://x.io/a", attributes: { url: "https://x.io/a" } });
+  expect(v2Refusal({ ...page, properties: {} })).toBe("Event Name type should be a string");
+  const screen: SluiceEvent = { type: "screen", messageId: "s", anonymousId: "anon-2", properties: { name: "Cart" } };
+  expect(v2(screen).body.JSON).toEqual({ type: "person", action: "screen", identifiers: { anonymous_id: "anon-2" }, name: "Viewed Cart Screen", attributes: { name: "Cart" } });
+  expect(v2Refusal({ ...track, event: 7 })).toBe("Event is a required field and should be a string");
+});
+
+test("CUSTOMERIO v2: device events → add_device with token, platform and app details; uninstall → delete_device; no token → an ordinary event", () => {
+  const opened: SluiceEvent = {
+    type: "track",
+    messageId: "d",
+    userId: "u1",
+    event: "Application Opened",
+    timestamp: ts,
+    properties: { cold_start: true },
+    context: { device: { token: "tok-9", type: "watchOS", model: "Watch7" }, os: { name: "watchOS" }, app: { version: "3.1" }, locale: "fr-FR" },
+  };
+  expect(v2(opened).body.JSON).toEqual({
+    type: "person",
+    action: "add_device",
+    identifiers: { id: "u1" },
+    device: { token: "tok-9", last_used: secs, attributes: { device_os: "watchOS", device_model: "Watch7", app_version: "3.1", device_locale: "fr-FR", cold_start: true }, platform: "ios" },
+  });
+  expect(v2({ ...opened, event: "Push Token" }, { deviceTokenEventName: "Push Token" }).body.JSON.action).toBe("add_device");
+  expect(v2({ ...opened, event: "Application Uninstalled" }).body.JSON).toEqual({ type: "person", action: "delete_device", identifiers: { id: "u1" }, device: { token: "tok-9" } });
+  expect(v2({ ...opened, context: {} }).body.JSON.action).toBe("event");
+  expect(v2Refusal({ ...opened, event: "Application Uninstalled", context: {} })).toBe("userId/email or device_token not present");
+});
+
+test("CUSTOMERIO v2: alias → a person merge; group → an object operation; numeric person ids stay numbers, object ids are text", () => {
+  const n = (e: Record<string, unknown>) => e as unknown as SluiceEvent;
+  expect(v2({ type: "alias", messageId: "a", userId: "ada@example.com", previousId: "old-1" }).body.JSON).toEqual({
+    type: "person",
+    action: "merge",
+    primary: { email: "ada@example.com" },
+    secondary: { id: "old-1" },
+  });
+  expect(v2(n({ type: "alias", messageId: "a", userId: 12, previousId: 11 })).body.JSON).toEqual({ type: "person", action: "merge", primary: { id: 12 }, secondary: { id: 11 } });
+  expect(v2(n({ type: "group", messageId: "g", userId: 12, groupId: 99, traits: { name: "Acme", action: "add_relationships" } })).body.JSON).toEqual({
+    type: "object",
+    action: "add_relationships",
+    identifiers: { object_id: "99", object_type_id: "1" },
+    attributes: { name: "Acme" },
+    cio_relationships: [{ identifiers: { id: "12" } }],
+  });
+  expect(v2(n({ type: "identify", messageId: "i", userId: 12, traits: {} })).body.JSON.identifiers).toEqual({ id: 12 });
+});
+
+test("CUSTOMERIO v2: RudderStack's input check, in its words: who the event names, id types, the config's keys, all problems at once", () => {
+  expect(v2Refusal({ type: "track", messageId: "t", event: "E" })).toBe("message: userId, email or anonymousId is required");
+  // An alias needs both people; a group needs nobody.
+  expect(v2Refusal({ type: "alias", messageId: "a", previousId: "old" })).toBe("message: userId, email or anonymousId is required");
+  expect(v2({ type: "group", messageId: "g", groupId: "acme" }).body.JSON.cio_relationships).toEqual([]);
+  // Only text or numbers are ids; then the "names someone" rule is not asked.
+  expect(v2Refusal({ type: "track", messageId: "t", event: "E", userId: true as any, previousId: ["x"] as any })).toBe("message.userId: Invalid input; message.previousId: Invalid input");
+  expect(v2Refusal({ type: "track", messageId: "t", userId: "u", event: "E" }, { apiKey: undefined, datacenter: "us" })).toBe(
+    "destination.Config.apiKey: Required; destination.Config.datacenter: Invalid enum value. Expected 'US' | 'EU', received 'us'",
+  );
+  expect(v2Refusal({ type: "track", messageId: "t", event: "E" }, { siteID: "" })).toBe("message: userId, email or anonymousId is required; destination.Config.siteID: siteID is required");
+  // A reverse-ETL row names its person by external id.
+  const row: SluiceEvent = { type: "identify", messageId: "r", context: { mappedToDestination: true, externalId: [{ id: "ext-1", identifierType: "userId" }] }, traits: { plan: "pro" } };
+  expect(v2(row).body.JSON).toEqual({ type: "person", action: "identify", identifiers: { id: "ext-1" }, attributes: { plan: "pro" } });
+});
+
+test("CUSTOMERIO v2: an operation over 32KB is refused with its size", () => {
+  const big: SluiceEvent = { type: "track", messageId: "t", userId: "u1", event: "E", properties: { blob: "x".repeat(33_000) } };
+  const size = Buffer.byteLength(JSON.stringify({ type: "person", action: "event", identifiers: { id: "u1" }, name: "E", attributes: big.properties }));
+  expect(v2Refusal(big)).toBe(`Event size (${size} bytes) exceeds CustomerIO's 32KB per-object limit.`);
+  expect(v2({ ...big, properties: { blob: "x".repeat(32_000) } }).body.JSON.action).toBe("event");
+});
+
+test("CUSTOMERIO v2 batch → every operation in {batch: [...]} envelopes of at most 500,000 bytes, in order, with no count limit", () => {
+  const op = (i: number, pad = 0) => customerio.transform({ type: "track", messageId: `t${i}`, userId: `u${i}`, event: "E", properties: { pad: "p".repeat(pad) } }, ctx(V2))[0]!;
+  const mixed = [op(1), customerio.transform({ type: "group", messageId: "g", userId: "u1", groupId: "acme" }, ctx(V2))[0]!, op(2)];
+  const [envelope, ...rest] = customerio.batch!(mixed, ctx(V2));
+  expect(rest).toEqual([]);
+  expect(envelope).toEqual(request("POST", `${API}/v2/batch`, { batch: mixed.map((r) => r.body.JSON) }, JSON_HEADERS));
+  // 1500 small operations share one envelope (the v1 objects' 1000 limit does not apply).
+  expect(customerio.batch!(Array.from({ length: 1500 }, (_, i) => op(i)), ctx(V2)).map((r) => (r.body.JSON.batch as unknown[]).length)).toEqual([1500]);
+  // An envelope's bytes: 12 for {"batch":[]}, its operations, a comma between two. Fifteen
+  // operations of 31,249 bytes and one of 31,238 make 12 + 468,735 + 31,238 + 15 = 500,000.
+  const sized = (bytes: number) => op(0, bytes - Buffer.byteLength(JSON.stringify(op(0).body.JSON)));
+  const fifteen = Array.from({ length: 15 }, () => sized(31_249));
+  const bytesOf = (r: DestinationRequest) => Buffer.byteLength(JSON.stringify(r.body.JSON));
+  expect(customerio.batch!([...fifteen, sized(31_238)], ctx(V2)).map(bytesOf)).toEqual([500_000]);
+  // One byte more and the last operation starts the next envelope.
+  expect(customerio.batch!([...fifteen, sized(31_239)], ctx(V2)).map((r) => (r.body.JSON.batch as unknown[]).length)).toEqual([15, 1]);
+});
+
+test("CUSTOMERIO checkResponse: a 207 from /v2/batch aborts the events whose operations it names, with reason, field and message; the rest are delivered", () => {
+  const op = (userId: string, plan: string) => customerio.transform({ type: "identify", messageId: userId, userId, traits: { plan } }, ctx(V2))[0]!;
+  // Two events with equal operations: only the one at the named place fails.
+  const events = [op("u1", "pro"), op("u2", "x"), op("u1", "pro")];
+  const [envelope] = customerio.batch!(events, ctx(V2));
+  const answer = (status: number, body: unknown) => ({ status, body: JSON.stringify(body) });
+  const check = customerio.checkResponse!(answer(207, { errors: [{ batch_index: 1, reason: "invalid", field: "attributes.plan", message: "unknown plan" }, { batch_index: 2 }] }), envelope!, ctx(V2));
+  expect(check.outcome).toBe("per-event");
+  if (check.outcome !== "per-event") return;
+  expect(events.map((e) => check.verdictFor([e]))).toEqual([
+    { outcome: "ok" },
+    { outcome: "abort", error: "reason: invalid, field: attributes.plan, message: unknown plan" },
+    { outcome: "abort", error: "Unknown error from CustomerIO" },
+  ]);
+  // A copy of an operation is found by its JSON text; an event not in this envelope is not judged by it.
+  expect(check.verdictFor([structuredClone(events[1]!)])).toEqual({ outcome: "abort", error: "reason: invalid, field: attributes.plan, message: unknown plan" });
+  expect(check.verdictFor([op("u9", "pro")])).toEqual({ outcome: "ok" });
+  // 200, a 207 naming nothing, or another endpoint's answer: every event delivered.
+  expect(customerio.checkResponse!(answer(200, {}), envelope!, ctx(V2))).toEqual({ outcome: "ok" });
+  expect(customerio.checkResponse!(answer(207, { errors: [] }), envelope!, ctx(V2))).toEqual({ outcome: "ok" });
+  const v1 = customerio.transform({ type: "identify", messageId: "i", userId: "u1" }, ctx())[0]!;
+  expect(customerio.checkResponse!(answer(207, { errors: [{ batch_index: 0, reason: "x" }] }), v1, ctx())).toEqual({ outcome: "ok" });
+});
+
+// ---- through the pipeline, to a stand-in for Customer.io's Track API ---------------------------
+
+let server: TestServer;
+/** Operations refused as Customer.io's v2 reference shapes a partial failure: a 207 naming each by its batch_index. */
+const REFUSED_PLAN = "plan-that-is-far-too-long";
+const trackApi = startSink((req) => {
+  if (req.path !== "/api/v2/batch") return Response.json({});
+  const batch = Array.isArray(req.body?.batch) ? (req.body.batch as any[]) : [];
+  const errors = batch.flatMap((op, batch_index) =>
+    op?.attributes?.plan === REFUSED_PLAN ? [{ batch_index, reason: "invalid", field: "attributes.plan", message: "property value cannot be longer than 16 bytes" }] : [],
+  );
+  return errors.length ? Response.json({ errors }, { status: 207 }) : Response.json({});
+});
+beforeAll(async () => {
+  server = await startSluice({ args: ["--destination-base-url", `CUSTOMERIO=${trackApi.url}`, "--retry-backoff-ms", "20"] });
+});
+afterAll(async () => {
+  await server.stop();
+  trackApi.stop();
+  cleanup(server.dataDir);
+});
+
+const REFUSAL = "reason: invalid, field: attributes.plan, message: property value cannot be longer than 16 bytes";
+
+async function deliverThrough(config: Record<string, unknown>, calls: Array<Record<string, unknown>>) {
+  const src = await createSource(server.url);
+  const dst = await api(server.url, "POST", "/v2/destinations", { name: `cio-${crypto.randomUUID().slice(0, 6)}`, type: "CUSTOMERIO", config, sourceIds: [src.id] });
+  expect(dst.status).toBe(201);
+  expect((await sendEvent(server.url, src.writeKey, "batch", { batch: calls })).status).toBe(200);
+  const stats = await waitFor(
+    async () => {
+      const st = (await api(server.url, "GET", `/v2/destinations/${dst.json.id}/stats`)).json;
+      return st.counts.succeeded + st.counts.aborted === calls.length ? st : undefined;
+    },
+    { what: `${calls.length} Customer.io deliveries settled` },
+  );
+  const rows = server.sluice.db.$client
+    .query("SELECT d.state, d.last_error, e.payload FROM deliveries d JOIN events e ON e.id = d.event_id WHERE d.destination_id = ?")
+    .all(dst.json.id) as any[];
+  const aborted = rows.filter((r) => r.state === "aborted").map((r) => ({ userId: JSON.parse(r.payload).userId, error: r.last_error }));
+  const sent = trackApi.received.filter((r) => r.headers.authorization === basicOf(config));
+  return { stats, aborted, sent };
+}
+const basicOf = (config: Record<string, unknown>) => `Basic ${btoa(`${config.siteID}:${config.apiKey}`)}`;
+
+test("CUSTOMERIO through the pipeline with useTrackApiV2Batch: every call an operation in /v2/batch envelopes; a 207 aborts only the refused person", async () => {
+  const config = { siteID: "site-v2", apiKey: "key-v2", useTrackApiV2Batch: true };
+  const calls = [
+    { type: "identify", userId: "p-1", traits: { plan: "pro" } },
+    { type: "identify", userId: "p-2", traits: { plan: REFUSED_PLAN } },
+    { type: "track", userId: "p-3", event: "Checkout", properties: { total: 3 } },
+    { type: "group", userId: "p-4", groupId: "acme", traits: { name: "Acme" } },
+    { type: "alias", userId: "p-5", previousId: "old-5" },
+  ];
+  const { stats, aborted, sent } = await deliverThrough(config, calls);
+  expect(stats.counts).toMatchObject({ succeeded: 4, aborted: 1 });
+  expect(aborted).toEqual([{ userId: "p-2", error: REFUSAL }]);
+  // Nothing else is called: no v1 path; every envelope JSON, with the Basic auth.
+  expect(sent.map((r) => `${r.method} ${r.path} ${r.headers["content-type"]}`)).toEqual(sent.map(() => "POST /api/v2/batch application/json"));
+  const ops = sent.flatMap((r) => r.body.batch as any[]);
+  expect(ops.map((o) => `${o.type}:${o.action}`).sort()).toEqual(["object:identify", "person:event", "person:identify", "person:identify", "person:merge"]);
+  expect(ops.find((o) => o.action === "merge")).toEqual({ type: "person", action: "merge", primary: { id: "p-5" }, secondary: { id: "old-5" } });
+  expect(ops.find((o) => o.action === "event")).toMatchObject({ identifiers: { id: "p-3" }, name: "Checkout", attributes: { total: 3 } });
+  // The refused event is not sent again.
+  expect(ops.filter((o) => o.identifiers?.id === "p-2")).toHaveLength(1);
+});
+
+test("CUSTOMERIO through the pipeline without the key: the v1 calls; a 207 on the objects' /v2/batch aborts only the refused group", async () => {
+  const config = { siteID: "site-v1", apiKey: "key-v1" };
+  const calls = [
+    { type: "identify", userId: "q-1", traits: { plan: "pro" } },
+    { type: "track", userId: "q-2", event: "Checkout" },
+    { type: "group", userId: "q-3", groupId: "good-co", traits: { plan: "pro" } },
+    { type: "group", userId: "q-4", groupId: "bad-co", traits: { plan: REFUSED_PLAN } },
+  ];
+  const { stats, aborted, sent } = await deliverThrough(config, calls);
+  expect(stats.counts).toMatchObject({ succeeded: 3, aborted: 1 });
+  expect(aborted).toEqual([{ userId: "q-4", error: REFUSAL }]);
+  const paths = sent.map((r) => `${r.method} ${r.path}`);
+  expect(paths).toContain("PUT /api/v1/customers/q-1");
+  expect(paths).toContain("POST /api/v1/customers/q-2/events");
+  const objects = sent.filter((r) => r.path === "/api/v2/batch").flatMap((r) => r.body.batch as any[]);
+  expect(objects.map((o) => o.identifiers.object_id).sort()).toEqual(["bad-co", "good-co"]);
 });

@@ -7,7 +7,7 @@
  * them (lookups.ts), 50 aliases per call, before the batch is sent.
  */
 import { batchConsecutive, chunkItems, compact } from "../shared";
-import { type DestinationRequest, restRequest } from "../types";
+import { type BatchRefusal, type DestinationRequest, restRequest } from "../types";
 import { dedupBatch } from "./dedup";
 
 type Obj = Record<string, any>;
@@ -123,10 +123,13 @@ export function combineSubscriptionGroups(groups: Obj[]): Obj[] {
   });
 }
 
-/** With `dedup` (the config's supportDedup), a user's later attributes in the batch carry only what the earlier ones did not send (dedup.ts). */
-export function batchBraze(requests: DestinationRequest[], dedup = false): DestinationRequest[] {
+/**
+ * With `dedup` (the config's supportDedup), a user's later attributes in the batch carry only what
+ * the earlier ones did not send, and an identify left with nothing is refused (dedup.ts).
+ */
+export function batchBraze(requests: DestinationRequest[], dedup = false, refuse?: BatchRefusal): DestinationRequest[] {
   return batchConsecutive(
-    inStageOrder(dedup ? dedupBatch(requests) : requests),
+    inStageOrder(dedup ? dedupBatch(requests, refuse) : requests),
     (r) => (stageOf(r) ? JSON.stringify([r.endpoint, r.headers]) : null),
     (run) => {
       const { endpoint, headers } = run[0]!;

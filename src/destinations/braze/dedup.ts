@@ -8,7 +8,7 @@
  * attributes in the same batch against what the earlier ones sent (dedupBatch).
  */
 import { isPlainObject } from "../shared";
-import type { DestinationRequest } from "../types";
+import type { BatchRefusal, DestinationRequest } from "../types";
 
 type Obj = Record<string, any>;
 
@@ -126,11 +126,12 @@ const isTrack = (r: DestinationRequest) => r.endpoint.endsWith("/users/track");
  * A user's second and later attributes in one batch, reduced as RudderStack's router reduces
  * them: against what Braze held (the transform's lookup) and what the batch's earlier objects
  * for the user sent. The first one of each user stays as the transform reduced it. An object with
- * nothing left is dropped, and so is a request left with nothing to send. A user named only by an
- * alias Braze did not know is not remembered (RudderStack files it under the alias object, where
- * it is never found again).
+ * nothing left is dropped; a request left with nothing to send (an identify's: a track keeps its
+ * event) is not sent and refused, so its event fails as RudderStack's router fails it. A user
+ * named only by an alias Braze did not know is not remembered (RudderStack files it under the
+ * alias object, where it is never found again).
  */
-export function dedupBatch(requests: DestinationRequest[]): DestinationRequest[] {
+export function dedupBatch(requests: DestinationRequest[], refuse?: BatchRefusal): DestinationRequest[] {
   const memory: UserStore = new Map();
   const out: DestinationRequest[] = [];
   for (const r of requests) {
@@ -154,7 +155,10 @@ export function dedupBatch(requests: DestinationRequest[]): DestinationRequest[]
     if (kept) memory.set(key, { ...flattened(earlier), ...kept });
     const { attributes: _reduced, ...rest } = body;
     const json = kept && !onlyIdentifiers(kept) ? { ...rest, attributes: [kept] } : rest;
-    if (!json.attributes && !json.events && !json.purchases) continue;
+    if (!json.attributes && !json.events && !json.purchases) {
+      refuse?.(r, DUPLICATE_USER);
+      continue;
+    }
     out.push({ ...r, body: { ...r.body, JSON: json } });
   }
   return out;

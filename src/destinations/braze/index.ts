@@ -226,8 +226,8 @@ export const braze: DestinationDefinition<Promise<DestinationRequest[]>> = {
         throw new TransformError("Message type is not supported");
     }
   },
-  batch(requests, ctx) {
-    return batchBraze(requests, !!configOf(ctx, BrazeConfig).supportDedup);
+  batch(requests, ctx, refuse) {
+    return batchBraze(requests, !!configOf(ctx, BrazeConfig).supportDedup, refuse);
   },
   deleteUsers(users, ctx: DestinationContext) {
     // RudderStack's deletion handler has its own message for either key missing.

@@ -2,32 +2,28 @@
  * CUSTOMERIO: Customer.io's Track API (Basic auth siteID:apiKey) — identify as PUT
  * /customers/{id}, events to /customers/{id}/events or /events for anonymous users, device
  * tokens, merges, objects (group) through /v2/batch, and deletion as DELETE /customers/{id}.
- * RudderStack's newer router can send every call as a Track API v2 envelope on /v2/batch, but only
- * for workspaces its operator names (CUSTOMERIO_BATCHING_FRAMEWORK_ENABLED_WORKSPACE_IDS, unset
- * by default), so the v1 calls are what a live event produces there.
+ * These v1 calls are what RudderStack sends by default. A destination that sets
+ * `useTrackApiV2Batch` sends every event as a Track API v2 operation in `/v2/batch` envelopes
+ * instead (track-api-v2.ts), as RudderStack's router does for the workspaces its operator names
+ * (CUSTOMERIO_BATCHING_FRAMEWORK_ENABLED_WORKSPACE_IDS, unset by default).
  */
 import { type Static, t } from "elysia";
-import { prototypeSegment } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
-import { basicAuth, batchConsecutive, chunkItems, firstOf, firstPresent, getPath, isAppleFamily, isEventAllowed, isPlainObject, eventFilteringSchema, withoutUndefined } from "../shared";
+import { basicAuth, batchConsecutive, chunkItems, firstPresent, getPath, isAppleFamily, isEventAllowed, eventFilteringSchema, withoutUndefined } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type SluiceEvent, TransformError, configKeys, configOf, requireConfig, restRequest } from "../types";
+import { readBatchAnswer } from "./batch-answer";
+import { ADDRESS_FIELDS, DEVICE_DELETE_EVENT, DEVICE_EVENTS, EMAIL, TIMESTAMP, USER_ID, isEmail, objectOperation, setAttributePath, withExternalId } from "./event-fields";
+import { envelopes, trackApiV2Request, usesTrackApiV2 } from "./track-api-v2";
 
 type Obj = Record<string, any>;
 
 const API_US = "https://track.customer.io/api";
 const API_EU = "https://track-eu.customer.io/api";
-// Customer.io's /v2/batch takes at most 1000 operations and 500KB per call.
+// The v1 calls' objects go to /v2/batch at most 1000 and 500KB per call, as RudderStack's v1 router sends them.
 const BATCH_MAX = 1000;
 const BATCH_MAX_BYTES = 500_000;
-const DEVICE_EVENTS = ["Application Installed", "Application Opened", "Application Uninstalled"];
-const DEVICE_DELETE_EVENT = "Application Uninstalled";
-const OBJECT_ACTIONS = ["identify", "delete", "add_relationships", "delete_relationships"];
-const ADDRESS_FIELDS = ["city", "country", "postalCode", "state", "street"];
 /** Identifiers and createdAt are sent through their own fields, not as attributes. */
 const NOT_ATTRIBUTES = ["address", "createdAt", "userId", "anonymousId"];
-const USER_ID = ["userId", "traits.userId", "traits.id", "context.traits.userId", "context.traits.id"];
-const EMAIL = ["traits.email", "context.traits.email", "properties.email", "context.externalId.0.id"];
-const TIMESTAMP = ["timestamp", "originalTimestamp"];
 
 export const CustomerIoConfig = t.Object(
   {
@@ -35,6 +31,8 @@ export const CustomerIoConfig = t.Object(
     siteID: t.String({ minLength: 1 }),
     datacenter: t.Optional(t.String()),
     deviceTokenEventName: t.Optional(t.String()),
+    // Sluice's own key: every event as a Track API v2 operation in /v2/batch envelopes (track-api-v2.ts).
+    useTrackApiV2Batch: t.Optional(t.Boolean()),
     ...eventFilteringSchema,
   },
   { additionalProperties: true },
@@ -42,7 +40,6 @@ export const CustomerIoConfig = t.Object(
 export type CustomerIoConfig = Static<typeof CustomerIoConfig>;
 
 const api = (config: CustomerIoConfig) => (config.datacenter === "EU" ? API_EU : API_US);
-const isEmail = (v: unknown) => typeof v === "string" && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(v);
 /** Ids and tokens are URL-encoded in paths (an email's "@" included), as RudderStack does. */
 const pathParam = (v: unknown) => (typeof v === "string" ? encodeURIComponent(v) : String(v));
 const seconds = (ts: unknown) => Math.floor(new Date(String(ts)).getTime() / 1000);
@@ -69,18 +66,6 @@ type Built = { method: "PUT" | "POST" | "DELETE"; url: string; body: Obj };
 function setTraitAttribute(body: Obj, key: string, value: unknown): void {
   const [first, second, ...rest] = key.split(".");
   setAttributePath(body, second === undefined ? [first!] : [`${first}.${second}`, ...rest], value);
-}
-
-function setAttributePath(body: Obj, parts: string[], value: unknown): void {
-  if (prototypeSegment(parts) !== undefined) return;
-  let cur = body;
-  for (const part of parts.slice(0, -1)) {
-    const next = cur[part];
-    // Copied on the way down: the value may be the event's own object, which must stay untouched.
-    cur[part] = next === null || typeof next !== "object" ? {} : Array.isArray(next) ? [...next] : { ...next };
-    cur = cur[part];
-  }
-  cur[parts[parts.length - 1]!] = value;
 }
 
 function identify(event: SluiceEvent, userId: unknown, base: string): Built {
@@ -113,26 +98,6 @@ function alias(event: SluiceEvent, userId: unknown, base: string): Built {
       secondary: { [isEmail(event.previousId) ? "email" : "id"]: event.previousId },
     },
   };
-}
-
-/** A group becomes a Customer.io object, related to the user who sent it. */
-function group(event: SluiceEvent, base: string): Built {
-  const objectId = firstPresent(event, ["groupId", "traits.groupId"]);
-  if (objectId === undefined) throw new TransformError('Missing required value from "groupId"');
-  const typeId = getPath(event, "traits.objectTypeId");
-  const action = firstPresent(event, ["traits.action", "properties.action"]);
-  const { action: _inAction, ...attributes } = event.traits || {};
-  const userId = firstPresent(event, USER_ID);
-  const who = userId !== undefined ? String(userId) : firstPresent(event, ["context.traits.email", "properties.email", "context.externalId.0.id"]);
-  const op: Obj = {
-    identifiers: withoutUndefined({ object_id: String(objectId), object_type_id: typeId == null ? "1" : String(typeId) || undefined }),
-    type: "object",
-    action: OBJECT_ACTIONS.includes(action) ? action : "identify",
-    attributes,
-    cio_relationships: who ? [{ identifiers: { [isEmail(who) ? "email" : "id"]: who } }] : [],
-  };
-  // RudderStack's processor gives the bare operation; its router (batch() here) wraps them in `batch`.
-  return { method: "POST", url: `${base}/v2/batch`, body: op };
 }
 
 function device(event: SluiceEvent, token: unknown): Obj {
@@ -179,24 +144,6 @@ function eventName(event: SluiceEvent): { name: string | undefined; evType: stri
   return { name: event.event, evType: "event" };
 }
 
-/**
- * A reverse-ETL row (`context.mappedToDestination`) names the Customer.io person by its first
- * external id: RudderStack writes that id into the traits under its identifier type (`email`,
- * `id`, …), where identify sends it as an attribute, and makes it the userId. Applied to a copy,
- * so the caller's event stays as it was.
- */
-function withExternalId(event: SluiceEvent): SluiceEvent {
-  if (!getPath(event, "context.mappedToDestination")) return event;
-  const type = getPath(event, "context.externalId.0.identifierType");
-  const id = getPath(event, "context.externalId.0.id");
-  const copy: SluiceEvent = structuredClone(event);
-  // The traits RudderStack's generic "traits" field picks: top-level, else context.traits; with neither there is nowhere to write.
-  const traits = firstOf(copy, ["traits", "context.traits"]);
-  if (typeof type === "string" && type !== "" && isPlainObject(traits)) setAttributePath(traits, type.split("."), id);
-  if (id) copy.userId = id;
-  return copy;
-}
-
 function build(source: SluiceEvent, ctx: DestinationContext): Built {
   const event = withExternalId(source);
   const config = configOf(ctx, CustomerIoConfig);
@@ -208,7 +155,8 @@ function build(source: SluiceEvent, ctx: DestinationContext): Built {
     case "alias":
       return alias(event, userId, base);
     case "group":
-      return group(event, base);
+      // RudderStack's processor gives the bare operation; its router (batch() here) wraps them in `batch`.
+      return { method: "POST", url: `${base}/v2/batch`, body: objectOperation(event) };
     case "page":
     case "screen":
     case "track": {
@@ -236,25 +184,31 @@ export const customerio: DestinationDefinition = {
   },
   configSchema: CustomerIoConfig,
   transform(event, ctx) {
-    // RudderStack's own check and words (siteID first); deleteUsers keeps Sluice's, as RudderStack has no deletion here.
     const config = configOf(ctx, CustomerIoConfig);
+    if (usesTrackApiV2(config)) return isEventAllowed(event, config) ? [trackApiV2Request(event, ctx, api(config))] : [];
+    // RudderStack's own check and words (siteID first); deleteUsers keeps Sluice's, as RudderStack has no deletion here.
     for (const key of ["siteID", "apiKey"] as const) if (!config[key]) throw new TransformError(`${key} not found in Configs`);
     const authorization = authHeader(ctx);
     if (!isEventAllowed(event, config)) return [];
     const built = build(event, ctx);
     return [restRequest({ method: built.method, endpoint: endpointFor(ctx, built.url), headers: { Authorization: authorization }, json: withoutUndefined(built.body) })];
   },
-  batch(requests) {
+  batch(requests, ctx) {
+    // With the v2 envelope every request is an operation for /v2/batch, so all of them merge.
+    const v2 = usesTrackApiV2(ctx.config);
     return batchConsecutive(
       requests,
       (r) => (r.endpoint.endsWith("/v2/batch") ? JSON.stringify([r.endpoint, r.headers]) : null),
-      (run) =>
-        chunkItems(run.map((r) => r.body.JSON as Obj), BATCH_MAX, BATCH_MAX_BYTES).map((batch) =>
+      (run) => {
+        const ops = run.map((r) => r.body.JSON as Obj);
+        return (v2 ? envelopes(ops) : chunkItems(ops, BATCH_MAX, BATCH_MAX_BYTES)).map((batch) =>
           // Labelled JSON, as RudderStack's router labels these (sending would label any JSON body anyway).
           restRequest({ endpoint: run[0]!.endpoint, headers: { ...run[0]!.headers, "Content-Type": "application/json" }, json: { batch } }),
-        ),
+        );
+      },
     );
   },
+  checkResponse: readBatchAnswer,
   deleteUsers(users, ctx) {
     const authorization = authHeader(ctx);
     const base = api(configOf(ctx, CustomerIoConfig));
