@@ -69,8 +69,7 @@ const PACKAGES: Record<string, Record<string, string>> = {
 
 /**
  * Stand-ins for the src/ modules the harness and the data import (paths relative to the
- * checkout). src/types is imported for its types only; zodTypes would load the transformer;
- * AM's config is only read by a mockFns that changes RudderStack's own batch size.
+ * checkout). src/types is imported for its types only; zodTypes would load the transformer.
  */
 const SRC_STUBS: Record<string, string> = {
   "src/types/index.ts": "export {};\n",
@@ -80,7 +79,6 @@ const SRC_STUBS: Record<string, string> = {
     "DeliveryV0ResponseSchemaForOauth", "DeliveryV1ResponseSchema", "DeliveryV1ResponseSchemaForOauth", "ProcessorStreamingResponseSchema",
     "ProcessorStreamingResponseListSchema", "RouterStreamingResponseSchema", "RouterStreamingResponseListSchema",
   ].map((n) => `export const ${n}: any = {};\n`).join(""),
-  "src/v0/destinations/am/config.ts": "export default { MAX_USERS_DEVICES_PER_BATCH: 500 } as any;\n",
 };
 
 /**

@@ -5,6 +5,7 @@
 import { listDefinitions } from "../../src/destinations/registry";
 import type { AnyDestinationDefinition } from "../../src/destinations/types";
 import { TIKTOK_BATCH_LIMITS } from "../../src/destinations/tiktok-ads/batch";
+import { AM_BATCH_LIMITS } from "../../src/destinations/amplitude/batch";
 
 export interface KindOptions {
   /** RudderStack's folder under test/integrations/destinations; default: the kind's name in lower case. */
@@ -80,6 +81,8 @@ export const KIND_OPTIONS: Record<string, KindOptions> = {
   HTTP: { userKey: "metadata", routerJobs: true },
   WEBHOOK: { userKey: "metadata" },
   AM: {
+    // RudderStack's router cases lower AM's events per user call to 3 (am/mocs.ts).
+    rudderModules: { "src/v0/destinations/am/config": AM_BATCH_LIMITS },
     fromTimestamp: ["time"],
     fromMessageId: ["insert_id"],
     items: (r) => (Array.isArray(r.body?.JSON?.events) ? r.body.JSON.events.map((item: unknown) => ({ host: urlOf(r.endpoint)?.host, api_key: r.body.JSON.api_key, item })) : undefined),

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { amplitude } from "../../src/destinations/amplitude";
+import { AM_BATCH_LIMITS } from "../../src/destinations/amplitude/batch";
 import { amplitudeUserAgent } from "../../src/destinations/user-agent";
 import { type TestServer, api, cleanup, createSource, sendEvent, startSink, startSluice, waitFor } from "../support/helpers";
 import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError } from "../../src/destinations/types";
@@ -326,29 +327,90 @@ test("AM event filtering, missing apiKey, unsupported type, and baseUrl override
   expect(amplitude.transform(event, ctx({}, "http://127.0.0.1:5555"))[0]!.endpoint).toBe("http://127.0.0.1:5555/2/httpapi");
 });
 
-test("AM batch → /batch with {api_key, events}, at most 500 events per call; short user_ids and form calls sent alone", () => {
-  const one = (i: number, userId = `user-${1000 + i}`) =>
-    amplitude.transform({ ...base, messageId: `m${i}`, userId, type: "track", event: "E" }, ctx())[0]!;
-  const reqs: DestinationRequest[] = Array.from({ length: 501 }, (_, i) => one(i));
-  const batched = amplitude.batch!(reqs, ctx());
-  expect(batched.map((r) => [r.endpoint, (r.body.JSON.events as any[]).length])).toEqual([
-    ["https://api2.amplitude.com/batch", 500],
-    ["https://api2.amplitude.com/batch", 1],
-  ]);
-  expect(batched[0]!.headers).toEqual({ "Content-Type": "application/json" });
-  expect(batched[0]!.body.JSON.api_key).toBe("am_key");
-  expect(batched[0]!.body.JSON.options).toBeUndefined();
-  expect((batched[1]!.body.JSON.events as any[])[0].insert_id).toBe("m500");
+/** An AM event's requests as the pipeline hands them to batch(): with the event's user as userKey. */
+const transformedFor = (userKey: string, event: Record<string, any> & { type: string }, config: Record<string, any> = {}) =>
+  amplitude.transform({ ...base, userId: userKey, ...event } as SluiceEvent, ctx(config)).map((r) => ({ ...r, userKey }));
+const trackFor = (userKey: string, i: number) => transformedFor(userKey, { type: "track", event: `E${i}`, messageId: `${userKey}-m${i}` });
+const shapeOf = (reqs: DestinationRequest[]) =>
+  reqs.map((r) => [r.endpoint.replace("https://api2.amplitude.com/", ""), r.userKey, ((r.body.JSON.events as any[]) ?? []).map((e) => e.insert_id ?? e.event_type)]);
+/** Runs `fn` with RudderStack's events-per-user-call limit lowered, as its router cases lower it. */
+function withUserCallLimit<T>(limit: number, fn: () => T): T {
+  const before = AM_BATCH_LIMITS.MAX_USERS_DEVICES_PER_BATCH;
+  AM_BATCH_LIMITS.MAX_USERS_DEVICES_PER_BATCH = limit;
+  try {
+    return fn();
+  } finally {
+    AM_BATCH_LIMITS.MAX_USERS_DEVICES_PER_BATCH = before;
+  }
+}
 
-  const alias = amplitude.transform({ ...base, type: "alias", previousId: "p" }, ctx())[0]!;
-  const mixed = [one(1), one(2, "abc"), one(3), alias, one(4), one(5)];
-  expect(amplitude.batch!(mixed, ctx()).map((r) => r.endpoint)).toEqual([
-    "https://api2.amplitude.com/batch",
-    "https://api2.amplitude.com/2/httpapi",
-    "https://api2.amplitude.com/batch",
-    "https://api2.amplitude.com/usermap",
-    "https://api2.amplitude.com/batch",
+test("AM batch → per user: a user's events share /batch calls (first call's body, options kept); a user's lone event goes as transformed; calls in order of their first event", () => {
+  const reqs = [trackFor("user-1", 1), trackFor("user-2", 1), trackFor("user-1", 2), trackFor("abc", 1), trackFor("user-1", 3), trackFor("abc", 2)].flat();
+  const batched = amplitude.batch!(reqs, ctx());
+  expect(shapeOf(batched)).toEqual([
+    ["batch", "user-1", ["user-1-m1", "user-1-m2", "user-1-m3"]],
+    ["2/httpapi", "user-2", ["user-2-m1"]],
+    ["batch", "abc", ["abc-m1", "abc-m2"]],
   ]);
+  expect(batched[1]).toEqual(reqs[1]!);
+  expect(batched[0]!.headers).toEqual({ "Content-Type": "application/json" });
+  // A user_id under 5 characters is batched too: min_id_length goes with it.
+  expect(batched[2]!.body.JSON).toEqual({ api_key: "am_key", events: [sent([reqs[3]!]), sent([reqs[5]!])], options: { min_id_length: 1 } });
+  expect(amplitude.batch!([], ctx())).toEqual([]);
+});
+
+test("AM batch: group and alias calls go as transformed and end the user's batch, so the user's calls keep their order", () => {
+  const groupConfig = { groupTypeTrait: "type", groupValueTrait: "value" };
+  const reqs = [
+    transformedFor("user-1", { type: "identify", messageId: "i1" }),
+    transformedFor("user-1", { type: "group", messageId: "g1", traits: { type: "Company", value: "ABC" } }, groupConfig),
+    transformedFor("user-1", { type: "track", event: "A", messageId: "t1" }),
+    transformedFor("user-1", { type: "track", event: "B", messageId: "t2" }),
+    transformedFor("user-1", { type: "alias", previousId: "old-1", messageId: "a1" }),
+    transformedFor("user-1", { type: "page", name: "Home", messageId: "p1" }),
+  ].flat();
+  expect(shapeOf(amplitude.batch!(reqs, ctx(groupConfig)))).toEqual([
+    ["batch", "user-1", ["i1"]],
+    ["2/httpapi", "user-1", ["$identify"]],
+    ["groupidentify", "user-1", []],
+    ["batch", "user-1", ["t1", "t2"]],
+    ["usermap", "user-1", []],
+    ["batch", "user-1", ["p1"]],
+  ]);
+  // A user's only JSON event beside form calls is sent as transformed.
+  const lone = [transformedFor("user-2", { type: "alias", previousId: "old-2" }), transformedFor("user-2", { type: "track", event: "A" })].flat();
+  expect(amplitude.batch!(lone, ctx())).toEqual(lone);
+});
+
+test("AM batch: a revenue event's split-out products stay with it — alone when it is the user's only event, never cut between calls", () => {
+  const config = { trackProductsOnce: false, trackRevenuePerProduct: false };
+  const revenue = transformedFor("user-1", { type: "track", event: "Order Completed", messageId: "o1", properties: { revenue: 10, products: [{ product_id: "p1" }, { product_id: "p2" }] } }, config);
+  expect(revenue.map((r) => sent([r]).insert_id)).toEqual(["o1", "o1-1", "o1-2"]);
+  expect(amplitude.batch!(revenue, ctx(config))).toEqual(revenue);
+  const identify = transformedFor("user-1", { type: "identify", messageId: "i1" }, config);
+  withUserCallLimit(3, () => {
+    expect(shapeOf(amplitude.batch!([...identify, ...revenue], ctx(config)))).toEqual([
+      ["batch", "user-1", ["i1"]],
+      ["batch", "user-1", ["o1", "o1-1", "o1-2"]],
+    ]);
+    expect(shapeOf(amplitude.batch!([...revenue, ...identify], ctx(config)))).toEqual([
+      ["batch", "user-1", ["o1", "o1-1", "o1-2"]],
+      ["batch", "user-1", ["i1"]],
+    ]);
+  });
+});
+
+test("AM batch limits: at most 1,000 events per call (RudderStack's) and 20MB of JSON (Amplitude's)", () => {
+  const many = Array.from({ length: 1001 }, (_, i) => trackFor("user-1", i)).flat();
+  expect(amplitude.batch!(many, ctx()).map((r) => (r.body.JSON.events as any[]).length)).toEqual([1000, 1]);
+  const big = "x".repeat(7 * 1024 * 1024);
+  const heavy = [1, 2, 3].flatMap((i) => transformedFor("user-1", { type: "track", event: "Upload", messageId: `h${i}`, properties: { blob: big } }));
+  const calls = amplitude.batch!(heavy, ctx());
+  expect(shapeOf(calls)).toEqual([
+    ["batch", "user-1", ["h1", "h2"]],
+    ["batch", "user-1", ["h3"]],
+  ]);
+  for (const c of calls) expect(Buffer.byteLength(JSON.stringify(c.body.JSON))).toBeLessThan(20 * 1024 * 1024);
 });
 
 test("AM deleteUsers → POST amplitude.com/api/2/deletions/users, Basic apiKey:apiSecret, 100 ids per request", () => {
@@ -528,19 +590,26 @@ afterAll(async () => {
   cleanup(sluice.dataDir);
 });
 
-test("AM end to end: reverse-ETL identify and several users' tracks → /batch with device_id from the external id, per-user order kept", async () => {
+test("AM end to end: several users' events → calls of one user each, in each user's order; reverse-ETL identify takes device_id from the external id", async () => {
   const src = await createSource(sluice.url);
   const dst = await api(sluice.url, "POST", "/v2/destinations", { name: "amp-e2e", type: "AM", config: { apiKey: "e2e-key" }, sourceIds: [src.id] });
   expect(dst.status).toBe(201);
   const { type: _t, messageId: _m, ...identify } = retlIdentify;
   const batch = [{ type: "identify", ...identify, userId: "retl-user-1" }];
-  for (const user of ["buyer-1", "buyer-2"]) for (let k = 0; k < 3; k++) batch.push({ type: "track", userId: user, event: `step ${k}` } as any);
+  for (let k = 0; k < 3; k++) for (const user of ["buyer-1", "buyer-2"]) batch.push({ type: "track", userId: user, event: `step ${k}` } as any);
   expect((await sendEvent(sluice.url, src.writeKey, "batch", { batch })).status).toBe(200);
   const mine = () => sink.received.filter((r) => r.body?.api_key === "e2e-key");
   const events = () => mine().flatMap((r) => r.body.events ?? []);
   await waitFor(() => events().length >= 7, { what: "7 events at the Amplitude stand-in" });
-  expect(mine().every((r) => r.method === "POST" && r.path === "/batch" && r.headers["content-type"] === "application/json")).toBe(true);
-  expect(mine().length).toBeLessThan(7);
+  for (const call of mine()) {
+    expect(call.method).toBe("POST");
+    expect(call.headers["content-type"]).toBe("application/json");
+    // Per user: one user's events in each call, min_id_length kept; a lone event goes to /2/httpapi.
+    expect(new Set(call.body.events.map((e: any) => e.user_id)).size).toBe(1);
+    expect(call.body.options).toEqual({ min_id_length: 1 });
+    expect(call.path).toBe(call.body.events.length === 1 ? "/2/httpapi" : "/batch");
+  }
+  expect(events().length).toBe(7);
   const identified = events().find((e: any) => e.event_type === "$identify");
   expect(identified).toMatchObject({ user_id: "retl-user-1", device_id: "lynnanderson@smith.net", os_version: "test os", platform: "Web" });
   expect(identified.user_properties.device_id).toBe("lynnanderson@smith.net");
@@ -1349,11 +1418,16 @@ test("AM RudderStack fixture (deleteUsers): users without a userId skipped, 100 
   expect(amplitude.deleteUsers!(users, ctx({ apiKey: "1234", apiSecret: "abcd" }))).toEqual([deletion(ids.slice(0, 100)), deletion(ids.slice(100))]);
 });
 
-test("AM RudderStack batch: a lone event still goes to /batch without options; only a user_id under 5 characters keeps /2/httpapi with options (batch fixture Tests 1, 2)", () => {
-  const track = (userId: string) => amplitude.transform({ ...base, userId, type: "track", event: "Simple track call" }, ctx())[0]!;
-  const [lone] = amplitude.batch!([track("sampleusrRudder3")], ctx());
-  expect(lone!.endpoint).toBe("https://api2.amplitude.com/batch");
-  expect(lone!.body.JSON).toEqual({ api_key: "am_key", events: track("sampleusrRudder3").body.JSON.events });
-  const short = track("123");
-  expect(amplitude.batch!([short], ctx())).toEqual([short]);
+test("AM RudderStack router (Test 1): five identifies and an alias of one user, one identify of another; 3 events per call as its case sets", () => {
+  const identify = (userId: string, k: number) => transformedFor(userId, { type: "identify", messageId: `${userId}-${k}`, anonymousId: userId, traits: { [`trait${k}`]: `value${k}` } }, { apiKey: "am2" });
+  const reqs = [identify("123456", 1), identify("123", 2), identify("123456", 3), identify("123456", 4), identify("123456", 5), identify("123456", 6)].flat();
+  reqs.push(...transformedFor("123456", { type: "alias", previousId: "old", messageId: "a8" }, { apiKey: "am2" }));
+  const batched = withUserCallLimit(3, () => amplitude.batch!(reqs, ctx({ apiKey: "am2" })));
+  expect(shapeOf(batched)).toEqual([
+    ["batch", "123456", ["123456-1", "123456-3", "123456-4"]],
+    ["2/httpapi", "123", ["123-2"]],
+    ["batch", "123456", ["123456-5", "123456-6"]],
+    ["usermap", "123456", []],
+  ]);
+  expect(batched[0]!.body.JSON.options).toEqual({ min_id_length: 1 });
 });

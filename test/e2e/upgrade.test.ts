@@ -94,7 +94,7 @@ for (const release of releases) {
       const webMessageIds = fixture.queuedMessageIds[fixture.sources[0].id];
       const seen = (path: string) => sink.received.filter((r) => r.path === path).map((r) => JSON.stringify(r.body));
       await waitFor(() => queued.every((id) => seen("/hook").some((b) => b.includes(`"messageId":"${id}"`))), { timeoutMs: 20_000, what: "the queued webhook events at the sink" });
-      await waitFor(() => webMessageIds.every((id) => seen("/batch").some((b) => b.includes(`"insert_id":"${id}"`))), { timeoutMs: 20_000, what: "the queued Amplitude events at the sink" });
+      await waitFor(() => webMessageIds.every((id) => [...seen("/2/httpapi"), ...seen("/batch")].some((b) => b.includes(`"insert_id":"${id}"`))), { timeoutMs: 20_000, what: "the queued Amplitude events at the sink" });
       const mark = fixture.transformations[0].marks;
       for (const r of sink.received.filter((x) => x.path === "/hook")) expect(r.body.properties[mark.property]).toBe(mark.value);
       // Outcomes are written after the answers arrive, and an answer slower than the time-out on

@@ -1,5 +1,5 @@
 /**
- * AM (Amplitude): events through the HTTP API v2 (`/2/httpapi`, batched through `/batch`),
+ * AM (Amplitude): events through the HTTP API v2 (`/2/httpapi`, a user's events batched through `/batch`),
  * user and group properties as `$identify` events plus the Group Identify API, aliases
  * through the User Mapping API, and deletion through the User Privacy API — the calls
  * RudderStack's AM destination makes for the same events.
@@ -7,7 +7,6 @@
 import { endpointFor } from "../base-url";
 import {
   basicAuth,
-  batchConsecutive,
   chunkItems,
   compact,
   getPath,
@@ -32,6 +31,7 @@ import {
   requiredKeysOf,
   restRequest,
 } from "../types";
+import { batchByUser } from "./batch";
 import { AmplitudeConfig } from "./config";
 import { withExternalId } from "./external-id";
 import { type MappingKind, addLocation, addMobileIds, mappedFields } from "./fields";
@@ -45,9 +45,6 @@ const BASE_US = "https://api2.amplitude.com";
 const BASE_EU = "https://api.eu.amplitude.com";
 const DELETE_US = "https://amplitude.com/api/2/deletions/users";
 const DELETE_EU = "https://analytics.eu.amplitude.com/api/2/deletions/users";
-// Batch Event Upload API limits as RudderStack applies them.
-const BATCH_MAX_EVENTS = 500;
-const BATCH_MAX_BYTES = 20 * 1024 * 1024;
 // The User Privacy API takes at most 100 ids per request.
 const DELETE_MAX_IDS = 100;
 const MISSING_EVENT_TYPE = "Event type is missing. Please send it under `event.type`. For page/screen events, send it under `event.name`";
@@ -304,25 +301,8 @@ export const amplitude: DestinationDefinition = {
         throw new TransformError("message type not supported");
     }
   },
-  batch(requests) {
-    // Amplitude rejects batched user_ids shorter than 5 characters, so those events go alone.
-    const batchable = (r: (typeof requests)[number]) => {
-      if (!r.endpoint.endsWith("/2/httpapi")) return false;
-      const userId = (r.body.JSON.events as Obj[] | undefined)?.[0]?.user_id;
-      return userId === undefined || String(userId).length >= 5;
-    };
-    return batchConsecutive(
-      requests,
-      (r) => (batchable(r) ? JSON.stringify([r.endpoint, r.body.JSON.api_key]) : null),
-      (run) => {
-        const events = run.flatMap((r) => r.body.JSON.events as Obj[]);
-        const endpoint = run[0]!.endpoint.replace(/\/2\/httpapi$/, "/batch");
-        return chunkItems(events, BATCH_MAX_EVENTS, BATCH_MAX_BYTES).map((chunk) =>
-          restRequest({ endpoint, headers: run[0]!.headers, json: { api_key: run[0]!.body.JSON.api_key, events: chunk } }),
-        );
-      },
-    );
-  },
+  // Per user, as RudderStack's router batches (batch.ts).
+  batch: (requests) => batchByUser(requests),
   deleteUsers(users, ctx: DestinationContext) {
     const apiKey = String(requireConfig(ctx, "apiKey"));
     const apiSecret = String(requireConfig(ctx, "apiSecret"));
