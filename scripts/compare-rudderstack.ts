@@ -102,7 +102,7 @@ function summarize(results: CaseResult[], jobIdKey?: string): FeatureSummary {
   if (jobId) notes.push(`${jobId} more equal but for ${jobIdKey} (RudderStack's job id)`);
   const env = transformed.filter((r) => r.env);
   if (env.length) notes.push(`${env.length} run with RudderStack operator settings (envOverrides), ${env.filter((r) => r.ok).length} of them match`);
-  // The rETL split is shown where some rETL case differs (HS, whose rETL flows Sluice does not take).
+  // The rETL split is shown where some rETL case differs.
   const retl = transformed.filter((r) => r.retl);
   if (retl.some((r) => !r.ok)) notes.push(`rETL cases ${retl.filter((r) => r.ok).length}/${retl.length}, event stream ${matched.length - retl.filter((r) => r.ok).length}/${transformed.length - retl.length}`);
   return { total: results.length, never: results.length - transformed.length, matched: matched.length, notes };

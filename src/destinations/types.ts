@@ -132,8 +132,13 @@ export interface DestinationDefinition<
   transform(event: SluiceEvent, ctx: DestinationContext): Out;
   /**
    * Optional: merges transformed requests of several events into fewer requests. Each user's
-   * requests (by `userKey`) keep their order; requests of different users may be reordered
-   * where the service's batching needs it (BRAZE groups its calls by endpoint, as RudderStack).
+   * requests (by `userKey`) keep their order, except where the service writes them
+   * independently: a kind may then group the batch's requests by endpoint as RudderStack's router
+   * does (BRAZE; ITERABLE's profile updates before event records; KLAVIYO's profile imports before
+   * the subscription job listing them), as long as requests writing the same thing (a user's
+   * profile, their subscription to one list) stay in order; its batch.ts says why the reorder is
+   * safe. The router hands batch() one delivery per user, so a user's own requests are reordered
+   * only where a user transformation made several events of one delivery.
    * A request that must not go, as only the whole batch shows (BRAZE's identify left with nothing
    * by deduplication against the batch's earlier ones), is left out and handed to `refuse`: the
    * event that made it fails with `error` (an abort), whatever became of its other requests.

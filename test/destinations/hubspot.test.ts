@@ -7,23 +7,32 @@ import { type SinkRequest, type TestServer, api, cleanup, createSource, lookupCo
 /**
  * A stand-in of HubSpot's APIs with the shapes of HubSpot's API reference: the legacy contact
  * property list (`GET /properties/v1/contacts/properties`, an array of `{name, label, type,
- * fieldType, groupName}`), the CRM v3 property list (`GET /crm/v3/properties/contacts`,
- * `{results: [{name, type, hasUniqueValue, …}]}`), the contact search (`POST
- * /crm/v3/objects/contacts/search` with `filterGroups`, answered `{total, results: [{id,
- * properties}]}`) over contacts kept in memory, and every write answered 200. A credential
+ * fieldType, groupName}`), the CRM v3 property lists (`GET /crm/v3/properties/<objectType>`,
+ * `{results: [{name, type, hasUniqueValue, …}]}`) of contacts, companies and a custom object
+ * `p_vehicles`, the CRM search (`POST /crm/v3/objects/<objectType>/search` with `filterGroups`
+ * of EQ or IN filters, ORed, answered `{total, results: [{id, properties}], paging}` a page of
+ * `limit` from `after`) over records kept in memory, the CRM batch writes (`batch/create`,
+ * `batch/update`, `batch/upsert`, answered `{status, results: [{id, properties, …}]}` and kept)
+ * and the v3 association batch create (`{status, results: [{from, to, type}]}`). A credential
  * starting with `revoked` is answered 401 INVALID_AUTHENTICATION; one starting with `plain` is a
  * portal where no property is held unique. `once` answers the next request matching a test first.
  */
 type Contact = { id: string; properties: Record<string, string> };
 const contacts: Contact[] = [];
+/** The records of each object type; contacts are `contacts`. */
+const records = new Map<string, Contact[]>([["contacts", contacts]]);
+const recordsOf = (objectType: string) => records.get(objectType) ?? records.set(objectType, []).get(objectType)!;
 const once: Array<{ when: (r: SinkRequest) => boolean; answer: () => Response }> = [];
 let nextId = 5100;
 let seq = 0;
 const unique = (prefix: string) => `${prefix}-${++seq}-${Date.now().toString(36)}`;
 
 function addContact(properties: Record<string, string>): Contact {
+  return addRecord("contacts", properties);
+}
+function addRecord(objectType: string, properties: Record<string, string>): Contact {
   const c = { id: String(++nextId), properties };
-  contacts.push(c);
+  recordsOf(objectType).push(c);
   return c;
 }
 
@@ -39,9 +48,16 @@ const PORTAL: Array<{ name: string; type: string; fieldType: string }> = [
   { name: "last_seen", type: "datetime", fieldType: "date" },
   { name: "is_vip", type: "bool", fieldType: "booleancheckbox" },
   { name: "lifecyclestage", type: "enumeration", fieldType: "radio" },
+  { name: "hs_additional_emails", type: "enumeration", fieldType: "checkbox" },
 ];
 const UNIQUE = new Set(["email", "hs_object_id", "customer_number"]);
-const LOOKUP_PATHS = new Set(["/properties/v1/contacts/properties", "/crm/v3/properties/contacts", "/crm/v3/objects/contacts/search"]);
+/** The CRM v3 property lists of the other object types: [name, type, held unique]. */
+const OBJECT_PROPERTIES: Record<string, Array<[string, string, boolean]>> = {
+  companies: [["name", "string", false], ["domain", "string", false], ["hs_object_id", "number", true]],
+  p_vehicles: [["vin", "string", true], ["model", "string", false], ["registered_on", "date", false], ["hs_object_id", "number", true]],
+};
+const LOOKUP_PATH = /^\/(properties\/v1\/contacts\/properties|crm\/v3\/properties\/[^/]+|crm\/v3\/objects\/[^/]+\/search)$/;
+const STAMPS = { createdAt: "2024-05-01T10:00:00.000Z", updatedAt: "2024-05-01T10:00:00.000Z", archived: false };
 
 const unauthorized = (apiKey: boolean) =>
   Response.json(
@@ -56,35 +72,67 @@ const unauthorized = (apiKey: boolean) =>
     { status: 401 },
   );
 
+/** A search filter over one record: EQ as given; IN by lower-cased values, a multi-value property (`a;b`) matching by any. */
+function matchesFilter(record: Contact, f: any): boolean {
+  const held = record.properties[f?.propertyName];
+  if (held === undefined) return false;
+  if (f.operator === "EQ") return held === String(f.value);
+  if (f.operator === "IN") return Array.isArray(f.values) && String(held).toLowerCase().split(";").some((v) => f.values.includes(v));
+  return false;
+}
+
+/** A CRM batch write: the records made or changed, kept for later searches, answered as HubSpot does. */
+function batchWrite(objectType: string, verb: string, inputs: any[]): Response {
+  const kept = recordsOf(objectType);
+  const results = inputs.map((i) => {
+    let record = verb === "update" ? kept.find((c) => c.id === String(i.id)) : undefined;
+    if (verb === "upsert") record = kept.find((c) => c.properties[i.idProperty] === String(i.id));
+    const created = !record;
+    if (!record) record = addRecord(objectType, verb === "upsert" ? { [i.idProperty]: String(i.id) } : {});
+    Object.assign(record.properties, i.properties ?? {});
+    return { id: record.id, properties: { ...record.properties, hs_object_id: record.id }, ...STAMPS, ...(verb === "upsert" ? { new: created } : {}) };
+  });
+  return Response.json({ status: "COMPLETE", results, startedAt: STAMPS.createdAt, completedAt: STAMPS.updatedAt }, { status: verb === "create" ? 201 : 200 });
+}
+
 const hs = startSink((r) => {
   const hook = once.findIndex((o) => o.when(r));
   if (hook >= 0) return once.splice(hook, 1)[0]!.answer();
-  // A CRM batch write answers its records, as HubSpot's does ({status, results: [{id, properties, ...}]}).
-  if (/\/crm\/v3\/objects\/contacts\/batch\/(upsert|create|update)$/.test(r.path)) {
+  const write = /^\/crm\/v3\/objects\/([^/]+)\/batch\/(upsert|create|update)$/.exec(r.path);
+  if (write && r.method === "POST") return batchWrite(write[1]!, write[2]!, Array.isArray(r.body?.inputs) ? r.body.inputs : []);
+  if (r.method === "POST" && /^\/crm\/v3\/associations\/[^/]+\/[^/]+\/batch\/create$/.test(r.path)) {
     const inputs = Array.isArray(r.body?.inputs) ? r.body.inputs : [];
-    return Response.json({ status: "COMPLETE", results: inputs.map((i: any, n: number) => ({ id: String(i.id ?? 900 + n), properties: i.properties ?? {}, createdAt: "2024-05-01T10:00:00.000Z", updatedAt: "2024-05-01T10:00:00.000Z", archived: false })) });
+    return Response.json({ status: "COMPLETE", results: inputs.map((i: any) => ({ from: i.from, to: i.to, type: i.type })), startedAt: STAMPS.createdAt, completedAt: STAMPS.updatedAt }, { status: 201 });
   }
-  if (!LOOKUP_PATHS.has(r.path)) return Response.json({ status: "COMPLETE", results: [] });
+  if (!LOOKUP_PATH.test(r.path)) return Response.json({ status: "COMPLETE", results: [] });
   const credential = r.headers.authorization?.replace(/^Bearer /, "") ?? r.query.hapikey ?? "";
   if (!credential || credential.startsWith("revoked")) return unauthorized(r.headers.authorization === undefined);
+  const plain = credential.startsWith("plain");
   if (r.method === "GET" && r.path === "/properties/v1/contacts/properties") {
     return Response.json(PORTAL.map((p) => ({ ...p, label: p.name, groupName: "contactinformation", options: [] })));
   }
-  if (r.method === "GET" && r.path === "/crm/v3/properties/contacts") {
-    const plain = credential.startsWith("plain");
-    return Response.json({ results: PORTAL.map((p) => ({ ...p, label: p.name, groupName: "contactinformation", hasUniqueValue: !plain && UNIQUE.has(p.name) })) });
+  const propertyList = /^\/crm\/v3\/properties\/([^/]+)$/.exec(r.path);
+  if (r.method === "GET" && propertyList) {
+    const type = propertyList[1]!;
+    if (type === "contacts") return Response.json({ results: PORTAL.map((p) => ({ ...p, label: p.name, groupName: "contactinformation", hasUniqueValue: !plain && UNIQUE.has(p.name) })) });
+    const list = OBJECT_PROPERTIES[type];
+    if (!list) return Response.json({ status: "error", message: `Unable to infer object type from: ${type}`, category: "OBJECT_NOT_FOUND" }, { status: 400 });
+    return Response.json({ results: list.map(([name, t, u]) => ({ name, label: name, type: t, fieldType: "text", groupName: "info", hasUniqueValue: !plain && u })) });
   }
-  if (r.method === "POST" && r.path === "/crm/v3/objects/contacts/search") {
-    const filter = r.body?.filterGroups?.[0]?.filters?.[0] ?? {};
-    const found = contacts.filter((c) => filter.operator === "EQ" && c.properties[filter.propertyName] === String(filter.value));
-    const results = found.slice(0, r.body?.limit ?? 10).map((c) => ({
+  const search = /^\/crm\/v3\/objects\/([^/]+)\/search$/.exec(r.path);
+  if (r.method === "POST" && search) {
+    const groups: any[] = Array.isArray(r.body?.filterGroups) ? r.body.filterGroups : [];
+    const found = recordsOf(search[1]!).filter((c) => groups.some((g) => Array.isArray(g?.filters) && g.filters.every((f: any) => matchesFilter(c, f))));
+    const after = Number(r.body?.after ?? 0);
+    const limit = Number(r.body?.limit ?? 10);
+    const wanted: string[] = Array.isArray(r.body?.properties) ? r.body.properties : [];
+    const results = found.slice(after, after + limit).map((c) => ({
       id: c.id,
-      properties: { [filter.propertyName]: c.properties[filter.propertyName], hs_object_id: c.id },
-      createdAt: "2024-05-01T10:00:00.000Z",
-      updatedAt: "2024-05-01T10:00:00.000Z",
-      archived: false,
+      properties: { ...Object.fromEntries(wanted.map((p) => [p, c.properties[p] ?? null])), hs_object_id: c.id },
+      ...STAMPS,
     }));
-    return Response.json({ total: found.length, results });
+    const more = after + limit < found.length;
+    return Response.json({ total: found.length, results, ...(more ? { paging: { next: { after: String(after + limit), link: "" } } } : {}) });
   }
   return Response.json({ status: "error", message: "Unsupported method" }, { status: 405 });
 });
@@ -658,6 +706,165 @@ test("HS batch limits: 100 inputs per CRM batch, 1000 contacts per legacy batch"
   expect(legacy.every((r) => r.endpoint === "https://api.hubapi.com/contacts/v1/contact/batch/" && r.params.hapikey === "hs-key")).toBe(true);
 });
 
+// ---------- record writes (context.mappedToDestination) ----------
+
+/** A row of a reverse-ETL sync: an identify naming its HubSpot object by an `HS-<type>` external id. */
+const row = (objectType: string, identifierType: string, id: unknown, traits: Record<string, unknown>, extra: Record<string, any> = {}): SluiceEvent & { user?: string } => ({
+  type: "identify",
+  messageId: `row-${++seq}`,
+  userId: String(id),
+  context: { mappedToDestination: "true", externalId: [{ type: `HS-${objectType}`, identifierType, id }], sources: { job_id: "sync-1", task_id: "task" } },
+  traits,
+  ...extra,
+});
+/** The record writes of these rows, as batch() sends them, each transform with its own delivery id. */
+async function recordBatch(config: Record<string, any>, rows: Array<SluiceEvent & { user?: string }>, c = ctx(config)) {
+  const out = await Promise.all(rows.map(({ user, ...e }, i) => hubspot.transform(e as SluiceEvent, { ...c, jobId: 7000 + i }).then((rs) => rs.map((r) => (user ? { ...r, userKey: user } : r)))));
+  return hubspot.batch!(out.flat(), c).map(real);
+}
+/** The search bodies the stand-in got since `from`. */
+const searchesSince = (from: number) => hs.received.slice(from).filter((r) => r.path.endsWith("/search"));
+
+test("HS record writes: rows searched together by their identifier (and other e-mails) → found ones on batch/update, the rest on batch/create with the identifier", async () => {
+  const token = unique("plain-rows");
+  const config = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: token, lookupField: "phone" };
+  const known = addContact({ email: `${unique("known")}@example.com`, firstname: "Old" });
+  const alt = `${unique("alt")}@example.com`;
+  const primary = addContact({ email: `${unique("primary")}@example.com`, hs_additional_emails: `x@example.com;${alt}` });
+  const fresh = `${unique("Fresh")}@Example.com`;
+  const from = hs.received.length;
+  const out = await recordBatch(config, [
+    row("contacts", "email", known.properties.email!.toUpperCase(), { firstname: "Known" }),
+    row("contacts", "email", alt, { lastname: "Secondary" }),
+    row("contacts", "email", fresh, { firstname: "New", date_of_birth: "1990-04-02T17:31:04Z" }),
+  ]);
+  // One search for the three rows (the portal holds no property unique), by email and by the other e-mails.
+  expect(callsSince(from)).toEqual(["GET /properties/v1/contacts/properties", "GET /crm/v3/properties/contacts", "POST /crm/v3/objects/contacts/search"]);
+  const values = [known.properties.email!, alt, fresh.toLowerCase()];
+  expect(searchesSince(from)[0]!.body).toEqual({
+    filterGroups: [{ filters: [{ propertyName: "email", values, operator: "IN" }] }, { filters: [{ propertyName: "hs_additional_emails", values, operator: "IN" }] }],
+    properties: ["email", "hs_additional_emails"],
+    limit: 100,
+    after: 0,
+  });
+  const headers = { ...JSON_HEADERS, Authorization: `Bearer ${token}` };
+  expect(out).toEqual([
+    // A contact found by one of its other e-mails keeps its own e-mail.
+    expected({ endpoint: "https://api.hubapi.com/crm/v3/objects/contacts/batch/update", headers, json: { inputs: [{ id: known.id, properties: { firstname: "Known" } }, { id: primary.id, properties: { lastname: "Secondary" } }] } }),
+    // A `date` property of the portal is sent as midnight UTC in milliseconds.
+    expected({ endpoint: "https://api.hubapi.com/crm/v3/objects/contacts/batch/create", headers, json: { inputs: [{ properties: { firstname: "New", date_of_birth: Date.UTC(1990, 3, 2), email: fresh } }] } }),
+  ]);
+});
+
+test("HS record writes: an identifier HubSpot holds unique for the object type → batch/upsert on that type, the id as text, objectWriteTraceId the delivery's id", async () => {
+  const config = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "tok-vehicles", lookupField: "email" };
+  const from = hs.received.length;
+  const out = await recordBatch(config, [
+    row("p_vehicles", "vin", 4711, { model: "Tin Lizzie", hs_object_id: 99 }),
+    row("p_vehicles", "vin", "WVW-2", { model: "Beetle" }),
+    row("p_vehicles", "vin", 4711, { registered_on: "2024-02-03" }),
+  ]);
+  // The CRM v3 list of the object type is read (not contacts'); nothing is searched.
+  expect(callsSince(from)).toEqual(["GET /properties/v1/contacts/properties", "GET /crm/v3/properties/p_vehicles"]);
+  expect(out).toEqual([
+    expected({
+      endpoint: "https://api.hubapi.com/crm/v3/objects/p_vehicles/batch/upsert",
+      headers: { ...JSON_HEADERS, Authorization: "Bearer tok-vehicles" },
+      json: {
+        inputs: [
+          // The same record twice is one input: the later values win, the first delivery names it.
+          // registered_on is the object's date, not the contact list's: sent as given.
+          { id: "4711", idProperty: "vin", properties: { model: "Tin Lizzie", registered_on: "2024-02-03" }, objectWriteTraceId: "7000" },
+          { id: "WVW-2", idProperty: "vin", properties: { model: "Beetle" }, objectWriteTraceId: "7001" },
+        ],
+      },
+    }),
+  ]);
+});
+
+test("HS record writes: HS-association → one associations/<from>/<to>/batch/create per pair of types, no lookup; the legacy API has none", async () => {
+  const config = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "tok-assoc" };
+  const assoc = (from: number, to: number, fromObjectType = "companies"): SluiceEvent => ({
+    type: "identify",
+    messageId: `a-${from}-${to}`,
+    userId: `${from}`,
+    context: { mappedToDestination: true, externalId: [{ type: "HS-association", identifierType: "id", id: to, fromObjectType, toObjectType: "contacts", associationTypeId: "company_to_contact" }] },
+    traits: { from: { id: from }, to: { id: to } },
+  });
+  const from = hs.received.length;
+  const out = await recordBatch(config, [assoc(1, 11), assoc(2, 12, "deals"), assoc(3, 13)]);
+  expect(callsSince(from)).toEqual([]);
+  const headers = { ...JSON_HEADERS, Authorization: "Bearer tok-assoc" };
+  expect(out).toEqual([
+    expected({ endpoint: "https://api.hubapi.com/crm/v3/associations/companies/contacts/batch/create", headers, json: { inputs: [{ from: { id: 1 }, to: { id: 11 }, type: "company_to_contact" }, { from: { id: 3 }, to: { id: 13 }, type: "company_to_contact" }] } }),
+    expected({ endpoint: "https://api.hubapi.com/crm/v3/associations/deals/contacts/batch/create", headers, json: { inputs: [{ from: { id: 2 }, to: { id: 12 }, type: "company_to_contact" }] } }),
+  ]);
+  expect(await errorOf(run(assoc(1, 11), FX_LEGACY))).toBe("operation not found");
+});
+
+test("HS record writes (legacy API): searched with hapikey, written on CRM v3 with hapikey; the identifier is written on updates too", async () => {
+  const key = unique("key-rows");
+  const config = { apiKey: key, hubID: "6405167" };
+  const acme = addRecord("companies", { domain: `${unique("acme")}.example` });
+  const from = hs.received.length;
+  const out = await recordBatch(config, [row("companies", "domain", acme.properties.domain, { name: "Acme" }), row("companies", "domain", "new.example", { name: "New" })]);
+  // No upsert on the legacy API: the CRM v3 list is not read.
+  expect(callsSince(from)).toEqual(["GET /properties/v1/contacts/properties", "POST /crm/v3/objects/companies/search"]);
+  const search = searchesSince(from)[0]!;
+  expect(search.query).toEqual({ hapikey: key });
+  expect(search.body.filterGroups).toEqual([{ filters: [{ propertyName: "domain", values: [acme.properties.domain, "new.example"], operator: "IN" }] }]);
+  expect(out).toEqual([
+    expected({ endpoint: "https://api.hubapi.com/crm/v3/objects/companies/batch/update", params: { hapikey: key }, json: { inputs: [{ id: acme.id, properties: { name: "Acme", domain: acme.properties.domain } }] } }),
+    expected({ endpoint: "https://api.hubapi.com/crm/v3/objects/companies/batch/create", params: { hapikey: key }, json: { inputs: [{ properties: { name: "New", domain: "new.example" } }] } }),
+  ]);
+});
+
+test("HS record writes: every page of the search is read", async () => {
+  const token = unique("plain-pages");
+  const config = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: token };
+  const a = addRecord("companies", { domain: `${unique("a")}.example` });
+  const b = addRecord("companies", { domain: `${unique("b")}.example` });
+  // HubSpot answers the first page with one record and where the next one starts.
+  once.push({
+    when: (r) => r.path === "/crm/v3/objects/companies/search" && r.headers.authorization === `Bearer ${token}` && r.body?.after === 0,
+    answer: () => Response.json({ total: 2, results: [{ id: a.id, properties: { domain: a.properties.domain }, ...STAMPS }], paging: { next: { after: "1", link: "" } } }),
+  });
+  const from = hs.received.length;
+  const out = await recordBatch(config, [row("companies", "domain", a.properties.domain, { name: "A" }), row("companies", "domain", b.properties.domain, { name: "B" })]);
+  expect(searchesSince(from).map((r) => r.body.after)).toEqual([0, 1]);
+  expect(out.map((r) => [r.endpoint, r.body.JSON.inputs])).toEqual([
+    ["https://api.hubapi.com/crm/v3/objects/companies/batch/update", [{ id: a.id, properties: { name: "A" } }, { id: b.id, properties: { name: "B" } }]],
+  ]);
+});
+
+test("HS record writes refused in RudderStack's words: no external id, an invalid e-mail or a track before any lookup; failed lookups abort, or retry for 5xx", async () => {
+  const config = { authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: "plain-refusals" };
+  const from = hs.received.length;
+  const noId: SluiceEvent = { type: "identify", messageId: "m", context: { mappedToDestination: true }, traits: { email: "a@b.com" } };
+  expect(await errorOf(run(noId, config))).toBe("rETL - external Id not found.");
+  expect(await errorOf(run(row("contacts", "", "a@b.com", {}), config))).toBe("rETL - external Id not found.");
+  expect(await errorOf(run(row("contacts", "email", "a@b.com", { email: "not-an-email" }), config))).toBe('Email "not-an-email" is invalid');
+  expect(await errorOf(run({ ...row("contacts", "email", "a@b.com", {}), type: "track", event: "x" }, config))).toBe("Message type track is not supported");
+  expect(callsSince(from)).toEqual([]);
+  // A row with mappedToDestination false is an ordinary identify.
+  expect(await errorOf(run({ ...row("contacts", "email", "a@b.com", { email: "a@b.com" }), context: { mappedToDestination: "false" } }, config))).toBe("lookupField is a required field in webapp config");
+
+  const contact = row("contacts", "email", "a@b.com", { firstname: "A" });
+  once.push({ when: (r) => r.path === "/crm/v3/objects/contacts/search", answer: () => Response.json({ message: "boom" }, { status: 500 }) });
+  const retried = await hubspot.transform(contact, ctx(config)).catch((e) => e);
+  expect(retried).toBeInstanceOf(RetryableTransformError);
+  expect(retried.message).toBe('rETL - Error during searching object record. "boom"');
+  once.push({ when: (r) => r.path === "/crm/v3/objects/contacts/search", answer: () => unauthorized(false) });
+  const refused = await hubspot.transform(contact, ctx(config)).catch((e) => e);
+  expect(refused).not.toBeInstanceOf(RetryableTransformError);
+  expect(refused.message).toBe('rETL - Error during searching object record. "Authentication credentials not found. This API supports OAuth 2.0 authentication and you can find more details at https://developers.hubspot.com/docs/methods/auth/oauth-overview"');
+  expect(await errorOf(run(contact, { ...config, accessToken: "revoked-rows" }))).toStartWith('Failed to get hubspot properties: {"status":"error"');
+  // An object type HubSpot does not know fails on its property list (new API).
+  expect(await errorOf(run(row("cars", "vin", "1", {}), { ...config, accessToken: "tok-unknown" }))).toBe(
+    'Failed to fetch HubSpot cars properties: {"status":"error","message":"Unable to infer object type from: cars","category":"OBJECT_NOT_FOUND"}',
+  );
+});
+
 // ---------- deletion ----------
 
 test("HS deleteUsers → POST crm/v3/objects/contacts/gdpr-delete per user, by email, else by the userId as the lookupField property", async () => {
@@ -794,4 +1001,55 @@ test("HS end to end: a 207 naming an input's objectWriteTraceId aborts that even
   await sendEvent(s.url, src.writeKey, "identify", { userId: "ghost", traits: { email: "ghost@example.com" } });
   const silent = await waitFor(() => byState("aborted").then((l) => l.find((d) => d.event.userId === "ghost")), { what: "the silent no-op aborted" });
   expect(silent.lastError).toContain("Silent failure");
+});
+
+test("HS end to end: reverse-ETL rows sent to the gateway are written as CRM records; a later sync updates the record the first one created", async () => {
+  const token = unique("plain-e2e-rows");
+  const { src, dst } = await connected({ authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: token, lookupField: "email" });
+  const known = addContact({ email: `${unique("known-e2e")}@example.com`, firstname: "Before" });
+  const fresh = `${unique("fresh-e2e")}@example.com`;
+  const rowOf = (email: string, traits: Record<string, unknown>) => {
+    const { messageId: _m, ...e } = row("contacts", "email", email, traits);
+    return e;
+  };
+  const batch = await sendEvent(s.url, src.writeKey, "batch", { batch: [rowOf(known.properties.email!, { firstname: "After" }), rowOf(fresh, { firstname: "Fresh" })] });
+  expect(batch.status).toBe(200);
+  const mine = () => hs.received.filter((r) => r.headers.authorization === `Bearer ${token}`);
+  const inputs = (verb: string) => mine().filter((r) => r.path === `/crm/v3/objects/contacts/batch/${verb}`).flatMap((r) => r.body.inputs);
+  await waitFor(() => inputs("update").length + inputs("create").length === 2, { what: "both rows written" });
+  expect(inputs("update")).toEqual([{ id: known.id, properties: { firstname: "After" } }]);
+  expect(inputs("create")).toEqual([{ properties: { firstname: "Fresh", email: fresh } }]);
+  expect(known.properties.firstname).toBe("After");
+  const succeeded = async () => (await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries?state=succeeded`)).json.deliveries as any[];
+  await waitFor(async () => (await succeeded()).length === 2, { what: "both deliveries succeeded" });
+
+  // The next sync finds the contact the first one created, by its e-mail.
+  const created = contacts.find((c) => c.properties.email === fresh)!;
+  await sendEvent(s.url, src.writeKey, "identify", rowOf(fresh, { lastname: "Later" }));
+  await waitFor(() => inputs("update").length === 2, { what: "the second sync's update" });
+  expect(inputs("update")[1]).toEqual({ id: created.id, properties: { lastname: "Later" } });
+  expect(inputs("create")).toHaveLength(1);
+  expect(mine().filter((r) => r.path.endsWith("/search")).every((r) => r.body.filterGroups[0].filters[0].operator === "IN")).toBe(true);
+});
+
+test("HS end to end: a record search answered 503 is retried and the row then written; one answered 401 aborts with RudderStack's text", async () => {
+  const token = unique("plain-e2e-search");
+  const { src, dst } = await connected({ authorizationType: "newPrivateAppApi", apiVersion: "newApi", accessToken: token });
+  const { messageId: _m, ...retried } = row("companies", "domain", `${unique("retry")}.example`, { name: "Retried" });
+  once.push({ when: (r) => r.path === "/crm/v3/objects/companies/search" && r.headers.authorization === `Bearer ${token}`, answer: () => Response.json({ status: "error", message: "Service Unavailable" }, { status: 503 }) });
+  await sendEvent(s.url, src.writeKey, "identify", retried);
+  const mine = () => hs.received.filter((r) => r.headers.authorization === `Bearer ${token}`);
+  await waitFor(() => mine().some((r) => r.path === "/crm/v3/objects/companies/batch/create"), { what: "the create after the retry" });
+  expect(mine().filter((r) => r.path.endsWith("/search"))).toHaveLength(2);
+  const byState = async (state: string) => (await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries?state=${state}`)).json.deliveries as any[];
+  const [done] = await waitFor(() => byState("succeeded").then((l) => (l.length ? l : undefined)), { what: "the delivery succeeded" });
+  expect(done).toMatchObject({ state: "succeeded", attempts: 2 });
+
+  const { messageId: _n, ...denied } = row("companies", "domain", `${unique("denied")}.example`, { name: "Denied" });
+  once.push({ when: (r) => r.path === "/crm/v3/objects/companies/search" && r.headers.authorization === `Bearer ${token}`, answer: () => unauthorized(false) });
+  await sendEvent(s.url, src.writeKey, "identify", denied);
+  const [aborted] = await waitFor(() => byState("aborted").then((l) => (l.length ? l : undefined)), { what: "the refused row aborted" });
+  expect(aborted.attempts).toBe(1);
+  expect(aborted.lastError).toStartWith('rETL - Error during searching object record. "Authentication credentials not found.');
+  expect(mine().filter((r) => r.path.endsWith("/batch/create"))).toHaveLength(1);
 });

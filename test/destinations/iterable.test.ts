@@ -99,14 +99,23 @@ test("ITERABLE alias → users/updateEmail; a push token with registerDeviceOrBr
   expect(() => iterable.transform({ type: "track", messageId: "m", event: "E" } as SluiceEvent, ctx())).toThrow("userId or email is mandatory for this request");
 });
 
-test("ITERABLE batch: consecutive users/update → users/bulkUpdate, events/track → events/trackBulk; others unchanged", () => {
+test("ITERABLE batch: all users/update → one users/bulkUpdate, then all events/track → one events/trackBulk, then the others unchanged", () => {
   const identify = (i: number) => iterable.transform({ type: "identify", messageId: `m${i}`, userId: `u${i}` }, ctx())[0]!;
   const track = (i: number) => iterable.transform({ type: "track", messageId: `t${i}`, userId: `u${i}`, event: `E${i}` }, ctx())[0]!;
   const alias = iterable.transform({ type: "alias", messageId: "a", userId: "n", previousId: "o" }, ctx())[0]!;
-  const out = iterable.batch!([identify(1), identify(2), track(1), track(2), alias, track(3)], ctx());
-  expect(out.map((r) => r.endpoint)).toEqual([`${API}/users/bulkUpdate`, `${API}/events/trackBulk`, `${API}/users/updateEmail`, `${API}/events/trackBulk`]);
+  const out = iterable.batch!([track(1), identify(1), identify(2), track(2), alias, track(3)], ctx());
+  expect(out.map((r) => r.endpoint)).toEqual([`${API}/users/bulkUpdate`, `${API}/events/trackBulk`, `${API}/users/updateEmail`]);
   expect((out[0]!.body.JSON.users as any[]).map((u) => u.userId)).toEqual(["u1", "u2"]);
-  expect((out[1]!.body.JSON.events as any[]).map((e) => e.eventName)).toEqual(["E1", "E2"]);
+  // u1's track before their identify goes after it, in the one trackBulk of the batch, as RudderStack sends it.
+  expect((out[1]!.body.JSON.events as any[]).map((e) => e.eventName)).toEqual(["E1", "E2", "E3"]);
+});
+
+test("ITERABLE batch: events/trackBulk takes 1,000 events a call and splits again at 4,000,000 bytes", () => {
+  const track = (i: number, blob = "") => iterable.transform({ type: "track", messageId: `t${i}`, userId: `u${i}`, event: `E${i}`, properties: blob ? { blob } : undefined }, ctx())[0]!;
+  const many = iterable.batch!(Array.from({ length: 2001 }, (_, i) => track(i)), ctx());
+  expect(many.map((r) => (r.body.JSON.events as any[]).length)).toEqual([1000, 1000, 1]);
+  const big = iterable.batch!([1, 2, 3].map((i) => track(i, "x".repeat(1_500_000))), ctx());
+  expect(big.map((r) => (r.body.JSON.events as any[]).length)).toEqual([2, 1]);
 });
 
 test("ITERABLE deleteUsers → DELETE /api/users/byUserId/{userId} per user", () => {
@@ -330,11 +339,21 @@ test("ITERABLE RudderStack fixture: router — track and page → events/trackBu
     ...fx({ type: "page", sentAt, context: {}, properties: pizza, anonymousId: "abcdeeeeeeeexxxx102", originalTimestamp }, config),
     ...fx({ type: "alias", sentAt, context: {}, properties: pizza, userId: "new@email.com", previousId: "old@email.com", anonymousId: "abcdeeeeeeeexxxx102", originalTimestamp }, { ...config, trackAllPages: false, trackCategorisedPages: true }),
   ];
+  // Grouped by endpoint over the whole batch, as RudderStack's router does: the identify first,
+  // then the track and the page (which came on either side of it) in one call, then the rest.
   expect(iterable.batch!(requests, fxCtx(config))).toEqual([
-    fxReq("events/trackBulk", { events: [{ dataFields: { subject: "resume validate", sendtime: "2020-01-01", sendlocation: "akashdeep@gmail.com" }, userId: "abcdeeeeeeeexxxx102", eventName: "Email Opened", createdAt: fxMs }] }, key),
     fxReq("users/bulkUpdate", { users: [{ email: "manashi@website.com", dataFields: traits, userId: "abcdeeeeeeeexxxx102", preferUserId: true, mergeNestedObjects: true }] }, key),
+    fxReq(
+      "events/trackBulk",
+      {
+        events: [
+          { dataFields: { subject: "resume validate", sendtime: "2020-01-01", sendlocation: "akashdeep@gmail.com" }, userId: "abcdeeeeeeeexxxx102", eventName: "Email Opened", createdAt: fxMs },
+          { dataFields: pizza, userId: "abcdeeeeeeeexxxx102", createdAt: fxMs, eventName: "undefined page" },
+        ],
+      },
+      key,
+    ),
     fxReq("commerce/updateCart", { user: { email: "sayan@gmail.com", dataFields: { email: "sayan@gmail.com" }, userId: "12345", preferUserId: true, mergeNestedObjects: true }, items: fxItems }, key),
-    fxReq("events/trackBulk", { events: [{ dataFields: pizza, userId: "abcdeeeeeeeexxxx102", createdAt: fxMs, eventName: "undefined page" }] }, key),
     fxReq("users/updateEmail", { currentEmail: "old@email.com", newEmail: "new@email.com" }, key),
   ]);
 
@@ -352,8 +371,8 @@ test("ITERABLE RudderStack fixture: router — track and page → events/trackBu
     userId: "lynnanderson@smith.net",
   }, other);
   expect(iterable.batch!([...page, ...retl], fxCtx(other))).toEqual([
-    fxReq("events/trackBulk", { events: [{ email: "sayan@gmail.com", dataFields: { path: "/abc", referrer: "", search: "", title: "", url: "", category: "test-category" }, userId: "12345", eventName: "ApplicationLoaded page", createdAt: 1571051718299 }] }, "12345"),
     fxReq("users/bulkUpdate", { users: [{ email: "lynnanderson@smith.net", dataFields: { ...retlTraits, email: "lynnanderson@smith.net" }, userId: "lynnanderson@smith.net", preferUserId: true, mergeNestedObjects: true }] }, "12345"),
+    fxReq("events/trackBulk", { events: [{ email: "sayan@gmail.com", dataFields: { path: "/abc", referrer: "", search: "", title: "", url: "", category: "test-category" }, userId: "12345", eventName: "ApplicationLoaded page", createdAt: 1571051718299 }] }, "12345"),
   ]);
 });
 
@@ -363,11 +382,17 @@ test("ITERABLE RudderStack fixture: batching — token registrations follow the 
   const out = iterable.batch!([...identify("a"), ...identify("b")], fxCtx(config));
   expect(out.map((r) => r.endpoint)).toEqual([`${API}/users/bulkUpdate`, `${API}/users/registerDeviceToken`, `${API}/users/registerDeviceToken`]);
   expect((out[0]!.body.JSON.users as any[]).map((u) => u.userId)).toEqual(["a", "b"]);
-  // The same user's second update waits for that user's registration.
+  // The same user's two updates share one call, their registrations after it in order, as RudderStack sends them.
   const same = iterable.batch!([...identify("a"), ...identify("a")], fxCtx(config));
-  expect(same.map((r) => r.endpoint.slice(API.length))).toEqual(["/users/bulkUpdate", "/users/registerDeviceToken", "/users/bulkUpdate", "/users/registerDeviceToken"]);
+  expect(same.map((r) => r.endpoint.slice(API.length))).toEqual(["/users/bulkUpdate", "/users/registerDeviceToken", "/users/registerDeviceToken"]);
+  expect((same[0]!.body.JSON.users as any[]).length).toBe(2);
   const big = (i: number) => fx({ type: "identify", userId: `u${i}`, traits: { blob: "x".repeat(1_500_000) } })[0]!;
   expect(iterable.batch!([big(1), big(2), big(3)], fxCtx(fxConfig())).map((r) => (r.body.JSON.users as any[]).length)).toEqual([2, 1]);
+  // Each registration follows the call its own user went in.
+  const bigWithToken = (id: string) =>
+    fx({ type: "identify", userId: id, traits: { blob: "x".repeat(1_500_000) }, context: { device: { token: `t-${id}`, type: "android" } } }, config);
+  const split = iterable.batch!(["a", "b", "c"].flatMap(bigWithToken), fxCtx(config));
+  expect(split.map((r) => (r.body.JSON.users as any[] | undefined)?.map((u) => u.userId) ?? (r.body.JSON.device as any).token)).toEqual([["a", "b"], "t-a", "t-b", ["c"], "t-c"]);
 });
 
 test("ITERABLE RudderStack fixture: deletion without an apiKey fails with RudderStack's text", () => {
@@ -551,4 +576,22 @@ test("ITERABLE through the pipeline: a trackBulk answer listing an email aborts 
   // Nothing is sent again: the refused event is aborted, the others were delivered.
   const sent = sink.received.filter((r) => r.headers.api_key === "k-2").flatMap((r) => r.body.events as any[]);
   expect(sent.map((e) => e.userId).sort()).toEqual(["p-1", "p-2", "p-3"]);
+});
+
+test("ITERABLE through the pipeline: a user's identify between two of their tracks → one users/bulkUpdate, then both tracks in one events/trackBulk", async () => {
+  const src = await createSource(s.url);
+  const dst = await api(s.url, "POST", "/v2/destinations", { name: "it-grouped", type: "ITERABLE", config: { apiKey: "k-4" }, sourceIds: [src.id] });
+  expect(dst.status).toBe(201);
+  // One delivery that a user transformation makes three events of: the only way one user's
+  // several events reach one batch (the router takes one delivery per user).
+  const code = `function transformEvent(e) {
+    return [{ ...e, event: "Before" }, { ...e, type: "identify", event: undefined, traits: { email: "g@example.com" } }, { ...e, event: "After" }];
+  }`;
+  expect((await api(s.url, "POST", "/v2/transformations", { name: "it-split", code, destinationIds: [dst.json.id] })).status).toBe(201);
+  expect((await sendEvent(s.url, src.writeKey, "track", { userId: "g-1", event: "Opened" })).status).toBe(200);
+  const calls = () => sink.received.filter((r) => r.headers.api_key === "k-4");
+  await waitFor(() => calls().some((r) => r.path === "/api/events/trackBulk"), { what: "the trackBulk call" });
+  expect(calls().map((r) => r.path)).toEqual(["/api/users/bulkUpdate", "/api/events/trackBulk"]);
+  expect(calls()[0]!.body.users).toEqual([expect.objectContaining({ userId: "g-1", email: "g@example.com" })]);
+  expect((calls()[1]!.body.events as any[]).map((e) => [e.userId, e.eventName])).toEqual([["g-1", "Before"], ["g-1", "After"]]);
 });

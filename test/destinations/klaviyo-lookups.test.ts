@@ -102,19 +102,35 @@ test("KLAVIYO v1 identify: a create Klaviyo refuses aborts with RudderStack's te
   );
 });
 
-test("KLAVIYO v1 identify: a 201 or 409 without an id is retried in RudderStack's words, as are 503 and 429", async () => {
-  const cases: Array<[() => Response, string | undefined]> = [
+test("KLAVIYO v1 identify: a 2xx or 409 without an id is retried in RudderStack's words, as are 503 and 429", async () => {
+  const cases: Array<[() => Response, string, number?]> = [
     [() => Response.json({ data: { type: "profile", attributes: {} } }, { status: 201 }), 'Failed to create user due to {"data":{"type":"profile","attributes":{}}}'],
     [() => Response.json({ errors: [{ status: 409, code: "duplicate_profile" }] }, { status: 409 }), 'Failed to create user due to {"errors":[{"status":409,"code":"duplicate_profile"}]}'],
-    [() => error(503, "service_unavailable", "Service unavailable.", "Try again later."), undefined],
-    [() => error(429, "throttled", "Request was throttled.", "Request was throttled. Expected available in 1 second."), undefined],
+    // An empty success: RudderStack's own case (a mock answer without a status, which its HTTP layer reads as a 500).
+    [() => new Response(null, { status: 200 }), 'Failed to create user due to ""'],
+    [
+      () => error(503, "service_unavailable", "Service unavailable.", "Try again later."),
+      'Failed to create user due to {"errors":[{"id":"8f1d9a6e-0000-4000-8000-000000000000","status":503,"code":"service_unavailable","title":"Service unavailable.","detail":"Try again later.","source":{"pointer":"/data/"}}]}',
+    ],
+    [
+      () => {
+        const r = error(429, "throttled", "Request was throttled.", "Request was throttled. Expected available in 1 second.");
+        r.headers.set("retry-after", "1");
+        return r;
+      },
+      'Failed to create user due to {"errors":[{"id":"8f1d9a6e-0000-4000-8000-000000000000","status":429,"code":"throttled","title":"Request was throttled.","detail":"Request was throttled. Expected available in 1 second.","source":{"pointer":"/data/"}}]}',
+      1000,
+    ],
+    // A 5xx that is not JSON is quoted as its text, as RudderStack quotes it.
+    [() => new Response("upstream down", { status: 502 }), 'Failed to create user due to "upstream down"'],
   ];
-  for (const [answer, text] of cases) {
+  for (const [answer, text, retryAfterMs] of cases) {
     const marker = unique("retry");
     once.push({ when: (r) => r.body?.data?.attributes?.external_id === marker, answer });
     const err = await klaviyo.transform(identify({ email: `${marker}@example.com` }, marker), lookupContext(V1, kl.url)).catch((e) => e);
     expect(err).toBeInstanceOf(RetryableTransformError);
-    if (text) expect(err.message).toBe(text);
+    expect(err.message).toBe(text);
+    expect(err.retryAfterMs).toBe(retryAfterMs);
   }
 });
 

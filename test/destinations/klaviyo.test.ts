@@ -451,14 +451,16 @@ test("KLAVIYO RudderStack fixture: router sends anonymous events with an anonymo
       },
     },
   }, H2));
-  // An identify without a subscription follows the subscribing ones; a user's second identify goes to a later group.
+  // An identify without a subscription follows the subscribing ones; a user's two identifies
+  // subscribing to one list share the group, their profiles in order, then one job for both.
   const plain = await klaviyo.transform(identify({ userId: "testKlaviyo5", anonymousId: "a5", context: {}, traits: { email: "testklaviyo5@rs.com", firstname: "Test Klaviyo 5" } }), v2());
   const sub2 = (await klaviyo.transform(rtIdentify(2, true, ["email"]), v2())).map((r) => keyed(r, "u2"));
   const sub2again = (await klaviyo.transform(rtIdentify(2, true, ["email"]), v2())).map((r) => keyed(r, "u2"));
   const out = klaviyo.batch!([keyed(event!, "u1"), keyed(plain[0]!, "u5"), ...sub2, ...sub2again], v2());
-  expect(out.map((r) => r.endpoint.replace(API, ""))).toEqual(["/events", "/profile-import", CREATE, "/profile-import", "/profile-import", CREATE]);
-  expect((out[3]!.body.JSON as any).data.attributes.email).toBe("testklaviyo5@rs.com");
-  expect(out[2]!.userKey).toBe("u2");
+  expect(out.map((r) => r.endpoint.replace(API, ""))).toEqual(["/events", "/profile-import", "/profile-import", CREATE, "/profile-import"]);
+  expect((out[3]!.body.JSON as any).data.attributes.profiles.data).toHaveLength(2);
+  expect((out[4]!.body.JSON as any).data.attributes.email).toBe("testklaviyo5@rs.com");
+  expect(out[3]!.userKey).toBe("u2");
 });
 
 test("KLAVIYO batch: group jobs for one list merge, 100 profiles per job; v1 jobs merge their subscriptions", async () => {
@@ -689,9 +691,18 @@ test("KLAVIYO batch: a user's later event goes to a group after that user's earl
   expect(shortly(out)).toEqual(["profile u1@x.io", "profile u2@x.io", 'subscribe "L1" u1@x.io,u2@x.io', "event e-u1", "event e-u2"]);
 });
 
+test("KLAVIYO batch: a user's identifies subscribing to one list share a group and one job, as in RudderStack's router", async () => {
+  const out = klaviyo.batch!((await Promise.all([identifyOf("u1", "L1"), identifyOf("u2", "L1"), identifyOf("u1", "L1"), identifyOf("u1")])).flat(), v2());
+  // u1's profiles go in order, the job lists u1's two subscriptions in order, and u1's plain identify comes last.
+  expect(shortly(out)).toEqual(["profile u1@x.io", "profile u2@x.io", "profile u1@x.io", 'subscribe "L1" u1@x.io,u2@x.io,u1@x.io', "profile u1@x.io"]);
+  const unsubscribing = klaviyo.batch!((await Promise.all([identifyOf("u1", "L1"), identifyOf("u1", "L1", false)])).flat(), v2());
+  // A later unsubscription from the same list is a later group: RudderStack's one group would send it first.
+  expect(shortly(unsubscribing)).toEqual(["profile u1@x.io", 'subscribe "L1" u1@x.io', "profile u1@x.io", 'unsubscribe "L1" u1@x.io']);
+});
+
 test("KLAVIYO batch: a user's second identify goes to a later group, where RudderStack's router would send that user's later profile first", async () => {
   const out = klaviyo.batch!((await Promise.all([identifyOf("u1"), identifyOf("u2", "L1"), identifyOf("u1", "L1")])).flat(), v2());
-  // RudderStack: profile u2, profile u1 (second), job u2+u1, profile u1 (first).
+  // RudderStack: profile u2, profile u1 (second), job u2+u1, profile u1 (first): u1's first attributes would win.
   expect(shortly(out)).toEqual(["profile u2@x.io", 'subscribe "L1" u2@x.io', "profile u1@x.io", "profile u1@x.io", 'subscribe "L1" u1@x.io']);
   // Two tracks of one user stay in one group: it keeps them in order.
   expect(shortly(klaviyo.batch!((await Promise.all((await Promise.all([trackOf("u1"), identifyOf("u2"), trackOf("u1")])).flat())).flat(), v2()))).toEqual(["event e-u1", "event e-u1", "profile u2@x.io"]);
@@ -737,4 +748,25 @@ test("KLAVIYO through the pipeline: identify and track reach the stand-in with t
   expect(sink.received.map((r) => `${r.method} ${r.path}`)).toEqual(["POST /api/profile-import", "POST /api/events"]);
   expect(sink.received[0]!.headers.authorization).toBe("Klaviyo-API-Key pk_9");
   expect(sink.received[0]!.headers.revision).toBe("2024-10-15");
+});
+
+test("KLAVIYO through the pipeline: a user's two identifies subscribing to one list → both profiles, then one subscription job for both", async () => {
+  const src = await createSource(s.url);
+  const dst = await api(s.url, "POST", "/v2/destinations", { name: "kl-grouped", type: "KLAVIYO", config: { privateApiKey: "pk_grouped", apiVersion: "v2" }, sourceIds: [src.id] });
+  expect(dst.status).toBe(201);
+  // One delivery that a user transformation makes two identifies of: the only way one user's
+  // several events reach one batch (the router takes one delivery per user).
+  const code = `function transformEvent(e) {
+    const identify = (email) => ({ ...e, context: { traits: { email, properties: { listId: "L-grouped", subscribe: true, consent: ["email"] } } } });
+    return [identify("first@example.com"), identify("second@example.com")];
+  }`;
+  expect((await api(s.url, "POST", "/v2/transformations", { name: "kl-split", code, destinationIds: [dst.json.id] })).status).toBe(201);
+  expect((await sendEvent(s.url, src.writeKey, "identify", { userId: "g-1" })).status).toBe(200);
+  const calls = () => sink.received.filter((r) => r.headers.authorization === "Klaviyo-API-Key pk_grouped");
+  await waitFor(() => calls().some((r) => r.path === "/api/profile-subscription-bulk-create-jobs"), { what: "the subscription job" });
+  expect(calls().map((r) => r.path)).toEqual(["/api/profile-import", "/api/profile-import", "/api/profile-subscription-bulk-create-jobs"]);
+  expect(calls().slice(0, 2).map((r) => r.body.data.attributes.email)).toEqual(["first@example.com", "second@example.com"]);
+  const job = calls()[2]!.body.data;
+  expect(job.relationships.list.data.id).toBe("L-grouped");
+  expect(job.attributes.profiles.data.map((p: any) => p.attributes.email)).toEqual(["first@example.com", "second@example.com"]);
 });

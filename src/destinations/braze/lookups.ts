@@ -13,6 +13,7 @@
  * batch. Nothing is kept between batches (RudderStack asks again for every batch).
  */
 import { endpointFor } from "../base-url";
+import { gathered } from "../gathering";
 import { isPlainObject } from "../shared";
 import { type DestinationContext, RetryableTransformError, type SluiceEvent, lookupOf } from "../types";
 import { type UserStore, userStoreOf } from "./dedup";
@@ -44,58 +45,8 @@ const FIELDS_TO_EXPORT = [
   "external_id",
   "user_aliases",
 ];
-/** How long a gathering may stay open in the destination's memory; it is sent when the transforms that started together have all joined. */
-const GATHER_KEEP_MS = 60_000;
 
 const is2xx = (status: number) => status >= 200 && status < 300;
-
-/** The calls of transforms that started together, gathered into one: each joiner gets the one answer. */
-class Gathering<I, R> {
-  private byKey = new Map<string, I>();
-  readonly answer: Promise<R>;
-  private start!: () => void;
-  constructor(send: (items: I[]) => Promise<R>) {
-    this.answer = new Promise<void>((resolve) => (this.start = resolve)).then(() => send([...this.byKey.values()]));
-  }
-  /** How many items there would be with these added (an item already there counts once). */
-  sizeWith(items: Array<[string, I]>): number {
-    return this.byKey.size + items.filter(([k]) => !this.byKey.has(k)).length;
-  }
-  add(items: Array<[string, I]>) {
-    for (const [k, item] of items) if (!this.byKey.has(k)) this.byKey.set(k, item);
-  }
-  close() {
-    this.start();
-  }
-}
-
-/**
- * Joins `items` to the call being gathered under `key` for this destination, or opens one. It is
- * sent once the transforms running now have had their turn (the next turn of the event loop), or
- * at once when the next items would make it larger than Braze takes. Without the destination's
- * memory (the Test API), each call goes alone.
- */
-function gathered<I, R>(ctx: DestinationContext, key: string, items: Array<[string, I]>, send: (items: I[]) => Promise<R>): Promise<R> {
-  const cache = ctx.cache;
-  if (!cache) return send([...new Map(items).values()]);
-  let open = cache.get<Gathering<I, R> | null>(key);
-  if (open && open.sizeWith(items) > MAX_PER_CALL) {
-    cache.set(key, null, 1);
-    open.close();
-    open = null;
-  }
-  if (!open) {
-    const opened = new Gathering<I, R>(send);
-    cache.set(key, opened, GATHER_KEEP_MS);
-    setTimeout(() => {
-      if (cache.get(key) === opened) cache.set(key, null, 1);
-      opened.close();
-    }, 0);
-    open = opened;
-  }
-  open.add(items);
-  return open.answer;
-}
 
 type Identifier = { external_id: unknown } | { alias_name: unknown; alias_label: "rudder_id" };
 
@@ -135,7 +86,7 @@ export async function exportedUsers(service: Service, event: SluiceEvent): Promi
   };
   try {
     // An identifier asked by several events of the batch is asked once, as RudderStack asks it.
-    return await gathered(ctx, "braze:users/export/ids", ids.map((id) => [JSON.stringify(id), id]), send);
+    return await gathered(ctx, "braze:users/export/ids", ids.map((id) => [JSON.stringify(id), id]), MAX_PER_CALL, send);
   } catch (err) {
     if (err instanceof RetryableTransformError) return undefined;
     throw err;
@@ -161,7 +112,7 @@ export async function mergeAlias(service: Service, aliasToIdentify: Obj): Promis
     });
   };
   try {
-    await gathered(ctx, "braze:users/identify", [[`${++merges}`, aliasToIdentify]], send);
+    await gathered(ctx, "braze:users/identify", [[`${++merges}`, aliasToIdentify]], MAX_PER_CALL, send);
   } catch (err) {
     if (err instanceof RetryableTransformError) return;
     throw err;

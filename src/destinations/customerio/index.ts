@@ -185,7 +185,7 @@ export const customerio: DestinationDefinition = {
   configSchema: CustomerIoConfig,
   transform(event, ctx) {
     const config = configOf(ctx, CustomerIoConfig);
-    if (usesTrackApiV2(config)) return isEventAllowed(event, config) ? [trackApiV2Request(event, ctx, api(config))] : [];
+    if (usesTrackApiV2(config)) return isEventAllowed(event, config) ? [trackApiV2Request(event, ctx, config, api(config))] : [];
     // RudderStack's own check and words (siteID first); deleteUsers keeps Sluice's, as RudderStack has no deletion here.
     for (const key of ["siteID", "apiKey"] as const) if (!config[key]) throw new TransformError(`${key} not found in Configs`);
     const authorization = authHeader(ctx);
@@ -195,7 +195,7 @@ export const customerio: DestinationDefinition = {
   },
   batch(requests, ctx) {
     // With the v2 envelope every request is an operation for /v2/batch, so all of them merge.
-    const v2 = usesTrackApiV2(ctx.config);
+    const v2 = usesTrackApiV2(configOf(ctx, CustomerIoConfig));
     return batchConsecutive(
       requests,
       (r) => (r.endpoint.endsWith("/v2/batch") ? JSON.stringify([r.endpoint, r.headers]) : null),

@@ -258,8 +258,7 @@ function operation(event: SluiceEvent, config: Obj): Obj {
  * One event as its v2 operation, addressed to the region's `/api/v2/batch` with the Basic
  * auth and JSON headers every envelope carries; batch() wraps the operations in envelopes.
  */
-export function trackApiV2Request(source: SluiceEvent, ctx: DestinationContext, base: string): DestinationRequest {
-  const config = ctx.config;
+export function trackApiV2Request(source: SluiceEvent, ctx: DestinationContext, config: Record<string, any>, base: string): DestinationRequest {
   const problem = inputProblem(source, config);
   if (problem) throw new TransformError(problem);
   const authorization = basicAuth(config.siteID, config.apiKey);

@@ -5,12 +5,14 @@
  * user's previous one. In each group the contact requests of one kind are merged:
  *
  * - legacy createOrUpdate → `POST /contacts/v1/contact/batch/` (1,000 contacts a call);
- * - CRM creates (`POST /crm/v3/objects/contacts`, the search found no contact) → `batch/create`;
- * - CRM updates (`PATCH /crm/v3/objects/contacts/{id}`, by the id the search found or a
+ * - CRM creates (`POST /crm/v3/objects/<type>`, the search found no record) → `batch/create`;
+ * - CRM updates (`PATCH /crm/v3/objects/<type>/{id}`, by the id the search found or a
  *   `hsContactId`) → `batch/update`;
  * - CRM upserts by a unique lookup field → `batch/upsert`;
+ * - associations of records (record writes) → one `batch/create` per pair of object types;
  *
- * 100 inputs a CRM call; events go one by one. A group's calls go in the order of their first
+ * each per object type (contacts for events, any type for record writes); 100 inputs a CRM call;
+ * events go one by one. A group's calls go in the order of their first
  * request, as RudderStack orders them by their first job.
  *
  * One difference keeps each user's requests in order: a user's contact request does not join a
@@ -27,11 +29,12 @@ const LEGACY_BATCH_MAX = 1000;
 const CRM_BATCH_MAX = 100;
 
 const LEGACY_CONTACT = /\/contacts\/v1\/contact\/createOrUpdate\/email\/.*$/;
-const CONTACTS = /\/crm\/v3\/objects\/contacts$/;
-const CONTACT_BY_ID = /\/crm\/v3\/objects\/contacts\/([^/?]+)$/;
-const UPSERT_PATH = "/crm/v3/objects/contacts/batch/upsert";
+const OBJECTS = /\/crm\/v3\/objects\/([^/?]+)$/;
+const OBJECT_BY_ID = /\/crm\/v3\/objects\/([^/?]+)\/([^/?]+)$/;
+const UPSERT = /\/crm\/v3\/objects\/[^/?]+\/batch\/upsert$/;
+const ASSOCIATIONS = /\/crm\/v3\/associations\/[^/?]+\/[^/?]+\/batch\/create$/;
 
-type BatchKind = "legacy" | "create" | "update" | "upsert";
+type BatchKind = "legacy" | "create" | "update" | "upsert" | "association";
 type EventType = "identify" | "track" | "other";
 
 /** Which batch endpoint a request can join, and that endpoint (same host as the request). */
@@ -39,11 +42,12 @@ function batchTarget(r: DestinationRequest): { kind: BatchKind; endpoint: string
   if (r.method === "POST" && LEGACY_CONTACT.test(r.endpoint)) {
     return { kind: "legacy", endpoint: r.endpoint.replace(LEGACY_CONTACT, "/contacts/v1/contact/batch/") };
   }
-  if (r.method === "POST" && r.endpoint.endsWith(UPSERT_PATH)) return { kind: "upsert", endpoint: r.endpoint };
-  if (r.method === "POST" && CONTACTS.test(r.endpoint)) return { kind: "create", endpoint: `${r.endpoint}/batch/create` };
-  const byId = CONTACT_BY_ID.exec(r.endpoint);
-  if (r.method === "PATCH" && byId && byId[1] !== "batch") {
-    return { kind: "update", endpoint: r.endpoint.replace(CONTACT_BY_ID, "/crm/v3/objects/contacts/batch/update") };
+  if (r.method === "POST" && UPSERT.test(r.endpoint)) return { kind: "upsert", endpoint: r.endpoint };
+  if (r.method === "POST" && ASSOCIATIONS.test(r.endpoint)) return { kind: "association", endpoint: r.endpoint };
+  if (r.method === "POST" && OBJECTS.test(r.endpoint)) return { kind: "create", endpoint: `${r.endpoint}/batch/create` };
+  const byId = OBJECT_BY_ID.exec(r.endpoint);
+  if (r.method === "PATCH" && byId && byId[2] !== "batch") {
+    return { kind: "update", endpoint: r.endpoint.replace(OBJECT_BY_ID, `/crm/v3/objects/${byId[1]}/batch/update`) };
   }
   return null;
 }
@@ -101,6 +105,15 @@ function mergeDuplicates(inputs: Obj[], keyOf: (input: Obj) => string | undefine
   return out;
 }
 
+/** A record id as its PATCH path names it (record writes encode it; an event's hsContactId is as given). */
+function idOf(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 /** A merged request belongs to one user only if every request in it did. */
 function withUserKey(merged: DestinationRequest, units: Unit[]): DestinationRequest {
   const keys = new Set(units.map((u) => u.request.userKey));
@@ -134,14 +147,19 @@ function merge(units: Unit[]): Array<{ first: number; request: DestinationReques
       );
     } else if (target!.kind === "update") {
       inputs = mergeDuplicates(
-        chunk.map((u) => ({ id: CONTACT_BY_ID.exec(u.request.endpoint)![1]!, properties: u.request.body.JSON.properties })),
+        chunk.map((u) => ({ id: idOf(OBJECT_BY_ID.exec(u.request.endpoint)![2]!), properties: u.request.body.JSON.properties })),
         (i) => String(i.id),
       );
+    } else if (target!.kind === "association") {
+      // Each names its own pair of records; HubSpot takes the same pair twice.
+      inputs = chunk.flatMap((u) => u.request.body.JSON.inputs as Obj[]);
     } else {
-      // RudderStack merges the creates of one e-mail, as HubSpot refuses a duplicate in a batch.
+      // RudderStack merges the creates of one e-mail, as HubSpot refuses a duplicate contact in a
+      // batch; other objects hold no unique e-mail, and their creates are never merged.
+      const contacts = OBJECTS.exec(first.endpoint)?.[1] === "contacts";
       inputs = mergeDuplicates(
         chunk.map((u) => ({ properties: u.request.body.JSON.properties })),
-        (i) => (typeof i.properties?.email === "string" && i.properties.email !== "" ? i.properties.email : undefined),
+        (i) => (contacts && typeof i.properties?.email === "string" && i.properties.email !== "" ? i.properties.email : undefined),
       );
     }
     return { first: chunk[0]!.index, request: withUserKey(restRequest({ endpoint, headers, params, json: { inputs } }), chunk) };

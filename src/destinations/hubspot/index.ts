@@ -4,40 +4,24 @@
  * upserted by the lookup field when HubSpot holds it unique, else searched by it and updated or
  * created (CRM v3, batched), or updated by a `hsContactId` external id; custom behavioral
  * events `/events/v3/send` from the `hubspotEvents` mapping. Contact properties are the traits
- * the portal's property list names, typed by it (lookups.ts).
+ * the portal's property list names, typed by it (lookups.ts). An event with
+ * `context.mappedToDestination` is a record write into any CRM object instead (records.ts).
  */
-import { type Static, t } from "elysia";
 import { setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { GENERIC_PATHS, destinationExternalId } from "../generic-fields";
-import { eventFilteringSchema, firstPresent, getPath, isEventAllowed, isPlainObject, isPresent, refusedListField, traitsOf, wholeKey } from "../shared";
+import { firstPresent, getPath, isEventAllowed, isPlainObject, isPresent, refusedListField, traitsOf, wholeKey } from "../shared";
 import { type ConfigProblem, type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configOf, restRequest } from "../types";
 import { batchRequests, readBatchAnswer } from "./batch";
+import { HubspotConfig, authParts, isNewApi, isPrivateApp, validateConfig } from "./config";
 import { isEmail } from "./email";
 import { type PropertyTypes, isUniqueProperty, propertyTypes, searchContact } from "./lookups";
+import { isDateLike, utcMidnight, withoutSystemProperties } from "./property-values";
+import { isRecordWrite, recordRequests } from "./records";
 
 const API = "https://api.hubapi.com";
 const TRACK_URL = "https://track.hubspot.com/v1/event";
 type Obj = Record<string, any>;
-
-export const HubspotConfig = t.Object(
-  {
-    authorizationType: t.Optional(t.String()),
-    hubID: t.Optional(t.Union([t.String(), t.Number()])),
-    apiKey: t.Optional(t.String()),
-    accessToken: t.Optional(t.String()),
-    apiVersion: t.Optional(t.String()),
-    lookupField: t.Optional(t.String()),
-    hubspotEvents: t.Optional(t.Array(t.Any())),
-    ...eventFilteringSchema,
-    doAssociation: t.Optional(t.Boolean()),
-  },
-  { additionalProperties: true },
-);
-export type HubspotConfig = Static<typeof HubspotConfig>;
-
-const isNewApi = (config: HubspotConfig) => config.apiVersion === "newApi";
-const isPrivateApp = (config: HubspotConfig) => config.authorizationType === "newPrivateAppApi";
 
 /** RudderStack's isDefinedNotNullNotEmpty: no undefined, null, NaN, blank text or empty object/list. */
 function isFilled(v: unknown): boolean {
@@ -68,9 +52,6 @@ const COMMON_MAPPING: Array<[string, string[]]> = [
   ["company", everywhere("company.name")],
 ];
 
-// HubSpot keeps these itself; a write naming them is refused.
-const SYSTEM_PROPERTIES = new Set(["hs_object_id"]);
-
 /** Traits, else (when there are none) the properties: where RudderStack reads contact properties from. */
 function propertySource(event: SluiceEvent): Obj | undefined {
   const traits = traitsOf(event);
@@ -78,19 +59,11 @@ function propertySource(event: SluiceEvent): Obj | undefined {
   return isPlainObject(event.properties) ? event.properties : undefined;
 }
 
-/** RudderStack's midnight-UTC milliseconds for a `date` property; what is no date stays as it is. */
-function utcMidnight(value: string | number | Date): unknown {
-  const date = new Date(value);
-  if (Number.isNaN(date.getTime())) return value;
-  date.setUTCHours(0, 0, 0, 0);
-  return date.getTime();
-}
-
 /** A trait's value as its HubSpot property's type wants it, or RudderStack's refusal. */
 function typedValue(key: string, type: string, raw: unknown): unknown {
   // HubSpot clears a property given an empty string, which is what a null trait means.
   let value: unknown = raw === null ? "" : raw;
-  if (type === "date" && (typeof value === "string" || typeof value === "number" || value instanceof Date)) value = utcMidnight(value);
+  if (type === "date" && isDateLike(value)) value = utcMidnight(value);
   if (type === "string" && typeof value !== "string") value = typeof value === "object" ? JSON.stringify(value) : String(value);
   if ((type === "bool" && typeof value === "object") || (type === "number" && typeof value !== "number")) {
     throw new TransformError(`Property ${key} data type ${typeof value} is not matching with Hubspot property data type ${type}`);
@@ -121,22 +94,6 @@ async function contactPropertiesOf(event: SluiceEvent, ctx: DestinationContext, 
   const source = propertySource(event);
   if (!source) return {};
   return contactProperties(event, source, await propertyTypes(ctx, config));
-}
-
-const withoutSystemProperties = (props: Obj): Obj => Object.fromEntries(Object.entries(props).filter(([k]) => !SYSTEM_PROPERTIES.has(k)));
-
-function validateConfig(config: HubspotConfig): void {
-  if (isPrivateApp(config)) {
-    if (!config.accessToken) throw new TransformError("Access Token not found. Aborting");
-    return;
-  }
-  if (!config.hubID) throw new TransformError("Hub ID not found. Aborting");
-  if (!config.apiKey) throw new TransformError("API Key not found. Aborting");
-}
-
-function authParts(config: HubspotConfig): { headers: Record<string, string>; params: Obj } {
-  if (isPrivateApp(config)) return { headers: { "Content-Type": "application/json", Authorization: `Bearer ${config.accessToken}` }, params: {} };
-  return { headers: { "Content-Type": "application/json" }, params: { hapikey: config.apiKey } };
 }
 
 // ---------- legacy API ----------
@@ -332,6 +289,8 @@ export const hubspot: DestinationDefinition<Promise<DestinationRequest[]>> = {
     if (!isEventAllowed(event, config)) return [];
     if (!event.type) throw new TransformError("Message type is not present. Aborting message.");
     validateConfig(config);
+    // A row of a reverse-ETL sync, from any source: written as a CRM record (records.ts).
+    if (isRecordWrite(event)) return recordRequests(event, ctx, config);
     const type = String(event.type).toLowerCase();
     if (type === "identify") return isNewApi(config) ? newApiIdentify(event, ctx) : legacyIdentify(event, ctx);
     if (type === "track") return isNewApi(config) ? newApiTrack(event, ctx) : legacyTrack(event, ctx);

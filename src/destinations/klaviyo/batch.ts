@@ -12,10 +12,21 @@
  * - identifies and groups (v1): one `list_id` job per list, the profile requests of every
  *   subscribing identify after the first job; then the identifies without a subscription.
  *
- * One difference keeps each user's events in order: a group of identifies (or of group calls)
- * takes one event of each user, so a user's second identify goes to a later group where
- * RudderStack's would put it in the same one, and could then send that user's later profile
- * first.
+ * A user's several identifies (or group calls) share a group as in RudderStack's router when that
+ * keeps their writes to the same thing in order: when the later one subscribes to (or
+ * unsubscribes from) the same list in the same way as the user's others in the group, or has no
+ * subscription. Their profile requests then go in order, all before the one job that lists their
+ * subscriptions in order; the user's first subscription is sent after their later profile update,
+ * which is safe because the two are independent writes at Klaviyo: a profile import sets the
+ * profile's attributes, a subscription job sets consent on the profiles it names by their own
+ * e-mail and phone, and neither reads what the other writes.
+ *
+ * Otherwise the later one goes to a later group, where RudderStack's would put it in the same one
+ * and reverse writes that are not independent: the profile of an identify without a subscription
+ * after the user's later subscribing one (the earlier attributes would win), a subscription to
+ * one list before an earlier unsubscription from it. The pipeline's batches take one delivery
+ * per user, so either happens only when a user transformation makes several events of one
+ * delivery.
  */
 import { getPath } from "../shared";
 import { type DestinationRequest, restRequest } from "../types";
@@ -64,26 +75,36 @@ function unitsOf(requests: DestinationRequest[]): Unit[] {
 }
 
 /**
+ * Where a unit's requests go in its group's output: its list and direction, or none (a profile
+ * without a subscription, sent after every job of the group).
+ */
+const placeOf = (u: Unit) => (u.job ? JSON.stringify([isCreate(u.job), listOf(u.job)]) : undefined);
+
+/**
  * RudderStack's grouping by event type: an event goes to the oldest group of its type at or
- * after its user's last group, where a group of identifies or group calls holds one event per
- * user (see above). Requests without a user key are placed as events of a user not seen before.
+ * after the group its user's previous event went to, else to a new group; an identify or group
+ * call joins a group holding others of its user only as said above (its place is theirs, or it
+ * has none). Requests without a user key count as one user, as RudderStack's router counts
+ * events without one.
  */
 function groupByType(units: Unit[]): Unit[][] {
-  const groups: Array<{ kind: Kind; units: Unit[] }> = [];
-  const lastGroup = new Map<string, number>();
+  const groups: Array<{ kind: Kind; units: Unit[]; places: Map<string | undefined, Set<string | undefined>> }> = [];
+  const lastGroup = new Map<string | undefined, number>();
   for (const unit of units) {
-    const last = unit.userKey === undefined ? undefined : lastGroup.get(unit.userKey);
-    const oncePerUser = unit.kind === "identify" || unit.kind === "group";
-    let target = -1;
-    for (let i = last ?? 0; i < groups.length; i++) {
-      if (groups[i]!.kind === unit.kind && !(oncePerUser && i === last)) {
-        target = i;
-        break;
-      }
-    }
-    if (target === -1) target = groups.push({ kind: unit.kind, units: [] }) - 1;
-    groups[target]!.units.push(unit);
-    if (unit.userKey !== undefined) lastGroup.set(unit.userKey, target);
+    const place = placeOf(unit);
+    const keepsOrder = (g: (typeof groups)[number]) => {
+      if (unit.kind !== "identify" && unit.kind !== "group") return true;
+      const theirs = g.places.get(unit.userKey);
+      return !theirs || place === undefined || [...theirs].every((p) => p === place);
+    };
+    let target = groups.findIndex((g, i) => i >= (lastGroup.get(unit.userKey) ?? 0) && g.kind === unit.kind && keepsOrder(g));
+    if (target === -1) target = groups.push({ kind: unit.kind, units: [], places: new Map() }) - 1;
+    const group = groups[target]!;
+    group.units.push(unit);
+    let places = group.places.get(unit.userKey);
+    if (!places) group.places.set(unit.userKey, (places = new Set()));
+    places.add(place);
+    lastGroup.set(unit.userKey, target);
   }
   return groups.map((g) => g.units);
 }
