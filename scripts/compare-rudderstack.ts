@@ -74,6 +74,8 @@ const kinds = selectKinds(wanted, fail);
 interface FeatureSummary {
   total: number;
   never: number;
+  /** Differing where the published output holds only after earlier cases (kinds.ts, afterEarlierCases): not counted. */
+  apart: number;
   matched: number;
   notes: string[];
 }
@@ -88,7 +90,7 @@ interface KindSummary {
 }
 
 function summarize(results: CaseResult[], jobIdKey?: string): FeatureSummary {
-  const transformed = results.filter((r) => !r.never);
+  const transformed = results.filter((r) => !r.never && !r.apart);
   const matched = transformed.filter((r) => r.ok);
   const count = (f: (r: CaseResult) => boolean | undefined) => transformed.filter(f).length;
   const notes: string[] = [];
@@ -105,12 +107,14 @@ function summarize(results: CaseResult[], jobIdKey?: string): FeatureSummary {
   // The rETL split is shown where some rETL case differs.
   const retl = transformed.filter((r) => r.retl);
   if (retl.some((r) => !r.ok)) notes.push(`rETL cases ${retl.filter((r) => r.ok).length}/${retl.length}, event stream ${matched.length - retl.filter((r) => r.ok).length}/${transformed.length - retl.length}`);
-  return { total: results.length, never: results.length - transformed.length, matched: matched.length, notes };
+  const apart = results.filter((r) => r.apart).length;
+  return { total: results.length, never: results.length - transformed.length - apart, apart, matched: matched.length, notes };
 }
 
 function printResults(name: string, feature: Feature, results: CaseResult[], s: FeatureSummary) {
-  const differ = s.total - s.never - s.matched;
-  console.log(`${name} ${feature}: ${s.matched}/${s.total - s.never} match, ${differ} differ, ${s.never} never transformed${s.notes.length ? ` (${s.notes.join("; ")})` : ""}`);
+  const differ = s.total - s.never - s.apart - s.matched;
+  const apart = s.apart ? `, ${s.apart} apart (RudderStack's output there needs earlier cases)` : "";
+  console.log(`${name} ${feature}: ${s.matched}/${s.total - s.never - s.apart} match, ${differ} differ, ${s.never} never transformed${apart}${s.notes.length ? ` (${s.notes.join("; ")})` : ""}`);
   for (const r of results) {
     if (r.never) {
       if (verbose) console.log(`  n/a  #${r.index} ${r.label}: ${r.never}`);
@@ -124,9 +128,10 @@ function printResults(name: string, feature: Feature, results: CaseResult[], s: 
       r.env ? `RudderStack setting ${r.env}` : "",
       r.retl ? "rETL" : "",
       r.schemaRefused ? "config fails Sluice's schema" : "",
+      r.apart ? `apart: ${r.apart}` : "",
     ].filter(Boolean);
     if (r.ok && !(verbose && (r.serverAdded || r.otherOrder))) continue;
-    console.log(`  ${r.ok ? "ok* " : "✗   "}#${r.index} ${r.label}${tags.length ? ` [${tags.join("; ")}]` : ""}`);
+    console.log(`  ${r.ok ? "ok* " : r.apart ? "--  " : "✗   "}#${r.index} ${r.label}${tags.length ? ` [${tags.join("; ")}]` : ""}`);
     if (!verbose) continue;
     const limit = 12;
     for (const d of r.diffs.slice(0, limit)) console.log(`       ${d}`);
@@ -206,23 +211,26 @@ function cell(k: KindSummary, f: Feature): string {
   if (!features.has(f)) return "not run";
   if (k.failed?.has(f)) return "not loaded";
   const s = k[f];
-  return s ? `${s.matched}/${s.total - s.never}` : "—";
+  return s ? `${s.matched}/${s.total - s.never - s.apart}` : "—";
 }
 const rows = summaries.map((k) => [
   `${k.name} (${k.folder})`,
   cell(k, "processor"),
   cell(k, "router"),
   k.missing ? "—" : `${k.processor?.never ?? 0} + ${k.router?.never ?? 0}`,
+  k.missing ? "—" : `${k.processor?.apart ?? 0} + ${k.router?.apart ?? 0}`,
 ]);
-const header = ["kind", "processor", "router", "never transformed (processor + router)"];
+const header = ["kind", "processor", "router", "never transformed (processor + router)", "apart"];
 const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c]!.length)));
 const line = (r: string[]) => r.map((v, c) => v.padEnd(widths[c]!)).join("  ").trimEnd();
 console.log(`\n${line(header)}\n${widths.map((w) => "-".repeat(w)).join("  ")}\n${rows.map(line).join("\n")}`);
 const total = (f: Feature) => {
   if (!features.has(f)) return "not run";
-  const t = summaries.reduce((a, k) => ({ m: a.m + (k[f]?.matched ?? 0), t: a.t + (k[f] ? k[f]!.total - k[f]!.never : 0) }), { m: 0, t: 0 });
+  const t = summaries.reduce((a, k) => ({ m: a.m + (k[f]?.matched ?? 0), t: a.t + (k[f] ? k[f]!.total - k[f]!.never - k[f]!.apart : 0) }), { m: 0, t: 0 });
   return `${t.m}/${t.t}`;
 };
 const never = (f: Feature) => summaries.reduce((a, k) => a + (k[f]?.never ?? 0), 0);
-console.log(line(["all", total("processor"), total("router"), `${never("processor")} + ${never("router")}`]));
-console.log("(matched/transformed cases; never transformed: cases whose inputs rudder-server never hands a transform)");
+const apart = (f: Feature) => summaries.reduce((a, k) => a + (k[f]?.apart ?? 0), 0);
+console.log(line(["all", total("processor"), total("router"), `${never("processor")} + ${never("router")}`, `${apart("processor")} + ${apart("router")}`]));
+console.log("(matched/transformed cases; never transformed: cases whose inputs rudder-server never hands a transform;");
+console.log(" apart: differing cases whose published output RudderStack gives only after earlier cases ran in its process, kinds.ts afterEarlierCases)");

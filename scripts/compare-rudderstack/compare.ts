@@ -57,6 +57,8 @@ export interface CaseResult {
   schemaRefused?: boolean;
   /** Router: jobs left out as never transformed. */
   skippedJobs?: string[];
+  /** Differing, where the published output holds only after earlier cases ran (kinds.ts, afterEarlierCases): why. */
+  apart?: string;
   diffs: string[];
   calls: string[];
 }
@@ -266,7 +268,9 @@ export async function processorCase(run: Runner, tc: RsCase, index: number): Pro
   const ignore = serverAddedKeys(run.opts, inputs.map((i) => i.message));
   if (ignore.size > 0 && outcomeDiffs(ours, theirs, { ignore }).length === 0) return { ...base, ok: true, serverAdded: true, diffs: exact, calls };
   const jobIdOnly = !!run.opts.jobIdKey && outcomeDiffs(ours, theirs, { ignore: new Set([...ignore, run.opts.jobIdKey]) }).length === 0;
-  return { ...base, ok: false, jobIdOnly, schemaRefused: schemaRefuses(run, inputs), diffs: exact, calls };
+  const later = run.opts.afterEarlierCases;
+  const apart = tc.id && later?.ids.includes(tc.id) ? later.why : undefined;
+  return { ...base, ok: false, jobIdOnly, schemaRefused: schemaRefuses(run, inputs), apart, diffs: exact, calls };
 }
 
 // ---- router ----------------------------------------------------------------------------------

@@ -60,6 +60,12 @@ export interface KindOptions {
    * destination config gets these keys (merged over its own) before it is transformed.
    */
   configFromEnv?: (env: Record<string, unknown>) => Record<string, unknown>;
+  /**
+   * Processor cases (by id) whose published output RudderStack's own transformer gives only after
+   * earlier cases ran in the same process, and not for the case alone (scripts/replay-rudderstack.ts
+   * shows it): counted apart where Sluice differs, with why.
+   */
+  afterEarlierCases?: { ids: string[]; why: string };
 }
 
 const urlOf = (endpoint: string) => {
@@ -107,7 +113,15 @@ export const KIND_OPTIONS: Record<string, KindOptions> = {
   // Both Facebook kinds refuse events older than 7 days. RudderStack's Pixel cases fake the clock
   // at this day (jest.useFakeTimers().setSystemTime); its Conversions cases fix Date.now here
   // (mocks.ts), though some leave the mock out.
-  FACEBOOK_PIXEL: { clock: "2023-10-15T00:00:00Z" },
+  FACEBOOK_PIXEL: {
+    clock: "2023-10-15T00:00:00Z",
+    // RudderStack marks its shared page category standard once any destination sends a standard
+    // page (standardPageCall), so every later page or screen in that process is a PageView.
+    afterEarlierCases: {
+      ids: ["facebook_pixel-page-test-4", "facebook_pixel-screen-test-1", "facebook_pixel-screen-test-4"],
+      why: "a PageView only after an earlier case's standardPageCall; alone, RudderStack answers as Sluice",
+    },
+  },
   FACEBOOK_CONVERSIONS: { clock: "2023-11-12T15:46:51Z" },
   // RudderStack's router cases lower TikTok's Events 2.0 batch size to 3 (tiktok_ads/mocks.ts).
   TIKTOK_ADS: { rudderModules: { "src/v0/destinations/tiktok_ads/config": TIKTOK_BATCH_LIMITS } },
