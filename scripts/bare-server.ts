@@ -1,7 +1,8 @@
 /**
  * The baseline of the benchmarks: a bare Bun.serve that reads the body and answers
  * OK without storing anything. `--sink` makes it a destination stand-in that records
- * arrival latency (receivedAt → now) of JSON events instead. `--also json,ip,headers`
+ * arrival latency (receivedAt → now) of JSON events instead, and counts events: one a request,
+ * or a `/batch` call's items (SEGMENT's batches carry no receivedAt). `--also json,ip,headers`
  * adds what every event call needs from Bun besides (bench-floor.ts): parsing the body
  * as JSON, the peer address, and the headers the gateway reads.
  */
@@ -37,6 +38,10 @@ const server = Bun.serve({
     }
     const text = await req.text();
     if (sink) {
+      if (url.pathname.endsWith("/batch")) {
+        count += (JSON.parse(text).batch ?? []).length;
+        return new Response("OK");
+      }
       count++;
       const m = /"receivedAt":"([^"]+)"/.exec(text);
       if (m) latencies.push(Date.now() - Date.parse(m[1]));

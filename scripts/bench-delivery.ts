@@ -5,9 +5,11 @@
  * is also a ratio. Writes the run into docs/benchmarks/delivery.md and its line into
  * BENCHMARKS.md.
  *
- *   npm run bench:delivery [-- --events 50000 --seconds 10 --build] [--binary PATH --no-record]
+ *   npm run bench:delivery [-- --events 50000 --seconds 10 --build] [--binary PATH --no-record] [--kind SEGMENT]
  *
  * `--binary` runs another build (an A/B: run each binary in turns, with --no-record).
+ * `--kind SEGMENT` delivers to a batching kind instead of WEBHOOK (the router's batch() path,
+ * whose calls carry many events; no latency is measured there) and is only printed.
  */
 import { join, resolve } from "node:path";
 import { BINARY, adminApi, basicAuth, ensureBinary, fmt, numberArg, record, requireWrk, rssMb, startProcess, sendBatches, startSluice, wrk } from "./bench-lib";
@@ -15,6 +17,10 @@ import { BINARY, adminApi, basicAuth, ensureBinary, fmt, numberArg, record, requ
 const total = numberArg("--events", 50_000);
 const seconds = numberArg("--seconds", 10);
 
+const kindAt = process.argv.indexOf("--kind");
+const kind = kindAt > 0 ? process.argv[kindAt + 1]!.toUpperCase() : "WEBHOOK";
+if (kind !== "WEBHOOK" && kind !== "SEGMENT") throw new Error("--kind takes WEBHOOK or SEGMENT");
+if (kind !== "WEBHOOK" && !process.argv.includes("--no-record")) process.argv.push("--no-record");
 const binaryAt = process.argv.indexOf("--binary");
 const binary = binaryAt > 0 ? resolve(process.argv[binaryAt + 1]!) : BINARY;
 requireWrk();
@@ -40,11 +46,12 @@ const variants: Array<{ destinations: number; transformation?: string }> = [
   { destinations: 10 },
 ];
 for (const { destinations, transformation } of variants) {
-  const s = await startSluice(["--destination-concurrency", "16"], {}, undefined, binary);
+  const s = await startSluice(["--destination-concurrency", "16", ...(kind === "SEGMENT" ? ["--destination-base-url", `SEGMENT=${sink.url}`] : [])], {}, undefined, binary);
   const src = await adminApi(s.url, "POST", "/v2/sources", { name: "bench" });
   const destIds: string[] = [];
   for (let d = 0; d < destinations; d++) {
-    const dst = await adminApi(s.url, "POST", "/v2/destinations", { name: `hook-${d}`, type: "WEBHOOK", config: { webhookUrl: `${sink.url}/hook/${d}` }, sourceIds: [src.id] });
+    const config = kind === "SEGMENT" ? { writeKey: `bench-${d}` } : { webhookUrl: `${sink.url}/hook/${d}` };
+    const dst = await adminApi(s.url, "POST", "/v2/destinations", { name: `${kind.toLowerCase()}-${d}`, type: kind, config, sourceIds: [src.id] });
     destIds.push(dst.id);
   }
   if (transformation) await adminApi(s.url, "POST", "/v2/transformations", { name: "trivial", code: transformation, destinationIds: destIds });
