@@ -5,7 +5,11 @@
  * files), objects without regard to key order, a JSON_ARRAY `batch` string as the JSON it holds;
  * an error's message (RudderStack's JSON-wrapped message unwrapped, its ": Workflow: …" suffix
  * cut, spaces at either end aside) and class (RudderStack's 5xx/429 is a retry, as Sluice's
- * RetryableTransformError is; any other error an abort).
+ * RetryableTransformError is; any other error an abort). A network failure's own words are each
+ * side's: RudderStack's `[ECODE] :: text` (axios' code and the text a case's mock gives) and
+ * Sluice's lookup client's `lookup METHOD /path failed: …` are both read as one placeholder, so
+ * what a kind says around them is compared (Sluice never words a failure by its socket error:
+ * SECURITY.md).
  *
  * Left out: RudderStack's `userId` and `endpointPath` (rudder-server bookkeeping, never sent;
  * some cases also put the output's `statusCode` or `batched` inside the request) and Sluice's
@@ -128,6 +132,9 @@ export function rsMessage(error: unknown): string {
   return String(m ?? "").replace(/: Workflow: .*$/s, "").trim();
 }
 
+/** An error text with a network failure's own words (see the header) replaced by one placeholder. */
+const networkWordsAside = (error: string) => error.replace(/\[E[A-Z]+\] :: [^"\\]*/g, "<network failure>").replace(/lookup [A-Z]+ \S+ failed: [^"\\]*/g, "<network failure>");
+
 const cut = (v: unknown, n = 240) => {
   const s = v === undefined ? "undefined" : JSON.stringify(v);
   return s.length > n ? `${s.slice(0, n)}…` : s;
@@ -240,7 +247,7 @@ function outcomeDiffs(ours: Outcome[], theirs: Outcome[], norm: NormOptions): st
     const t = theirs[j]!;
     if ("request" in o && "request" in t) diffs.push(...diffText(normRequest(o.request, norm), normRequest(t.request, norm)).map((d) => `[${j}]${d}`));
     else if ("error" in o && "error" in t) {
-      if (o.error !== t.error) diffs.push(`[${j}] error: ours=${cut(o.error)} theirs=${cut(t.error)}`);
+      if (networkWordsAside(o.error) !== networkWordsAside(t.error)) diffs.push(`[${j}] error: ours=${cut(o.error)} theirs=${cut(t.error)}`);
       else if (o.retry !== t.retry) diffs.push(`[${j}] error class: ours=${o.retry ? "retry" : "abort"} theirs=${t.retry ? "retry" : "abort"} (${cut(o.error, 120)})`);
     } else {
       const show = (x: Outcome) => ("request" in x ? `request ${cut(normRequest(x.request, norm), 400)}` : `error ${cut(x.error)}`);

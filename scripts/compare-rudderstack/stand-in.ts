@@ -13,8 +13,9 @@
  * A case's mockFns may add mocks on RudderStack's axios adapter
  * (`onPost(/users\/identify/).replyOnce(…)`): the adapter it is handed here records them for that
  * case, after the network.ts ones (first match wins, as there); a `…Once` mock answers once. A
- * mocked network error or time-out is answered 503 (the lookup client takes both for a failure
- * worth retrying, as it takes a 503). A call no mock matches is answered 500: the harness throws
+ * mocked network error, time-out or aborted request is never answered, so the lookup client's
+ * time-out ends it (a network failure, as in RudderStack; axios names a time-out ECONNABORTED,
+ * as it names the abort). A call no mock matches is answered 500: the harness throws
  * on no match and RudderStack reads a thrown call as a 500. A mock that names no status is
  * answered 200 with its data: axios resolves such a reply as a success. (RudderStack's
  * handleHttpRequest then reports it as a 500, which its kinds read differently: ZENDESK looks at
@@ -209,8 +210,8 @@ export class StandIn {
     if (own) {
       if (own.once) own.used = true;
       if (own.networkError) {
-        this.calls.push(`${shown} → 503 (the case's mock: network error)`);
-        return answerWith(503, { message: "network error (stand-in)" });
+        this.calls.push(`${shown} → no answer (the case's mock: network error)`);
+        return new Promise<Response>(() => {});
       }
       const [status, data, headers] =
         typeof own.status === "function" ? own.status({ method: request.method.toLowerCase(), url: real, data: text, headers: Object.fromEntries(request.headers) }) : [own.status ?? 200, own.data, own.resHeaders];

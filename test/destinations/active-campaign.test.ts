@@ -108,6 +108,16 @@ test("ACTIVE_CAMPAIGN identify refusals in RudderStack's words: no e-mail, a ref
   expect(page.message).toBe('Failed to create new contact (OK,"<html>login</html>")');
 });
 
+test("ACTIVE_CAMPAIGN: a lookup that gets no answer at all retries in RudderStack's shape (no status text, the failure as the answer), with Sluice's words for the failure", async () => {
+  // A port nothing listens on: the connection is refused.
+  const closed = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
+  const port = closed.port;
+  closed.stop(true);
+  const failed = await activeCampaign.transform(identify({ email: "a@example.com" }), lookupContext(config(), `http://127.0.0.1:${port}`)).catch((e) => e);
+  expect(failed).toBeInstanceOf(RetryableTransformError);
+  expect(failed.message).toBe(`Failed to create new contact (undefined,"lookup POST /api/3/contact/sync failed: could not connect to 127.0.0.1:${port}")`);
+});
+
 test("ACTIVE_CAMPAIGN page → POST /api/3/siteTrackingDomains with the page's domain; an address that is no URL is refused", async () => {
   const [req] = await activeCampaign.transform({ type: "page", messageId: "p", properties: { url: "https://www.example.com/pricing?x=1" } }, ctx());
   expect(req).toMatchObject({ method: "POST", endpoint: `${ac.url}/api/3/siteTrackingDomains`, headers: json, body: { JSON: { siteTrackingDomain: { name: "example.com" } } } });

@@ -38,7 +38,8 @@ export async function call(ctx: DestinationContext, request: LookupRequest, mess
     if (err instanceof RetryableTransformError) {
       // A 5xx or 429 the service answered: RudderStack's words, with the answer's body.
       if (err.answer) throw refusal(message, err.answer, err.retryAfterMs);
-      throw new RetryableTransformError(`${message} (${err.message})`, err.retryAfterMs);
+      // No answer at all: RudderStack's shape, with no status text and the failure as the answer's text.
+      throw new RetryableTransformError(`${message} (undefined,${JSON.stringify(err.message)})`, err.retryAfterMs);
     }
     throw err;
   }
