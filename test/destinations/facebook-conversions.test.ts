@@ -149,6 +149,30 @@ test("FACEBOOK_CONVERSIONS test events and pre-hashed user data (integrations.Fa
   expect(data.user_data).toEqual({ em: "h@example.com" });
 });
 
+test("FACEBOOK_CONVERSIONS hashes the UTF-8 bytes of personal data, as Meta does: names trimmed and lower-cased, the city lower-cased, a blacklisted property hashed as sent", () => {
+  const { data } = sent(
+    facebookConversions.transform(
+      event({
+        userId: "u-9",
+        event: "Signed Up",
+        context: { traits: { firstname: " JÜRGEN ", lastName: "Müller", address: { city: "São Paulo" } }, device: { advertisingId: "ad-1" } },
+        properties: { street: "Straße 1", plan: "pro" },
+      }),
+      ctx({ blacklistPiiProperties: [{ blacklistPiiProperties: "street", blacklistPiiHash: true }] }),
+    ),
+  );
+  // Digests computed apart from the UTF-8 bytes of jürgen, müller, são paulo and "Straße 1".
+  expect(data.user_data).toEqual({
+    external_id: sha("u-9"),
+    ln: "2dbd218072117713f2d5996a726a9b216ed791ffd0783b6ba4ab6d61b8333192",
+    fn: "19b720a911fced55aecd96bf4ddcada1c69be5a96dc523d5be336b8efbde3109",
+    ct: "577abdbf90dadd651458eee7576c6e3684b5c27beabd465cc4bb3c42441b5b38",
+    madid: "ad-1",
+    anon_id: "ad-1",
+  });
+  expect(data.custom_data).toEqual({ street: "4ed1be7d5c5384d17256f2d9be0d1dd14bb66dde06bd219f4203d47d1d1cd225", plan: "pro", currency: "USD" });
+});
+
 // ---- through a real Sluice, to a stand-in of the Graph API -------------------------------------
 
 /** A stand-in of the Conversions API's events endpoint, answering `{events_received, messages, fbtrace_id}` as Meta's reference shows. */

@@ -68,6 +68,65 @@ test("FACEBOOK_PIXEL identify with advancedMapping → POST graph.facebook.com/v
   expect(Object.keys(data)).toEqual(["user_data", "event_name", "event_time", "event_id", "action_source"]);
 });
 
+// Expected digests written out (computed apart, from the UTF-8 bytes), so that the test does not
+// share the code it checks.
+const UTF8_SHA = {
+  "renée@exämple.com": "cdb2ed0416c0d3b4d47461de69acfe9b4c85701632c081ffb4924a4c309ff324",
+  zoë: "2752b88686847fa5c86f47b94ce652b7b3f22a91c37617d451a4db9afa431450",
+  ångström: "d792fdbd024c6c8239fbb1d588beab4a614f12fb166e006c32cb85bceb2881ac",
+  köln: "72903358b624f52cbea526d61506f68b2943ff6da81d9c94b931ffac00703c29",
+  "île-de-france": "99ce399723718aa0ae8d9ec887f823e31236caace3914a0bd38c098a32201026",
+  Łukasz: "c57b4f3ac483cacc29c0126f482eff34874bc6310fbd3730c9e929b9a0674b68",
+  Żak: "db8ad14a9adb1bfac11e66a85d1fd36bdb4a60acd31d6e322a8e9251ed12d410",
+};
+
+test("FACEBOOK_PIXEL user data per field: em/fn/ln trimmed and lower-cased; ct/st/zp/country lower-cased only; ph, db, external_id as sent; gender to f/m", () => {
+  const { data } = sent(
+    facebookPixel.transform(
+      event({
+        type: "identify",
+        userId: " U-7 ",
+        traits: {
+          email: " Renée@Exämple.com ",
+          firstName: "\t Zoë ",
+          last_name: " ÅNGSTRÖM",
+          phone: "+49 (170) 1234",
+          birthday: "1990-01-02",
+          gender: "man",
+          address: { city: "KÖLN", state: "Île-de-France", postalCode: " SW1A 1AA", country: "DE" },
+        },
+      }),
+      ctx({ advancedMapping: true }),
+    ),
+  );
+  expect(data.user_data).toEqual({
+    external_id: sha(" U-7 "),
+    em: UTF8_SHA["renée@exämple.com"],
+    ph: sha("+49 (170) 1234"),
+    ge: sha("m"),
+    db: sha("1990-01-02"),
+    ln: UTF8_SHA.ångström,
+    fn: UTF8_SHA.zoë,
+    ct: UTF8_SHA.köln,
+    st: UTF8_SHA["île-de-france"],
+    // Not trimmed: RudderStack trims only e-mail and names.
+    zp: sha(" sw1a 1aa"),
+    country: sha("de"),
+  });
+  // Meta hashes the UTF-8 bytes; RudderStack's library hashes Latin-1 ones (a hash Meta cannot match).
+  expect(data.user_data.fn).not.toBe(createHash("sha256").update("zoë", "latin1").digest("hex"));
+});
+
+test("FACEBOOK_PIXEL a two-word name fills fn/ln hashed as written; other genders and a name of one or three words are left out", () => {
+  const user = (traits: Record<string, unknown>) =>
+    sent(facebookPixel.transform(event({ type: "identify", userId: "u", context: { traits } }), ctx({ advancedMapping: true }))).data.user_data;
+  expect(user({ name: "Łukasz Żak", firstName: "Other", gender: "nonbinary" })).toEqual({ external_id: sha("u"), fn: UTF8_SHA.Łukasz, ln: UTF8_SHA.Żak });
+  expect(user({ name: "Ada King Lovelace", gender: 1 })).toEqual({ external_id: sha("u") });
+  expect(user({ name: "Ada" })).toEqual({ external_id: sha("u") });
+  // A number is made text before hashing.
+  expect(user({ address: { zip: 10115 } })).toEqual({ external_id: sha("u"), zp: sha("10115") });
+});
+
 test("FACEBOOK_PIXEL identify without advancedMapping → refused in RudderStack's words", () => {
   expect(() => facebookPixel.transform(event({ type: "identify", userId: "u" }), ctx())).toThrow(
     new TransformError('For identify events, "Advanced Mapping" configuration must be enabled on the RudderStack dashboard'),

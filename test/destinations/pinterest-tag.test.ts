@@ -130,6 +130,41 @@ test("PINTEREST_TAG single product properties, deduplicationKey, sendExternalId 
   });
 });
 
+test("PINTEREST_TAG names, city, state and country are only trimmed and lower-cased before hashing; text past ASCII is hashed from its UTF-8 bytes", () => {
+  const event = track({
+    context: {
+      traits: { email: "ada@example.com", firstName: " Mary Ann ", lastName: "O'Brien-Smith", address: { city: " São Paulo ", state: " NY ", country: "US " } },
+      ip: "203.0.113.9",
+      userAgent: "Mozilla/5.0",
+    },
+  });
+  const user = bodyOf(pinterestTag.transform(event, ctx(v3))[0]!).user_data;
+  // Inner spaces and punctuation stay, as RudderStack normalises.
+  expect(user.fn).toEqual(["343b97011010c3549fe7fcd6c226ed9431ea37b0b77ed78f6300a0098925faf1"]); // sha256("mary ann")
+  expect(user.ln).toEqual(["5349291f7c643970cc1b897c8ffb45a8b630e59c1fecc3d1e4dc8e292a7971a9"]); // sha256("o'brien-smith")
+  expect(user.st).toEqual([sha("ny")]);
+  expect(user.country).toEqual([sha("us")]);
+  // sha256 of "são paulo" in UTF-8, what Pinterest matches; RudderStack hashes its Latin-1 bytes
+  // (995d1e62…), a digest no platform matches, so Sluice keeps UTF-8.
+  expect(user.ct).toEqual(["577abdbf90dadd651458eee7576c6e3684b5c27beabd465cc4bb3c42441b5b38"]);
+  const nordic = track({ context: { traits: { email: "b@example.com", firstName: "Bjørn", lastName: "ØDEGAARD" }, ip: "203.0.113.9", userAgent: "UA" } });
+  const nordicUser = bodyOf(pinterestTag.transform(nordic, ctx(v3))[0]!).user_data;
+  expect(nordicUser.fn).toEqual(["9981679719f6d9fdef217c7b6c28070feaa48b00d73ecb08b92b5bcd45aa3a96"]); // sha256("bjørn")
+  expect(nordicUser.ln).toEqual(["fe371f225a74546270e4c99973b5a2324710f8851363e9b325dac1a4c193eb9e"]); // sha256("ødegaard")
+});
+
+test("PINTEREST_TAG content_ids: a list whenever products are given, empty when none has an id; absent for a single product without one", () => {
+  const customOf = (properties: Record<string, unknown>) => bodyOf(pinterestTag.transform(track({ properties }), ctx(v3))[0]!).custom_data;
+  expect(customOf({ products: [] })).toEqual({ num_items: 0, content_ids: [], contents: [] });
+  expect(customOf({ products: [{ name: "Scarf" }] })).toEqual({ num_items: 0, content_ids: [], contents: [{ quantity: 1, item_name: "Scarf" }] });
+  // Products without an id are skipped in content_ids, not sent as empty entries.
+  expect(customOf({ products: [{ product_id: "p-1" }, { name: "Hat" }, { sku: 12 }] }).content_ids).toEqual(["p-1", "12"]);
+  // A null id is skipped (RudderStack sends the text "null").
+  expect(customOf({ products: [{ id: null }] }).content_ids).toEqual([]);
+  // Without products the properties are the one product: no id, no content_ids.
+  expect(customOf({ name: "Gloves" })).toEqual({ num_items: 0, contents: [{ quantity: 1, item_name: "Gloves" }] });
+});
+
 test("PINTEREST_TAG refuses in RudderStack's words: config, message type, event name, time, action source, user data", () => {
   const refusal = (event: SluiceEvent, config: Record<string, any>) => {
     try {

@@ -69,6 +69,20 @@ test("v3: an app event goes to the Snap app's URL with app_data and extinfo", ()
   expect(entry.app_data.extinfo.slice(0, 6)).toEqual(["i2", "com.example.app", "42", "4.2", "17.4", "iPhone15,2"]);
 });
 
+test("names and city are trimmed and lower-cased before hashing, inner spaces kept; text past ASCII is hashed from its UTF-8 bytes (v2 and v3)", () => {
+  const traits = { email: "grace@example.com", firstName: " Bjørn ", lastName: "Mary Ann", address: { city: "SÃO PAULO " } };
+  const event = order({ context: { ip: "198.51.100.4", userAgent: "UA", traits } });
+  // sha256 in UTF-8 of "bjørn" and "são paulo", what Snap matches; RudderStack hashes their Latin-1
+  // bytes (c68cae97…, 995d1e62…), digests no platform matches, so Sluice keeps UTF-8.
+  const bjorn = "9981679719f6d9fdef217c7b6c28070feaa48b00d73ecb08b92b5bcd45aa3a96";
+  const saoPaulo = "577abdbf90dadd651458eee7576c6e3684b5c27beabd465cc4bb3c42441b5b38";
+  const maryAnn = "343b97011010c3549fe7fcd6c226ed9431ea37b0b77ed78f6300a0098925faf1"; // sha256("mary ann")
+  const [legacyReq] = snapchatConversion.transform(event, ctx(legacy)) as DestinationRequest[];
+  expect(legacyReq!.body.JSON).toMatchObject({ hashed_first_name_sha: bjorn, hashed_last_name_sha: maryAnn, hashed_city_sha: saoPaulo });
+  const [v3Req] = snapchatConversion.transform(event, ctx(v3)) as DestinationRequest[];
+  expect((v3Req!.body.JSON as any).data[0].user_data).toMatchObject({ fn: bjorn, ln: maryAnn, ct: saoPaulo });
+});
+
 test("rudderEventsToSnapEvents maps a track to several Snap events; a page is PAGE_VIEW", () => {
   const config = { ...legacy, rudderEventsToSnapEvents: [{ from: "Joined Club", to: "sign_up" }, { from: "joined  club", to: "subscribe" }] };
   const out = snapchatConversion.transform(order({ event: "Joined Club" }), ctx(config)) as DestinationRequest[];

@@ -50,7 +50,14 @@ const DEFAULT_PII_PROPERTIES = [
 /** A config flag RudderStack may export as a string. */
 export const isOn = (v: unknown): boolean => v === true || v === "true";
 
-export const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
+/**
+ * SHA-256 of the text's UTF-8 bytes, as Meta hashes what it matches against (its documented
+ * examples: `valéry` → 08e1996b…, `정` → 8fa8cd9c…). RudderStack's hashing library reads a
+ * string as Latin-1 (one byte per UTF-16 unit, the high byte dropped), so for any value with a
+ * character past U+007F (José, São Paulo, 정) it sends a hash Meta can never match, and
+ * characters past U+00FF collide; Sluice keeps UTF-8 on purpose. ASCII values hash the same.
+ */
+export const sha256 = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex");
 
 /** A date's milliseconds, as `new Date(v)` reads a value (NaN for what is no date). */
 export function millisOf(v: unknown): number {

@@ -197,7 +197,9 @@ export function customData(event: SluiceEvent): Obj {
       .filter((id): id is string => id !== undefined);
     product = withoutUndefined({
       num_items: total || 0,
-      content_ids: ids.length > 0 ? ids : undefined,
+      // A list whenever products are given, empty when none has an id, as RudderStack sends it. A null
+      // id is skipped where RudderStack sends the text "null": no product has that id.
+      content_ids: ids,
       contents: products.map((raw) => {
         const p: Obj = isPlainObject(raw) ? raw : {};
         const id = p.product_id ?? p.sku;
