@@ -361,13 +361,19 @@ export async function routerCase(run: Runner, tc: RsCase, index: number): Promis
   if (run.def.batch && tagged.length > 0) {
     // One batch per destination, as Sluice's router batches (and RudderStack's groups its router
     // input by destination before batching).
+    // A job rudder-server marks `dontBatch` (its call was answered 400) is batched alone, as
+    // Sluice's router sends each event of a batched call answered 400 alone (router.ts).
     const destinationOf = new Map(inputs.map((i) => [i.metadata?.jobId, String(i.destination?.ID ?? "dest")]));
-    const groups = new Map<string, typeof tagged>();
+    const alone = new Set(inputs.filter((i) => i.metadata?.dontBatch === true).map((i) => i.metadata?.jobId));
+    const groups = new Map<string, { d: string; group: typeof tagged }>();
     for (const t of tagged) {
       const d = destinationOf.get(t.job) ?? "dest";
-      groups.set(d, [...(groups.get(d) ?? []), t]);
+      const key = alone.has(t.job) ? `${d}\u0000job ${String(t.job)}` : d;
+      const entry = groups.get(key) ?? { d, group: [] };
+      entry.group.push(t);
+      groups.set(key, entry);
     }
-    for (const [d, group] of groups) {
+    for (const { d, group } of groups.values()) {
       const ctx = ctxOf(inputs.find((i) => String(i.destination?.ID ?? "dest") === d) ?? inputs[0]);
       // A request batch() refuses fails its job, as the router aborts that event.
       const jobOf = new Map(group.map((t) => [t.request, t.job]));

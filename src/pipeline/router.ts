@@ -20,7 +20,7 @@ import { type StageContext, destinationTransform } from "./stages";
 import type { RetryPolicy } from "./retry-policy";
 import { type AttemptResult, nextState } from "./next-state";
 import { type DestinationQueue, Scheduler } from "./scheduler";
-import { Sender, type SenderSettings, refusalOf } from "./sender";
+import { Sender, type SenderSettings, type Sent, refusalOf } from "./sender";
 import { TransformBatcher } from "./transform-batcher";
 import { STAGE_MAX, type StageInput } from "../warehouse/staging";
 
@@ -42,6 +42,9 @@ type Snapshot = ReturnType<ConfigStore["snapshot"]>;
 const TRANSFORM_OVERLAP = 8;
 /** Most events one batch may carry before the kind's own batch() applies the service's limits. */
 const BATCH_MAX = 100;
+
+/** One delivery made ready to send: its requests, or already its outcome. */
+type Prepared = { requests: Array<{ request: DestinationRequest; messageId: string }> } | { outcome: Outcome | { kind: "filtered" } };
 
 export class Router {
   private scheduler: Scheduler;
@@ -225,6 +228,11 @@ export class Router {
    * at least once, never lost. Only where the kind's checkResponse reads failed items out
    * of a 2xx answer do events of one request get different outcomes; an event one of whose
    * requests batch() refused is aborted with the kind's reason.
+   *
+   * A first call answered 400 may be one event's bad data refusing the whole call: then, as
+   * RudderStack's router does with `dontBatch`, each event is sent again alone at once, so that
+   * only the bad one is aborted. Only when nothing of the batch was delivered yet (the first
+   * call failed), so no event goes twice.
    */
   private async executeBatch(dest: DestinationRuntime, heads: Queued[]): Promise<AttemptResult[]> {
     const started = performance.now();
@@ -232,16 +240,28 @@ export class Router {
     // Requests keep the order of the heads, which is the order of the queue.
     const requests = prepared.flatMap((p) => ("requests" in p ? p.requests.map((r) => r.request) : []));
     const sent = requests.length ? await this.sender.sendBatch(dest, requests) : undefined;
+    const several = prepared.filter((p) => "requests" in p && p.requests.length > 0).length > 1;
+    if (several && sent?.failedAt === 0 && sent.last?.kind === "abort" && sent.last.status === 400) {
+      return Promise.all(
+        prepared.map(async (p): Promise<AttemptResult> => {
+          if (!("requests" in p) || !p.requests.length) return this.batchedOutcome(dest, p, undefined, started);
+          return this.batchedOutcome(dest, p, await this.sender.sendBatch(dest, p.requests.map((r) => r.request)), started);
+        }),
+      );
+    }
+    return prepared.map((p) => this.batchedOutcome(dest, p, sent, started));
+  }
+
+  /** One event's outcome in a batch: its own failure, batch()'s refusal of one of its requests, or the batch's. */
+  private batchedOutcome(dest: DestinationRuntime, p: Prepared, sent: Sent | undefined, started: number): AttemptResult {
+    if (!("requests" in p)) return { ...p.outcome, ms: 0 };
     const ms = performance.now() - started;
-    return prepared.map((p): AttemptResult => {
-      if (!("requests" in p)) return { ...p.outcome, ms: 0 };
-      const own = p.requests.map((r) => r.request);
-      const refused = sent?.refused && refusalOf(sent.refused, own);
-      if (refused !== undefined) return { kind: "abort", response: "", error: refused, ms };
-      // batch() left nothing to send: as an event its kind maps to no request.
-      if (!sent?.last) return { kind: "filtered", ms };
-      return { ...this.sender.eventOutcome(dest, sent.last, sent.itemChecks, own), ms };
-    });
+    const own = p.requests.map((r) => r.request);
+    const refused = sent?.refused && refusalOf(sent.refused, own);
+    if (refused !== undefined) return { kind: "abort", response: "", error: refused, ms };
+    // batch() left nothing to send: as an event its kind maps to no request.
+    if (!sent?.last) return { kind: "filtered", ms };
+    return { ...this.sender.eventOutcome(dest, sent.last, sent.itemChecks, own), ms };
   }
 
   /** Runs the stages for one delivery and returns its outcome; never throws for a destination's failure. */
@@ -263,7 +283,7 @@ export class Router {
   private async prepare(
     dest: DestinationRuntime,
     item: Queued,
-  ): Promise<{ requests: Array<{ request: DestinationRequest; messageId: string }> } | { outcome: Outcome | { kind: "filtered" } }> {
+  ): Promise<Prepared> {
     const event = JSON.parse(item.payload);
     const transformed = await this.transforms.run(dest, item.sourceId, event);
     // A busy sandbox (its queue full) is retried later; an error of the code itself aborts.

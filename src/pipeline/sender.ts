@@ -30,6 +30,8 @@ export interface Sent {
   itemChecks: ItemCheck[];
   /** Requests the kind's batch() refused, each with why (absent when it refused none): their events fail. */
   refused?: Map<DestinationRequest, string>;
+  /** Where sending stopped: the index of the request not delivered (absent when every one was). */
+  failedAt?: number;
 }
 
 /** Why batch() refused one of an event's own requests, if it refused any. */
@@ -87,7 +89,8 @@ export class Sender {
     const slots = this.slotsOf(dest);
     let last: Outcome | undefined;
     const itemChecks: ItemCheck[] = [];
-    for (const { request, messageId } of sends) {
+    for (let at = 0; at < sends.length; at++) {
+      const { request, messageId } = sends[at]!;
       await this.acquire(slots);
       try {
         const opts = { outbound: this.stages.outbound, timeoutMs: this.settings.timeoutMs, messageId };
@@ -97,7 +100,7 @@ export class Sender {
         this.release(slots);
       }
       if (last.kind === "delivered") last = this.readAnswer(dest, request, last, itemChecks);
-      if (last.kind !== "delivered") break;
+      if (last.kind !== "delivered") return { last, itemChecks, failedAt: at };
     }
     return { last, itemChecks };
   }

@@ -57,6 +57,27 @@ test("SEGMENT: a batched request's failure retries every event in it, and all ar
   cleanup(local.dataDir);
 });
 
+test("SEGMENT: a batched call answered 400 sends each event again alone, so only the one the service refuses is aborted", async () => {
+  // Segment answers 400 for a call holding an item it refuses; here, one whose properties say bad.
+  const strict = startSink((r) => (r.path === "/v1/batch" && (r.body?.batch ?? []).some((e: any) => e?.properties?.bad) ? new Response('{"error":"bad item"}', { status: 400 }) : new Response("{}")));
+  const local = await startSluice({ args: ["--destination-base-url", `SEGMENT=${strict.url}`, "--retry-backoff-ms", "20"] });
+  const src = await createSource(local.url);
+  const dst = (await api(local.url, "POST", "/v2/destinations", { name: "seg", type: "SEGMENT", config: { writeKey: "seg-key" }, sourceIds: [src.id] })).json;
+  const batch = ["a", "b", "c", "d"].map((u) => ({ type: "track", userId: `user-${u}`, event: `ev-${u}`, properties: { bad: u === "c" } }));
+  await sendEvent(local.url, src.writeKey, "batch", { batch });
+  const stats = async () => (await api(local.url, "GET", `/v2/destinations/${dst.id}/stats`)).json;
+  await waitFor(async () => (await stats()).counts.succeeded === 3 && (await stats()).counts.aborted === 1, { what: "3 delivered and 1 aborted" });
+  // The first call carried all four and was refused; then one call each, the bad one refused again.
+  expect(strict.received[0]!.body.batch.map((e: any) => e.event)).toEqual(["ev-a", "ev-b", "ev-c", "ev-d"]);
+  const alone = strict.received.slice(1).map((r) => r.body.batch.map((e: any) => e.event));
+  expect(alone.every((events) => events.length === 1)).toBe(true);
+  expect(alone.flat().sort()).toEqual(["ev-a", "ev-b", "ev-c", "ev-d"]);
+  expect((await stats()).lastError.error).toBe("destination answered 400");
+  await local.stop();
+  strict.stop();
+  cleanup(local.dataDir);
+});
+
 /**
  * Every kind, through the real pipeline: what arrives at the stand-in is exactly what
  * the kind's transform (whose mapping its own test file checks against the service's
