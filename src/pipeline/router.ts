@@ -240,16 +240,25 @@ export class Router {
     // Requests keep the order of the heads, which is the order of the queue.
     const requests = prepared.flatMap((p) => ("requests" in p ? p.requests.map((r) => r.request) : []));
     const sent = requests.length ? await this.sender.sendBatch(dest, requests) : undefined;
-    const several = prepared.filter((p) => "requests" in p && p.requests.length > 0).length > 1;
-    if (several && sent?.failedAt === 0 && sent.last?.kind === "abort" && sent.last.status === 400) {
-      return Promise.all(
-        prepared.map(async (p): Promise<AttemptResult> => {
-          if (!("requests" in p) || !p.requests.length) return this.batchedOutcome(dest, p, undefined, started);
-          return this.batchedOutcome(dest, p, await this.sender.sendBatch(dest, p.requests.map((r) => r.request)), started);
-        }),
-      );
-    }
+    const refusedAtOnce = sent?.failedAt === 0 && sent.last?.kind === "abort" && sent.last.status === 400;
+    if (refusedAtOnce && prepared.filter((p) => "requests" in p && p.requests.length > 0).length > 1) return this.eachAlone(dest, prepared, sent, started);
     return prepared.map((p) => this.batchedOutcome(dest, p, sent, started));
+  }
+
+  /**
+   * The events of a batch whose first call was answered 400, each sent again alone. An event
+   * batch() refused keeps that refusal: it is judged against the batch, which sending it alone
+   * would not see.
+   */
+  private eachAlone(dest: DestinationRuntime, prepared: Prepared[], sent: Sent, started: number): Promise<AttemptResult[]> {
+    return Promise.all(
+      prepared.map(async (p): Promise<AttemptResult> => {
+        if (!("requests" in p) || !p.requests.length) return this.batchedOutcome(dest, p, undefined, started);
+        const own = p.requests.map((r) => r.request);
+        if (sent.refused && refusalOf(sent.refused, own) !== undefined) return this.batchedOutcome(dest, p, sent, started);
+        return this.batchedOutcome(dest, p, await this.sender.sendBatch(dest, own), started);
+      }),
+    );
   }
 
   /** One event's outcome in a batch: its own failure, batch()'s refusal of one of its requests, or the batch's. */
