@@ -19,6 +19,7 @@ import { gatewayRoutes, intakeHandlers, serverRoutes } from "./gateway/routes";
 import type { ServiceContext } from "./control-plane/context";
 import { AppError } from "./lib/errors";
 import { type Logger, createLogger } from "./lib/logger";
+import { EventLoopDelay } from "./lib/event-loop-delay";
 import { Metrics } from "./lib/metrics";
 import { describeError } from "./lib/schema";
 import { type StorageHealth, isStorageFailure, storageUnavailable } from "./lib/storage-health";
@@ -137,6 +138,8 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   const log = opts.log ?? createLogger(settings.logLevel);
   const now = opts.now ?? Date.now;
   const metrics = new Metrics();
+  const loopDelay = metrics.register(new EventLoopDelay());
+  loopDelay.start();
   // Loaded only in cluster mode: the PostgreSQL parts stay out of a single node's start.
   const backend = settings.database
     ? await (await import("./backend/postgres")).openClusterBackend(settings, log)
@@ -296,6 +299,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
       await router.stop();
       await objectFiles.stop();
       await sandbox.close();
+      loopDelay.stop();
       await backend.close();
     },
   };

@@ -12,6 +12,9 @@
  */
 import type { Elysia } from "elysia";
 import { AppError } from "../lib/errors";
+import { parseJsonShaped, shapeLimitsFor } from "../lib/json-shape";
+import { firstError } from "../lib/schema";
+import type { TSchema } from "@sinclair/typebox";
 import { readUpTo } from "../lib/read-up-to";
 import type { ServiceContext } from "./context";
 import { assertSameOrigin, authenticateRequest } from "./auth";
@@ -48,12 +51,12 @@ export async function readCapped(request: Request, limit: number): Promise<Uint8
  * Decodes a body by its Content-Type as Elysia's own parser does, near enough: every API route
  * takes JSON, the other types only have to fail validation the same way.
  */
-async function decodeBody(bytes: Uint8Array, contentType: string, fullContentType: string): Promise<unknown> {
+async function decodeBody(bytes: Uint8Array, contentType: string, fullContentType: string, limit: number): Promise<unknown> {
   const text = () => new TextDecoder().decode(bytes);
   switch (contentType) {
     case "application/json":
-      // A SyntaxError here reaches the error mapping as Elysia's PARSE error: 400, not valid JSON.
-      return JSON.parse(text());
+      // Shape first (lib/json-shape.ts): nothing after this point walks a body deeper or larger.
+      return parseJsonShaped(text(), shapeLimitsFor(limit));
     case "application/x-www-form-urlencoded":
       return Object.fromEntries(new URLSearchParams(text()));
     case "application/octet-stream":
@@ -84,6 +87,9 @@ export function guarded<T extends Elysia<any, any, any, any, any, any, any>>(app
   const authenticateFirst = async (request: Request, route: string, server: Peer) => {
     if (needsCredentials(route)) await authenticateRequest(ctx, request, route.startsWith("/v0/") ? "basic" : "bearer-or-basic", clientAddress(request, server, trustProxy));
   };
+  // Filled at the first request, once every route of the app is registered.
+  let schemas: Map<string, TSchema> | undefined;
+  const bodySchemas = () => (schemas ??= routeBodySchemas(app));
   return app
     .onParse(async ({ request, route, server }, contentType) => {
       const limit = bodyLimitFor(route);
@@ -97,9 +103,34 @@ export function guarded<T extends Elysia<any, any, any, any, any, any, any>>(app
         assertSameOrigin(request, { trustProxy, originRequired: false });
       }
       const bytes = await readCapped(request, limit);
-      return decodeBody(bytes, contentType.toLowerCase(), request.headers.get("content-type") ?? "");
+      return decodeBody(bytes, contentType.toLowerCase(), request.headers.get("content-type") ?? "", limit);
     })
-    .onTransform(async ({ request, route, server }) => {
+    .onTransform(async ({ request, route, server, body }) => {
       await authenticateFirst(request, route, server);
+      if (body !== undefined) checkBody(bodySchemas(), request.method, route, body);
     }) as T;
+}
+
+/** Each route's body schema, by `METHOD path`, as the routes declared them. */
+function routeBodySchemas(app: Elysia<any, any, any, any, any, any, any>): Map<string, TSchema> {
+  const out = new Map<string, TSchema>();
+  for (const r of app.routes) {
+    const body = (r.hooks as { body?: unknown } | undefined)?.body;
+    if (body && typeof body === "object") out.set(`${r.method} ${r.path}`, body as TSchema);
+  }
+  return out;
+}
+
+/**
+ * Validates a body against its route's schema before Elysia does, and refuses it with our own
+ * 400. Elysia's validation error writes the whole refused value into its message, indented
+ * (JSON.stringify(…, null, 2)): for a body nested d levels that is d² characters, so one 40 KB
+ * sign-in held the server for seconds. With this check first, Elysia only ever validates bodies
+ * that pass, and the refusal costs one schema check and one path.
+ */
+function checkBody(schemas: Map<string, TSchema>, method: string, route: string, body: unknown): void {
+  const schema = schemas.get(`${method} ${route}`);
+  if (!schema) return;
+  const error = firstError(schema, body);
+  if (error !== undefined) throw new AppError("BAD_REQUEST", error);
 }

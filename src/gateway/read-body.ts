@@ -5,6 +5,7 @@
  */
 import { gunzipSync } from "node:zlib";
 import { badRequest } from "../lib/errors";
+import { parseJsonShaped, shapeLimitsFor } from "../lib/json-shape";
 import { readUpTo } from "../lib/read-up-to";
 
 export class BodyError extends Error {}
@@ -31,29 +32,20 @@ async function readLimited(request: Request, readLimit: number, limit: number): 
 export async function readJsonBody(request: Request, limit: number): Promise<{ value: Record<string, unknown>; bytes: number }> {
   const encoding = request.headers.get("content-encoding")?.trim().toLowerCase();
   const declared = request.headers.get("content-length");
-  // The common case, an uncompressed body of known length within the limit: Bun's own
-  // parser reads it (the decoded size is the declared one), skipping two copies.
+  // The common case, an uncompressed body of known length within the limit: read as text at
+  // once (the decoded size is the declared one), skipping two copies; its shape is checked
+  // before it is parsed (lib/json-shape.ts).
   if (!encoding && declared !== null && /^\d+$/.test(declared)) {
     const n = Number(declared);
     if (n > limit) throw tooLarge(limit);
     if (n === 0) throw badRequest("request body is empty; expected a JSON object");
-    let value: unknown;
-    try {
-      value = await request.json();
-    } catch {
-      throw badRequest("request body is not valid JSON");
-    }
+    const value = parseJsonShaped(await request.text(), shapeLimitsFor(limit));
     if (value === null || typeof value !== "object" || Array.isArray(value)) throw badRequest("request body must be a JSON object");
     return { value: value as Record<string, unknown>, bytes: n };
   }
   const bytes = await readDecodedBody(request, limit);
   if (bytes.byteLength === 0) throw badRequest("request body is empty; expected a JSON object");
-  let value: unknown;
-  try {
-    value = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
-  } catch {
-    throw badRequest("request body is not valid JSON");
-  }
+  const value = parseJsonShaped(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"), shapeLimitsFor(limit));
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw badRequest("request body must be a JSON object");
   return { value: value as Record<string, unknown>, bytes: bytes.byteLength };
 }

@@ -12,6 +12,7 @@
  * else is JSON, and an empty body is `{}`.
  */
 import { badRequest } from "../lib/errors";
+import { parseJsonShaped, shapeLimitsFor } from "../lib/json-shape";
 import { setOwn } from "../lib/safe-keys";
 import { readDecodedBody, writeKeyFromAuthorization } from "./read-body";
 
@@ -68,12 +69,7 @@ export async function readWebhookBody(request: Request, limit: number): Promise<
   if (type.includes("multipart/form-data")) return multipartBody(bytes, contentType);
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
   if (text.trim() === "") return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw badRequest("request body is not valid JSON (or send application/x-www-form-urlencoded or multipart/form-data)");
-  }
+  const value = parseJsonShaped(text, shapeLimitsFor(limit), "request body is not valid JSON (or send application/x-www-form-urlencoded or multipart/form-data)");
   // RudderStack would make `properties` a list; Sluice's calls require an object there.
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw badRequest("request body must be a JSON object (it becomes the event's properties)");
   return value as Record<string, unknown>;

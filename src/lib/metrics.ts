@@ -10,6 +10,12 @@ const key = (labels: Labels) =>
     .map((k) => `${k}="${String(labels[k]).replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`)
     .join(",");
 
+/** Anything /metrics can print. */
+export interface Metric {
+  readonly name: string;
+  render(): string;
+}
+
 export class Counter {
   private values = new Map<string, number>();
   constructor(readonly name: string, readonly help: string) {}
@@ -83,9 +89,9 @@ export class Metrics {
   readonly deliveries = new Counter("sluice_deliveries_total", "Delivery attempts by destination type and outcome.");
   readonly residentBytes = new Gauge("sluice_process_resident_bytes", "Resident memory of the process.", () => process.memoryUsage().rss);
   readonly heapBytes = new Gauge("sluice_js_heap_bytes", "JavaScript heap in use on the main thread.", () => process.memoryUsage().heapUsed);
-  private extra: Array<Counter | Gauge | Histogram> = [];
+  private extra: Metric[] = [];
 
-  register<T extends Counter | Gauge | Histogram>(m: T): T {
+  register<T extends Metric>(m: T): T {
     this.extra.push(m);
     return m;
   }

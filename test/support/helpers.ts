@@ -339,3 +339,42 @@ export function lookupContext(config: Record<string, any>, baseUrl?: string): De
   const cache = new LookupCaches().for({} as DestinationRuntime);
   return { config, destination: { id: "dst_test", name: "test", workspaceId: "ws_test" }, baseUrl, now: Date.now, lookup: testLookup(), cache };
 }
+
+export interface HealthProbe {
+  /** Stops probing; the latencies (ms) with p50, p99 and max, and the failed calls. */
+  stop(): Promise<{ count: number; p50: number; p99: number; max: number; failures: string[] }>;
+}
+
+/** Calls `${url}/health` every 20 ms from a process of its own (support/health-probe.ts) until stopped. */
+export async function startHealthProbe(url: string, intervalMs = 20): Promise<HealthProbe> {
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, "health-probe.ts")], {
+    env: { ...process.env, URL: url, INTERVAL_MS: String(intervalMs) },
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "inherit",
+  });
+  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let out = "";
+  const readLine = async () => {
+    while (!out.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the health probe ended early: ${out}`);
+      out += decoder.decode(value);
+    }
+    const line = out.slice(0, out.indexOf("\n"));
+    out = out.slice(out.indexOf("\n") + 1);
+    return line;
+  };
+  await readLine();
+  return {
+    async stop() {
+      proc.stdin!.write("stop\n");
+      await proc.stdin!.end();
+      const { latencies, failures } = JSON.parse(await readLine()) as { latencies: number[]; failures: string[] };
+      await proc.exited;
+      const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
+      return { count: latencies.length, p50: at(0.5), p99: at(0.99), max: latencies[latencies.length - 1] ?? 0, failures };
+    },
+  };
+}

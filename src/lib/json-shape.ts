@@ -1,0 +1,100 @@
+/**
+ * The shape limits every JSON body meets before it is parsed, validated or described in an error.
+ *
+ * A body's size is bounded elsewhere, but size alone does not bound the work it makes: 40 KB of
+ * `[[[…]]]` is 20,000 levels, and every recursive step after the parse (schema checks, error
+ * formatting, copies, a transform's walk) pays for each level, some of them for each level again.
+ * So the text is scanned once, in one pass with no recursion and no allocation, and refused when
+ * it nests deeper than `maxDepth` or holds more than `maxElements` values. The refusal is a 400
+ * that names the limit, and costs the same whatever follows the point where it was crossed.
+ *
+ * What counts: each `[` and `{` opens a level and is one value; each `,` outside a string starts
+ * one more value. Characters inside strings (escapes included) count for nothing. The scan does
+ * not judge the JSON otherwise: the parser that follows does.
+ */
+import { badRequest } from "./errors";
+
+export interface JsonShapeLimits {
+  /** Levels of arrays and objects, the outermost one included. */
+  maxDepth: number;
+  /** Values in the whole body: containers, and each element and member. */
+  maxElements: number;
+  /** Members of any one object. */
+  maxMembers: number;
+}
+
+/**
+ * Events: RudderStack's SDKs nest a call at most about ten levels deep (a batch, its call,
+ * context.traits.address, a product's options); 64 leaves room for any real payload and for
+ * webhook bodies, while every walk of an event stays far from the stack's depth.
+ * Elements: one per 16 bytes of the route's limit. A 4 MB batch of real calls (about 30
+ * values a KB) holds some 120,000; the limit refuses only bodies that are mostly punctuation.
+ */
+export const MAX_JSON_DEPTH = 64;
+export const BYTES_PER_ELEMENT = 16;
+/**
+ * Members of one object: a parser builds a wide object key by key into a dictionary, about
+ * 0.7 µs a key here, so 200,000 keys held the server for 150 ms. The widest real objects
+ * (a Shopify order, a workspace's destination config) have hundreds.
+ */
+export const MAX_OBJECT_MEMBERS = 10_000;
+
+export const shapeLimitsFor = (bodyLimitBytes: number): JsonShapeLimits => ({
+  maxDepth: MAX_JSON_DEPTH,
+  maxElements: Math.floor(bodyLimitBytes / BYTES_PER_ELEMENT),
+  maxMembers: MAX_OBJECT_MEMBERS,
+});
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_ARRAY = 0x5b;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_ARRAY = 0x5d;
+const CLOSE_OBJECT = 0x7d;
+const COMMA = 0x2c;
+
+/** Throws a 400 naming the limit when `text` nests or counts past it. */
+export function assertJsonShape(text: string, limits: JsonShapeLimits, what = "request body"): void {
+  let depth = 0;
+  let elements = 0;
+  let inString = false;
+  // Per open level: whether it is an object, and its members so far (commas seen + 1).
+  const isObject = new Uint8Array(limits.maxDepth + 1);
+  const members = new Uint32Array(limits.maxDepth + 1);
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+      continue;
+    }
+    if (c === QUOTE) inString = true;
+    else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (++depth > limits.maxDepth) throw badRequest(`${what} nests deeper than ${limits.maxDepth} levels of arrays and objects (at character ${i})`);
+      if (++elements > limits.maxElements) throw tooMany(what, limits);
+      isObject[depth] = c === OPEN_OBJECT ? 1 : 0;
+      members[depth] = 1;
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
+      if (depth > 0) depth--;
+    } else if (c === COMMA) {
+      if (++elements > limits.maxElements) throw tooMany(what, limits);
+      if (isObject[depth] && ++members[depth]! > limits.maxMembers) {
+        throw badRequest(`${what} has an object of more than ${limits.maxMembers} members (at character ${i})`);
+      }
+    }
+  }
+}
+
+const tooMany = (what: string, limits: JsonShapeLimits) =>
+  badRequest(`${what} holds more than ${limits.maxElements} values (arrays, objects, their elements and members)`);
+
+/** JSON.parse behind the shape check; a syntax error is a 400 with `invalid` as its message. */
+export function parseJsonShaped(text: string, limits: JsonShapeLimits, invalid = "request body is not valid JSON", what?: string): unknown {
+  assertJsonShape(text, limits, what);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw badRequest(invalid);
+  }
+}
