@@ -154,6 +154,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     metrics,
     now,
     sessionHours: settings.sessionHours,
+    bodyTimeoutSeconds: settings.bodyTimeoutSeconds,
     trustProxy: settings.trustProxy,
     authThrottle: new AuthThrottle(now, log),
   };
@@ -169,7 +170,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
       : await apply();
     log.info("workspace file applied", { file, ...summary });
   }
-  const intake: IntakeDeps = { config, events: backend.events, suppressor: suppression, live, metrics, log };
+  const intake: IntakeDeps = { config, events: backend.events, suppressor: suppression, live, metrics, log, bodyTimeoutSeconds: settings.bodyTimeoutSeconds };
 
   const sandbox = new SandboxPool({
     memoryBytes: settings.transformMemoryMb * 1024 * 1024,

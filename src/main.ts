@@ -180,12 +180,12 @@ async function serve(args: string[]) {
   const servers: Array<{ stop(force?: boolean): Promise<void> | void; readonly pendingRequests: number }> = [];
   try {
     if (settings.apiPort !== undefined) {
-      const dp = sluice.dataPlane.listen({ port: settings.port, hostname: settings.host });
-      const api = sluice.api.listen({ port: settings.apiPort, hostname: settings.host });
+      const dp = sluice.dataPlane.listen({ port: settings.port, hostname: settings.host, idleTimeout: settings.idleTimeoutSeconds });
+      const api = sluice.api.listen({ port: settings.apiPort, hostname: settings.host, idleTimeout: settings.idleTimeoutSeconds });
       servers.push(dp.server!, api.server!);
       log.info("listening", { dataPlane: `http://${settings.host}:${dp.server!.port}`, api: `http://${settings.host}:${api.server!.port}`, ...where, gcMemoryMb, version: VERSION });
     } else {
-      const app = sluice.combined.listen({ port: settings.port, hostname: settings.host });
+      const app = sluice.combined.listen({ port: settings.port, hostname: settings.host, idleTimeout: settings.idleTimeoutSeconds });
       servers.push(app.server!);
       log.info("listening", { url: `http://${settings.host}:${app.server!.port}`, ...where, gcMemoryMb, version: VERSION });
     }

@@ -15,7 +15,7 @@ import { AppError } from "../lib/errors";
 import { parseJsonShaped, shapeLimitsFor } from "../lib/json-shape";
 import { firstError } from "../lib/schema";
 import type { TSchema } from "@sinclair/typebox";
-import { readUpTo } from "../lib/read-up-to";
+import { bodyRead, readUpTo } from "../lib/read-up-to";
 import type { ServiceContext } from "./context";
 import { assertSameOrigin, authenticateRequest } from "./auth";
 import { clientAddress } from "./auth-throttle";
@@ -42,7 +42,7 @@ function needsCredentials(route: string): boolean {
 
 /** Reads at most `limit` bytes; a body that goes on is cancelled and refused. */
 export async function readCapped(request: Request, limit: number): Promise<Uint8Array> {
-  const { bytes, over } = await readUpTo(request.body, limit);
+  const { bytes, over } = await bodyRead(readUpTo(request.body, limit));
   if (over) throw tooLarge(limit);
   return bytes;
 }
@@ -75,7 +75,7 @@ async function decodeBody(bytes: Uint8Array, contentType: string, fullContentTyp
   }
 }
 
-type Peer = { requestIP(r: Request): { address: string } | null } | null;
+type Peer = { requestIP(r: Request): { address: string } | null; timeout?(r: Request, seconds: number): void } | null;
 
 /**
  * Installs the guard on the API app, before its routes: a parse hook (routes that read a body)
@@ -102,6 +102,8 @@ export function guarded<T extends Elysia<any, any, any, any, any, any, any>>(app
         if (contentType.toLowerCase() !== "application/json") throw new AppError("UNSUPPORTED_MEDIA_TYPE", "sign-in takes a JSON body: send Content-Type: application/json");
         assertSameOrigin(request, { trustProxy, originRequired: false });
       }
+      // Past the deadline Bun closes the connection, however slowly the body still trickles in.
+      if (ctx.bodyTimeoutSeconds !== undefined) server?.timeout?.(request, ctx.bodyTimeoutSeconds);
       const bytes = await readCapped(request, limit);
       return decodeBody(bytes, contentType.toLowerCase(), request.headers.get("content-type") ?? "", limit);
     })

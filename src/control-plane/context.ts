@@ -18,6 +18,8 @@ export interface AuthContext {
   now: () => number;
   /** How long a dashboard sign-in lasts (settings). */
   sessionHours: number;
+  /** Seconds a client has to send a request body (--body-timeout-seconds); absent: the server's own limits only. */
+  bodyTimeoutSeconds?: number;
   /** Believe X-Forwarded-Host/-Proto/-For (--trust-proxy); absent means no. */
   trustProxy?: boolean;
   /** Counts failed sign-ins and token checks per client address; absent (tools, tests) counts nothing. */

@@ -23,6 +23,8 @@ export interface IntakeDeps {
   live: LiveEvents;
   metrics: Metrics;
   log: Logger;
+  /** Seconds a client has to send a body (--body-timeout-seconds); absent: the server's own limits only. */
+  bodyTimeoutSeconds?: number;
 }
 
 /** Resolves a write key to an enabled source: 401 for an unknown key, 404 for a disabled source. */

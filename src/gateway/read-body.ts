@@ -6,7 +6,7 @@
 import { gunzipSync } from "node:zlib";
 import { badRequest } from "../lib/errors";
 import { parseJsonShaped, shapeLimitsFor } from "../lib/json-shape";
-import { readUpTo } from "../lib/read-up-to";
+import { bodyRead, readUpTo } from "../lib/read-up-to";
 
 export class BodyError extends Error {}
 
@@ -18,9 +18,9 @@ async function readLimited(request: Request, readLimit: number, limit: number): 
     const n = Number(declared);
     if (!Number.isFinite(n) || n < 0) throw badRequest("Content-Length header is invalid");
     if (n > readLimit) throw tooLarge(limit);
-    return new Uint8Array(await request.arrayBuffer());
+    return new Uint8Array(await bodyRead(request.arrayBuffer()));
   }
-  const { bytes, over } = await readUpTo(request.body, readLimit);
+  const { bytes, over } = await bodyRead(readUpTo(request.body, readLimit));
   if (over) throw tooLarge(limit);
   return bytes;
 }
@@ -39,7 +39,7 @@ export async function readJsonBody(request: Request, limit: number): Promise<{ v
     const n = Number(declared);
     if (n > limit) throw tooLarge(limit);
     if (n === 0) throw badRequest("request body is empty; expected a JSON object");
-    const value = parseJsonShaped(await request.text(), shapeLimitsFor(limit));
+    const value = parseJsonShaped(await bodyRead(request.text()), shapeLimitsFor(limit));
     if (value === null || typeof value !== "object" || Array.isArray(value)) throw badRequest("request body must be a JSON object");
     return { value: value as Record<string, unknown>, bytes: n };
   }

@@ -25,7 +25,7 @@ import { sourceConfig } from "./source-config";
 
 type Set = { status?: number | string; headers: Record<string, string | number> };
 type Refusal = { status: number; body: string; retryAfter?: number };
-type PeerAddress = { requestIP(r: Request): { address: string } | null } | null | undefined;
+type PeerAddress = { requestIP(r: Request): { address: string } | null; timeout?(r: Request, seconds: number): void } | null | undefined;
 export type IntakeHandler = (request: Request, server: PeerAddress) => Promise<Response>;
 
 /** What Bun sends for a string body without headers, so both kinds of answer look alike. */
@@ -85,6 +85,16 @@ export function intakeHandlers(deps: IntakeDeps): IntakeHandlers {
     c.inc();
   };
 
+  /**
+   * A body that trickles in (a byte a second) would hold its connection for as long as the client
+   * likes: Bun's idle timer counts only silence. Bun's per-request timeout closes the connection
+   * once the whole body has not arrived in time, whatever still trickles in.
+   */
+  const bodySeconds = deps.bodyTimeoutSeconds;
+  const bodyDeadline = (request: Request, server: PeerAddress) => {
+    if (bodySeconds !== undefined) server?.timeout?.(request, bodySeconds);
+  };
+
   /** What a refused event call answers; counted, and logged (refusals are rare and worth a line). */
   const refusal = (err: unknown, route: string, method: string, fields?: Record<string, unknown>): Refusal => {
     let status: number;
@@ -126,6 +136,7 @@ export function intakeHandlers(deps: IntakeDeps): IntakeHandlers {
             : new URL(request.url).searchParams.get("writeKey") || missingWriteKey();
         const source = authenticateSource(deps, writeKey);
         const receivedAt = Date.now();
+        bodyDeadline(request, server);
         const { value, bytes } = await readJsonBody(request, path === "batch" ? MAX_BATCH_BYTES : MAX_CALL_BYTES);
         const calls = parseCalls(source, path, value, request.headers.get("anonymousid") ?? undefined, bytes);
         await acceptCalls(deps, source, calls, {
@@ -161,6 +172,7 @@ export function intakeHandlers(deps: IntakeDeps): IntakeHandlers {
     try {
       const source = authenticateSource(deps, webhookWriteKey(request, new URL(request.url)));
       const receivedAt = Date.now();
+      bodyDeadline(request, server);
       const properties = await readWebhookBody(request, MAX_BATCH_BYTES);
       const calls = parseCalls(source, "track", webhookCall(properties));
       await acceptCalls(deps, source, calls, { receivedAt, ip: clientIp(request, server) });

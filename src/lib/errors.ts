@@ -8,6 +8,7 @@ export type ErrorCode =
   | "FORBIDDEN"
   | "NOT_FOUND"
   | "CONFLICT"
+  | "REQUEST_TIMEOUT"
   | "PAYLOAD_TOO_LARGE"
   | "UNSUPPORTED_MEDIA_TYPE"
   | "TOO_MANY_REQUESTS"
@@ -20,6 +21,8 @@ const STATUS: Record<ErrorCode, number> = {
   FORBIDDEN: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,
+  // A body that did not arrive within --body-timeout-seconds; the connection is closed too.
+  REQUEST_TIMEOUT: 408,
   // The spec answers oversized event calls with 400, so the gateway maps this code to 400;
   // elsewhere it is 413.
   PAYLOAD_TOO_LARGE: 413,

@@ -1,3 +1,5 @@
+import { AppError } from "./errors";
+
 /**
  * Reads a body stream until it ends or passes `limit` bytes, whichever comes first, so that a
  * peer cannot make Sluice hold more than about `limit` of one body (event calls, API calls, a
@@ -19,4 +21,17 @@ export async function readUpTo(stream: ReadableStream<Uint8Array> | null, limit:
     }
   }
   return { bytes: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), over: false };
+}
+
+/**
+ * A body read that fails is a client that went away or ran past the body deadline (Bun closes the
+ * connection: gateway/routes.ts, bodyDeadline); either way a 408 that nobody may read, not a 500.
+ */
+export async function bodyRead<T>(read: Promise<T>): Promise<T> {
+  try {
+    return await read;
+  } catch {
+    throw new AppError("REQUEST_TIMEOUT", "the request body did not arrive in time, or the connection closed before it ended");
+  }
+
 }

@@ -72,28 +72,57 @@ function admitStream(live: LiveEvents, tokenId: string, signal: AbortSignal): ()
   return slot.release;
 }
 
+/**
+ * Each published entry as one SSE frame, made once for all its streams: a source watched by
+ * 500 streams would otherwise serialize, and allocate, every event 500 times on the loop that
+ * takes event calls. An entry is published to one topic, so its frame's event name is fixed.
+ */
+const frames = new WeakMap<object, Uint8Array>();
+const encoder = new TextEncoder();
+function frameOf(event: string, data: unknown): Uint8Array {
+  const key = data !== null && typeof data === "object" ? data : undefined;
+  let frame = key && frames.get(key);
+  if (!frame) {
+    // JSON text has no line breaks, so it is one SSE data line as it is.
+    frame = encoder.encode(`event: ${event}\ndata: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
+    if (key) frames.set(key, frame);
+  }
+  return frame;
+}
+
 /** Turns a pub/sub topic into an async stream that ends when the client goes away. */
 async function* subscribe(live: LiveEvents, topic: string, signal: AbortSignal, event: string, release: () => void) {
-  const buffer: unknown[] = [];
+  const buffer: Uint8Array[] = [];
   let wake: (() => void) | undefined;
   const unsubscribe = live.subscribe(topic, (data) => {
     // A slow reader loses the oldest entries rather than growing memory without bound.
     if (buffer.length >= 1000) buffer.shift();
-    buffer.push(data);
+    buffer.push(frameOf(event, data));
     wake?.();
   });
-  const aborted = new Promise<void>((r) => signal.addEventListener("abort", () => r(), { once: true }));
+  // One timer a stream for its pings, not one per wait: with many streams and a busy source,
+  // a 15 s timer for every wake kept hundreds of thousands of timers alive at once.
+  let pingDue = false;
+  const ping = setInterval(() => {
+    pingDue = true;
+    wake?.();
+  }, 15_000);
+  const onAbort = () => wake?.();
+  signal.addEventListener("abort", onAbort, { once: true });
   try {
     yield sse({ event: "ready", data: { topic } });
     while (!signal.aborted) {
-      if (buffer.length === 0) {
-        await Promise.race([new Promise<void>((r) => (wake = r)), aborted, new Promise((r) => setTimeout(r, 15_000))]);
+      if (buffer.length === 0 && !pingDue) {
+        await new Promise<void>((r) => (wake = r));
         wake = undefined;
-        if (buffer.length === 0 && !signal.aborted) yield sse({ event: "ping", data: "" });
       }
-      while (buffer.length) yield sse({ event, data: buffer.shift() as any });
+      if (buffer.length === 0 && pingDue && !signal.aborted) yield sse({ event: "ping", data: "" });
+      pingDue = false;
+      while (buffer.length) yield buffer.shift()!;
     }
   } finally {
+    clearInterval(ping);
+    signal.removeEventListener("abort", onAbort);
     unsubscribe();
     release();
   }

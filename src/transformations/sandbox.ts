@@ -12,6 +12,7 @@
  * entry points' common directory>.js; locateWorker() finds it wherever the
  * layout puts it.
  */
+import { MAX_JSON_DEPTH, MAX_OBJECT_MEMBERS, assertJsonShape } from "../lib/json-shape";
 import { locateWorkerFile } from "../lib/worker-file.ts";
 import {
   DEFAULT_LIMITS,
@@ -313,6 +314,14 @@ export class SandboxPool {
 /** The worker's answer is only JSON; check its shape rather than trust it. */
 function decodeOutput(json: string, events: TransformationInput["events"], logs: string[]): TransformationResult {
   let pairs: unknown;
+  try {
+    // Events it returns are walked by every later stage, so they nest no deeper than an event
+    // call's body may (lib/json-shape.ts), two levels more for the [index, event] pairs. Their
+    // size is bounded by the output limit already.
+    assertJsonShape(json, { maxDepth: MAX_JSON_DEPTH + 2, maxElements: Number.MAX_SAFE_INTEGER, maxMembers: MAX_OBJECT_MEMBERS }, "the transformation's output");
+  } catch (e) {
+    return failed((e as Error).message, logs);
+  }
   try {
     pairs = JSON.parse(json);
   } catch {

@@ -22,6 +22,7 @@ async function probe() {
     }
     const ms = performance.now() - t0;
     latencies.push(ms);
+    if (ms > 100 && process.env.PROBE_DEBUG) process.stderr.write(`probe: ${Math.round(ms)} ms at ${new Date().toISOString()}\n`);
     if (ms < interval) await Bun.sleep(interval - ms);
   }
 }

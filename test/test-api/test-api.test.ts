@@ -446,7 +446,7 @@ describe("no side effects", () => {
     const unsubscribe = [s.sluice.live.subscribe(`source:${src.id}`, (e) => seen.push(e)), s.sluice.live.subscribe(`destination:${d.id}`, (e) => seen.push(e))];
     const count = async (table: string) => (await query(s, `SELECT CAST(count(*) AS INTEGER) AS n FROM ${table}`))[0]!.n as number;
     const before = { events: await count("events"), deliveries: await count("deliveries") };
-    const metricsBefore = s.sluice.ctx.metrics.render().split("\n").filter((l) => !/^sluice_(http_|process_|js_)/.test(l)).join("\n");
+    const metricsBefore = s.sluice.ctx.metrics.render().split("\n").filter((l) => !/^sluice_(http_|process_|js_|event_loop_)/.test(l)).join("\n");
 
     expect((await call(`/v0/testSource/${src.id}`, { message: track })).status).toBe(200);
     expect((await call(`/v0/testDestination/${d.id}`, { message: track })).status).toBe(200);
@@ -456,7 +456,7 @@ describe("no side effects", () => {
     expect(await count("events")).toBe(0);
     expect(seen).toEqual([]);
     expect(s.sluice.router.inMemory(d.id)).toEqual({ queued: 0, running: 0 });
-    expect(s.sluice.ctx.metrics.render().split("\n").filter((l) => !/^sluice_(http_|process_|js_)/.test(l)).join("\n")).toBe(metricsBefore);
+    expect(s.sluice.ctx.metrics.render().split("\n").filter((l) => !/^sluice_(http_|process_|js_|event_loop_)/.test(l)).join("\n")).toBe(metricsBefore);
     const stats = (await api(s.url, "GET", `/v2/destinations/${d.id}/stats`)).json;
     expect(Object.values(stats.counts).every((n) => n === 0)).toBe(true);
     for (const u of unsubscribe) u();

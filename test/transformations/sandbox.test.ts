@@ -320,6 +320,14 @@ describe("output cap", () => {
     expect(ok(await run(`function transformEvent(e) { return e; }`, events(1), "after", roomy))).toHaveLength(1);
   });
 
+  test("an output event nested deeper than an event call may be fails the call naming the limit; 60 levels pass", async () => {
+    const nest = (levels: number) => `function transformEvent(e) { let v = 1; for (let i = 0; i < ${levels}; i++) v = { v }; e.deep = v; return e; }`;
+    const deep = await run(nest(1000), events(1));
+    expect(deep.error).toMatch(/^the transformation's output nests deeper than 66 levels/);
+    expect(deep.output).toEqual([]);
+    expect(ok(await run(nest(60), events(1)))).toHaveLength(1);
+  });
+
   test("a small cap: each output event's JSON is measured in UTF-8 bytes, and one over it fails the call naming the cap", async () => {
     const small = new SandboxPool({ memoryBytes: 32 * 1024 * 1024, timeoutMs: 2000, workers: 1, outputMaxBytes: 64 * 1024 });
     pools.push(small);

@@ -102,8 +102,30 @@ export class SqliteControlPlaneStore implements ControlPlaneStore {
     };
   }
 
+  /**
+   * Statements every authenticated API request runs (a token's candidates) or that a burst of
+   * live-event streams runs (a source by id), prepared once: built by drizzle's query builder
+   * each time, they cost about 1 ms a request, and 500 streams opened at once held the loop.
+   */
+  private prepared?: ReturnType<SqliteControlPlaneStore["prepareHot"]>;
+  private prepareHot() {
+    const db = this.db;
+    return {
+      source: db.select().from(sources).where(and(eq(sources.id, sql.placeholder("id")), eq(sources.workspaceId, sql.placeholder("workspaceId")))).prepare(),
+      tokenCandidates: db
+        .select({ id: accessTokens.id, secretHash: accessTokens.secretHash, accountId: accessTokens.accountId, workspaceId: accessTokens.workspaceId, email: accounts.email })
+        .from(accessTokens)
+        .innerJoin(accounts, eq(accounts.id, accessTokens.accountId))
+        .where(eq(accessTokens.lookup, sql.placeholder("lookup")))
+        .prepare(),
+    };
+  }
+  private get hot() {
+    return (this.prepared ??= this.prepareHot());
+  }
+
   async source(workspaceId: string, id: string): Promise<SourceRow | undefined> {
-    const row = this.db.select().from(sources).where(and(eq(sources.id, id), eq(sources.workspaceId, workspaceId))).get();
+    const row = this.hot.source.get({ id, workspaceId });
     return row && sourceFromStore(row);
   }
 
@@ -387,12 +409,7 @@ export class SqliteControlPlaneStore implements ControlPlaneStore {
   }
 
   async tokenCandidates(lookup: string): Promise<TokenCandidate[]> {
-    return this.db
-      .select({ id: accessTokens.id, secretHash: accessTokens.secretHash, accountId: accessTokens.accountId, workspaceId: accessTokens.workspaceId, email: accounts.email })
-      .from(accessTokens)
-      .innerJoin(accounts, eq(accounts.id, accessTokens.accountId))
-      .where(eq(accessTokens.lookup, lookup))
-      .all();
+    return this.hot.tokenCandidates.all({ lookup });
   }
 
   async token(id: string): Promise<AccessTokenRow | undefined> {
