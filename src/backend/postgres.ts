@@ -47,6 +47,7 @@ export async function openClusterBackend(settings: Settings, log: Logger): Promi
     const work: PartitionWork = {
       partitions: () => held.list,
       fence: (p) => cluster.fence(p),
+      leaseLeftMs: (p) => cluster.leaseLeftMs(p),
       partitionOf: (userKey) => cluster.partitionOf(userKey),
       onChange: (fn) => cluster.onPartitions(fn),
     };

@@ -222,6 +222,16 @@ export class LeaseCluster implements Cluster {
     return l ? { partition: p, epoch: l.epoch } : undefined;
   }
 
+  /**
+   * How long, in ms, this instance may still work on partition p: until the local safety
+   * deadline (last confirmation + ttl − margin), before which no other instance can hold it.
+   * A send begun later, or lasting longer, could overlap the next holder's (0 when not held).
+   */
+  leaseLeftMs(p: number): number {
+    const l = this.leases.get(p) ?? this.releasing.get(p);
+    return l ? Math.max(0, l.confirmedAt + this.ttlMs - this.marginMs - mono()) : 0;
+  }
+
   /** The fence of a singleton lease held (or being released) here. */
   singletonFence(name: SingletonName): { name: SingletonName; epoch: number } | undefined {
     const s = this.singles.get(name);

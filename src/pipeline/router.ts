@@ -20,7 +20,7 @@ import { type StageContext, destinationTransform } from "./stages";
 import type { RetryPolicy } from "./retry-policy";
 import { type AttemptResult, nextState } from "./next-state";
 import { type DestinationQueue, Scheduler } from "./scheduler";
-import { Sender, type SenderSettings, type Sent, refusalOf } from "./sender";
+import { type LeaseLeft, Sender, type SenderSettings, type Sent, refusalOf } from "./sender";
 import { TransformBatcher } from "./transform-batcher";
 import { STAGE_MAX, type StageInput } from "../warehouse/staging";
 
@@ -63,7 +63,7 @@ export class Router {
     private log: Logger,
     private settings: RouterSettings,
     private now: () => number = Date.now,
-    work: PartitionWork = SINGLE_NODE_PARTITION,
+    private work: PartitionWork = SINGLE_NODE_PARTITION,
   ) {
     config.onChange(() => this.reconcile());
     this.scheduler = new Scheduler(store, outcomes, log, now, work, (q) => this.pump(q));
@@ -239,9 +239,9 @@ export class Router {
     const prepared = await Promise.all(heads.map((item) => this.prepare(dest, item)));
     // Requests keep the order of the heads, which is the order of the queue.
     const requests = prepared.flatMap((p) => ("requests" in p ? p.requests.map((r) => r.request) : []));
-    const sent = requests.length ? await this.sender.sendBatch(dest, requests) : undefined;
+    const sent = requests.length ? await this.sender.sendBatch(dest, requests, this.leaseOf(heads)) : undefined;
     const refusedAtOnce = sent?.failedAt === 0 && sent.last?.kind === "abort" && sent.last.status === 400;
-    if (refusedAtOnce && prepared.filter((p) => "requests" in p && p.requests.length > 0).length > 1) return this.eachAlone(dest, prepared, sent, started);
+    if (refusedAtOnce && prepared.filter((p) => "requests" in p && p.requests.length > 0).length > 1) return this.eachAlone(dest, heads, prepared, sent, started);
     return prepared.map((p) => this.batchedOutcome(dest, p, sent, started));
   }
 
@@ -250,13 +250,13 @@ export class Router {
    * batch() refused keeps that refusal: it is judged against the batch, which sending it alone
    * would not see.
    */
-  private eachAlone(dest: DestinationRuntime, prepared: Prepared[], sent: Sent, started: number): Promise<AttemptResult[]> {
+  private eachAlone(dest: DestinationRuntime, heads: Queued[], prepared: Prepared[], sent: Sent, started: number): Promise<AttemptResult[]> {
     return Promise.all(
-      prepared.map(async (p): Promise<AttemptResult> => {
+      prepared.map(async (p, i): Promise<AttemptResult> => {
         if (!("requests" in p) || !p.requests.length) return this.batchedOutcome(dest, p, undefined, started);
         const own = p.requests.map((r) => r.request);
         if (sent.refused && refusalOf(sent.refused, own) !== undefined) return this.batchedOutcome(dest, p, sent, started);
-        return this.batchedOutcome(dest, p, await this.sender.sendBatch(dest, own), started);
+        return this.batchedOutcome(dest, p, await this.sender.sendBatch(dest, own, this.leaseOf([heads[i]!])), started);
       }),
     );
   }
@@ -273,12 +273,26 @@ export class Router {
     return { ...this.sender.eventOutcome(dest, sent.last, sent.itemChecks, own), ms };
   }
 
+  /**
+   * Cluster mode: how long the leases of these deliveries' partitions still hold here, read
+   * before each request (none on a single node, whose partition is never lost).
+   */
+  private leaseOf(items: Queued[]): LeaseLeft | undefined {
+    const work = this.work;
+    if (!work.leaseLeftMs) return undefined;
+    return () => {
+      let left = Infinity;
+      for (const item of items) left = Math.min(left, work.leaseLeftMs!(item.partition));
+      return left;
+    };
+  }
+
   /** Runs the stages for one delivery and returns its outcome; never throws for a destination's failure. */
   private async execute(dest: DestinationRuntime, item: Queued): Promise<AttemptResult> {
     const started = performance.now();
     const prepared = await this.prepare(dest, item);
     if (!("requests" in prepared)) return { ...prepared.outcome, ms: performance.now() - started };
-    const { last, itemChecks } = await this.sender.sendInOrder(dest, prepared.requests);
+    const { last, itemChecks } = await this.sender.sendInOrder(dest, prepared.requests, this.leaseOf([item]));
     if (!last) return { kind: "filtered", ms: performance.now() - started };
     return this.sender.eventOutcome(dest, last, itemChecks, prepared.requests.map((r) => r.request));
   }

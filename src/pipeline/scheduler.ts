@@ -252,6 +252,9 @@ export class Scheduler {
   private enqueue(q: DestinationQueue, rows: Queued[]) {
     const now = this.now();
     for (const r of rows) {
+      // A load that was slow (the database unreachable for a while) may answer after its
+      // partition's lease was lost here: those rows are the new holder's to send.
+      if (!this.work.fence(r.partition)) continue;
       q.loadedUpTo.set(r.partition, r.id);
       let fifo = q.users.get(r.userKey);
       if (!fifo) q.users.set(r.userKey, (fifo = []));

@@ -43,6 +43,16 @@ export function refusalOf(refused: Map<DestinationRequest, string>, own: Destina
   return undefined;
 }
 
+/**
+ * Milliseconds this instance may still work on the partitions of a send's events (cluster
+ * mode's lease, src/cluster/leases.ts): 0 once any of them is lost.
+ */
+export type LeaseLeft = () => number;
+/** Less than this left of a lease: the request is not begun (it could not end in time). */
+const MIN_LEASE_LEFT_MS = 250;
+/** Not sent: retried by whoever holds the partition now (this instance's outcome write is fenced). */
+const leaseEnded = (): Outcome => ({ kind: "retry", response: "", error: "not sent: this instance's lease on the user's partition ended first", ms: 0 });
+
 /** One destination's connections: requests on the wire now, and sends waiting for one. */
 class ConnectionSlots {
   sending = 0;
@@ -85,7 +95,7 @@ export class Sender {
    * Sends in order over the destination's bounded connections; stops at the first request not
    * delivered, which includes a 2xx answer the kind's checkResponse reads as a failure.
    */
-  async sendInOrder(dest: DestinationRuntime, sends: Array<{ request: DestinationRequest; messageId?: string }>): Promise<Sent> {
+  async sendInOrder(dest: DestinationRuntime, sends: Array<{ request: DestinationRequest; messageId?: string }>, lease?: LeaseLeft): Promise<Sent> {
     const slots = this.slotsOf(dest);
     let last: Outcome | undefined;
     const itemChecks: ItemCheck[] = [];
@@ -93,7 +103,15 @@ export class Sender {
       const { request, messageId } = sends[at]!;
       await this.acquire(slots);
       try {
-        const opts = { outbound: this.stages.outbound, timeoutMs: this.settings.timeoutMs, messageId };
+        // Cluster mode: a request goes out only while the lease it was taken under holds, and
+        // must be over before that lease could be anyone else's (src/cluster/README.md §3.3).
+        let timeoutMs = this.settings.timeoutMs;
+        if (lease) {
+          const left = lease();
+          if (left < MIN_LEASE_LEFT_MS) return { last: leaseEnded(), itemChecks, failedAt: at };
+          timeoutMs = Math.min(timeoutMs, left);
+        }
+        const opts = { outbound: this.stages.outbound, timeoutMs, messageId };
         // HTTP kinds go straight to the client: no context is built per request on the hot path.
         last = dest.definition?.send ? await deliverRequest(dest.definition, destinationContext(this.stages.baseUrls, dest), request, opts) : await sendRequest(request, opts);
       } finally {
@@ -109,7 +127,7 @@ export class Sender {
    * A batching kind's requests, merged by its own batch() (one by one if that fails), sent in
    * order; with the requests batch() refused, which are not sent.
    */
-  async sendBatch(dest: DestinationRuntime, requests: DestinationRequest[]): Promise<Sent> {
+  async sendBatch(dest: DestinationRuntime, requests: DestinationRequest[], lease?: LeaseLeft): Promise<Sent> {
     let merged: DestinationRequest[];
     let refused: Map<DestinationRequest, string> | undefined;
     try {
@@ -122,7 +140,7 @@ export class Sender {
       refused = undefined;
       this.log.warn("batching failed; sending one by one", { err, destinationId: dest.id });
     }
-    const sent = await this.sendInOrder(dest, merged.map((request) => ({ request })));
+    const sent = await this.sendInOrder(dest, merged.map((request) => ({ request })), lease);
     return refused ? { ...sent, refused } : sent;
   }
 

@@ -169,6 +169,11 @@ export interface PartitionWork {
   /** The partitions held now, ascending (a snapshot). */
   partitions(): readonly number[];
   fence(partition: number): LeaseFence | undefined;
+  /**
+   * Milliseconds this instance may still work on the partition before its lease could be
+   * anyone else's (0 when not held). Absent: no lease ends (a single node).
+   */
+  leaseLeftMs?(partition: number): number;
   /** The partition a user's events and deliveries are in. */
   partitionOf(userKey: string): number;
   /** Called after each change of the held set, with what was gained and lost. */
