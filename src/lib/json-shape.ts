@@ -58,6 +58,7 @@ const COMMA = 0x2c;
 
 /** Throws a 400 naming the limit when `text` nests or counts past it. */
 export function assertJsonShape(text: string, limits: JsonShapeLimits, what = "request body"): void {
+  if (withinByCounting(text, limits)) return;
   let depth = 0;
   let elements = 0;
   let inString = false;
@@ -87,6 +88,22 @@ export function assertJsonShape(text: string, limits: JsonShapeLimits, what = "r
       }
     }
   }
+}
+
+/**
+ * Most bodies are event calls of a KB or two: too short to hold more values than the limit (a
+ * value and its comma take two characters, an object member five), so only nesting could be
+ * over, and that cannot be deeper than the brackets there are. Counting them with the native
+ * indexOf costs a tenth of a µs for such a body, against 1.5 µs for the scan.
+ */
+function withinByCounting(text: string, limits: JsonShapeLimits): boolean {
+  const n = text.length;
+  if (n >= 2 * limits.maxElements - 1 || n >= 5 * limits.maxMembers - 1) return false;
+  let brackets = 0;
+  for (const open of ["{", "["]) {
+    for (let i = text.indexOf(open); i !== -1; i = text.indexOf(open, i + 1)) if (++brackets > limits.maxDepth) return false;
+  }
+  return true;
 }
 
 const tooMany = (what: string, limits: JsonShapeLimits) =>
