@@ -8,6 +8,12 @@
  * LISTEN it gets acknowledged. Notifications sent while that connection was down are lost, so
  * every acknowledgement after the first is told to `onResync` subscribers, who reload
  * everything: their reload starts after LISTEN is back, so nothing falls between the two.
+ * - That backoff alone would leave an instance deaf for up to 32 s after the database is back
+ *   (20–38 s measured after an outage of 30–40 s: no live events from other instances, no
+ *   pipeline signals). So once a statement failed (`databaseFailed`, the epoch watch's poll),
+ *   the first one that succeeds again (`databaseAnswered`) makes the bus send itself a ping;
+ *   unheard within a second, the subscription is made again at once, on a new connection, and
+ *   the subscribers resynchronize as after any reconnect (test/e2e/cluster-pg-restart.test.ts).
  * - One channel per schema, `sluice_` + a hash of current_schema(): channel names are global to
  *   a database, and tests and installations share one. Topics travel inside the payload, so an
  *   instance holds one LISTEN whatever it subscribes to.
@@ -36,6 +42,11 @@ import { silentLogger, type Logger } from "../lib/logger";
 
 export type BusTopic = "config" | "suppression" | "live" | "pipeline";
 export type EpochName = (typeof EPOCHS)[number];
+
+/** The bus's own topic: an instance's ping to itself, to learn whether its LISTEN hears. Others ignore it. */
+const PING_TOPIC = "bus.ping";
+/** How long a ping may take to come back before the listening connection counts as lost. */
+const PING_TIMEOUT_MS = 1000;
 
 /** PostgreSQL refuses a NOTIFY payload of 8000 bytes or more (its default build). */
 export const NOTIFY_PAYLOAD_LIMIT = 7999;
@@ -85,6 +96,11 @@ export class Bus {
   private subscription: SQL.ListenSubscription | undefined;
   private listens = 0;
   private state: "new" | "starting" | "running" | "stopped" = "new";
+  /** A statement failed since the bus last knew it hears: the listening connection may be lost too. */
+  private suspect = false;
+  private checking: Promise<void> | undefined;
+  /** Pings in flight, by token: each resolves when this instance hears it. */
+  private readonly pings = new Map<string, () => void>();
 
   constructor(opts: BusOptions) {
     this.sql = opts.sql;
@@ -118,6 +134,79 @@ export class Bus {
     } catch (e) {
       this.state = "stopped";
       throw e;
+    }
+  }
+
+  /**
+   * Tells the bus that a statement on its database failed (the epoch watch's poll): the
+   * listening connection may have been lost with it.
+   */
+  databaseFailed(): void {
+    if (this.state === "running") this.suspect = true;
+  }
+
+  /**
+   * Tells the bus that a statement succeeded. After a failure, the bus makes sure it hears again
+   * (see the top of this file): Bun.sql's own reconnect may be waiting out a backoff of up to
+   * 32 s. Returns the check, for tests; callers need not wait for it.
+   */
+  databaseAnswered(): Promise<void> {
+    if (this.suspect && !this.checking && this.state === "running") {
+      this.checking = this.checkListening().finally(() => (this.checking = undefined));
+    }
+    return this.checking ?? Promise.resolve();
+  }
+
+  private async checkListening(): Promise<void> {
+    const acks = this.listens;
+    const heard = await this.ping(PING_TIMEOUT_MS);
+    // The ping could not be sent: the database is gone again; the next answer checks again.
+    if (heard === undefined || this.state !== "running") return;
+    // Heard, or Bun.sql's own reconnect got its LISTEN acknowledged meanwhile (after the ping went out).
+    if (heard || this.listens > acks) {
+      this.suspect = false;
+      return;
+    }
+    this.log.warn("the database answers but the listening connection is not back; listening on a new one", { channel: this._channel });
+    // Removing the last registration closes Bun's listening connection (and its pending
+    // reconnect); the new one opens a connection at once.
+    const old = this.subscription;
+    this.subscription = undefined;
+    await old?.unlisten().catch((err) => this.log.warn("unlisten failed", { err }));
+    try {
+      const sub = await this.sql.listen(
+        this.channel,
+        (text) => this.receive(text),
+        () => this.listened(),
+      );
+      if (this.state !== "running") {
+        await sub.unlisten().catch(() => {});
+        return;
+      }
+      this.subscription = sub;
+      this.suspect = false;
+    } catch (err) {
+      // Still suspect: the next statement that succeeds tries again.
+      this.log.warn("listening again failed; tried again when the database next answers", { channel: this._channel, err });
+    }
+  }
+
+  /** Sends this instance a ping: true once it is heard, false if not within `timeoutMs`, undefined if it could not be sent. */
+  private async ping(timeoutMs: number): Promise<boolean | undefined> {
+    const token = crypto.randomUUID();
+    let timer: Timer | undefined;
+    const heard = new Promise<boolean>((resolve) => {
+      this.pings.set(token, () => resolve(true));
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    try {
+      await this.sql.unsafe(`SELECT pg_notify($1, $2)`, [this.channel, JSON.stringify({ t: PING_TOPIC, f: this.instanceId, p: token } satisfies Wire)]);
+      return await heard;
+    } catch {
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+      this.pings.delete(token);
     }
   }
 
@@ -183,6 +272,10 @@ export class Bus {
     } catch {
       // Anything may NOTIFY on a channel; what is not ours is dropped, not fatal.
       this.log.warn("dropped a notification that is not a cluster bus message", { channel: this._channel, bytes: text.length });
+      return;
+    }
+    if (msg.t === PING_TOPIC) {
+      if (msg.f === this.instanceId && typeof msg.p === "string") this.pings.get(msg.p)?.();
       return;
     }
     const set = this.handlers.get(msg.t);
@@ -420,7 +513,14 @@ export class EpochWatch {
     if (this.state !== "running") return;
     this.timer = setTimeout(() => {
       this.read()
-        .catch((err) => this.log.warn("epoch poll failed", { err }))
+        .then(
+          () => void this.bus.databaseAnswered(),
+          (err) => {
+            // The bus's LISTEN may be lost with the database: it checks once the database answers again.
+            this.bus.databaseFailed();
+            this.log.warn("epoch poll failed", { err });
+          },
+        )
         .finally(() => this.schedule());
     }, this.pollMs);
     // The listening connection and the server keep the process alive; this timer alone should not.
