@@ -136,8 +136,7 @@ export function intakeHandlers(deps: IntakeDeps): IntakeHandlers {
             : new URL(request.url).searchParams.get("writeKey") || missingWriteKey();
         const source = authenticateSource(deps, writeKey);
         const receivedAt = Date.now();
-        bodyDeadline(request, server);
-        const { value, bytes } = await readJsonBody(request, path === "batch" ? MAX_BATCH_BYTES : MAX_CALL_BYTES);
+        const { value, bytes } = await readJsonBody(request, path === "batch" ? MAX_BATCH_BYTES : MAX_CALL_BYTES, server ? (r) => bodyDeadline(r, server) : undefined);
         const calls = parseCalls(source, path, value, request.headers.get("anonymousid") ?? undefined, bytes);
         await acceptCalls(deps, source, calls, {
           receivedAt,

@@ -61,20 +61,20 @@ export function assertJsonShape(text: string, limits: JsonShapeLimits, what = "r
   if (withinByCounting(text, limits)) return;
   let depth = 0;
   let elements = 0;
-  let inString = false;
   // Per open level: whether it is an object, and its members so far (commas seen + 1).
   const isObject = new Uint8Array(limits.maxDepth + 1);
   const members = new Uint32Array(limits.maxDepth + 1);
   const n = text.length;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
-      continue;
-    }
-    if (c === QUOTE) inString = true;
-    else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+    if (c === QUOTE) {
+      // Strings are most of a body: the native indexOf finds their end. A quote preceded by an
+      // odd run of backslashes is escaped.
+      let end = text.indexOf('"', i + 1);
+      while (end !== -1 && escaped(text, end)) end = text.indexOf('"', end + 1);
+      if (end === -1) return;
+      i = end;
+    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
       if (++depth > limits.maxDepth) throw badRequest(`${what} nests deeper than ${limits.maxDepth} levels of arrays and objects (at character ${i})`);
       if (++elements > limits.maxElements) throw tooMany(what, limits);
       isObject[depth] = c === OPEN_OBJECT ? 1 : 0;
@@ -90,11 +90,17 @@ export function assertJsonShape(text: string, limits: JsonShapeLimits, what = "r
   }
 }
 
+function escaped(text: string, quoteAt: number): boolean {
+  let backslashes = 0;
+  for (let k = quoteAt - 1; k >= 0 && text.charCodeAt(k) === BACKSLASH; k--) backslashes++;
+  return backslashes % 2 === 1;
+}
+
 /**
  * Most bodies are event calls of a KB or two: too short to hold more values than the limit (a
  * value and its comma take two characters, an object member five), so only nesting could be
  * over, and that cannot be deeper than the brackets there are. Counting them with the native
- * indexOf costs a tenth of a µs for such a body, against 1.5 µs for the scan.
+ * indexOf costs a tenth of a µs for such a body.
  */
 function withinByCounting(text: string, limits: JsonShapeLimits): boolean {
   const n = text.length;
