@@ -137,8 +137,9 @@ export interface DestinationDefinition<
    * does (BRAZE; ITERABLE's profile updates before event records; KLAVIYO's profile imports before
    * the subscription job listing them), as long as requests writing the same thing (a user's
    * profile, their subscription to one list) stay in order; its batch.ts says why the reorder is
-   * safe. The router hands batch() one delivery per user, so a user's own requests are reordered
-   * only where a user transformation made several events of one delivery.
+   * safe. The router hands batch() each ready user's queued deliveries together, in order (up to
+   * 100; src/pipeline/scheduler.ts, takeRuns), as RudderStack's router hands its transformer a
+   * user's jobs.
    * A request that must not go, as only the whole batch shows (BRAZE's identify left with nothing
    * by deduplication against the batch's earlier ones), is left out and handed to `refuse`: the
    * event that made it fails with `error` (an abort), whatever became of its other requests.

@@ -42,6 +42,23 @@ type Snapshot = ReturnType<ConfigStore["snapshot"]>;
 const TRANSFORM_OVERLAP = 8;
 /** Most events one batch may carry before the kind's own batch() applies the service's limits. */
 const BATCH_MAX = 100;
+/** A user's deliveries in one run of a batching kind (each kind's batch() splits by its service's limits). */
+const BATCH_PER_USER = 100;
+
+/** Results in the shape of the runs they were made for. */
+function byRun<T>(runs: Queued[][], flat: T[]): T[][] {
+  let at = 0;
+  return runs.map((run) => flat.slice(at, (at += run.length)));
+}
+
+/** The i-th delivery of the runs, counted across them. */
+function items(runs: Queued[][], i: number): Queued {
+  for (const run of runs) {
+    if (i < run.length) return run[i]!;
+    i -= run.length;
+  }
+  throw new Error("no such delivery");
+}
 
 /** One delivery made ready to send: its requests, or already its outcome. */
 type Prepared = { requests: Array<{ request: DestinationRequest; messageId: string }> } | { outcome: Outcome | { kind: "filtered" } };
@@ -164,20 +181,35 @@ export class Router {
   }
 
   /**
-   * For kinds that accept batches: up to BATCH_MAX users' heads go out together (one
-   * head per user, so per-user order holds), merged by the kind's own batch().
+   * For kinds that accept batches: the ready users' runs (each head and the due deliveries behind
+   * it, up to BATCH_PER_USER a user) go out together, BATCH_MAX deliveries at most, merged by the
+   * kind's own batch(), which keeps each user's requests in order. A user's queued events then
+   * share a call, as RudderStack's router hands its transformer a user's several jobs at once.
    */
   private pumpBatches(q: DestinationQueue, dest: DestinationRuntime, snap: Snapshot) {
     while (q.ready.size && q.running.size < this.settings.concurrency * BATCH_MAX) {
       const users: string[] = [];
-      const heads: Queued[] = [];
-      this.scheduler.takeHeads(q, BATCH_MAX, snap.sources, users, heads);
-      if (!heads.length) return;
+      const runs: Queued[][] = [];
+      if (!this.scheduler.takeRuns(q, BATCH_PER_USER, BATCH_MAX, snap.sources, users, runs)) return;
       this.track(
         q,
         users,
-        this.executeBatch(dest, heads).then((results) => heads.forEach((h, i) => this.finish(q, users[i], h, results[i]))),
+        this.executeBatch(dest, runs).then((results) => runs.forEach((run, u) => this.settleRun(q, users[u]!, run, results[u]!))),
       );
+    }
+  }
+
+  /**
+   * A user's run settled in its order: each delivery's outcome is recorded until the first that
+   * is to be retried, which stays the head, due again; the run's later deliveries were not
+   * delivered for sure (their call failed, or came after a failed item) and stay queued behind
+   * it, untouched, to go again after it. So a user's deliveries succeed in the order accepted.
+   */
+  private settleRun(q: DestinationQueue, user: string, run: Queued[], results: AttemptResult[]) {
+    for (let i = 0; i < run.length; i++) {
+      const result = results[i]!;
+      this.finish(q, user, run[i]!, result);
+      if (result.kind === "retry") return;
     }
   }
 
@@ -191,17 +223,12 @@ export class Router {
     if (q.running.size > 0) return;
     const users: string[] = [];
     const taken: Queued[][] = [];
-    if (!this.scheduler.takeDue(q, STAGE_MAX, snap.sources, users, taken)) return;
+    if (!this.scheduler.takeRuns(q, STAGE_MAX, STAGE_MAX, snap.sources, users, taken)) return;
     this.track(
       q,
       users,
-      this.stageItems(stager, dest, taken.flat()).then((results) => {
-        let i = 0;
-        // Each user's items in order: finishing the head makes the next one the head.
-        users.forEach((user, u) => {
-          for (const item of taken[u]) this.finish(q, user, item, results[i++]);
-        });
-      }),
+      // Each user's items in order: finishing the head makes the next one the head.
+      this.stageItems(stager, dest, taken.flat()).then((results) => byRun(taken, results).forEach((r, u) => this.settleRun(q, users[u]!, taken[u]!, r))),
     );
   }
 
@@ -234,31 +261,51 @@ export class Router {
    * only the bad one is aborted. Only when nothing of the batch was delivered yet (the first
    * call failed), so no event goes twice.
    */
-  private async executeBatch(dest: DestinationRuntime, heads: Queued[]): Promise<AttemptResult[]> {
+  private async executeBatch(dest: DestinationRuntime, runs: Queued[][]): Promise<AttemptResult[][]> {
     const started = performance.now();
-    const prepared = await Promise.all(heads.map((item) => this.prepare(dest, item)));
-    // Requests keep the order of the heads, which is the order of the queue.
+    const items = runs.flat();
+    const prepared = await Promise.all(items.map((item) => this.prepare(dest, item)));
+    // Requests keep the order of the runs, so each user's stay in the order of the queue.
     const requests = prepared.flatMap((p) => ("requests" in p ? p.requests.map((r) => r.request) : []));
-    const sent = requests.length ? await this.sender.sendBatch(dest, requests, this.leaseOf(heads)) : undefined;
+    const sent = requests.length ? await this.sender.sendBatch(dest, requests, this.leaseOf(items)) : undefined;
     const refusedAtOnce = sent?.failedAt === 0 && sent.last?.kind === "abort" && sent.last.status === 400;
-    if (refusedAtOnce && prepared.filter((p) => "requests" in p && p.requests.length > 0).length > 1) return this.eachAlone(dest, heads, prepared, sent, started);
-    return prepared.map((p) => this.batchedOutcome(dest, p, sent, started));
+    const results =
+      refusedAtOnce && prepared.filter((p) => "requests" in p && p.requests.length > 0).length > 1
+        ? await this.eachAlone(dest, runs, prepared, sent, started)
+        : prepared.map((p) => this.batchedOutcome(dest, p, sent, started));
+    return byRun(runs, results);
   }
 
   /**
-   * The events of a batch whose first call was answered 400, each sent again alone. An event
-   * batch() refused keeps that refusal: it is judged against the batch, which sending it alone
-   * would not see.
+   * The events of a batch whose first call was answered 400, each sent again alone: each user's
+   * in order, one after the other, and none after one that is to be retried (it stays queued, as
+   * settleRun leaves it). An event batch() refused keeps that refusal: it is judged against the
+   * batch, which sending it alone would not see.
    */
-  private eachAlone(dest: DestinationRuntime, heads: Queued[], prepared: Prepared[], sent: Sent, started: number): Promise<AttemptResult[]> {
-    return Promise.all(
-      prepared.map(async (p, i): Promise<AttemptResult> => {
-        if (!("requests" in p) || !p.requests.length) return this.batchedOutcome(dest, p, undefined, started);
-        const own = p.requests.map((r) => r.request);
-        if (sent.refused && refusalOf(sent.refused, own) !== undefined) return this.batchedOutcome(dest, p, sent, started);
-        return this.batchedOutcome(dest, p, await this.sender.sendBatch(dest, own, this.leaseOf([heads[i]!])), started);
+  private async eachAlone(dest: DestinationRuntime, runs: Queued[][], prepared: Prepared[], sent: Sent, started: number): Promise<AttemptResult[]> {
+    const results: AttemptResult[] = new Array(prepared.length);
+    let first = 0;
+    await Promise.all(
+      runs.map(async (run) => {
+        const from = first;
+        first += run.length;
+        for (let i = from; i < from + run.length; i++) {
+          const p = prepared[i]!;
+          if (!("requests" in p) || !p.requests.length) results[i] = this.batchedOutcome(dest, p, undefined, started);
+          else {
+            const own = p.requests.map((r) => r.request);
+            if (sent.refused && refusalOf(sent.refused, own) !== undefined) results[i] = this.batchedOutcome(dest, p, sent, started);
+            else results[i] = this.batchedOutcome(dest, p, await this.sender.sendBatch(dest, own, this.leaseOf([items(runs, i)])), started);
+          }
+          if (results[i]!.kind === "retry") {
+            // Not sent: the user's later events wait behind the one to be retried.
+            for (let j = i + 1; j < from + run.length; j++) results[j] = results[i]!;
+            return;
+          }
+        }
       }),
     );
+    return results;
   }
 
   /** One event's outcome in a batch: its own failure, batch()'s refusal of one of its requests, or the batch's. */

@@ -3,7 +3,17 @@
  * and says which deliveries may start. One rule gives per-user order: only the head of a
  * user's FIFO is eligible, when it is due and its source is not disabled, and it leaves the
  * FIFO only when it succeeded, was aborted, or was dropped; a head waiting for a retry holds
- * that user's later events while other users flow on. It owns the leases (in memory only),
+ * that user's later events while other users flow on.
+ *
+ * The invariant, for every user: deliveries succeed in the order they were accepted. A batching
+ * kind is handed a ready head together with the due deliveries queued behind it (a run,
+ * takeRuns); the router settles a run in order and stops at the first delivery to be retried,
+ * which stays the head: the run's later deliveries stay queued behind it untouched, and go again
+ * after it, even those the service accepted (at least once; per-item answers retry from the first
+ * failed item of each user, never after it). test/pipeline/user-runs.test.ts checks it against
+ * random failures and kill -9.
+ *
+ * It owns the leases (in memory only),
  * the refill of the window from the store, the wake-ups and the timers of retries. It starts
  * nothing itself: whenever a queue may have work it calls `onReady`, and the runner
  * (router.ts) takes what is eligible.
@@ -313,26 +323,33 @@ export class Scheduler {
   }
 
   /**
-   * Every due delivery of the ready users, each user's in FIFO order from its head, up to `max`
-   * in all, leased together: appended per user to `users` and `taken`. How many were taken.
+   * For batching and staging kinds: each ready user's head and the due deliveries queued behind it, in FIFO
+   * order, up to `perUser` a user and `max` in all, leased together (the user is running until
+   * released). Appended per user to `users` and `runs`; how many deliveries were taken.
+   *
+   * The order rule holds as for single heads: only a ready head starts a run (a head waiting
+   * for its retry is not ready, and holds the user), and the router settles a run's deliveries
+   * in order, stopping at the first one to be retried: those behind it stay queued, untouched,
+   * and go again after it (router.ts, settleRun).
    */
-  takeDue(q: DestinationQueue, max: number, sources: SourceStates, users: string[], taken: Queued[][]): number {
+  takeRuns(q: DestinationQueue, perUser: number, max: number, sources: SourceStates, users: string[], runs: Queued[][]): number {
     const now = this.now();
     let count = 0;
     for (const user of q.ready) {
       if (count >= max) break;
       q.ready.delete(user);
       const fifo = q.users.get(user);
-      if (!fifo?.length || sources.get(fifo[0].sourceId)?.enabled === false) continue;
-      const items: Queued[] = [];
-      for (const item of fifo) {
-        if (count >= max || item.nextAttemptAt > now) break;
-        items.push(item);
-        count++;
+      if (!fifo?.length || sources.get(fifo[0]!.sourceId)?.enabled === false) continue;
+      const run: Queued[] = [fifo[0]!];
+      for (let i = 1; i < fifo.length && run.length < perUser && count + run.length < max; i++) {
+        const item = fifo[i]!;
+        if (item.nextAttemptAt > now) break;
+        run.push(item);
       }
+      count += run.length;
       q.running.add(user);
       users.push(user);
-      taken.push(items);
+      runs.push(run);
     }
     return count;
   }

@@ -14,8 +14,8 @@
  * Within one kind each user's order is kept: a bulk body lists its items in the batch's order, and
  * the unbatched calls (cart, purchase, updateEmail) keep theirs. An alias's updateEmail changes the
  * key the other calls find a user by and is not independent of them; it is sent last, as
- * RudderStack sends it, and the pipeline's batches take one delivery per user, so a user's own
- * calls are reordered only when a user transformation makes several events of one delivery.
+ * RudderStack sends it. The pipeline hands batch() a user's queued events together (as
+ * RudderStack's router hands its transformer a user's jobs), so the grouping is RudderStack's.
  */
 import { jsonBytes } from "../shared";
 import type { DestinationContext, DestinationRequest } from "../types";

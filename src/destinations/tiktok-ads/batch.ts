@@ -6,8 +6,8 @@
  * go alone, as TikTok's batch endpoints take none.
  *
  * A call joins the open group of its kind unless that group comes before its user's previous
- * call, so a user's calls keep their order; the pipeline hands batch() one event per user at a
- * time, so the groups are RudderStack's.
+ * call, so a user's calls keep their order; the pipeline hands batch() a user's queued events
+ * together, as RudderStack's router does, so the groups are RudderStack's.
  */
 import { requestKey } from "../shared";
 import { type DestinationRequest, restRequest } from "../types";
