@@ -2,7 +2,7 @@
  * The baseline of the benchmarks: a bare Bun.serve that reads the body and answers
  * OK without storing anything. `--sink` makes it a destination stand-in that records
  * arrival latency (receivedAt → now) of JSON events instead, and counts events: one a request,
- * or a `/batch` call's items (SEGMENT's batches carry no receivedAt). `--also json,ip,headers`
+ * or a `/batch` call's items (SEGMENT's batches carry no receivedAt), and the requests apart. `--also json,ip,headers`
  * adds what every event call needs from Bun besides (bench-floor.ts): parsing the body
  * as JSON, the peer address, and the headers the gateway reads.
  */
@@ -13,6 +13,7 @@ const also = new Set(args.includes("--also") ? (args[args.indexOf("--also") + 1]
 
 const latencies: number[] = [];
 let count = 0;
+let requests = 0;
 const server = Bun.serve({
   port,
   hostname: "127.0.0.1",
@@ -21,11 +22,12 @@ const server = Bun.serve({
     if (url.pathname === "/__stats") {
       const sorted = latencies.slice().sort((a, b) => a - b);
       const q = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : 0);
-      return Response.json({ count, p50: q(0.5), p99: q(0.99) });
+      return Response.json({ count, requests, p50: q(0.5), p99: q(0.99) });
     }
     if (url.pathname === "/__reset") {
       latencies.length = 0;
       count = 0;
+      requests = 0;
       return new Response("ok");
     }
     if (also.has("headers")) {
@@ -38,6 +40,7 @@ const server = Bun.serve({
     }
     const text = await req.text();
     if (sink) {
+      requests++;
       if (url.pathname.endsWith("/batch")) {
         count += (JSON.parse(text).batch ?? []).length;
         return new Response("OK");
