@@ -115,12 +115,44 @@ function withinByCounting(text: string, limits: JsonShapeLimits): boolean {
 const tooMany = (what: string, limits: JsonShapeLimits) =>
   badRequest(`${what} holds more than ${limits.maxElements} values (arrays, objects, their elements and members)`);
 
+/**
+ * Below this many characters a body is parsed first and its depth read off the parsed value: the
+ * text scan of a 12 KB batch of 100 calls cost as much as its parse (30 µs), the walk of the
+ * parsed value a few µs; and no body this short can hold more values or members than the limits,
+ * nor nest deep enough to make the parse slow (16,000 levels parse in about 15 ms).
+ */
+const PARSE_FIRST_BELOW = 32 * 1024;
+
 /** JSON.parse behind the shape check; a syntax error is a 400 with `invalid` as its message. */
-export function parseJsonShaped(text: string, limits: JsonShapeLimits, invalid = "request body is not valid JSON", what?: string): unknown {
-  assertJsonShape(text, limits, what);
+export function parseJsonShaped(text: string, limits: JsonShapeLimits, invalid = "request body is not valid JSON", what = "request body"): unknown {
+  const parseFirst = text.length < PARSE_FIRST_BELOW && !withinByCounting(text, limits);
+  if (!parseFirst) assertJsonShape(text, limits, what);
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     throw badRequest(invalid);
+  }
+  if (parseFirst) assertValueDepth(value, limits.maxDepth, what);
+  return value;
+}
+
+/** Throws the same 400 as the scan for a parsed value nested deeper than `maxDepth`; walks no deeper. */
+function assertValueDepth(root: unknown, maxDepth: number, what: string): void {
+  if (root === null || typeof root !== "object") return;
+  const values: object[] = [root];
+  const depths: number[] = [1];
+  while (values.length) {
+    const v = values.pop()!;
+    const depth = depths.pop()!;
+    if (depth > maxDepth) throw badRequest(`${what} nests deeper than ${maxDepth} levels of arrays and objects`);
+    if (Array.isArray(v)) {
+      for (const item of v) if (item !== null && typeof item === "object") values.push(item), depths.push(depth + 1);
+    } else {
+      for (const key in v) {
+        const item = (v as Record<string, unknown>)[key];
+        if (item !== null && typeof item === "object") values.push(item), depths.push(depth + 1);
+      }
+    }
   }
 }

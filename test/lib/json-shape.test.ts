@@ -33,3 +33,12 @@ test("a small route still takes 65,536 values; invalid JSON is the parser's to r
   expect(() => parseJsonShaped("{nope", limits)).toThrow("request body is not valid JSON");
   expect(() => parseJsonShaped("]]]][[[[", limits)).toThrow("request body is not valid JSON");
 });
+
+test("a body under 32 KB with many brackets is parsed first and its depth read off the value: 64 pass, 65 are refused", () => {
+  const events = (depth: number) => JSON.stringify({ batch: Array.from({ length: 50 }, (_, i) => ({ i, p: { a: [1] } })), deep: JSON.parse(nest(depth - 1)) });
+  expect(events(64).length).toBeLessThan(32 * 1024);
+  expect(() => parseJsonShaped(events(64), limits)).not.toThrow();
+  expect(() => parseJsonShaped(events(65), limits)).toThrow("request body nests deeper than 64 levels of arrays and objects");
+  // Brackets in strings still count for nothing.
+  expect(parseJsonShaped(JSON.stringify({ s: "[".repeat(5000), batch: Array.from({ length: 80 }, () => ({})) }), limits)).toBeTruthy();
+});
