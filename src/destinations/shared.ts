@@ -3,7 +3,7 @@
  * event filtering, flattening, and merging consecutive requests into batches.
  */
 import { t } from "elysia";
-import { prototypeSegment, prototypeSegmentMessage, readKey, setOwn } from "../lib/safe-keys";
+import { PROTOTYPE_KEYS, prototypeSegment, prototypeSegmentMessage, readKey, setOwn } from "../lib/safe-keys";
 import { type ConfigProblem, type DestinationRequest, type SluiceEvent, TransformError } from "./types";
 
 type Obj = Record<string, any>;
@@ -116,14 +116,15 @@ export function integrationsObject(event: SluiceEvent, ...names: string[]): Obj 
 
 /**
  * RudderStack's flattenJson: nested keys joined by `separator`; arrays as `a[0]`, or as
- * `a<sep>0` in strict mode.
+ * `a<sep>0` in strict mode. Every index of an array is visited, a hole too (as undefined), as
+ * there: a list that extractCustomFields built from `a.5` overwrites `a_0`…`a_4`.
  */
 export function flattenJson(value: unknown, separator = ".", strict = false): Obj {
   const out: Obj = {};
   const walk = (cur: unknown, prefix: string) => {
     if (Array.isArray(cur)) {
       if (cur.length === 0 && prefix) setOwn(out, prefix, []);
-      cur.forEach((v, i) => walk(v, strict ? `${prefix}${separator}${i}` : `${prefix}[${i}]`));
+      for (let i = 0; i < cur.length; i++) walk(cur[i], strict ? `${prefix}${separator}${i}` : `${prefix}[${i}]`);
     } else if (cur !== null && typeof cur === "object") {
       const keys = Object.keys(cur);
       if (keys.length === 0 && prefix) setOwn(out, prefix, {});
@@ -335,4 +336,161 @@ export function refusedListField(
     if (problem) return problem;
   }
   return undefined;
+}
+
+// ---------- RudderStack's extractCustomFields ----------
+
+/**
+ * A key as RudderStack's setValue (set-value 4, behind @rudderstack/integrations-lib) splits it:
+ * at dots, `\x` taking the next character as it is (a `\` at the end adds the text "undefined",
+ * as there), a part that reads as a whole number becoming that number (` 1`, `1e2` → 100), an
+ * empty last part dropped; a key holding `/` is never split.
+ */
+function setValueParts(path: string): Array<string | number> {
+  if (path.includes("/")) return [path];
+  const parts: Array<string | number> = [];
+  let part = "";
+  const push = (p: string) => {
+    const n = Number(p);
+    parts.push(p.trim() !== "" && Number.isInteger(n) ? n : p);
+  };
+  for (let i = 0; i < path.length; i++) {
+    const c = path[i];
+    if (c === "\\") {
+      part += String(path[++i]);
+      continue;
+    }
+    if (c === ".") {
+      push(part);
+      part = "";
+      continue;
+    }
+    part += c;
+  }
+  if (part) push(part);
+  return parts;
+}
+
+/**
+ * RudderStack's setValue(target, key, value): the key is a path (setValueParts), intermediate
+ * objects are made as needed, a list where the next part is a number (replacing whatever was
+ * there that is no list), an object where the value there is no object. A key any of whose
+ * parts is `__proto__`, `constructor` or `prototype` is written whole, its parts joined by dots,
+ * as that library's guard writes it. Values are stored, not copied, and objects already in
+ * `target` are written into, as there. A path through a member every object inherits
+ * (`toString.x`) writes into that shared function there, so nothing reaches the payload: it is
+ * dropped here.
+ */
+function setValueLikeRudderStack(target: Obj, path: string, value: unknown): void {
+  if (!path) return;
+  const parts = setValueParts(path);
+  if (parts.some((p) => typeof p === "string" && PROTOTYPE_KEYS.has(p))) {
+    setOwn(target, parts.join("."), value);
+    return;
+  }
+  let obj: any = target;
+  try {
+    for (let i = 0; i < parts.length; i++) {
+      const key = parts[i]!;
+      const next = parts[i + 1];
+      if (next === undefined) {
+        if (value === undefined) delete obj[key];
+        else obj[key] = value;
+        return;
+      }
+      if (typeof next === "number" && !Array.isArray(obj[key])) {
+        obj = obj[key] = [];
+        continue;
+      }
+      const cur = obj[key];
+      if (cur === null || (typeof cur !== "object" && typeof cur !== "function")) obj[key] = {};
+      else if (!Object.hasOwn(obj, key)) return;
+      obj = obj[key];
+    }
+  } catch (e) {
+    // `a.length.x` on a list: an invalid array length there too.
+    throw new TransformError(e instanceof Error ? e.message : String(e));
+  }
+}
+
+/**
+ * RudderStack's extractCustomFields(message, payload, keys, exclusionFields): every key of each
+ * source object that is not excluded (nor `__proto__`, `constructor`, `prototype`) written into
+ * `payload` with setValue, so a key is a path: `{"a.b": 1}` gives `{a: {b: 1}}` and `{"a.0": 1}`
+ * `{a: [1]}` (a kind that flattens with `_` then sends `a_b`, `a_0`). The list of keys grows
+ * source by source and each source writes every key listed so far that it holds, so a later
+ * source's value wins, at the place of the key's first writing. Values are the sources' own
+ * objects and a later key may write into them (`{a: {}, "a.b": 1}` adds `b` to the source's
+ * `a`), as there: pass copies where the event must stay as it came, and read the copies after.
+ */
+export function extractCustomFields(payload: Obj, sources: unknown[], exclude: readonly string[]): Obj {
+  const keys: string[] = [];
+  for (const source of sources) {
+    if (!source || typeof source !== "object") continue;
+    for (const k of Object.keys(source)) if (!exclude.includes(k) && !PROTOTYPE_KEYS.has(k)) keys.push(k);
+    for (const k of keys) {
+      const v = Object.hasOwn(source, k) ? (source as Obj)[k] : undefined;
+      if (v !== undefined) setValueLikeRudderStack(payload, k, v);
+    }
+  }
+  return payload;
+}
+
+// ---------- e-mail addresses ----------
+
+// validator.js 13.15.22's isEmail, which RudderStack calls with its default options (display
+// names, IP domains and underscores refused; UTF-8 local parts allowed; a TLD required).
+const EMAIL_USER_UTF8 = /^[a-z\d!#$%&'*+\-/=?^_`{|}~\u00A1-\uD7FF\uF900-\uFDCF\uFDF0-\uFFEF]+$/i;
+const QUOTED_USER_UTF8 =
+  /^([\s\x01-\x08\x0b\x0c\x0e-\x1f\x7f\x21\x23-\x5b\x5d-\x7e\u00A0-\uD7FF\uF900-\uFDCF\uFDF0-\uFFEF]|(\\[\x01-\x09\x0b\x0c\x0d-\x7f\u00A0-\uD7FF\uF900-\uFDCF\uFDF0-\uFFEF]))*$/i;
+const FQDN_TLD = /^([a-z\u00A1-\u00A8\u00AA-\uD7FF\uF900-\uFDCF\uFDF0-\uFFEF]{2,}|xn[a-z0-9-]{2,})$/i;
+const FQDN_LABEL = /^[a-z_\u00a1-\uffff0-9-]+$/i;
+
+/** UTF-8 bytes as validator's isByteLength counts them (through encodeURI; undefined where that throws). */
+function uriByteLength(text: string): number | undefined {
+  try {
+    return encodeURI(text).split(/%..|./).length - 1;
+  } catch {
+    return undefined; // a lone surrogate: validator's own check throws there
+  }
+}
+
+/** validator's isFQDN with its defaults (a TLD of letters or punycode, no underscores, no trailing dot). */
+function isFqdn(domain: string): boolean {
+  const labels = domain.split(".");
+  const tld = labels[labels.length - 1]!;
+  if (labels.length < 2 || !FQDN_TLD.test(tld) || /\s/.test(tld) || /^\d+$/.test(tld)) return false;
+  return labels.every(
+    (label) =>
+      label.length <= 63 && FQDN_LABEL.test(label) && !/[\uff01-\uff5e]/.test(label) && !/^-|-$/.test(label) && !label.includes("_"),
+  );
+}
+
+/**
+ * RudderStack's e-mail check, validator.js 13.15.22's `isEmail` with its default options, as its
+ * HS and MAUTIC refuse an invalid e-mail with it (its CUSTOMERIO also picks `email` or `id` with
+ * it, and its SNAPCHAT_CONVERSION v3 sends `em` only when it passes). At most 254 characters;
+ * the part after the last `@` a fully qualified domain (at most 254 bytes, labels of at most 63
+ * characters, letters, digits and hyphens, no hyphen at either end, a TLD of two or more letters
+ * or `xn--…`); the part before it at most 64 bytes, either `"quoted"` or dot-separated atoms,
+ * none empty (so `.a@x.com`, `a.@x.com` and `a..b@x.com` are refused). A value that is no string
+ * is no address here (validator throws for it, so RudderStack's transform fails there), nor is
+ * one with a lone surrogate (validator's byte count throws). Checked against validator's own test
+ * list for the default options (test/destinations/email.test.ts).
+ */
+export function isEmail(value: unknown): boolean {
+  if (typeof value !== "string") return false;
+  if (value.length > 254) return false;
+  const at = value.lastIndexOf("@");
+  const domain = value.slice(at + 1);
+  let user = at < 0 ? "" : value.slice(0, at);
+  const userBytes = uriByteLength(user);
+  const domainBytes = uriByteLength(domain);
+  if (userBytes === undefined || domainBytes === undefined || userBytes > 64 || domainBytes > 254) return false;
+  if (!isFqdn(domain)) return false;
+  if (user[0] === '"' && user[user.length - 1] === '"') {
+    user = user.slice(1, user.length - 1);
+    return QUOTED_USER_UTF8.test(user);
+  }
+  return user.split(".").every((part) => EMAIL_USER_UTF8.test(part));
 }

@@ -111,6 +111,11 @@ test("CUSTOMERIO device events → PUT /customers/{id}/devices; Application Unin
   expect(one({ ...opened, context: {} }).endpoint).toBe(`${API}/v1/customers/u1/events`);
 });
 
+test("CUSTOMERIO alias: an id is an e-mail by validator's isEmail, as RudderStack tells them (issue 50): .vanderberg@example.com is an id", () => {
+  const alias: SluiceEvent = { type: "alias", messageId: "al", userId: ".vanderberg@example.com", previousId: "van.derberg@example.com" };
+  expect(one(alias).body.JSON).toEqual({ primary: { id: ".vanderberg@example.com" }, secondary: { email: "van.derberg@example.com" } });
+});
+
 test("CUSTOMERIO alias → POST /api/v1/merge_customers (email ids detected)", () => {
   const alias: SluiceEvent = { type: "alias", messageId: "al", userId: "ada@example.com", previousId: "old-1" };
   expect(one(alias)).toEqual(request("POST", `${API}/v1/merge_customers`, { primary: { email: "ada@example.com" }, secondary: { id: "old-1" } }));

@@ -90,6 +90,27 @@ test("FACEBOOK_CONVERSIONS Payment Info Entered without products is its own prod
   expect(custom.custom_data).toEqual({ level: 3, currency: "USD" });
 });
 
+test("FACEBOOK_CONVERSIONS custom data: a dotted property name nests, as RudderStack's extractCustomFields writes it (issue 50)", () => {
+  const customData = (properties: Record<string, unknown>, config: Record<string, any> = {}) =>
+    sent(facebookConversions.transform(event({ event: "Signed Up", properties }), ctx(config))).data.custom_data;
+  // The event that showed it: RudderStack sends custom_data.dotted: {key}, not "dotted.key".
+  expect(customData({ "dotted.key": "v" })).toEqual({ dotted: { key: "v" }, currency: "USD" });
+  // A numeric part makes a list; a name holding "/" stays whole; a later dotted name writes into
+  // an object property, a later plain name replaces what a dotted one made.
+  expect(customData({ "list.0": "x", "a/b.c": 1, meta: { pos: 1 }, "meta.size": 2, "gone.x": 1, gone: "plain" })).toEqual({
+    list: ["x"], "a/b.c": 1, meta: { pos: 1, size: 2 }, gone: "plain", currency: "USD",
+  });
+  // The PII rules see the nested name: `email.work` nests under `email`, a default PII property, and is dropped.
+  expect(customData({ "email.work": "ann@example.com", plan: "pro" })).toEqual({ plan: "pro", currency: "USD" });
+  // A dotted name that writes into a product changes what the custom data reads from it, as there;
+  // the event itself is left as it came.
+  const properties = { products: [{ product_id: "p-1", quantity: 1 }], "products.0.quantity": 4, order_id: "o-1" };
+  const input = event({ event: "Order Completed", properties });
+  const { data } = sent(facebookConversions.transform(input, ctx()));
+  expect(data.custom_data.contents).toEqual([{ id: "p-1", quantity: 4 }]);
+  expect(input.properties).toEqual({ products: [{ product_id: "p-1", quantity: 1 }], "products.0.quantity": 4, order_id: "o-1" });
+});
+
 test("FACEBOOK_CONVERSIONS page and screen → PageView; eventsToEvents maps a track to a standard event", () => {
   expect(sent(facebookConversions.transform(event({ type: "page", properties: { url: "https://example.com/" } }), ctx())).data).toMatchObject({
     event_name: "PageView",

@@ -426,6 +426,52 @@ test("GA4 user properties: context.traits replaces properties.user_properties, e
   expect(ga4.transform(event, ctx())[0]!.body.JSON.user_properties).toEqual({ tier: { value: "gold" }, ok: { value: false }, n: { value: 5 } });
 });
 
+test("GA4 parameter names as RudderStack takes them: a dotted property nests, then flattens with _ (issue 50)", () => {
+  // The event that showed it: RudderStack sends params.dotted_key, not params["dotted.key"].
+  const params = (props: Record<string, unknown>) => ga4Event(track("Button Clicked", props)).params;
+  expect(params({ "dotted.key": "v" })).toEqual({ dotted_key: "v", engagement_time_msec: 1, ...pageParams });
+  // A numeric part makes a list (a.0 → a_0; a.2 leaves a_0 and a_1 as holes that are dropped,
+  // and that overwrite an earlier a_0); a name holding "/" is never split; "\\." escapes a dot;
+  // a name whose parts name a prototype key stays whole; an empty name is dropped.
+  expect(params({ "list.0": "x", "path/a.b": 1, "esc\\.aped": 2, "a.constructor": 3, "": 4, "deep.er.key": { x: 5 } })).toEqual({
+    list_0: "x", "path/a.b": 1, "esc.aped": 2, "a.constructor": 3, deep_er_key_x: 5, engagement_time_msec: 1, ...pageParams,
+  });
+  expect(params({ a_0: "kept?", "a.2": "y" })).toEqual({ a_2: "y", engagement_time_msec: 1, ...pageParams });
+  // A later dotted name writes into an object property already taken; a later plain name replaces it.
+  expect(params({ meta: { pos: 1 }, "meta.size": 2 })).toEqual({ meta_pos: 1, meta_size: 2, engagement_time_msec: 1, ...pageParams });
+  expect(params({ "meta.size": 2, meta: "plain" })).toEqual({ meta: "plain", engagement_time_msec: 1, ...pageParams });
+  // Reserved prefixes are checked on the flattened name.
+  expect(params({ "google.x": 1, "x.google_y": 2 })).toEqual({ x_google_y: 2, engagement_time_msec: 1, ...pageParams });
+  // An `items` property sent as null is left out, as RudderStack drops nulls before keeping `items`
+  // whatever it holds; a product's own `items: null` stays on its item, as there.
+  expect(params({ items: null, label: "x" })).toEqual({ label: "x", engagement_time_msec: 1, ...pageParams });
+  const order = ga4Event(track("Order Completed", { order_id: "o1", total: 5, products: [{ product_id: "p1", items: null }] }));
+  expect(order.params.items).toEqual([{ item_id: "p1", items: null }]);
+  // The event is left as it came.
+  const event = track("Button Clicked", { meta: { pos: 1 }, "meta.size": 2 });
+  ga4.transform(event, ctx());
+  expect(event.properties).toEqual({ meta: { pos: 1 }, "meta.size": 2 });
+});
+
+test("GA4 dotted names in standard events' parameters, product item parameters, group traits and user properties (issue 50)", () => {
+  const order = ga4Event(track("Order Completed", { order_id: "o1", total: 5, "gift.wrap": true, products: [{ product_id: "p1", "size.eu": 42 }] }));
+  expect(order.params.gift_wrap).toBe(true);
+  expect(order.params.items).toEqual([{ item_id: "p1", size_eu: 42 }]);
+  const group = ga4Event({ ...base, type: "group", groupId: "g1", traits: { "org.tier": "gold", name: "Acme" }, context: { ...context, traits: { "org.size": 10 } } });
+  expect(group.params).toEqual({ group_id: "g1", org_tier: "gold", org_size: 10, name: "Acme", engagement_time_msec: 1 });
+  // User properties: a dotted trait nests into an object, which GA4 cannot take, so it is dropped,
+  // and it takes the place of an earlier valid value of that name.
+  const userProperties = (traits: Record<string, unknown>, user_properties?: Record<string, unknown>) =>
+    ga4.transform(track("E", user_properties ? { user_properties } : {}, { context: { traits } }), ctx())[0]!.body.JSON.user_properties;
+  expect(userProperties({ "tier.x": "gold", plan: "pro" })).toEqual({ plan: { value: "pro" } });
+  expect(userProperties({ "tier.x": "gold" }, { tier: "silver", plan: "pro" })).toEqual({ plan: { value: "pro" } });
+  expect(userProperties({ tier: "gold", "tier.x": 1 })).toBeUndefined();
+  expect(userProperties({ "tier.x": 1, tier: "gold" })).toEqual({ tier: { value: "gold" } });
+  // piiPropertiesToIgnore names are trimmed, as RudderStack trims them.
+  const [req] = ga4.transform(track("E", {}, { context: { traits: { plan: "pro", email: "a@example.com" } } }), ctx({ ...gtag, piiPropertiesToIgnore: [{ piiProperty: " email " }, { piiProperty: 5 }] }));
+  expect(req!.body.JSON.user_properties).toEqual({ plan: { value: "pro" } });
+});
+
 test("GA4 firebase client → app_instance_id from externalId and firebase_app_id param", () => {
   const config = { apiSecret: "sec_1", typesOfClient: "firebase", firebaseAppId: "1:123:android:abc" };
   const event = track("Level Up", undefined, { context: { externalId: [{ type: "ga4AppInstanceId", id: "inst-9" }] } });

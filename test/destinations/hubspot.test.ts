@@ -294,6 +294,17 @@ test("HS RudderStack case: new API track → events/v3/send with the mapped even
   expect(callsSince(from)).toEqual([]);
 });
 
+test("HS new API track: occurredAt is properties.occurred_at, else the event's timestamp, else originalTimestamp (issue 50)", async () => {
+  // RudderStack's HSTrackConfig.json maps occurredAt from properties.occurred_at, timestamp, originalTimestamp.
+  const TS = "2019-10-15T09:35:32.000Z";
+  const sent = async (extra: Record<string, any>) => ((await run(trackEvent({ event: "Purchase", ...extra }), FX_PRIVATE_NEW))[0]!.body.JSON as any).occurredAt;
+  expect(await sent({ timestamp: TS })).toBe(TS);
+  expect(await sent({ timestamp: TS, properties: { occurred_at: "2019-10-15T09:00:00.000Z" } })).toBe("2019-10-15T09:00:00.000Z");
+  expect(await sent({})).toBe(OTS);
+  // A blank timestamp is no value there.
+  expect(await sent({ timestamp: "" })).toBe(OTS);
+});
+
 test("HS RudderStack case: new API track without traits → email from the first external id", async () => {
   const event: SluiceEvent = { type: "track", messageId: "m", traits: {}, context: { externalId: [{ id: "osvaldocostaferreira98@gmail.com", type: "HS-contacts", identifierType: "email" }] }, event: "Purchase", properties: { Revenue: "name1" } };
   expect(await run(event, FX_PRIVATE_NEW)).toEqual([

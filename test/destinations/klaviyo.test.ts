@@ -289,6 +289,44 @@ test("KLAVIYO RudderStack fixture: v1 track with enforceEmailAsPrimary sends _id
   await expect(klaviyo.transform(v1Track({ context: { traits: trTraits } }), ctx({ enforceEmailAsPrimary: true }))).rejects.toThrow("None of email and phone are present in the payload");
 });
 
+test("KLAVIYO track and screen profiles take no e-mail or phone from the properties, as RudderStack's track mapping removes them first (issue 50)", async () => {
+  // The event that showed it: properties.email set, no e-mail in the traits.
+  const props = { email: "p@example.com", phone: "+14155550100", plan: "x" };
+  const v1Profile = async (event: SluiceEvent, c = ctx()) => ((await klaviyo.transform(event, c))[0]!.body.JSON as any).data.attributes.profile;
+  expect(await v1Profile(track({ event: "Signed Up", userId: "u1", properties: props, context: { traits: { plan: "pro" } } }))).toEqual({ $id: "u1", plan: "pro" });
+  expect(await v1Profile(screen({ event: "Home", userId: "u1", properties: props }))).toEqual({ $id: "u1" });
+  // Traits still give them, and the properties still go out without email and phone.
+  const withTraits = track({ event: "Signed Up", userId: "u1", properties: props, context: { traits: { email: "t@example.com" } } });
+  const body = (await klaviyo.transform(withTraits, ctx()))[0]!.body.JSON as any;
+  expect(body.data.attributes.profile).toEqual({ $email: "t@example.com", $id: "u1" });
+  expect(body.data.attributes.properties).toEqual({ plan: "x" });
+  // With enforceEmailAsPrimary, an e-mail in the properties alone is no e-mail (v1 refuses).
+  await expect(klaviyo.transform(track({ event: "Signed Up", userId: "u1", properties: { email: "p@example.com" } }), ctx({ enforceEmailAsPrimary: true }))).rejects.toThrow(
+    "None of email and phone are present in the payload",
+  );
+  // v1's e-commerce events are mapped from the properties by another table, which removes nothing.
+  expect(await v1Profile(track({ event: "Product Viewed", userId: "u1", properties: { email: "p@example.com", product_id: "p1" } }))).toEqual({ $email: "p@example.com", $id: "u1" });
+  // v2 (and v3): the same, and an invalid phone in the properties is never checked.
+  for (const c of [v2(), ctx({ apiVersion: "v3" })]) {
+    const event = track({ event: "Signed Up", userId: "u1", anonymousId: "a1", properties: { ...props, phone: "12345" }, context: { traits: { plan: "pro" } } });
+    const attributes = ((await klaviyo.transform(event, c))[0]!.body.JSON as any).data.attributes;
+    expect(attributes.profile).toEqual({ data: { type: "profile", attributes: { external_id: "u1", anonymous_id: "a1", properties: { plan: "pro" }, meta: { patch_properties: {} } } } });
+    expect(attributes.properties).toEqual({ plan: "x" });
+  }
+  // The event itself is left as it came.
+  const input = track({ event: "Signed Up", userId: "u1", properties: { ...props } });
+  await klaviyo.transform(input, v2());
+  expect(input.properties).toEqual(props);
+});
+
+test("KLAVIYO custom traits: a dotted trait name nests, as RudderStack's extractCustomFields writes it", async () => {
+  const event = track({ event: "Signed Up", userId: "u1", anonymousId: "a1", context: { traits: { pref: { size: "M" }, "pref.color": "blue", "tags.0": "vip" } } });
+  expect(((await klaviyo.transform(event, ctx()))[0]!.body.JSON as any).data.attributes.profile).toEqual({ $id: "u1", pref: { color: "blue", size: "M" }, tags: ["vip"] });
+  expect(((await klaviyo.transform(event, v2()))[0]!.body.JSON as any).data.attributes.profile.data.attributes.properties).toEqual({ pref: { color: "blue", size: "M" }, tags: ["vip"] });
+  // flattenProperties joins the names with dots again.
+  expect(((await klaviyo.transform(event, ctx({ flattenProperties: true })))[0]!.body.JSON as any).data.attributes.profile).toEqual({ $id: "u1", "pref.size": "M", "pref.color": "blue", tags: ["vip"] });
+});
+
 test("KLAVIYO RudderStack fixture: v1 screen → the same event request", async () => {
   const event = screen({
     event: "TestEven001", userId: "sajal12", anonymousId: "9c6bd77ea9da3e68", context: { traits: { id: "user@1", age: "22", email: "test@rudderstack.com", phone: "9112340375", anonymousId: "9c6bd77ea9da3e68" } },

@@ -215,6 +215,24 @@ test("MAUTIC refuses events as RudderStack does, with its messages", async () =>
   }
 });
 
+test("MAUTIC checks the e-mail with RudderStack's rule, validator.js's isEmail (issue 50)", async () => {
+  // The event that showed it: an e-mail starting with a dot is refused there, before any lookup.
+  const from = mt.received.length;
+  await refused(identify({ email: ".vanderberg@example.com", firstName: "Vera" })).toThrow("The provided email is invalid");
+  for (const email of ["vanderberg.@example.com", "van..derberg@example.com", "a@b.c", "a@example.com.", "a@-example.com", "Vera <v@example.com>", "v@[10.0.0.1]"]) {
+    await refused(identify({ email })).toThrow("The provided email is invalid");
+  }
+  // An e-mail that is no text is refused too (validator throws for it there).
+  await refused(identify({ email: 12345 })).toThrow("The provided email is invalid");
+  await refused(identify({ email: ["v@example.com"] })).toThrow("The provided email is invalid");
+  expect(mt.calls(from)).toEqual([]);
+  // Addresses validator takes, which a pattern of letters, digits and a 2–3 letter TLD would not.
+  for (const email of ["o'hara@example.museum", "vera+tag@example.co.uk", "jürgen@exämple.de", '"vera van"@example.com', "v@xn--p1ai.xn--p1ai"]) {
+    const { requests } = await run(identify({ email }));
+    expect(requests[0]!.body.JSON).toMatchObject({ email });
+  }
+});
+
 const group = (traits: Record<string, unknown>, extra: Partial<SluiceEvent> = {}): SluiceEvent => ({
   type: "group",
   messageId: "m",

@@ -83,6 +83,18 @@ test("names and city are trimmed and lower-cased before hashing, inner spaces ke
   expect((v3Req!.body.JSON as any).data[0].user_data).toMatchObject({ fn: bjorn, ln: maryAnn, ct: saoPaulo });
 });
 
+test("v3: an e-mail validator's isEmail refuses (.vanderberg@…, van..derberg@…) is not sent, as RudderStack checks it (issue 50)", () => {
+  const userData = (email: string) => {
+    const event = order();
+    event.context.traits.email = email;
+    const [r] = snapchatConversion.transform(event as any, ctx(v3)) as DestinationRequest[];
+    return (r!.body.JSON as any).data[0].user_data ?? {};
+  };
+  expect(userData(".vanderberg@example.com").em).toBeUndefined();
+  expect(userData("van..derberg@example.com").em).toBeUndefined();
+  expect(userData("vanderberg@example.com").em).toBeDefined();
+});
+
 test("rudderEventsToSnapEvents maps a track to several Snap events; a page is PAGE_VIEW", () => {
   const config = { ...legacy, rudderEventsToSnapEvents: [{ from: "Joined Club", to: "sign_up" }, { from: "joined  club", to: "subscribe" }] };
   const out = snapchatConversion.transform(order({ event: "Joined Club" }), ctx(config)) as DestinationRequest[];

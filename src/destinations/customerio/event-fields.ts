@@ -3,6 +3,7 @@
  * track-api-v2.ts) read from an event the same way: the person's ids, reverse-ETL external ids,
  * attribute paths, and a group's object operation.
  */
+import { isEmail } from "../shared";
 import { prototypeSegment } from "../../lib/safe-keys";
 import { firstOf, firstPresent, getPath, isPlainObject, withoutUndefined } from "../shared";
 import { type SluiceEvent, TransformError } from "../types";
@@ -19,7 +20,8 @@ export const DEVICE_EVENTS = ["Application Installed", "Application Opened", "Ap
 export const DEVICE_DELETE_EVENT = "Application Uninstalled";
 const OBJECT_ACTIONS = ["identify", "delete", "add_relationships", "delete_relationships"];
 
-export const isEmail = (v: unknown) => typeof v === "string" && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(v);
+// RudderStack tells an e-mail from an id with validator's isEmail (issue 50), as shared.ts does.
+export { isEmail };
 
 /**
  * Writes `value` under `parts` (one key per level); a path that could reach an object's prototype

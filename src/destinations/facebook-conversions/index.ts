@@ -7,7 +7,7 @@
  * calls as PageView, and app data for events whose action source is `app`.
  */
 import { type Static, t } from "elysia";
-import { isEventAllowed } from "../shared";
+import { extractCustomFields, isEventAllowed } from "../shared";
 import { type DestinationDefinition, type SluiceEvent, TransformError, configKeys, configOf, nowOf, requiredKeysOf } from "../types";
 import {
   SERVER_EVENT_PROPERTIES,
@@ -16,7 +16,6 @@ import {
   eventsEndpoint,
   mappedEventName,
   optionsOf,
-  propertiesExcept,
   serverEventFields,
   serverEventRequest,
   userData,
@@ -90,10 +89,17 @@ export const facebookConversions: DestinationDefinition = {
     // A standard event goes by Meta's name.
     const named = category.standard ? { ...event, event: category.eventName } : event;
     const common = serverEventFields(named, config.actionSource);
-    let customData = withoutPii(event, propertiesExcept(event, SERVER_EVENT_PROPERTIES), config.blacklistPiiProperties, config.whitelistPiiProperties, hashed);
-    customData = customDataOf(customData, event, category, config.categoryToContent, options);
+    // RudderStack takes the properties with extractCustomFields, which reads each name as a path
+    // (`dotted.key` → custom_data `{dotted: {key}}`) and writes into the property objects it
+    // shares (`{a: {}, "a.b": 1}` adds `b` to `a`), which what follows then reads: so it works on
+    // a copy of the properties, and the rest of the event is read with that copy.
+    const properties = event.properties !== null && typeof event.properties === "object" ? structuredClone(event.properties) : event.properties;
+    const read: SluiceEvent = { ...event, properties };
+    let customData = extractCustomFields({}, [properties], SERVER_EVENT_PROPERTIES);
+    customData = withoutPii(read, customData, config.blacklistPiiProperties, config.whitelistPiiProperties, hashed);
+    customData = customDataOf(customData, read, category, config.categoryToContent, options);
     addDataProcessingOptions(common, event, config.limitedDataUSage);
-    const appData = common.action_source === "app" ? appDataOf(event) : undefined;
+    const appData = common.action_source === "app" ? appDataOf(read) : undefined;
     return [
       serverEventRequest({
         endpoint: eventsEndpoint(ctx, config.datasetId, config.accessToken),

@@ -6,17 +6,17 @@
  * validation server's complaints abort the event (response.ts).
  */
 import { type Static, t } from "elysia";
-import { setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { destinationExternalId } from "../generic-fields";
 import {
+  compact,
   eventFilteringSchema,
+  extractCustomFields,
   firstPresent,
   flattenJson,
   getPath,
   integrationsObject,
   isEventAllowed,
-  isPlainObject,
   isPresent,
   timestampOf,
   toMillis,
@@ -88,14 +88,17 @@ const INTEGRATION_NAMES = ["GA4", "Google Analytics 4", "googleAnalytics4", "Goo
 const CONSENT_KEYS = ["ad_user_data", "ad_personalization"];
 const CONSENT_VALUES = ["GRANTED", "DENIED"];
 
-/** Properties (or traits) not already sent as mapped parameters, flattened with `_` as GA4 params must be flat. */
+/** A copy of an event's object, for RudderStack's extractCustomFields to write into as it does into the message. */
+const copyOf = (v: unknown) => (v !== null && typeof v === "object" ? structuredClone(v) : v);
+
+/**
+ * Properties (or traits) not already sent as mapped parameters, flattened with `_` as GA4 params
+ * must be flat. RudderStack takes them with extractCustomFields, which reads each name as a path
+ * (shared.ts): `dotted.key` becomes `{dotted: {key}}` and so the parameter `dotted_key`, `a.0`
+ * becomes `a_0`, and a name holding `/` stays as it is.
+ */
 function customParams(sources: unknown[], excluded: string[]): Obj {
-  const merged: Obj = {};
-  for (const source of sources) {
-    if (!isPlainObject(source)) continue;
-    for (const [k, v] of Object.entries(source)) if (!excluded.includes(k) && v !== undefined) setOwn(merged, k, v);
-  }
-  return flattenJson(merged, "_", true);
+  return flattenJson(extractCustomFields({}, sources.map(copyOf), excluded), "_", true);
 }
 
 /** GA4 drops parameters that are objects, arrays or blank, so RudderStack removes them (items excepted). */
@@ -184,23 +187,27 @@ function ga4Event(event: SluiceEvent, type: string, name: string): { name: strin
 
 const integrationOptions = (event: SluiceEvent) => integrationsObject(event, ...INTEGRATION_NAMES);
 
-/** context.traits and properties.user_properties as GA4 user properties ({key: {value}}), invalid ones dropped. */
+/**
+ * properties.user_properties and context.traits as GA4 user properties ({key: {value}}), taken as
+ * RudderStack takes them (extractCustomFields: a later source replaces an earlier one even when
+ * its value is invalid, and a dotted name nests, so `a.b` writes an object under `a`), invalid
+ * names and values then dropped. The config's piiPropertiesToIgnore names are trimmed, blanks
+ * ignored, as there.
+ */
 function userProperties(event: SluiceEvent, config: Ga4Config): Obj | undefined {
-  const pii = (Array.isArray(config.piiPropertiesToIgnore) ? config.piiPropertiesToIgnore : []).map((x: any) => x?.piiProperty);
+  const pii = (Array.isArray(config.piiPropertiesToIgnore) ? config.piiPropertiesToIgnore : [])
+    .map((x: any) => x?.piiProperty)
+    .filter((name: unknown): name is string => typeof name === "string" && name.trim() !== "")
+    .map((name: string) => name.trim());
+  const sources = [getPath(event, "properties.user_properties"), getPath(event, "context.traits")].map(copyOf);
   const out: Obj = {};
-  for (const source of [getPath(event, "properties.user_properties"), getPath(event, "context.traits")]) {
-    if (!isPlainObject(source)) continue;
-    for (const [key, value] of Object.entries(source)) {
-      if (value === undefined || RESERVED_USER_PROPERTIES.includes(key) || pii.includes(key)) continue;
-      const validKey = /^[A-Za-z]\w{0,23}$/.test(key) && !RESERVED_PREFIXES.some((x) => key.toLowerCase().startsWith(x));
-      const validValue =
-        (typeof value === "string" && value.trim() !== "" && value.trim().length <= 36) ||
-        (typeof value === "number" && String(value).length <= 36) ||
-        typeof value === "boolean";
-      // A later source replaces an earlier one even when its value is invalid, as in RudderStack.
-      if (validKey && validValue) out[key] = { value };
-      else delete out[key];
-    }
+  for (const [key, value] of Object.entries(extractCustomFields({}, sources, [...RESERVED_USER_PROPERTIES, ...pii]))) {
+    const validKey = /^[A-Za-z]\w{0,23}$/.test(key) && !RESERVED_PREFIXES.some((x) => key.toLowerCase().startsWith(x));
+    const validValue =
+      (typeof value === "string" && value.trim() !== "" && value.trim().length <= 36) ||
+      (typeof value === "number" && String(value).length <= 36) ||
+      typeof value === "boolean";
+    if (validKey && validValue) out[key] = { value };
   }
   return Object.keys(out).length > 0 ? out : undefined;
 }
@@ -251,7 +258,9 @@ function finalParams(params: Obj, hybrid: boolean, options: Obj | undefined): Ob
   const kept = Object.fromEntries(Object.entries(params).filter(([k]) => !RESERVED_PREFIXES.some((x) => k.toLowerCase().startsWith(x))));
   if (hybrid && options?.sessionId) kept.session_id = options.sessionId;
   if (options?.sessionNumber) kept.session_number = options.sessionNumber;
-  return validParams(kept);
+  // Nulls go first, as there (removeUndefinedAndNullValues): so an `items` property sent as null is
+  // left out, where an item's own `items: null` is kept (validParams alone).
+  return validParams(compact(kept));
 }
 
 /** The collect call's query parameters, after RudderStack's config checks (in its order and words). */

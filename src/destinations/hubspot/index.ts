@@ -10,11 +10,10 @@
 import { setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { GENERIC_PATHS, destinationExternalId } from "../generic-fields";
-import { firstPresent, getPath, isEventAllowed, isPlainObject, isPresent, refusedListField, traitsOf, wholeKey } from "../shared";
+import { firstPresent, getPath, isEmail, isEventAllowed, isPlainObject, isPresent, refusedListField, traitsOf, wholeKey } from "../shared";
 import { type ConfigProblem, type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configOf, restRequest } from "../types";
 import { batchRequests, readBatchAnswer } from "./batch";
 import { HubspotConfig, authParts, isNewApi, isPrivateApp, validateConfig } from "./config";
-import { isEmail } from "./email";
 import { type PropertyTypes, isUniqueProperty, propertyTypes, searchContact } from "./lookups";
 import { isDateLike, utcMidnight, withoutSystemProperties } from "./property-values";
 import { isRecordWrite, recordRequests } from "./records";
@@ -151,9 +150,10 @@ function lookupValue(event: SluiceEvent, lookupField: string): { field: string; 
 async function newApiIdentify(event: SluiceEvent, ctx: DestinationContext): Promise<DestinationRequest[]> {
   const config = configOf(ctx, HubspotConfig);
   // HubSpot refuses invalid e-mails; RudderStack checks the trait before anything else here
-  // (the legacy API's identify has no such check).
+  // (the legacy API's identify has no such check), with validator.js's isEmail (shared.ts): an
+  // e-mail that is no text, for which validator throws there, is refused too.
   const email = traitsOf(event)?.email;
-  if (email && !isEmail(String(email))) throw new TransformError(`Email "${email}" is invalid`);
+  if (email && !isEmail(email)) throw new TransformError(`Email "${email}" is invalid`);
   if (!config.lookupField) throw new TransformError("lookupField is a required field in webapp config");
   const lookupField = String(config.lookupField);
   const { headers, params } = authParts(config);
@@ -184,7 +184,7 @@ async function newApiIdentify(event: SluiceEvent, ctx: DestinationContext): Prom
 const TRACK_MAPPING: Array<[string, string[]]> = [
   ["utk", everywhere("utk")],
   ["email", GENERIC_PATHS.email],
-  ["occurredAt", ["properties.occurred_at", "originalTimestamp"]],
+  ["occurredAt", ["properties.occurred_at", "timestamp", "originalTimestamp"]],
   ["objectId", everywhere("objectId")],
 ];
 const TRACK_PROPERTIES_MAPPING: Array<[string, string[]]> = [

@@ -17,10 +17,9 @@
  */
 import { setOwn } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
-import { getPath, isPlainObject, traitsOf } from "../shared";
+import { getPath, isEmail, isPlainObject, traitsOf } from "../shared";
 import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError, restRequest } from "../types";
 import { type HubspotConfig, authParts, isNewApi } from "./config";
-import { isEmail } from "./email";
 import { type PropertyTypes, findRecord, isUniqueProperty, propertyTypes } from "./lookups";
 import { isDateLike, utcMidnight, withoutSystemProperties } from "./property-values";
 
@@ -85,7 +84,7 @@ export async function recordRequests(event: SluiceEvent, ctx: DestinationContext
   const given = traitsOf(event);
   const traits: Obj = isPlainObject(given) ? { ...given } : {};
   // HubSpot refuses invalid e-mails; RudderStack's new API checks the trait first (the legacy one does not).
-  if (newApi && traits.email && !isEmail(String(traits.email))) throw new TransformError(`Email "${traits.email}" is invalid`);
+  if (newApi && traits.email && !isEmail(traits.email)) throw new TransformError(`Email "${traits.email}" is invalid`);
   const { objectType, identifierType, id } = recordIdOf(event);
   if (objectType && objectType.toLowerCase() === "association") {
     // RudderStack's legacy API has no association write: the record has no operation there.

@@ -4,7 +4,7 @@
  */
 import { setOwn } from "../../lib/safe-keys";
 import { GENERIC_PATHS } from "../generic-fields";
-import { copyFieldsExcept, firstPresent, getPath, isDefined, isPlainObject, isPresent, setPath } from "../shared";
+import { extractCustomFields, firstPresent, getPath, isDefined, isPlainObject, isPresent, setPath } from "../shared";
 import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError, configOf, restRequest } from "../types";
 import { endpointFor } from "../base-url";
 import { KlaviyoConfig } from "./config";
@@ -95,9 +95,15 @@ export function identifyInput(event: SluiceEvent): { event: SluiceEvent; traits:
   return { event: copy, traits };
 }
 
-/** The traits (top-level, then context, which wins) that no mapping named. */
+/**
+ * The traits (top-level, then context, which wins) that no mapping named, taken as RudderStack
+ * takes them (extractCustomFields, shared.ts): a key is a path, so a trait `a.b` is sent as
+ * `{a: {b}}` (and as `a.b` again with flattenProperties). The traits are copied first, as that
+ * writes into the objects it takes.
+ */
 export function customTraits(event: SluiceEvent, exclude: string[]): Obj {
-  return copyFieldsExcept([event.traits, event.context?.traits], {}, new Set(exclude));
+  const copy = (v: unknown) => (v !== null && typeof v === "object" ? structuredClone(v) : v);
+  return extractCustomFields({}, [copy(event.traits), copy(event.context?.traits)], exclude);
 }
 
 /**
@@ -142,6 +148,17 @@ export function propertiesExcept(event: SluiceEvent, exclude: string[]): Obj | u
   if (!isPresent(props)) return undefined;
   if (!isPlainObject(props)) return props;
   return Object.fromEntries(Object.entries(props).filter(([k]) => !exclude.includes(k)));
+}
+
+/**
+ * The event as a track's or screen's profile is read from in RudderStack: the `properties` row of
+ * its KlaviyoTrack (v1) or KlaviyoTrackV2 mapping names keys to leave out of the event's
+ * properties, and RudderStack's mapping deletes them from the message itself before the profile
+ * is built from it. So such a profile never takes its e-mail or phone from `properties.email` or
+ * `properties.phone` (v1's e-commerce events, built from another mapping, still do).
+ */
+export function withoutExcludedProperties(event: SluiceEvent, exclude: string[]): SluiceEvent {
+  return isPlainObject(event.properties) ? { ...event, properties: propertiesExcept(event, exclude) } : event;
 }
 
 /** The list a subscription goes to: the group's id, else the trait's, else the config's. */

@@ -7,7 +7,7 @@ import { compact, isPlainObject } from "../shared";
 import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError, configOf } from "../types";
 import {
   asFloat, consentChannels, customTraits, flatten, generic, identifyInput, listIdFor, type Obj, PATHS, pick, post, propertiesExcept, traitsInfo,
-  V1_MAPPED_TRAITS,
+  V1_MAPPED_TRAITS, withoutExcludedProperties,
 } from "./common";
 import { KlaviyoConfig } from "./config";
 import { createOrFindProfile } from "./lookups";
@@ -79,6 +79,8 @@ export function v1Event(event: SluiceEvent, ctx: DestinationContext): Destinatio
   const key = typeof raw === "string" ? raw.trim().toLowerCase() : "";
   const ecommerce = Object.hasOwn(ECOMMERCE, key) ? ECOMMERCE[key] : undefined;
   let attributes: Obj;
+  // The event the profile is read from (withoutExcludedProperties).
+  let profileSource = event;
   if (ecommerce && event.properties) {
     const properties = mapFields(event.properties, ecommerce.mapping);
     const items = event.properties.items || event.properties.products;
@@ -89,13 +91,15 @@ export function v1Event(event: SluiceEvent, ctx: DestinationContext): Destinatio
     const sources = ["event", "properties.event", "properties.name"];
     const name = pick(event, sources);
     if (name === undefined) throw new TransformError(`Missing required value from ${JSON.stringify(sources)}`);
-    attributes = compact({ metric: { name }, properties: propertiesExcept(event, ["email", "phone", "revenue", "total", "value"]) });
+    const excluded = ["email", "phone", "revenue", "total", "value"];
+    attributes = compact({ metric: { name }, properties: propertiesExcept(event, excluded) });
     const props: Obj = isPlainObject(event.properties) ? event.properties : {};
     const value = props.revenue || props.total || props.value;
     if (value) attributes.value = value;
+    profileSource = withoutExcludedProperties(event, excluded);
   }
   if (config.flattenProperties) attributes.properties = flatten(attributes.properties);
-  const profile = eventProfile(event, config);
+  const profile = eventProfile(profileSource, config);
   attributes.profile = config.flattenProperties ? flatten(profile) : profile;
   if (event.timestamp) attributes.time = event.timestamp;
   return post(ctx, "/api/events", REVISION, { data: { type: "event", attributes } });

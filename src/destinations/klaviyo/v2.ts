@@ -7,7 +7,7 @@ import { compact, integrationsObject, isDefined, isPlainObject } from "../shared
 import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError, configOf } from "../types";
 import {
   asFloat, consentChannels, customTraits, flatten, generic, identifyInput, listIdFor, type Obj, PATHS, pick, post, propertiesExcept, traitsInfo,
-  V2_MAPPED_TRAITS, type versionOf,
+  V2_MAPPED_TRAITS, type versionOf, withoutExcludedProperties,
 } from "./common";
 import { KlaviyoConfig } from "./config";
 
@@ -134,7 +134,8 @@ export function v2Event(event: SluiceEvent, ctx: DestinationContext, version: Ve
   });
   const config = configOf(ctx, KlaviyoConfig);
   if (config.flattenProperties) attributes.properties = flatten(attributes.properties);
-  attributes.profile = { data: profileData(event, config, false) };
+  // Read without the excluded properties, so no e-mail or phone from them (withoutExcludedProperties).
+  attributes.profile = { data: profileData(withoutExcludedProperties(event, excluded), config, false) };
   attributes.metric = { data: { type: "metric", attributes: { name } } };
   attributes.unique_id = event.messageId;
   return post(ctx, "/api/events", version.revision, { data: { type: "event", attributes } });

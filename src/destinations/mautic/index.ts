@@ -11,7 +11,7 @@
 import { type Static, t } from "elysia";
 import { endpointFor } from "../base-url";
 import { GENERIC_PATHS, destinationExternalId, genericField } from "../generic-fields";
-import { basicAuth, compact, firstPresent, getPath, isPresent, traitValue } from "../shared";
+import { basicAuth, compact, firstPresent, getPath, isEmail, isPresent, traitValue } from "../shared";
 import { type DestinationContext, type DestinationDefinition, type DestinationRequest, type SluiceEvent, TransformError, configKeys, configOf, lookupOf, requiredKeysOf, restRequest } from "../types";
 
 type Obj = Record<string, any>;
@@ -29,8 +29,6 @@ export const MauticConfig = t.Object(
 );
 export type MauticConfig = Static<typeof MauticConfig>;
 
-// RudderStack's check of an e-mail trait; letters match in either case.
-const EMAIL = /^[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,3}$/i;
 const PHONE = /^\d{10}$/;
 
 /** Values Mautic accepts for its select fields; anything else is refused, as RudderStack does. */
@@ -99,7 +97,9 @@ function addressLines(event: SluiceEvent): { address1?: string; address2?: strin
 function identifyBody(event: SluiceEvent): Obj {
   const payload: Obj = compact(contactFields(event));
   if (payload.phone && !PHONE.test(String(payload.phone))) throw new TransformError("The provided phone number is invalid");
-  if (payload.email && !EMAIL.test(String(payload.email))) throw new TransformError("The provided email is invalid");
+  // RudderStack's check is validator.js's isEmail (shared.ts); an e-mail that is no text, which
+  // makes validator throw there, is refused too.
+  if (payload.email && !isEmail(payload.email)) throw new TransformError("The provided email is invalid");
   const state = payload.state;
   if (typeof state === "string" && state.length > 1 && state[0] !== state[0]!.toUpperCase()) payload.state = state[0]!.toUpperCase() + state.substring(1);
   return compact({ ...payload, ...addressLines(event) });

@@ -5,7 +5,7 @@
  * with `extinfo` for app events). A track mapped to several Snap events sends them in one call;
  * the router merges calls to the same URL, 2,000 events a call (batch.ts).
  */
-import { getPath, isAppleFamily, isPlainObject } from "../shared";
+import { getPath, isAppleFamily, isEmail, isPlainObject } from "../shared";
 import { type DestinationContext, type DestinationRequest, type SluiceEvent, TransformError, configOf, nowOf, restRequest } from "../types";
 import { endpointFor } from "../base-url";
 import {
@@ -142,8 +142,6 @@ function extInfoOf(event: SluiceEvent, now: number): string[] {
   ];
 }
 
-// A pragmatic check of an e-mail address's shape (local part, @, a dotted domain), as Snap takes only those.
-const EMAIL = /^[^\s@"(),:;<>[\\\]]+@[a-z\d](?:[a-z\d-]*[a-z\d])?(?:\.[a-z\d](?:[a-z\d-]*[a-z\d])?)*\.[a-z]{2,}$/i;
 
 const hashedTrait = (v: unknown) => {
   const text = v === undefined || v === null ? "" : String(v).trim().toLowerCase();
@@ -182,7 +180,8 @@ function dataEntry(event: SluiceEvent, ctx: DestinationContext, snapEvent: unkno
   };
   const email = firstValue(event, GENERIC.emailOnly);
   const emailText = email === undefined ? "" : String(email).toLowerCase().trim();
-  if (emailText && EMAIL.test(emailText)) user.em = hashed(emailText);
+  // RudderStack's check: validator's isEmail (shared.ts), which refuses `.vanderberg@…` (issue 50).
+  if (emailText && isEmail(emailText)) user.em = hashed(emailText);
   const phone = normalizedPhone(event)?.toLowerCase().trim();
   if (phone) user.ph = hashed(phone);
   entry.user_data = withoutNullish(user);
