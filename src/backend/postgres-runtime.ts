@@ -81,7 +81,7 @@ export async function openClusterRuntime(opts: ClusterRuntimeOptions): Promise<C
     await watch.start();
 
     const events = new PgIntakeLog(new PgEventLog(db.$client, { partitions, epoch: () => watch.current("suppression") }), () => watch.refresh());
-    const stats = new PgStatsStore(db.$client);
+    const stats = new PgStatsStore(db.$client, events.storage);
     return { instanceId, db, bus, watch, controlPlane, config, regulations, suppression, events, stats, partitions, close };
   } catch (err) {
     await close();

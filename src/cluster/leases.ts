@@ -19,6 +19,11 @@
  *   this instance stops working a partition before anybody else may take it.
  * - Every acquire bumps the lease's epoch; writes carry {partition, epoch} and go through
  *   `fenceCte`, so a write by an instance that lost the lease writes nothing.
+ * - Lease rows are locked in partition order by every statement that waits for their locks
+ *   (renewal, release, and the fence's FOR SHARE): a renewal and a fenced write of the same
+ *   instance, which lock many of the same rows, deadlocked when each took them in its own order
+ *   (PostgreSQL then aborts one: a group of delivery outcomes, or the renewal). Acquire skips
+ *   locked rows and never waits.
  * - Singleton leases (maintenance, deletions, warehouse) follow the same rules, homed by the
  *   same hash over the singleton's name: start() on gain, stop() on loss (awaited, bounded,
  *   before a graceful release).
@@ -106,7 +111,11 @@ WITH hb AS (
   ON CONFLICT (id) DO UPDATE SET heartbeat_at = now() RETURNING 1),
 ren AS (
   UPDATE partition_leases SET expires_at = now() + $4 * interval '1 millisecond'
-   WHERE owner = $1 AND partition = ANY($5::smallint[]) AND expires_at > now()
+   WHERE owner = $1 AND expires_at > now() AND partition IN (
+     SELECT partition FROM partition_leases
+      WHERE owner = $1 AND partition = ANY($5::smallint[]) AND expires_at > now()
+      ORDER BY partition
+      FOR UPDATE)
   RETURNING partition, epoch),
 sren AS (
   UPDATE singleton_leases SET expires_at = now() + $4 * interval '1 millisecond'
@@ -143,9 +152,13 @@ SELECT (SELECT coalesce(json_agg(json_build_array(partition, epoch)), '[]'::json
          WHERE heartbeat_at > now() - $2 * interval '1 millisecond' OR id = $1) AS live`;
 
 const RELEASE_PARTITIONS = `
-UPDATE partition_leases l SET owner = NULL, expires_at = now()
-  FROM unnest($2::smallint[], $3::bigint[]) AS f(partition, epoch)
- WHERE l.partition = f.partition AND l.epoch = f.epoch AND l.owner = $1`;
+UPDATE partition_leases SET owner = NULL, expires_at = now()
+ WHERE owner = $1 AND partition IN (
+   SELECT l.partition FROM partition_leases l
+     JOIN unnest($2::smallint[], $3::bigint[]) AS f(partition, epoch) ON l.partition = f.partition AND l.epoch = f.epoch
+    WHERE l.owner = $1
+    ORDER BY l.partition
+    FOR UPDATE OF l)`;
 
 const RELEASE_SINGLETON = `UPDATE singleton_leases SET owner = NULL, expires_at = now() WHERE name = $2 AND epoch = $3 AND owner = $1`;
 
@@ -608,7 +621,8 @@ export interface FenceSql {
 /**
  * The CTE that fences a write (design §3.3 "Fencing"): the partitions among `fences` whose lease
  * row still names `owner` with the same epoch and has not expired, locked FOR SHARE so a
- * takeover's UPDATE waits until the write has committed. Write only rows whose partition is in
+ * takeover's UPDATE waits until the write has committed (in partition order, as the renewal takes
+ * them, so the two never deadlock). Write only rows whose partition is in
  * it: `… WHERE partition IN (SELECT partition FROM fence)`. A stale epoch yields no row, so the
  * write writes nothing. Parameters are positional from `firstParam`, for `sql.unsafe(text, params)`.
  */
@@ -618,7 +632,7 @@ export function fenceCte(owner: string, fences: readonly LeaseFence[], firstPara
     text:
       `${name} AS (SELECT l.partition FROM partition_leases l ` +
       `JOIN unnest($${a}::smallint[], $${a + 1}::bigint[]) AS f(partition, epoch) ON l.partition = f.partition AND l.epoch = f.epoch ` +
-      `WHERE l.owner = $${a + 2} AND l.expires_at > now() FOR SHARE OF l)`,
+      `WHERE l.owner = $${a + 2} AND l.expires_at > now() ORDER BY l.partition FOR SHARE OF l)`,
     params: [arr(fences.map((f) => f.partition)), arr(fences.map((f) => f.epoch)), owner],
     nextParam: a + 3,
   };

@@ -194,6 +194,12 @@ function refuse(deps: IntakeDeps, sourceId: string, err: unknown): never {
     if (deps.events.storage.failed("intake", err)) deps.log.error("events cannot be stored: the database refuses writes; event calls answer 503 until it takes them again", { err, source: sourceId });
     throw storageUnavailable(err, "events could not be stored");
   }
+  if (err instanceof AppError && err.retryAfterSeconds !== undefined) {
+    // The store refuses writes for a while and says when to come back (cluster mode: PostgreSQL
+    // unreachable, not answering or refusing writes): as for a full disk, logged when it starts.
+    if (deps.events.storage.failed("intake", err)) deps.log.error("events cannot be stored: the database does not take writes; event calls answer 503 until it takes them again", { err, source: sourceId });
+    throw err;
+  }
   deps.log.error("event storage failed", { err, source: sourceId });
   // The PostgreSQL log says what failed (unreachable, …) in an UNAVAILABLE of its own.
   if (err instanceof AppError && err.code === "UNAVAILABLE") throw err;

@@ -6,6 +6,7 @@
  * leaves the rows pending, so they are delivered again (at least once).
  */
 import type { Logger } from "../lib/logger";
+import { DEADLOCK, isConnectionFailure, sqlState } from "../lib/postgres-errors";
 import { isStorageFailure } from "../lib/storage-health";
 import { type DeliveriesStore, type OutcomeRow, type PartitionWork, SINGLE_NODE_PARTITION, fencesOf } from "./store";
 
@@ -76,7 +77,9 @@ export class OutcomeWriter {
         this.log.warn("delivery outcomes not recorded: their partitions are no longer held", { partitions: lost, count: rows.filter((r) => lost.includes(r.partition)).length });
       }
     } catch (err) {
-      if (!isStorageFailure(err)) {
+      // A deadlock or a lost connection (cluster mode) is passing too: kept and tried again like a
+      // full disk, instead of dropping the group (its deliveries would be sent again).
+      if (!isStorageFailure(err) && !isConnectionFailure(err) && sqlState(err) !== DEADLOCK) {
         // The rows stay pending in the database and are delivered again after a restart.
         this.log.error("could not record delivery outcomes", { err, count: rows.length });
         return;

@@ -238,7 +238,13 @@ export class Scheduler {
     q.wokenWhileLoading = false;
     q.forgottenWhileLoading.clear();
     const after = new Map<number, number>();
-    for (const p of this.work.partitions()) after.set(p, q.loadedUpTo.get(p) ?? 0);
+    // The lease each partition is read under: rows of a partition lost, or lost and taken again,
+    // before the answer came are not this lease's to send (enqueue).
+    const epochs = new Map<number, number>();
+    for (const p of this.work.partitions()) {
+      after.set(p, q.loadedUpTo.get(p) ?? 0);
+      epochs.set(p, this.work.fence(p)?.epoch ?? -1);
+    }
     this.store
       .loadQueue(q.destinationId, after, limit)
       .then(
@@ -247,7 +253,7 @@ export class Scheduler {
           if (q.generation !== generation) return this.onReady(q);
           if (rows.length < limit && !q.wokenWhileLoading) q.drained = true;
           const forgotten = q.forgottenWhileLoading;
-          this.enqueue(q, forgotten.size ? rows.filter((r) => !forgotten.has(r.userKey)) : rows);
+          this.enqueue(q, forgotten.size ? rows.filter((r) => !forgotten.has(r.userKey)) : rows, epochs);
           this.onReady(q);
         },
         (err) => {
@@ -259,12 +265,12 @@ export class Scheduler {
       .catch((err) => this.log.error("delivery queue failed unexpectedly", { err, destinationId: q.destinationId }));
   }
 
-  private enqueue(q: DestinationQueue, rows: Queued[]) {
+  private enqueue(q: DestinationQueue, rows: Queued[], epochs: ReadonlyMap<number, number>) {
     const now = this.now();
     for (const r of rows) {
       // A load that was slow (the database unreachable for a while) may answer after its
       // partition's lease was lost here: those rows are the new holder's to send.
-      if (!this.work.fence(r.partition)) continue;
+      if (this.work.fence(r.partition)?.epoch !== epochs.get(r.partition)) continue;
       q.loadedUpTo.set(r.partition, r.id);
       let fifo = q.users.get(r.userKey);
       if (!fifo) q.users.set(r.userKey, (fifo = []));

@@ -14,6 +14,14 @@
  * user's order holds. The processor reads below a transaction horizon (design §3.3), which is
  * what makes out-of-order commits between groups safe.
  *
+ * A group PostgreSQL has not answered within `timeoutMs` (5 s; the network to it cut, its
+ * connections left open) is refused with a 503 and Retry-After, and so is every call queued
+ * behind it and every new call while each group in flight has been waiting that long: the
+ * calls are answered quickly instead of holding until the connection comes back. Such a group
+ * may still commit when it does: its events were refused, not lost, and the client's retry with
+ * the same messageId is a duplicate then (never stored twice). Nothing is answered 200 unless
+ * its group committed.
+ *
  * An optional suppression epoch guards the statement: each request carries the epoch its rows
  * were checked at (read when append is called), and when the database's epoch moved past the
  * oldest of the group (a regulation was made on some instance), the group inserts nothing and
@@ -25,7 +33,7 @@ import { partitionOfKey } from "../../cluster/hash";
 import { AppError } from "../../lib/errors";
 import { DEADLOCK, isConnectionFailure, sqlState } from "../../lib/postgres-errors";
 import type { AppendOutcome, EventLog, EventRow } from "../../gateway/store";
-import { StorageHealth } from "../../lib/storage-health";
+import { STORAGE_RETRY_AFTER_SECONDS, type StorageProblem, StorageHealth } from "../../lib/storage-health";
 
 /** What one append stored: how many rows, and which of the request's rows were duplicates. */
 export interface AppendResult {
@@ -45,6 +53,53 @@ export interface PgEventLogOptions {
   maxInFlight?: number;
   /** The suppression epoch this instance's rules are at; when given, every group is guarded by it. */
   epoch?: () => number;
+  /** A call not answered by PostgreSQL within this is refused with a 503 (default 5000 ms). */
+  timeoutMs?: number;
+}
+
+/** The default of `timeoutMs`: well within a lease's lifetime (10 s), well beyond a slow insert. */
+export const INSERT_TIMEOUT_MS = 5000;
+
+/**
+ * The 503 of events PostgreSQL did not take: unreachable, not answering, out of resources or
+ * read-only. It carries Retry-After, as the full disk's does (lib/storage-health.ts); intake logs
+ * it once when the outage starts, and `reason` is what /health shows.
+ */
+export function databaseUnavailable(reason: string, cause?: unknown): AppError {
+  const e = new AppError("UNAVAILABLE", `events could not be stored: ${reason}; retry in ${STORAGE_RETRY_AFTER_SECONDS} s`, undefined, {
+    retryAfterSeconds: STORAGE_RETRY_AFTER_SECONDS,
+  });
+  Object.assign(e, { reason, cause });
+  return e;
+}
+
+/**
+ * PostgreSQL refuses writes for a while, not for this statement's own fault: it is out of
+ * resources (class 53: disk full, too many connections) or a read-only standby (25006). Besides
+ * a failed connection, anything else is a fault of the statement, logged at every call.
+ */
+function isOutage(err: unknown): boolean {
+  const state = sqlState(err);
+  return state.startsWith("53") || state === "25006";
+}
+
+/**
+ * The intake's write health on PostgreSQL: the same bookkeeping as the data dir's (when writes
+ * started failing, logged once), with PostgreSQL's reason as the cause instead of a disk's.
+ */
+export class DatabaseHealth extends StorageHealth {
+  private cause = "";
+
+  override failed(writer: string, err: unknown, now = Date.now()): boolean {
+    const reason = (err as { reason?: unknown })?.reason;
+    this.cause = `PostgreSQL: ${typeof reason === "string" ? reason : String((err as Error)?.message ?? err)}`;
+    return super.failed(writer, err, now);
+  }
+
+  override get problem(): StorageProblem | undefined {
+    const p = super.problem;
+    return p && { ...p, cause: this.cause };
+  }
 }
 
 interface Request {
@@ -58,8 +113,18 @@ interface Request {
    * checked against the old rules pass the guard of the new epoch.
    */
   epoch: number | undefined;
+  /** When append was called (performance.now()). */
+  at: number;
   resolve: (r: AppendResult) => void;
   reject: (e: unknown) => void;
+}
+
+/** A group sent to PostgreSQL and not answered yet. */
+interface InFlight {
+  sentAt: number;
+  requests: Request[];
+  /** Its calls were refused for PostgreSQL's silence; the statement may still commit later. */
+  expired: boolean;
 }
 
 const EMPTY: AppendResult = Object.freeze({ stored: 0, duplicates: [] }) as AppendResult;
@@ -74,6 +139,11 @@ export class PgEventLog {
   private scheduled = false;
   private inFlight = 0;
   private readonly maxInFlight: number;
+  private readonly timeoutMs: number;
+  private readonly groups = new Set<InFlight>();
+  /** Groups in flight whose calls were refused for PostgreSQL's silence. */
+  private expiredInFlight = 0;
+  private watchdog: Timer | undefined;
   private idle: Array<() => void> = [];
 
   constructor(
@@ -81,22 +151,67 @@ export class PgEventLog {
     private readonly opts: PgEventLogOptions,
   ) {
     this.maxInFlight = opts.maxInFlight ?? 2;
+    this.timeoutMs = opts.timeoutMs ?? INSERT_TIMEOUT_MS;
   }
 
   /** Resolves once the rows' group has committed, telling which rows were duplicates. */
   append(rows: EventRow[]): Promise<AppendResult> {
     if (rows.length === 0) return Promise.resolve(EMPTY);
+    // Every group in flight has waited out the time-out: PostgreSQL does not answer, and this
+    // call could only wait behind them. Refused at once (not sent, so not stored).
+    if (this.inFlight >= this.maxInFlight && this.expiredInFlight === this.inFlight) {
+      return Promise.reject(databaseUnavailable(`PostgreSQL has not answered for over ${this.timeoutMs / 1000} s`));
+    }
     return new Promise((resolve, reject) => {
       this.queue.push({
         rows,
         keys: rows.map((r) => dedupKey(r.sourceId, r.messageId)),
         partitions: rows.map((r) => partitionOfKey(r.userKey, this.opts.partitions)),
         epoch: this.opts.epoch?.(),
+        at: performance.now(),
         resolve,
         reject,
       });
       this.schedule();
+      this.arm();
     });
+  }
+
+  /** Checks the time-outs while anything waits (a few times a second; nothing per call). */
+  private arm() {
+    if (this.watchdog || (this.queue.length === 0 && this.groups.size === 0)) return;
+    this.watchdog = setTimeout(() => {
+      this.watchdog = undefined;
+      this.expire();
+      this.arm();
+    }, Math.min(250, this.timeoutMs));
+    (this.watchdog as { unref?: () => void }).unref?.();
+  }
+
+  /**
+   * Refuses the calls PostgreSQL has not answered within the time-out: those of groups in
+   * flight (their statement may still commit: refused, not lost) and those queued behind them
+   * (never sent).
+   */
+  private expire() {
+    const now = performance.now();
+    for (const g of this.groups) {
+      if (g.expired || now - g.sentAt < this.timeoutMs) continue;
+      g.expired = true;
+      this.expiredInFlight++;
+      const e = databaseUnavailable(`PostgreSQL did not answer within ${this.timeoutMs / 1000} s`);
+      for (const r of g.requests) r.reject(e);
+    }
+    if (this.queue.length && now - this.queue[0]!.at >= this.timeoutMs) {
+      const e = databaseUnavailable(`PostgreSQL did not answer within ${this.timeoutMs / 1000} s`);
+      const waiting = this.queue;
+      this.queue = [];
+      for (const r of waiting) {
+        if (now - r.at >= this.timeoutMs) r.reject(e);
+        else this.queue.push(r);
+      }
+      if (this.queue.length === 0 && this.inFlight === 0) for (const f of this.idle.splice(0)) f();
+    }
   }
 
   /** Resolves when nothing is queued or in flight. */
@@ -120,8 +235,13 @@ export class PgEventLog {
     const group = this.queue;
     this.queue = [];
     this.inFlight++;
+    const sent: InFlight = { sentAt: performance.now(), requests: group, expired: false };
+    this.groups.add(sent);
+    this.arm();
     void this.commit(group).finally(() => {
       this.inFlight--;
+      this.groups.delete(sent);
+      if (sent.expired) this.expiredInFlight--;
       this.schedule();
       if (this.queue.length === 0 && this.inFlight === 0) for (const f of this.idle.splice(0)) f();
     });
@@ -209,10 +329,14 @@ export class PgEventLog {
   }
 
   private fail(group: Request[], err: unknown) {
-    const e = isConnectionFailure(err)
-      ? new AppError("UNAVAILABLE", `events could not be stored: PostgreSQL is unreachable (${(err as Error)?.message ?? err})`)
-      : new AppError("UNAVAILABLE", `events could not be stored: ${(err as Error)?.message ?? err}`);
-    (e as { cause?: unknown }).cause = err;
+    const message = (err as Error)?.message ?? String(err);
+    let e: AppError;
+    if (isConnectionFailure(err)) e = databaseUnavailable(`PostgreSQL is unreachable (${message})`, err);
+    else if (isOutage(err)) e = databaseUnavailable(`PostgreSQL refuses writes (${message})`, err);
+    else {
+      e = new AppError("UNAVAILABLE", `events could not be stored: ${message}`);
+      (e as { cause?: unknown }).cause = err;
+    }
     for (const r of group) r.reject(e);
   }
 }
@@ -228,7 +352,8 @@ const STALE_RETRIES = 5;
  * committed regulation names is stored after that commit, on any instance.
  */
 export class PgIntakeLog implements EventLog {
-  readonly storage = new StorageHealth();
+  /** When intake's writes fail (PostgreSQL unreachable, not answering, refusing writes): /health and the metrics read it. */
+  readonly storage = new DatabaseHealth();
   private storedListeners: Array<(partitions: Set<number>) => void> = [];
 
   constructor(

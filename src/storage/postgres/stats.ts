@@ -16,7 +16,7 @@
  * bigint columns arrive as text from Bun.sql; times and ids fit a JS number exactly.
  */
 import type { SQL } from "bun";
-import type { StorageProblem } from "../../lib/storage-health";
+import type { StorageHealth, StorageProblem } from "../../lib/storage-health";
 import type {
   AbortedSummary,
   DeliveryListRow,
@@ -30,14 +30,41 @@ import type {
 const MINUTE = 60_000;
 /** Rows per retention statement. */
 const SLICE = 5000;
+/** /health's wait for PostgreSQL's answer: with the network to it cut, the query would wait for as long as the cut lasts. */
+const HEALTH_TIMEOUT_MS = 2000;
 
 export class PgStatsStore implements StatsStore {
-  constructor(private readonly sql: SQL) {}
+  constructor(
+    private readonly sql: SQL,
+    /** Intake's write health (PgIntakeLog.storage): event calls refused while PostgreSQL answers reads show as degraded. */
+    private readonly intake?: StorageHealth,
+  ) {}
+
+  /** The SELECT 1 in flight: health checks while PostgreSQL does not answer share it rather than pile up. */
+  private ping: Promise<unknown> | undefined;
 
   async health(): Promise<StorageProblem | undefined> {
-    await this.sql.unsafe("SELECT 1");
-    // Writes refused by PostgreSQL reach each caller as its own error; there is no file to watch.
-    return undefined;
+    if (!this.ping) {
+      const ping: Promise<unknown> = this.sql.unsafe("SELECT 1").finally(() => {
+        if (this.ping === ping) this.ping = undefined;
+      });
+      // A ping answered after its health check gave up on it must not count as unhandled.
+      ping.catch(() => {});
+      this.ping = ping;
+    }
+    let timer: Timer | undefined;
+    try {
+      await Promise.race([
+        this.ping,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`PostgreSQL did not answer within ${HEALTH_TIMEOUT_MS / 1000} s`)), HEALTH_TIMEOUT_MS);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+    // Writes refused (event calls answered 503) are recorded by intake, as a full disk's are.
+    return this.intake?.problem;
   }
 
   async replayAborted(destinationId: string, at: number): Promise<number> {
