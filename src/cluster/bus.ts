@@ -13,7 +13,7 @@
  *   pipeline signals). So once a statement failed (`databaseFailed`, the epoch watch's poll),
  *   the first one that succeeds again (`databaseAnswered`) makes the bus send itself a ping;
  *   unheard within a second, the subscription is made again at once, on a new connection, and
- *   the subscribers resynchronize as after any reconnect (test/e2e/cluster-pg-restart.test.ts).
+ *   the subscribers resynchronize as after any reconnect (test/faults/cluster-pg-restart.fault.ts).
  * - One channel per schema, `sluice_` + a hash of current_schema(): channel names are global to
  *   a database, and tests and installations share one. Topics travel inside the payload, so an
  *   instance holds one LISTEN whatever it subscribes to.

@@ -25,7 +25,7 @@ import { defaultNamespace } from "../../src/warehouse/schema";
 import { type SluiceProcess, api, basic, bearer, cleanup, sendEvent, spawnSluice, startSink, waitFor } from "../support/helpers";
 import { PG, PG_URL, havePostgres, requirePostgres } from "../support/pg";
 
-requirePostgres("cluster-pg-restart.test.ts");
+requirePostgres("cluster-pg-restart.fault.ts");
 
 // ---- the PostgreSQL server ------------------------------------------------------------------
 
@@ -38,7 +38,7 @@ const PG_VERSION = (() => {
   }
 })();
 const canControlPg = havePostgres && PG_VERSION !== undefined && Bun.which("pg_ctlcluster") !== null && (PG.host === "127.0.0.1" || PG.host === "localhost");
-if (havePostgres && !canControlPg) console.warn("cluster-pg-restart.test.ts: skipped, PostgreSQL cannot be stopped and started here (no pg_ctlcluster or /etc/postgresql)");
+if (havePostgres && !canControlPg) console.warn("cluster-pg-restart.fault.ts: skipped, PostgreSQL cannot be stopped and started here (no pg_ctlcluster or /etc/postgresql)");
 
 async function pgCtl(action: "restart" | "stop" | "start" | "status"): Promise<number> {
   const p = Bun.spawn(["pg_ctlcluster", "--skip-systemctl-redirect", PG_VERSION!, "main", action], { stdout: "pipe", stderr: "pipe" });

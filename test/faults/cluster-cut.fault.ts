@@ -39,7 +39,7 @@ import { partitionOfKey } from "../../src/cluster/hash";
 import { type SluiceProcess, api, basic, cleanup, sendEvent, spawnSluice, waitFor } from "../support/helpers";
 import { PG, PG_URL, havePostgres, requirePostgres } from "../support/pg";
 
-requirePostgres("cluster-cut.test.ts");
+requirePostgres("cluster-cut.fault.ts");
 
 const USERS = 100;
 /** Each user's calls, one at a time, at most one per PACE_MS: about 50 events a second in all. */
