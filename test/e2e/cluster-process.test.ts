@@ -7,7 +7,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { ADMIN_EMAIL, ADMIN_TOKEN, type SluiceProcess, api, cleanup, sendEvent, spawnSluice, startSink, waitFor } from "../support/helpers";
+import { ADMIN_EMAIL, ADMIN_TOKEN, type SluiceProcess, api, cleanup, sendEvent, spawnSluice, startSink, waitFor, arrivals } from "../support/helpers";
 import { PG_URL, havePostgres, pgScratch, requirePostgres } from "../support/pg";
 
 requirePostgres("cluster-process.test.ts");
@@ -48,20 +48,6 @@ describe.if(havePostgres)("cluster mode: real processes on one PostgreSQL", () =
     return { schema, procs: started, sink, src, dst: dst.json };
   }
 
-  /** Per user, the seq numbers in the order the sink first saw them. */
-  function arrivals(sink: Sink): Map<string, number[]> {
-    const seen = new Set<string>();
-    const byUser = new Map<string, number[]>();
-    for (const r of sink.received) {
-      const e = r.body;
-      if (e?.event !== "step" || seen.has(e.messageId)) continue;
-      seen.add(e.messageId);
-      let list = byUser.get(e.userId);
-      if (!list) byUser.set(e.userId, (list = []));
-      list.push(e.properties.seq);
-    }
-    return byUser;
-  }
 
   /**
    * Each user sends `steps` events one after another (waiting for each answer, as an SDK does),

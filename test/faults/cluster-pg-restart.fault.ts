@@ -22,7 +22,7 @@ import { SQL } from "bun";
 import { readdirSync } from "node:fs";
 import type { Socket, TCPSocketListener } from "bun";
 import { defaultNamespace } from "../../src/warehouse/schema";
-import { type SluiceProcess, api, basic, bearer, cleanup, sendEvent, spawnSluice, startSink, waitFor } from "../support/helpers";
+import { type SluiceProcess, api, basic, bearer, cleanup, sendEvent, spawnSluice, startSink, waitFor, arrivals } from "../support/helpers";
 import { PG, PG_URL, havePostgres, requirePostgres } from "../support/pg";
 
 requirePostgres("cluster-pg-restart.fault.ts");
@@ -170,20 +170,6 @@ function startLoad(procs: SluiceProcess[], writeKey: string, users: string[], pa
 
 type Sink = ReturnType<typeof startSink>;
 
-/** Per user, the seq numbers in the order the sink first saw them. */
-function arrivals(sink: Sink): Map<string, number[]> {
-  const seen = new Set<string>();
-  const byUser = new Map<string, number[]>();
-  for (const r of sink.received) {
-    const e = r.body;
-    if (e?.event !== "step" || seen.has(e.messageId)) continue;
-    seen.add(e.messageId);
-    let list = byUser.get(e.userId);
-    if (!list) byUser.set(e.userId, (list = []));
-    list.push(e.properties.seq);
-  }
-  return byUser;
-}
 
 async function twoInstances() {
   const schema = newSchema("t_pgrst");

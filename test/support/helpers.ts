@@ -378,3 +378,18 @@ export async function startHealthProbe(url: string, intervalMs = 20): Promise<He
     },
   };
 }
+
+/** Per user, the seq numbers (`properties.seq` of "step" events) in the order a sink first saw each messageId. */
+export function arrivals(sink: { received: SinkRequest[] }): Map<string, number[]> {
+  const seen = new Set<string>();
+  const byUser = new Map<string, number[]>();
+  for (const r of sink.received) {
+    const e = r.body;
+    if (e?.event !== "step" || seen.has(e.messageId)) continue;
+    seen.add(e.messageId);
+    let list = byUser.get(e.userId);
+    if (!list) byUser.set(e.userId, (list = []));
+    list.push(e.properties.seq);
+  }
+  return byUser;
+}
