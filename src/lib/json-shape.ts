@@ -58,7 +58,11 @@ const COMMA = 0x2c;
 
 /** Throws a 400 naming the limit when `text` nests or counts past it. */
 export function assertJsonShape(text: string, limits: JsonShapeLimits, what = "request body"): void {
-  if (withinByCounting(text, limits)) return;
+  if (!withinByCounting(text, limits)) scanShape(text, limits, what);
+}
+
+/** The full scan behind assertJsonShape, for a body that counting alone does not clear. */
+function scanShape(text: string, limits: JsonShapeLimits, what: string): void {
   let depth = 0;
   let elements = 0;
   // Per open level: whether it is an object, and its members so far (commas seen + 1).
@@ -125,8 +129,11 @@ const PARSE_FIRST_BELOW = 32 * 1024;
 
 /** JSON.parse behind the shape check; a syntax error is a 400 with `invalid` as its message. */
 export function parseJsonShaped(text: string, limits: JsonShapeLimits, invalid = "request body is not valid JSON", what = "request body"): unknown {
-  const parseFirst = text.length < PARSE_FIRST_BELOW && !withinByCounting(text, limits);
-  if (!parseFirst) assertJsonShape(text, limits, what);
+  // Counted once: a body it clears is parsed at once; a short one it does not is parsed first and
+  // its depth walked; a long one is scanned.
+  const counted = withinByCounting(text, limits);
+  const parseFirst = !counted && text.length < PARSE_FIRST_BELOW;
+  if (!counted && !parseFirst) scanShape(text, limits, what);
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -51,14 +51,6 @@ function byRun<T>(runs: Queued[][], flat: T[]): T[][] {
   return runs.map((run) => flat.slice(at, (at += run.length)));
 }
 
-/** The i-th delivery of the runs, counted across them. */
-function items(runs: Queued[][], i: number): Queued {
-  for (const run of runs) {
-    if (i < run.length) return run[i]!;
-    i -= run.length;
-  }
-  throw new Error("no such delivery");
-}
 
 /** One delivery made ready to send: its requests, or already its outcome. */
 type Prepared = { requests: Array<{ request: DestinationRequest; messageId: string }> } | { outcome: Outcome | { kind: "filtered" } };
@@ -271,7 +263,7 @@ export class Router {
     const refusedAtOnce = sent?.failedAt === 0 && sent.last?.kind === "abort" && sent.last.status === 400;
     const results =
       refusedAtOnce && prepared.filter((p) => "requests" in p && p.requests.length > 0).length > 1
-        ? await this.eachAlone(dest, runs, prepared, sent, started)
+        ? await this.eachAlone(dest, runs, items, prepared, sent, started)
         : prepared.map((p) => this.batchedOutcome(dest, p, sent, started));
     return byRun(runs, results);
   }
@@ -282,7 +274,7 @@ export class Router {
    * settleRun leaves it). An event batch() refused keeps that refusal: it is judged against the
    * batch, which sending it alone would not see.
    */
-  private async eachAlone(dest: DestinationRuntime, runs: Queued[][], prepared: Prepared[], sent: Sent, started: number): Promise<AttemptResult[]> {
+  private async eachAlone(dest: DestinationRuntime, runs: Queued[][], items: Queued[], prepared: Prepared[], sent: Sent, started: number): Promise<AttemptResult[]> {
     const results: AttemptResult[] = new Array(prepared.length);
     let first = 0;
     await Promise.all(
@@ -295,7 +287,7 @@ export class Router {
           else {
             const own = p.requests.map((r) => r.request);
             if (sent.refused && refusalOf(sent.refused, own) !== undefined) results[i] = this.batchedOutcome(dest, p, sent, started);
-            else results[i] = this.batchedOutcome(dest, p, await this.sender.sendBatch(dest, own, this.leaseOf([items(runs, i)])), started);
+            else results[i] = this.batchedOutcome(dest, p, await this.sender.sendBatch(dest, own, this.leaseOf([items[i]!])), started);
           }
           if (results[i]!.kind === "retry") {
             // Not sent: the user's later events wait behind the one to be retried.

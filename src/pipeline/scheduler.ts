@@ -313,22 +313,6 @@ export class Scheduler {
   }
 
   /**
-   * Up to `max` users' eligible heads, leased together (one head per user, so per-user order
-   * holds), appended to `users` and `heads` in the order the users became ready.
-   */
-  takeHeads(q: DestinationQueue, max: number, sources: SourceStates, users: string[], heads: Queued[]) {
-    for (const user of q.ready) {
-      if (heads.length >= max) break;
-      q.ready.delete(user);
-      const head = q.users.get(user)?.[0];
-      if (!head || sources.get(head.sourceId)?.enabled === false) continue;
-      q.running.add(user);
-      users.push(user);
-      heads.push(head);
-    }
-  }
-
-  /**
    * For batching and staging kinds: each ready user's head and the due deliveries queued behind it, in FIFO
    * order, up to `perUser` a user and `max` in all, leased together (the user is running until
    * released). Appended per user to `users` and `runs`; how many deliveries were taken.
