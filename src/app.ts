@@ -20,8 +20,9 @@ import type { ServiceContext } from "./control-plane/context";
 import { AppError } from "./lib/errors";
 import { type Logger, createLogger } from "./lib/logger";
 import { EventLoopDelay } from "./lib/event-loop-delay";
-import { Metrics } from "./lib/metrics";
+import { Gauge, Metrics } from "./lib/metrics";
 import { describeError } from "./lib/schema";
+import { SlowBodies } from "./lib/slow-bodies";
 import { type StorageHealth, isStorageFailure, storageUnavailable } from "./lib/storage-health";
 import { opsRoutes, readyRoutes } from "./ops";
 import { Readiness } from "./readiness";
@@ -145,6 +146,8 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     ? await (await import("./backend/postgres")).openClusterBackend(settings, log)
     : await openSqliteBackend(settings, log, metrics, now);
   const { config, controlPlane, stats, regulations, suppression, deliveries, live } = backend;
+  const slowBodies = new SlowBodies(settings.bodyTimeoutSeconds, settings.maxSlowBodiesPerAddress);
+  metrics.register(new Gauge("sluice_slow_bodies_arriving", "Request bodies still arriving after their headers, from every address (--max-slow-bodies-per-address bounds each address).", () => slowBodies.arriving));
   const ctx: ServiceContext = {
     db: backend.db,
     log,
@@ -154,7 +157,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     metrics,
     now,
     sessionHours: settings.sessionHours,
-    bodyTimeoutSeconds: settings.bodyTimeoutSeconds,
+    slowBodies,
     trustProxy: settings.trustProxy,
     authThrottle: new AuthThrottle(now, log),
   };
@@ -170,7 +173,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
       : await apply();
     log.info("workspace file applied", { file, ...summary });
   }
-  const intake: IntakeDeps = { config, events: backend.events, suppressor: suppression, live, metrics, log, bodyTimeoutSeconds: settings.bodyTimeoutSeconds };
+  const intake: IntakeDeps = { config, events: backend.events, suppressor: suppression, live, metrics, log, slowBodies };
 
   const sandbox = new SandboxPool({
     memoryBytes: settings.transformMemoryMb * 1024 * 1024,

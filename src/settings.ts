@@ -28,6 +28,7 @@ export interface Settings {
   retryBackoffMs: number;
   idleTimeoutSeconds: number;
   bodyTimeoutSeconds: number;
+  maxSlowBodiesPerAddress: number;
   destinationTimeoutMs: number;
   destinationConcurrency: number;
   transformMemoryMb: number;
@@ -168,6 +169,7 @@ export const SETTINGS: Spec[] = [
   { key: "retryBackoffMs", flag: "retry-backoff-ms", env: "SLUICE_RETRY_BACKOFF_MS", default: "1000", help: "First retry delay; it doubles per attempt (with jitter) up to 10 minutes. A Retry-After answer wins.", parse: int(1, 3_600_000) },
   { key: "idleTimeoutSeconds", flag: "idle-timeout-seconds", env: "SLUICE_IDLE_TIMEOUT_SECONDS", default: "30", help: "A client connection that neither completes a request nor receives anything for this long is closed; it also bounds how long a client may take to send its headers and body (Bun's idleTimeout, at most 255).", parse: int(1, 255) },
   { key: "bodyTimeoutSeconds", flag: "body-timeout-seconds", env: "SLUICE_BODY_TIMEOUT_SECONDS", default: "30", help: "Time a client has to send a request's whole body (event calls, webhooks, API calls), counted from the end of its headers; past it the connection is closed.", parse: int(1, 3600) },
+  { key: "maxSlowBodiesPerAddress", flag: "max-slow-bodies-per-address", env: "SLUICE_MAX_SLOW_BODIES_PER_ADDRESS", default: "256", help: "Request bodies one client address may have still arriving at once (bodies sent with their headers, as SDKs send them, never count); past it a request is answered 429 unread. 0: no bound. Behind a proxy, its address is the client's.", parse: int(0, 1_000_000) },
   { key: "destinationTimeoutMs", flag: "destination-timeout-ms", env: "SLUICE_DESTINATION_TIMEOUT_MS", default: "30000", help: "Time limit of one request to a destination; a time-out is retried.", parse: int(1, 600_000) },
   { key: "destinationConcurrency", flag: "destination-concurrency", env: "SLUICE_DESTINATION_CONCURRENCY", default: "16", help: "Concurrent requests (and connections) per destination.", parse: int(1, 256) },
   { key: "transformMemoryMb", flag: "transform-memory-mb", env: "SLUICE_TRANSFORM_MEMORY_MB", default: "64", help: "Memory limit of a user transformation's sandbox.", parse: int(1, 4096) },

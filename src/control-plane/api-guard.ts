@@ -16,6 +16,7 @@ import { parseJsonShaped, shapeLimitsFor } from "../lib/json-shape";
 import { firstError } from "../lib/schema";
 import type { TSchema } from "@sinclair/typebox";
 import { bodyRead, readUpTo } from "../lib/read-up-to";
+import type { RequestPeer } from "../lib/slow-bodies";
 import type { ServiceContext } from "./context";
 import { assertSameOrigin, authenticateRequest } from "./auth";
 import { clientAddress } from "./auth-throttle";
@@ -75,7 +76,7 @@ async function decodeBody(bytes: Uint8Array, contentType: string, fullContentTyp
   }
 }
 
-type Peer = { requestIP(r: Request): { address: string } | null; timeout?(r: Request, seconds: number): void } | null;
+type Peer = RequestPeer;
 
 /**
  * Installs the guard on the API app, before its routes: a parse hook (routes that read a body)
@@ -102,9 +103,10 @@ export function guarded<T extends Elysia<any, any, any, any, any, any, any>>(app
         if (contentType.toLowerCase() !== "application/json") throw new AppError("UNSUPPORTED_MEDIA_TYPE", "sign-in takes a JSON body: send Content-Type: application/json");
         assertSameOrigin(request, { trustProxy, originRequired: false });
       }
-      // Past the deadline Bun closes the connection, however slowly the body still trickles in.
-      if (ctx.bodyTimeoutSeconds !== undefined) server?.timeout?.(request, ctx.bodyTimeoutSeconds);
-      const bytes = await readCapped(request, limit);
+      // Past the deadline Bun closes the connection, however slowly the body still trickles in;
+      // one address may have only so many trickling (lib/slow-bodies.ts).
+      const read = () => readCapped(request, limit);
+      const bytes = await (ctx.slowBodies ? ctx.slowBodies.wait(request, server, read) : read());
       return decodeBody(bytes, contentType.toLowerCase(), request.headers.get("content-type") ?? "", limit);
     })
     .onTransform(async ({ request, route, server, body }) => {

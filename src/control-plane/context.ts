@@ -5,6 +5,7 @@ import type { ControlPlaneStore } from "./store";
 import type { StatsStore } from "../pipeline/store";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
+import type { SlowBodies } from "../lib/slow-bodies";
 
 /**
  * What checking a token or a session needs. Every feature's API sits behind that check, so each
@@ -18,8 +19,8 @@ export interface AuthContext {
   now: () => number;
   /** How long a dashboard sign-in lasts (settings). */
   sessionHours: number;
-  /** Seconds a client has to send a request body (--body-timeout-seconds); absent: the server's own limits only. */
-  bodyTimeoutSeconds?: number;
+  /** Bodies still arriving: their deadline and per-address bound (lib/slow-bodies.ts); absent: the server's own limits only. */
+  slowBodies?: SlowBodies;
   /** Believe X-Forwarded-Host/-Proto/-For (--trust-proxy); absent means no. */
   trustProxy?: boolean;
   /** Counts failed sign-ins and token checks per client address; absent (tools, tests) counts nothing. */

@@ -7,6 +7,7 @@ import { AppError, badRequest } from "../lib/errors";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
 import { compile, describeError } from "../lib/schema";
+import type { SlowBodies } from "../lib/slow-bodies";
 import { isStorageFailure, storageUnavailable } from "../lib/storage-health";
 import type { ConfigStore, SourceRuntime } from "../control-plane/config-store";
 import type { LiveEvents } from "../pipeline/live-events";
@@ -23,8 +24,8 @@ export interface IntakeDeps {
   live: LiveEvents;
   metrics: Metrics;
   log: Logger;
-  /** Seconds a client has to send a body (--body-timeout-seconds); absent: the server's own limits only. */
-  bodyTimeoutSeconds?: number;
+  /** Bodies still arriving: their deadline and per-address bound (lib/slow-bodies.ts); absent: the server's own limits only. */
+  slowBodies?: SlowBodies;
 }
 
 /** Resolves a write key to an enabled source: 401 for an unknown key, 404 for a disabled source. */

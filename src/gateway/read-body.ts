@@ -25,23 +25,28 @@ async function readLimited(request: Request, readLimit: number, limit: number): 
   return bytes;
 }
 
+/** Waits for a body still arriving (lib/slow-bodies.ts: the body deadline and the per-address bound). */
+export type BodyWait = <T>(request: Request, read: () => Promise<T>) => Promise<T>;
+
 /**
  * The body as text. A body that came with its headers is there at once (wrk, most SDKs on a
- * kept-alive connection): only one still arriving calls `onWait` first, which sets the body
- * deadline (a native call worth about a µs, so event calls that do not wait skip it).
+ * kept-alive connection): only one still arriving goes through `wait` (the body deadline is a
+ * native call worth about a µs, so event calls that do not wait skip it).
  */
-function textOf(request: Request, onWait?: (request: Request) => void): string | Promise<string> {
+function textOf(request: Request, wait?: BodyWait): string | Promise<string> {
   const pending = request.text();
   if (Bun.peek.status(pending) === "fulfilled") return Bun.peek(pending) as string;
-  onWait?.(request);
-  return bodyRead(pending);
+  if (!wait) return bodyRead(pending);
+  // A body refused unread still ends in a rejection when its client goes; it is nobody's error.
+  pending.catch(() => {});
+  return wait(request, () => bodyRead(pending));
 }
 
 /**
  * Reads, decompresses and parses the body. `limit` counts the decoded bytes, so a
  * small gzip bomb is refused as soon as its output crosses the limit.
  */
-export async function readJsonBody(request: Request, limit: number, onWait?: (request: Request) => void): Promise<{ value: Record<string, unknown>; bytes: number }> {
+export async function readJsonBody(request: Request, limit: number, wait?: BodyWait): Promise<{ value: Record<string, unknown>; bytes: number }> {
   const encoding = request.headers.get("content-encoding")?.trim().toLowerCase();
   const declared = request.headers.get("content-length");
   // The common case, an uncompressed body of known length within the limit: read as text at
@@ -51,12 +56,11 @@ export async function readJsonBody(request: Request, limit: number, onWait?: (re
     const n = Number(declared);
     if (n > limit) throw tooLarge(limit);
     if (n === 0) throw badRequest("request body is empty; expected a JSON object");
-    const value = parseJsonShaped(await textOf(request, onWait), shapeLimitsFor(limit));
+    const value = parseJsonShaped(await textOf(request, wait), shapeLimitsFor(limit));
     if (value === null || typeof value !== "object" || Array.isArray(value)) throw badRequest("request body must be a JSON object");
     return { value: value as Record<string, unknown>, bytes: n };
   }
-  onWait?.(request);
-  const bytes = await readDecodedBody(request, limit);
+  const bytes = await (wait ? wait(request, () => readDecodedBody(request, limit)) : readDecodedBody(request, limit));
   if (bytes.byteLength === 0) throw badRequest("request body is empty; expected a JSON object");
   const value = parseJsonShaped(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"), shapeLimitsFor(limit));
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw badRequest("request body must be a JSON object");

@@ -17,7 +17,8 @@ import { Elysia, t } from "elysia";
 import { AppError, badRequest } from "../lib/errors";
 import { Counter, Gauge } from "../lib/metrics";
 import { PIXEL_GIF, pixelCall } from "./pixel";
-import { readJsonBody, writeKeyFromAuthorization } from "./read-body";
+import type { RequestPeer } from "../lib/slow-bodies";
+import { type BodyWait, readJsonBody, writeKeyFromAuthorization } from "./read-body";
 import { readWebhookBody, webhookCall, webhookWriteKey } from "./webhook";
 import { type IntakeDeps, acceptCalls, authenticateSource, parseCalls } from "./intake";
 import { BatchCall, CALL_TYPES, CallSchemas, type CallType, MAX_BATCH_BYTES, MAX_CALL_BYTES } from "./schemas";
@@ -25,7 +26,7 @@ import { sourceConfig } from "./source-config";
 
 type Set = { status?: number | string; headers: Record<string, string | number> };
 type Refusal = { status: number; body: string; retryAfter?: number };
-type PeerAddress = { requestIP(r: Request): { address: string } | null; timeout?(r: Request, seconds: number): void } | null | undefined;
+type PeerAddress = RequestPeer;
 export type IntakeHandler = (request: Request, server: PeerAddress) => Promise<Response>;
 
 /** What Bun sends for a string body without headers, so both kinds of answer look alike. */
@@ -88,12 +89,10 @@ export function intakeHandlers(deps: IntakeDeps): IntakeHandlers {
   /**
    * A body that trickles in (a byte a second) would hold its connection for as long as the client
    * likes: Bun's idle timer counts only silence. Bun's per-request timeout closes the connection
-   * once the whole body has not arrived in time, whatever still trickles in.
+   * once the whole body has not arrived in time, and one address may have only so many trickling.
    */
-  const bodySeconds = deps.bodyTimeoutSeconds;
-  const bodyDeadline = (request: Request, server: PeerAddress) => {
-    if (bodySeconds !== undefined) server?.timeout?.(request, bodySeconds);
-  };
+  const slowBodies = deps.slowBodies;
+  const waitFor = (server: PeerAddress): BodyWait | undefined => (slowBodies && server ? (request, read) => slowBodies.wait(request, server, read) : undefined);
 
   /** What a refused event call answers; counted, and logged (refusals are rare and worth a line). */
   const refusal = (err: unknown, route: string, method: string, fields?: Record<string, unknown>): Refusal => {
@@ -136,7 +135,7 @@ export function intakeHandlers(deps: IntakeDeps): IntakeHandlers {
             : new URL(request.url).searchParams.get("writeKey") || missingWriteKey();
         const source = authenticateSource(deps, writeKey);
         const receivedAt = Date.now();
-        const { value, bytes } = await readJsonBody(request, path === "batch" ? MAX_BATCH_BYTES : MAX_CALL_BYTES, server ? (r) => bodyDeadline(r, server) : undefined);
+        const { value, bytes } = await readJsonBody(request, path === "batch" ? MAX_BATCH_BYTES : MAX_CALL_BYTES, waitFor(server));
         const calls = parseCalls(source, path, value, request.headers.get("anonymousid") ?? undefined, bytes);
         await acceptCalls(deps, source, calls, {
           receivedAt,
@@ -171,8 +170,8 @@ export function intakeHandlers(deps: IntakeDeps): IntakeHandlers {
     try {
       const source = authenticateSource(deps, webhookWriteKey(request, new URL(request.url)));
       const receivedAt = Date.now();
-      bodyDeadline(request, server);
-      const properties = await readWebhookBody(request, MAX_BATCH_BYTES);
+      const read = () => readWebhookBody(request, MAX_BATCH_BYTES);
+      const properties = await (slowBodies ? slowBodies.wait(request, server, read) : read());
       const calls = parseCalls(source, "track", webhookCall(properties));
       await acceptCalls(deps, source, calls, { receivedAt, ip: clientIp(request, server) });
     } catch (err) {

@@ -25,9 +25,9 @@ afterAll(async () => {
 
 const rssMb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${s.proc.pid}/status`, "utf8"))![1]) / 1024;
 
-function open(first: string): Promise<Socket> {
+function open(first: string, opts: { port?: number; localAddress?: string } = {}): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const sock = connect(port(), "127.0.0.1", () => {
+    const sock = connect({ port: opts.port ?? port(), host: "127.0.0.1", localAddress: opts.localAddress }, () => {
       if (first) sock.write(first);
       resolve(sock);
     });
@@ -36,9 +36,12 @@ function open(first: string): Promise<Socket> {
   });
 }
 
+/** The attackers' address: the clients whose calls are measured come from 127.0.0.1. */
+const ATTACKER = { localAddress: "127.0.0.2" };
+
 async function openMany(n: number, first: (i: number) => string): Promise<Socket[]> {
   const out: Socket[] = [];
-  for (let i = 0; i < n; i += 100) out.push(...(await Promise.all(Array.from({ length: Math.min(100, n - i) }, (_, j) => open(first(i + j))))));
+  for (let i = 0; i < n; i += 100) out.push(...(await Promise.all(Array.from({ length: Math.min(100, n - i) }, (_, j) => open(first(i + j), ATTACKER)))));
   return out;
 }
 
@@ -52,7 +55,7 @@ async function openStreams(n: number, request: (i: number) => string): Promise<S
   for (let i = 0; i < n; i += 50) {
     const wave = await Promise.all(
       Array.from({ length: Math.min(50, n - i) }, (_, j) =>
-        open(request(i + j)).then((sock) => new Promise<Socket>((resolve) => sock.once("data", () => (sock.pause(), resolve(sock))))),
+        open(request(i + j), ATTACKER).then((sock) => new Promise<Socket>((resolve) => sock.once("data", () => (sock.pause(), resolve(sock))))),
       ),
     );
     out.push(...wave);
@@ -75,6 +78,12 @@ test("2,000 slow headers, 500 slow bodies and 500 unread live streams: /health a
   const bodyConns = await openMany(500, () => `POST /v1/track HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAuthorization: ${basic(source.writeKey)}\r\nContent-Length: 30000\r\n\r\n{"userId":"slow","event":"x","properties":{"pad":"`);
   const streams = await openStreams(500, (i) => `GET /v2/sources/${source.id}/live-events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${bearer(tokens[Math.floor(i / 20)])}\r\nAccept: text/event-stream\r\n\r\n`);
   expect(streams.length).toBe(500);
+  // Past --max-slow-bodies-per-address (256 by default) the attacker's bodies are refused at once.
+  const bodyAnswers = new Map<string, number>();
+  for (const c of bodyConns) c.once("data", (d: Buffer) => {
+    const status = d.toString("latin1", 9, 12);
+    bodyAnswers.set(status, (bodyAnswers.get(status) ?? 0) + 1);
+  });
   const slow = [...headerConns, ...bodyConns];
   const drip = setInterval(() => {
     for (const c of slow) if (!c.destroyed) c.write("a");
@@ -106,8 +115,9 @@ test("2,000 slow headers, 500 slow bodies and 500 unread live streams: /health a
 
   latencies.sort((a, b) => a - b);
   const p99 = latencies[Math.floor(latencies.length * 0.99)]!;
-  console.log(JSON.stringify({ health, eventCalls: latencies.length, eventP99: Math.round(p99), statuses: Object.fromEntries(statuses), rssBefore: Math.round(before), rssPeak: Math.round(peak), stillOpen, bodiesOpen, serverLoopMaxS: loop }));
+  console.log(JSON.stringify({ health, eventCalls: latencies.length, eventP99: Math.round(p99), statuses: Object.fromEntries(statuses), rssBefore: Math.round(before), rssPeak: Math.round(peak), stillOpen, bodiesOpen, bodyAnswers: Object.fromEntries(bodyAnswers), serverLoopMaxS: loop }));
   expect(bodiesOpen).toBe(0);
+  expect(bodyAnswers.get("429")).toBe(500 - 256);
   expect([...statuses.keys()]).toEqual([200]);
   expect(latencies.length).toBeGreaterThan(100);
   expect(p99).toBeLessThan(100);
@@ -135,3 +145,55 @@ test("a client that sends its headers a byte a second is cut off by the server, 
     sock.destroy();
   }
 }, 40_000);
+
+test("one address may have only --max-slow-bodies-per-address bodies arriving: past it 429 at once, naming the setting; clients at other addresses are not held", async () => {
+  const t = await spawnSluice({ args: ["--max-slow-bodies-per-address", "20"] });
+  const socks: Socket[] = [];
+  try {
+    const src = await createSource(t.url, { name: "bounded" });
+    const opts = { port: Number(new URL(t.url).port) };
+    const body = JSON.stringify({ userId: "slow", event: "Slow Test", properties: { pad: "x".repeat(200) } });
+    const head = `POST /v1/track HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAuthorization: ${basic(src.writeKey)}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+    const partial = head + body.slice(0, 40);
+    const arriving = async () => Number(/sluice_slow_bodies_arriving (\d+)/.exec(await (await fetch(`${t.url}/metrics`)).text())?.[1]);
+    const answer = (sock: Socket) => new Promise<string>((resolve) => sock.once("data", (d) => resolve(d.toString("latin1"))));
+
+    // The attacker is 127.0.0.2; other clients come from 127.0.0.1 (fetch) and 127.0.0.3.
+    const attacker = { ...opts, localAddress: "127.0.0.2" };
+    for (let i = 0; i < 20; i++) socks.push(await open(partial, attacker));
+    await waitFor(async () => (await arriving()) === 20, { timeoutMs: 5_000, what: "20 bodies arriving" });
+
+    // The 21st from the same address is refused at once, unread.
+    const over = await open(partial, attacker);
+    socks.push(over);
+    const refused = await answer(over);
+    expect(refused).toStartWith("HTTP/1.1 429");
+    expect(refused).toContain("--max-slow-bodies-per-address");
+
+    // Another address is not held by the first one's bodies: its body, finished, is accepted.
+    const other = await open(partial, { ...opts, localAddress: "127.0.0.3" });
+    socks.push(other);
+    await waitFor(async () => (await arriving()) === 21, { timeoutMs: 5_000, what: "the other address's body arriving" });
+    const otherAnswer = answer(other);
+    other.write(body.slice(40));
+    expect(await otherAnswer).toStartWith("HTTP/1.1 200");
+
+    // Nor is a client at another address whose body arrives as usual.
+    const res = await fetch(`${t.url}/v1/track`, { method: "POST", headers: { "content-type": "application/json", authorization: basic(src.writeKey) }, body });
+    expect(res.status).toBe(200);
+
+    // Bodies that finish free their places.
+    const held = socks.slice(0, 20).map((sock) => {
+      const a = answer(sock);
+      sock.write(body.slice(40));
+      return a;
+    });
+    for (const a of await Promise.all(held)) expect(a).toStartWith("HTTP/1.1 200");
+    await waitFor(async () => (await arriving()) === 0, { timeoutMs: 5_000, what: "no body arriving" });
+  } finally {
+    for (const sock of socks) sock.destroy();
+    t.proc.kill("SIGKILL");
+    await t.proc.exited;
+    await cleanup(t.dataDir);
+  }
+}, 60_000);
