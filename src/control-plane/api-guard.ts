@@ -104,7 +104,7 @@ export function guarded<T extends Elysia<any, any, any, any, any, any, any>>(app
         assertSameOrigin(request, { trustProxy, originRequired: false });
       }
       // Past the deadline Bun closes the connection, however slowly the body still trickles in;
-      // one address may have only so many trickling (lib/slow-bodies.ts).
+      // one address may have only so many arriving (lib/slow-bodies.ts).
       const read = () => readCapped(request, limit);
       const bytes = await (ctx.slowBodies ? ctx.slowBodies.wait(request, server, read) : read());
       return decodeBody(bytes, contentType.toLowerCase(), request.headers.get("content-type") ?? "", limit);

@@ -92,7 +92,14 @@ export function intakeHandlers(deps: IntakeDeps): IntakeHandlers {
    * once the whole body has not arrived in time, and one address may have only so many trickling.
    */
   const slowBodies = deps.slowBodies;
-  const waitFor = (server: PeerAddress): BodyWait | undefined => (slowBodies && server ? (request, read) => slowBodies.wait(request, server, read) : undefined);
+  // One wait per listening server (there are one or two), not a closure per call.
+  const waits = new WeakMap<object, BodyWait>();
+  const waitFor = (server: PeerAddress): BodyWait | undefined => {
+    if (!slowBodies || !server) return undefined;
+    let wait = waits.get(server);
+    if (!wait) waits.set(server, (wait = (request, read) => slowBodies.wait(request, server, read)));
+    return wait;
+  };
 
   /** What a refused event call answers; counted, and logged (refusals are rare and worth a line). */
   const refusal = (err: unknown, route: string, method: string, fields?: Record<string, unknown>): Refusal => {
