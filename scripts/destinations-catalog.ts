@@ -120,7 +120,7 @@ function row(kind: CatalogKind): string {
     filtering ? "yes" : "no",
     kind.batching,
     kind.userDeletion + byUserIdOnly,
-    pub.capabilities.testable ? "yes" : "no (server-delivered)",
+    pub.capabilities.testable ? "yes" : "no (delivered by the server itself)",
   ]
     .map(cell)
     .join(" | ");

@@ -170,7 +170,7 @@ export function publicDefinition(d: AnyDestinationDefinition) {
     capabilities: {
       batching: typeof d.batch === "function",
       userDeletion: typeof d.deleteUsers === "function",
-      testable: !d.serverDelivered,
+      testable: !d.serverDelivered && !d.notInTestApi,
     },
   };
 }

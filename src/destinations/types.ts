@@ -170,8 +170,14 @@ export interface DestinationDefinition<
    * workspace files, which hold what RudderStack saved, nor to the Test API's destinationConfig.
    */
   withDashboardDefaults?(config: Record<string, any>): Record<string, any>;
-  /** Set for kinds the server delivers itself (queues, storage); the Test API refuses them (docs/api.md, Test API). */
+  /** Set for kinds staged and loaded by the server (warehouses, object storage): the router never calls transform; the Test API does not test them. */
   serverDelivered?: boolean;
+  /**
+   * Set for kinds the spec says the Test API does not support (streaming platforms, queues,
+   * spreadsheets, key-value stores, warehouse stream inserts): what the kind is, for the answer
+   * (`a key-value store`). They are delivered like any kind, through their own client.
+   */
+  notInTestApi?: string;
   /** Set for key-value-store and object-storage kinds: deletion takes userId only (the Data Regulation API's rule for those kinds). */
   deletionByUserIdOnly?: boolean;
 }

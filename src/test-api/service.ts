@@ -100,8 +100,9 @@ export function checkDestinationConfig(d: DestinationRuntime, config: Record<str
 function refusal(d: DestinationRuntime, force: boolean): DestinationNotTested | undefined {
   const base = { destinationId: d.id, destinationName: d.name };
   if (!d.enabled && !force) return { ...base, error: `Destination with id ${d.id} is disabled` };
-  if (d.definition?.serverDelivered) {
-    return { ...base, error: `the Test API does not support ${d.type} destinations: the server delivers them itself rather than through a transformer` };
+  if (d.definition?.serverDelivered || d.definition?.notInTestApi) {
+    const what = d.definition.notInTestApi ? ` (${d.definition.notInTestApi})` : "";
+    return { ...base, error: `the Test API does not support ${d.type} destinations${what}: the server delivers them itself rather than through a transformer` };
   }
   if (routingOf(d).deviceMode) {
     return { ...base, error: `Destination with id ${d.id} is in device mode: the SDK on the device sends its events, the server sends none` };

@@ -103,4 +103,5 @@ export const redis: DestinationDefinition = {
   },
   send: sendToRedis,
   deletionByUserIdOnly: true,
+  notInTestApi: "a key-value store",
 };
