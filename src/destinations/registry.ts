@@ -22,6 +22,7 @@ import { http } from "./http";
 import { hubspot } from "./hubspot";
 import { intercom } from "./intercom";
 import { iterable } from "./iterable";
+import { kinesis } from "./kinesis";
 import { klaviyo } from "./klaviyo";
 import { mautic } from "./mautic";
 import { mixpanel } from "./mixpanel";
@@ -80,6 +81,7 @@ const KINDS: AnyDestinationDefinition[] = [
   activeCampaign,
   oneSignal,
   redis,
+  kinesis,
   s3,
   minio,
   digitalOceanSpaces,

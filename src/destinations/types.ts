@@ -196,7 +196,15 @@ export interface ProtocolContext {
    * later cannot take the connection elsewhere), or why not; `retry` when it may pass later (DNS).
    */
   reach(host: string): Promise<{ ok: true; address: string } | { ok: false; error: string; retry: boolean }>;
+  /**
+   * Delivery's HTTP client (the outbound policy, the pinned address, the time-out), for a kind
+   * whose client speaks HTTP of its own making (the AWS kinds sign each request as it goes).
+   */
+  http(request: DestinationRequest): Promise<HttpExchange>;
 }
+
+/** An HTTP exchange: the answer (whatever its status), or why none came and whether to try again. */
+export type HttpExchange = { ok: true; status: number; text: string; headers: Headers; ms: number } | { ok: false; retry: boolean; error: string; ms: number };
 
 /** A protocol kind's answer for one request: done (with what to record as the response), or retry / abort with why. */
 export type ProtocolAnswer = { outcome: "ok"; response: string } | { outcome: "retry" | "abort"; error: string; response?: string };

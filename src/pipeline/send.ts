@@ -2,7 +2,7 @@
  * Sends one destination request over HTTP and classifies the answer. Outcomes are
  * values, not exceptions: delivered, retry (with an optional server-given delay) or abort.
  */
-import type { AnyDestinationDefinition, DestinationContext, DestinationRequest, ProtocolContext } from "../destinations/types";
+import type { AnyDestinationDefinition, DestinationContext, DestinationRequest, HttpExchange, ProtocolContext } from "../destinations/types";
 import { readUpTo } from "../lib/read-up-to";
 import type { Outbound } from "./outbound";
 
@@ -69,9 +69,7 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
 
 
 /** What one HTTP exchange came to: the answer (read up to 1 MB), or why there is none and whether that is worth retrying. */
-export type Exchange =
-  | { ok: true; status: number; text: string; headers: Headers; ms: number }
-  | { ok: false; retry: boolean; error: string; ms: number };
+export type Exchange = HttpExchange;
 
 /**
  * One request through the outbound address policy, pinned to the checked address, with the
@@ -166,7 +164,13 @@ export async function deliverRequest(
 ): Promise<Outcome> {
   if (!def?.send) return sendRequest(req, opts);
   const started = performance.now();
-  const protocol: ProtocolContext = { config: ctx.config, destination: ctx.destination, timeoutMs: opts.timeoutMs, reach: (host) => reachHost(opts.outbound, host) };
+  const protocol: ProtocolContext = {
+    config: ctx.config,
+    destination: ctx.destination,
+    timeoutMs: opts.timeoutMs,
+    reach: (host) => reachHost(opts.outbound, host),
+    http: (request) => exchange(request, opts),
+  };
   let answer;
   try {
     answer = await def.send(req, protocol);
