@@ -376,8 +376,14 @@ export async function routerCase(run: Runner, tc: RsCase, index: number): Promis
     for (const { d, group } of groups.values()) {
       const ctx = ctxOf(inputs.find((i) => String(i.destination?.ID ?? "dest") === d) ?? inputs[0]);
       // A request batch() refuses fails its job, as the router aborts that event.
-      const jobOf = new Map(group.map((t) => [t.request, t.job]));
-      const batched = await run.def.batch(group.map((t) => t.request), ctx, (request, error) => ours.errors.push({ job: jobOf.get(request), error, retry: false }));
+      // A protocol kind's outputs are RudderStack's (the request's body, transform above): batch()
+      // takes them back inside their requests, and its requests are compared by their bodies.
+      const protocol = !!run.def.send;
+      const asRequest = (r: DestinationRequest) => (protocol ? ({ endpoint: "", headers: {}, params: {}, body: { JSON: r, JSON_ARRAY: {}, XML: {}, FORM: {} } } as unknown as DestinationRequest) : r);
+      const wrapped = group.map((t) => asRequest(t.request));
+      const jobOf = new Map(wrapped.map((r, k) => [r, group[k]!.job]));
+      const merged = await run.def.batch(wrapped, ctx, (request, error) => ours.errors.push({ job: jobOf.get(request), error, retry: false }));
+      const batched = protocol ? merged.map((r) => r.body.JSON as unknown as DestinationRequest) : merged;
       const jobs = run.opts.routerJobs ? jobsOfBatches(run.def, group, ctx) : undefined;
       batched.forEach((request, k) => ours.units.push({ request, jobs: jobs?.[k] }));
     }

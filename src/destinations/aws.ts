@@ -12,8 +12,24 @@
  * environment's credentials, or aborts naming the keys to set.
  */
 import { AwsV4Signer } from "aws4fetch";
-import type { HttpExchange, ProtocolAnswer, ProtocolContext } from "./types";
+import { t } from "elysia";
+import type { DestinationRequest, HttpExchange, ProtocolAnswer, ProtocolContext, ResponseCheck, ResponseVerdict } from "./types";
 import { restRequest } from "./types";
+
+/**
+ * The keys every AWS kind's definition has beside its own (LAMBDA spells the first
+ * `accessKeyId`: lambdaKeys). roleBasedAuth and iamRoleARN are accepted and not read: Sluice
+ * signs with the keys or the process's AWS_* environment, and does not assume roles.
+ */
+export const awsKeys = {
+  accessKeyID: t.Optional(t.String()),
+  accessKey: t.Optional(t.String()),
+  roleBasedAuth: t.Optional(t.Boolean()),
+  iamRoleARN: t.Optional(t.String()),
+};
+
+/** An AWS region, as RudderStack's definitions take it. */
+export const awsRegion = t.String({ minLength: 1, maxLength: 100 });
 
 export interface AwsCredentials {
   accessKeyId: string;
@@ -31,6 +47,11 @@ export function awsCredentials(config: Record<string, any>, idKey = "accessKeyID
   }
   return undefined;
 }
+
+/** Why a call cannot be signed, naming the keys to set (`idKey`: LAMBDA's spelling differs). */
+export const noCredentials = (idKey = "accessKeyID") =>
+  `no AWS credentials: set ${idKey} and accessKey on the destination, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in Sluice's environment`;
+export const NO_CREDENTIALS = noCredentials();
 
 /** `https://<service>.<region>.amazonaws.com/`, the endpoint of a service's JSON API. */
 export const awsEndpoint = (service: string, region: string) => `https://${service}.${region}.amazonaws.com/`;
@@ -70,8 +91,121 @@ export function awsError(text: string): { type: string; message: string } {
  */
 export function awsFailure(service: string, x: HttpExchange): ProtocolAnswer {
   if (!x.ok) return { outcome: x.retry ? "retry" : "abort", error: x.error };
-  const { type, message } = awsError(x.text);
+  const parsed = awsError(x.text);
+  // Lambda names the error in a header, its body in `Type`/`message` (User, Service).
+  const type = x.headers.get("x-amzn-errortype")?.split(":")[0] || parsed.type;
+  const message = parsed.message;
   const error = `${service} answered ${x.status}${type ? ` ${type}` : ""}${message ? `: ${message}` : ""}`;
   const retry = x.status >= 500 || x.status === 429 || x.status === 408 || /Throttl|ProvisionedThroughputExceeded|RequestExpired/.test(type);
   return { outcome: retry ? "retry" : "abort", error, response: x.text };
+}
+
+/**
+ * Calls a REST-style API (LAMBDA's Invoke) at `endpoint`, its path included: `body` goes as
+ * written, the bytes that were signed.
+ */
+export async function awsRestCall(
+  ctx: ProtocolContext,
+  call: { endpoint: string; service: string; region: string; headers: Record<string, string>; body: string; credentials: AwsCredentials },
+): Promise<HttpExchange> {
+  const signer = new AwsV4Signer({ method: "POST", url: call.endpoint, headers: call.headers, body: call.body, service: call.service, region: call.region, ...call.credentials });
+  const signed = await signer.sign();
+  const request = restRequest({ endpoint: signed.url.toString(), headers: Object.fromEntries(signed.headers) });
+  // A JSON_ARRAY batch goes out as its text, unparsed: the signed bytes (src/pipeline/send.ts).
+  request.body.JSON_ARRAY = { batch: call.body };
+  return ctx.http(request);
+}
+
+/** A merged request's items (one per event's request, in order), and where each event's request went. */
+interface Merged<T> {
+  items: T[];
+  at: Map<DestinationRequest, number>;
+}
+const mergedItems = new WeakMap<DestinationRequest, Merged<unknown>>();
+
+/**
+ * Merges requests into as few as the service takes: items of the same `group` (a stream, an
+ * endpoint) in order, at most `max` items and `maxBytes` of them a request. Each merged request
+ * carries its items as `body.JSON[key]`; `itemsOf` gives them back, for the kind's client.
+ */
+export function mergeRequests<T>(
+  requests: DestinationRequest[],
+  opts: { key: string; max: number; maxBytes: number; item(r: DestinationRequest): T; size(item: T): number; group(r: DestinationRequest): string },
+): DestinationRequest[] {
+  const out: DestinationRequest[] = [];
+  const open = new Map<string, { request: DestinationRequest; merged: Merged<T>; bytes: number }>();
+  for (const r of requests) {
+    const item = opts.item(r);
+    const bytes = opts.size(item);
+    const group = opts.group(r);
+    let current = open.get(group);
+    if (!current || current.merged.items.length >= opts.max || current.bytes + bytes > opts.maxBytes) {
+      const items: T[] = [];
+      const request = { ...r, body: { ...r.body, JSON: { [opts.key]: items } } };
+      current = { request, merged: { items, at: new Map() }, bytes: 0 };
+      mergedItems.set(request, current.merged as Merged<unknown>);
+      open.set(group, current);
+      out.push(request);
+    }
+    current.merged.at.set(r, current.merged.items.length);
+    current.merged.items.push(item);
+    current.bytes += bytes;
+  }
+  return out;
+}
+
+/** The items a request carries: a merged request's, or the one of a request never merged. */
+export function itemsOf<T>(request: DestinationRequest, single: (r: DestinationRequest) => T): T[] {
+  return (mergedItems.get(request)?.items as T[] | undefined) ?? [single(request)];
+}
+
+/**
+ * A 2xx answer that names failed items by position (PutRecords, PutRecordBatch, PutEvents): the
+ * verdict of each event by the position of its request's item in the merged request.
+ */
+export function itemVerdicts(request: DestinationRequest, failed: Map<number, ResponseVerdict>): ResponseCheck {
+  if (!failed.size) return { outcome: "ok" };
+  const m = mergedItems.get(request);
+  if (!m) return failed.get(0) ?? { outcome: "ok" };
+  return {
+    outcome: "per-event",
+    verdictFor(own) {
+      for (const r of own) {
+        const at = m.at.get(r);
+        const verdict = at === undefined ? undefined : failed.get(at);
+        if (verdict) return verdict;
+      }
+      return { outcome: "ok" };
+    },
+  };
+}
+
+/**
+ * Puts a request's items (one, or a merged request's: mergeRequests) with one call of a JSON API
+ * (PutRecords, PutRecordBatch, PutEvents): the service's answer as the response, or why not.
+ */
+export async function putItems<T>(
+  request: DestinationRequest,
+  ctx: ProtocolContext,
+  call: { label: string; service: string; target: string; region: string; credentials: AwsCredentials | undefined; item(r: DestinationRequest): T; body(items: T[]): Record<string, unknown> },
+): Promise<ProtocolAnswer> {
+  if (!call.credentials) return { outcome: "abort", error: NO_CREDENTIALS };
+  const x = await awsJsonCall(ctx, { endpoint: request.endpoint, service: call.service, region: call.region, target: call.target, body: call.body(itemsOf(request, call.item)), credentials: call.credentials });
+  if (!x.ok || x.status < 200 || x.status >= 300) return awsFailure(call.label, x);
+  return { outcome: "ok", response: x.text };
+}
+
+/**
+ * The items a 2xx answer names as failed, by position: `count` is the answer's failure count
+ * (FailedRecordCount), `list` its per-item list, each failed one with ErrorCode and ErrorMessage.
+ */
+export function failedItems(body: string, spec: { count: string; list: string; what: string; outcome: "retry" | "abort" }): Map<number, ResponseVerdict> {
+  const failed = new Map<number, ResponseVerdict>();
+  const answer = JSON.parse(body) as Record<string, unknown>;
+  if (!answer[spec.count]) return failed;
+  const list = Array.isArray(answer[spec.list]) ? (answer[spec.list] as Array<{ ErrorCode?: string; ErrorMessage?: string }>) : [];
+  list.forEach((r, i) => {
+    if (r?.ErrorCode) failed.set(i, { outcome: spec.outcome, error: `${spec.what}: ${r.ErrorCode}${r.ErrorMessage ? `: ${r.ErrorMessage}` : ""}` });
+  });
+  return failed;
 }

@@ -22,7 +22,10 @@ import { http } from "./http";
 import { hubspot } from "./hubspot";
 import { intercom } from "./intercom";
 import { iterable } from "./iterable";
+import { eventBridge } from "./eventbridge";
+import { firehose } from "./firehose";
 import { kinesis } from "./kinesis";
+import { lambda } from "./lambda";
 import { klaviyo } from "./klaviyo";
 import { mautic } from "./mautic";
 import { mixpanel } from "./mixpanel";
@@ -82,6 +85,9 @@ const KINDS: AnyDestinationDefinition[] = [
   oneSignal,
   redis,
   kinesis,
+  firehose,
+  eventBridge,
+  lambda,
   s3,
   minio,
   digitalOceanSpaces,

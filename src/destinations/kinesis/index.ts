@@ -11,7 +11,7 @@
  * its user (src/pipeline/scheduler.ts).
  */
 import { type Static, t } from "elysia";
-import { awsCredentials, awsEndpoint, awsFailure, awsJsonCall } from "../aws";
+import { awsCredentials, awsKeys, awsRegion, awsEndpoint, failedItems, itemVerdicts, itemsOf, mergeRequests, putItems } from "../aws";
 import { endpointFor } from "../base-url";
 import { isPlainObject } from "../shared";
 import {
@@ -19,7 +19,6 @@ import {
   type DestinationRequest,
   type ProtocolAnswer,
   type ProtocolContext,
-  type ResponseVerdict,
   TransformError,
   configKeys,
   configOf,
@@ -27,19 +26,15 @@ import {
   restRequest,
 } from "../types";
 
-/** RudderStack's text pattern for both: 1 to 100 characters (or a template, which Sluice does not expand). */
+/** RudderStack's text pattern: 1 to 100 characters (or a template, which Sluice does not expand). */
 const Name = t.String({ minLength: 1, maxLength: 100 });
 
 export const KinesisConfig = t.Object(
   {
-    region: Name,
+    region: awsRegion,
     stream: Name,
-    accessKeyID: t.Optional(t.String()),
-    accessKey: t.Optional(t.String()),
     useMessageId: t.Optional(t.Boolean()),
-    /** Not read: Sluice signs with the keys above or the process's AWS_* environment (src/destinations/aws.ts). */
-    roleBasedAuth: t.Optional(t.Boolean()),
-    iamRoleARN: t.Optional(t.String()),
+    ...awsKeys,
   },
   { additionalProperties: true },
 );
@@ -55,9 +50,6 @@ interface KinesisOutput {
   userId: unknown;
 }
 
-/** A merged request's outputs, and where each event's own request went in it. */
-const merged = new WeakMap<DestinationRequest, { outputs: KinesisOutput[]; at: Map<DestinationRequest, number> }>();
-
 const outputOf = (r: DestinationRequest) => r.body.JSON as unknown as KinesisOutput;
 
 /** A record as PutRecords takes it. */
@@ -70,34 +62,18 @@ function recordOf(o: KinesisOutput, c: KinesisConfig): { Data: string; Partition
 
 async function putRecords(request: DestinationRequest, ctx: ProtocolContext): Promise<ProtocolAnswer> {
   const c = configOf(ctx, KinesisConfig);
-  const credentials = awsCredentials(c);
-  if (!credentials) return { outcome: "abort", error: "no AWS credentials: set accessKeyID and accessKey on the destination, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in Sluice's environment" };
-  const outputs = merged.get(request)?.outputs ?? [outputOf(request)];
-  const records = outputs.map((o) => recordOf(o, c));
+  const records = itemsOf(request, outputOf).map((o) => recordOf(o, c));
   // An empty partition key is refused by Kinesis (rudder-server sends it and is refused too).
   if (records.some((r) => r.PartitionKey === "")) return { outcome: "abort", error: "the event has no userId or anonymousId to partition by" };
-  const x = await awsJsonCall(ctx, {
-    endpoint: request.endpoint,
+  return putItems(request, ctx, {
+    label: "Kinesis",
     service: "kinesis",
-    region: c.region,
     target: "Kinesis_20131202.PutRecords",
-    body: { StreamName: c.stream, Records: records },
-    credentials,
+    region: c.region,
+    credentials: awsCredentials(c),
+    item: outputOf,
+    body: () => ({ StreamName: c.stream, Records: records }),
   });
-  if (!x.ok || x.status < 200 || x.status >= 300) return awsFailure("Kinesis", x);
-  return { outcome: "ok", response: x.text };
-}
-
-/** A PutRecords answer: the failed records' verdicts, by position. */
-function failedRecords(body: string): Map<number, ResponseVerdict> {
-  const failed = new Map<number, ResponseVerdict>();
-  const answer = JSON.parse(body) as { FailedRecordCount?: number; Records?: Array<{ ErrorCode?: string; ErrorMessage?: string }> };
-  if (!answer.FailedRecordCount) return failed;
-  (answer.Records ?? []).forEach((r, i) => {
-    // Both codes PutRecords gives a record (ProvisionedThroughputExceededException, InternalFailure) pass later.
-    if (r.ErrorCode) failed.set(i, { outcome: "retry", error: `Kinesis refused the record: ${r.ErrorCode}${r.ErrorMessage ? `: ${r.ErrorMessage}` : ""}` });
-  });
-  return failed;
 }
 
 export const kinesis: DestinationDefinition = {
@@ -116,40 +92,13 @@ export const kinesis: DestinationDefinition = {
     return [restRequest({ endpoint: endpointFor(ctx, awsEndpoint("kinesis", c.region)), json: output as unknown as Record<string, unknown> })];
   },
   batch(requests) {
-    const out: DestinationRequest[] = [];
-    let current: { request: DestinationRequest; outputs: KinesisOutput[]; at: Map<DestinationRequest, number>; bytes: number } | undefined;
-    for (const r of requests) {
-      const output = outputOf(r);
-      // Base64 grows data by a third; the partition key and JSON framing are small beside it.
-      const bytes = Math.ceil((JSON.stringify(output.message).length * 4) / 3) + 300;
-      if (!current || current.request.endpoint !== r.endpoint || current.outputs.length >= MAX_RECORDS || current.bytes + bytes > MAX_BYTES) {
-        const request = { ...r, body: { ...r.body, JSON: { records: [] as KinesisOutput[] } } };
-        current = { request, outputs: request.body.JSON.records, at: new Map(), bytes: 0 };
-        merged.set(request, { outputs: current.outputs, at: current.at });
-        out.push(request);
-      }
-      current.at.set(r, current.outputs.length);
-      current.outputs.push(output);
-      current.bytes += bytes;
-    }
-    return out;
+    // Base64 grows data by a third; the partition key and JSON framing are small beside it.
+    const size = (o: KinesisOutput) => Math.ceil((JSON.stringify(o.message).length * 4) / 3) + 300;
+    return mergeRequests(requests, { key: "records", max: MAX_RECORDS, maxBytes: MAX_BYTES, item: outputOf, size, group: (r) => r.endpoint });
   },
   checkResponse(answer, request) {
-    const m = merged.get(request);
-    const failed = failedRecords(answer.body);
-    if (!failed.size) return { outcome: "ok" };
-    if (!m) return failed.get(0) ?? { outcome: "ok" };
-    return {
-      outcome: "per-event",
-      verdictFor(own) {
-        for (const r of own) {
-          const at = m.at.get(r);
-          const verdict = at === undefined ? undefined : failed.get(at);
-          if (verdict) return verdict;
-        }
-        return { outcome: "ok" };
-      },
-    };
+    // Both codes PutRecords gives a record (ProvisionedThroughputExceededException, InternalFailure) pass later.
+    return itemVerdicts(request, failedItems(answer.body, { count: "FailedRecordCount", list: "Records", what: "Kinesis refused the record", outcome: "retry" }));
   },
   send: putRecords,
   notInTestApi: "a streaming platform",
