@@ -24,6 +24,7 @@ import { intercom } from "./intercom";
 import { iterable } from "./iterable";
 import { eventBridge } from "./eventbridge";
 import { firehose } from "./firehose";
+import { googlePubSub } from "./google-pubsub";
 import { kinesis } from "./kinesis";
 import { lambda } from "./lambda";
 import { klaviyo } from "./klaviyo";
@@ -88,6 +89,7 @@ const KINDS: AnyDestinationDefinition[] = [
   firehose,
   eventBridge,
   lambda,
+  googlePubSub,
   s3,
   minio,
   digitalOceanSpaces,

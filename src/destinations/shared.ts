@@ -494,3 +494,19 @@ export function isEmail(value: unknown): boolean {
   }
   return user.split(".").every((part) => EMAIL_USER_UTF8.test(part));
 }
+
+/**
+ * RudderStack's event map (FIREHOSE's mapEvents, GOOGLEPUBSUB's eventToTopicMap): entries
+ * `{from, to}` keyed by `from` in lower case (a blank one left out, a later one winning), looked
+ * up by the event's name, then its type, then `*`; the first that maps to something wins.
+ */
+export function mappedByEvent(list: unknown, event: { event?: unknown; type?: unknown }): string | undefined {
+  const map = new Map<string, unknown>();
+  for (const m of Array.isArray(list) ? list : []) if (isPlainObject(m) && typeof m.from === "string" && m.from !== "") map.set(m.from.toLowerCase(), m.to);
+  const pick = (k: string | undefined) => {
+    const v = k === undefined ? undefined : map.get(k);
+    return typeof v === "string" && v ? v : undefined;
+  };
+  const name = typeof event.event === "string" && event.event ? event.event.toLowerCase() : undefined;
+  return pick(name) ?? pick(typeof event.type === "string" ? event.type.toLowerCase() : undefined) ?? pick("*");
+}

@@ -10,8 +10,9 @@
  * rudder-server answers 400 for it; the others are delivered.
  */
 import { type Static, t } from "elysia";
-import { awsCredentials, awsKeys, awsRegion, awsEndpoint, failedItems, itemVerdicts, mergeRequests, putItems } from "../aws";
+import { awsCredentials, awsEndpoint, awsKeys, awsRegion, failedItems, putItems } from "../aws";
 import { endpointFor } from "../base-url";
+import { itemVerdicts, mergeRequests } from "../item-batches";
 import { isPlainObject } from "../shared";
 import {
   type DestinationDefinition,

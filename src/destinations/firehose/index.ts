@@ -11,9 +11,10 @@
  */
 import { type Static, t } from "elysia";
 import { isPrototypeKey } from "../../lib/safe-keys";
-import { awsCredentials, awsKeys, awsRegion, awsEndpoint, failedItems, itemVerdicts, mergeRequests, putItems } from "../aws";
+import { awsCredentials, awsEndpoint, awsKeys, awsRegion, failedItems, putItems } from "../aws";
 import { endpointFor } from "../base-url";
-import { isPlainObject } from "../shared";
+import { itemVerdicts, mergeRequests } from "../item-batches";
+import { isPlainObject, mappedByEvent } from "../shared";
 import {
   type ConfigProblem,
   type DestinationDefinition,
@@ -51,21 +52,6 @@ interface FirehoseOutput {
 
 const outputOf = (r: DestinationRequest) => r.body.JSON as unknown as FirehoseOutput;
 
-/** RudderStack's map: `from` in lower case (a blank one left out) to `to`; a later entry wins. */
-function streamMap(c: FirehoseConfig): Map<string, string | undefined> {
-  const map = new Map<string, string | undefined>();
-  for (const m of c.mapEvents ?? []) if (typeof m.from === "string" && m.from !== "") map.set(m.from.toLowerCase(), m.to);
-  return map;
-}
-
-/** The event's name, else its type, else `*`: the first that maps to a stream. */
-function streamOf(event: Record<string, unknown>, c: FirehoseConfig): string | undefined {
-  const map = streamMap(c);
-  const name = typeof event.event === "string" && event.event.length > 0 ? map.get(event.event.toLowerCase()) : undefined;
-  const type = typeof event.type === "string" && event.type ? map.get(event.type.toLowerCase()) : undefined;
-  return name || type || map.get("*") || undefined;
-}
-
 function putRecordBatch(request: DestinationRequest, ctx: ProtocolContext): Promise<ProtocolAnswer> {
   const c = configOf(ctx, FirehoseConfig);
   return putItems(request, ctx, {
@@ -99,7 +85,7 @@ export const firehose: DestinationDefinition = {
   },
   transform(event, ctx) {
     const c = configOf(ctx, FirehoseConfig);
-    const stream = streamOf(event as Record<string, unknown>, c);
+    const stream = mappedByEvent(c.mapEvents, event);
     if (!stream) throw new TransformError("No delivery stream set for this event");
     const output: FirehoseOutput = { message: event as Record<string, unknown>, userId: event.anonymousId, deliveryStreamMapTo: stream };
     return [restRequest({ endpoint: endpointFor(ctx, awsEndpoint("firehose", c.region)), json: output as unknown as Record<string, unknown> })];

@@ -11,8 +11,9 @@
  * its user (src/pipeline/scheduler.ts).
  */
 import { type Static, t } from "elysia";
-import { awsCredentials, awsKeys, awsRegion, awsEndpoint, failedItems, itemVerdicts, itemsOf, mergeRequests, putItems } from "../aws";
+import { awsCredentials, awsEndpoint, awsKeys, awsRegion, failedItems, putItems } from "../aws";
 import { endpointFor } from "../base-url";
+import { itemVerdicts, itemsOf, mergeRequests } from "../item-batches";
 import { isPlainObject } from "../shared";
 import {
   type DestinationDefinition,
