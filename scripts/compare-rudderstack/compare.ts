@@ -379,11 +379,15 @@ export async function routerCase(run: Runner, tc: RsCase, index: number): Promis
       // A protocol kind's outputs are RudderStack's (the request's body, transform above): batch()
       // takes them back inside their requests, and its requests are compared by their bodies.
       const protocol = !!run.def.send;
-      const asRequest = (r: DestinationRequest) => (protocol ? ({ endpoint: "", headers: {}, params: {}, body: { JSON: r, JSON_ARRAY: {}, XML: {}, FORM: {} } } as unknown as DestinationRequest) : r);
+      const asRequest = (r: DestinationRequest) => {
+        if (!protocol) return r;
+        const { userKey, ...output } = r as DestinationRequest & Record<string, unknown>;
+        return { endpoint: "", headers: {}, params: {}, userKey, body: { JSON: output, JSON_ARRAY: {}, XML: {}, FORM: {} } } as unknown as DestinationRequest;
+      };
       const wrapped = group.map((t) => asRequest(t.request));
       const jobOf = new Map(wrapped.map((r, k) => [r, group[k]!.job]));
       const merged = await run.def.batch(wrapped, ctx, (request, error) => ours.errors.push({ job: jobOf.get(request), error, retry: false }));
-      const batched = protocol ? merged.map((r) => r.body.JSON as unknown as DestinationRequest) : merged;
+      const batched = protocol ? merged.map((r) => (typeof r.body.JSON_ARRAY?.batch === "string" ? JSON.parse(r.body.JSON_ARRAY.batch) : r.body.JSON) as unknown as DestinationRequest) : merged;
       const jobs = run.opts.routerJobs ? jobsOfBatches(run.def, group, ctx) : undefined;
       batched.forEach((request, k) => ours.units.push({ request, jobs: jobs?.[k] }));
     }
@@ -395,7 +399,7 @@ export async function routerCase(run: Runner, tc: RsCase, index: number): Promis
     const jobs: unknown[] = (o.metadata ?? []).map((m: any) => m?.jobId);
     if (jobs.length > 0 && jobs.every((j) => skipped.has(j))) continue;
     if (isSuccess(o) && o.batchedRequest) {
-      const requests = Array.isArray(o.batchedRequest) ? o.batchedRequest : [o.batchedRequest];
+      const requests = Array.isArray(o.batchedRequest) && !run.opts.listIsOneRequest ? o.batchedRequest : [o.batchedRequest];
       for (const request of requests) theirs.units.push({ request, jobs: run.opts.routerJobs ? jobs : undefined });
     } else for (const job of jobs.length ? jobs : [undefined]) theirs.errors.push({ job, ...errorOf(o) });
   }

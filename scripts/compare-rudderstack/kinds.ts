@@ -66,6 +66,8 @@ export interface KindOptions {
    * shows it): counted apart where Sluice differs, with why.
    */
   afterEarlierCases?: { ids: string[]; why: string };
+  /** Router: a batchedRequest that is a list is one request, the list its body (GOOGLE_CLOUD_FUNCTION), not a list of requests. */
+  listIsOneRequest?: boolean;
 }
 
 const urlOf = (endpoint: string) => {
@@ -77,6 +79,7 @@ const urlOf = (endpoint: string) => {
 };
 
 export const KIND_OPTIONS: Record<string, KindOptions> = {
+  GOOGLE_CLOUD_FUNCTION: { listIsOneRequest: true },
   // Contact-tag links, list subscriptions and event-name creation: RudderStack posts them in its transform.
   // Company tags: RudderStack posts them to /tags in its transform.
   INTERCOM: { transformWrites: (r) => r.method === "POST" && /\/tags$/.test(r.endpoint) },

@@ -44,9 +44,13 @@ export function credentialsProblem(key: string, text: unknown): ConfigProblem | 
 
 const base64url = (bytes: Uint8Array | string) => Buffer.from(bytes).toString("base64url");
 
-async function signJwt(account: ServiceAccount, scope: string, nowSeconds: number): Promise<string> {
+/** What a token is asked for: an access token for a scope, or an ID token for an audience (a Cloud Function's URL). */
+export type TokenFor = { scope: string } | { audience: string };
+
+async function signJwt(account: ServiceAccount, wanted: TokenFor, nowSeconds: number): Promise<string> {
   const header = base64url(JSON.stringify({ alg: "RS256", typ: "JWT" }));
-  const claims = base64url(JSON.stringify({ iss: account.client_email, scope, aud: account.token_uri, iat: nowSeconds, exp: nowSeconds + 3600 }));
+  const grant = "scope" in wanted ? { scope: wanted.scope } : { sub: account.client_email, target_audience: wanted.audience };
+  const claims = base64url(JSON.stringify({ iss: account.client_email, ...grant, aud: account.token_uri, iat: nowSeconds, exp: nowSeconds + 3600 }));
   const der = Buffer.from(account.private_key.replace(/-----[A-Z ]+-----/g, "").replace(/\s+/g, ""), "base64");
   const key = await crypto.subtle.importKey("pkcs8", der, { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }, false, ["sign"]);
   const signature = await crypto.subtle.sign("RSASSA-PKCS1-v1_5", key, new TextEncoder().encode(`${header}.${claims}`));
@@ -66,7 +70,16 @@ export class TokenFailure extends Error {
 }
 
 /** An access token for `scope`, kept until a minute before it expires. */
-export async function googleAccessToken(ctx: ProtocolContext, account: ServiceAccount, scope: string, now = Date.now()): Promise<string> {
+export function googleAccessToken(ctx: ProtocolContext, account: ServiceAccount, scope: string, now = Date.now()): Promise<string> {
+  return googleToken(ctx, account, { scope }, now);
+}
+
+/**
+ * A token from the account's token service: an access token for a scope, or an ID token for an
+ * audience (Cloud Functions take those); kept until a minute before it expires.
+ */
+export async function googleToken(ctx: ProtocolContext, account: ServiceAccount, wanted: TokenFor, now = Date.now()): Promise<string> {
+  const scope = "scope" in wanted ? `scope ${wanted.scope}` : `audience ${wanted.audience}`;
   // The whole key names the entry: another destination naming the same account with a key of
   // its own must earn its own token, never reuse this one.
   const cacheKey = `${account.client_email}\u0000${account.token_uri}\u0000${scope}\u0000${new Bun.CryptoHasher("sha256").update(account.private_key).digest("hex")}`;
@@ -74,7 +87,7 @@ export async function googleAccessToken(ctx: ProtocolContext, account: ServiceAc
   if (kept && kept.until > now) return kept.token;
   let assertion: string;
   try {
-    assertion = await signJwt(account, scope, Math.floor(now / 1000));
+    assertion = await signJwt(account, wanted, Math.floor(now / 1000));
   } catch (e) {
     throw new TokenFailure(`the service account's private_key cannot sign: ${(e as Error).message}`, false);
   }
@@ -86,13 +99,15 @@ export async function googleAccessToken(ctx: ProtocolContext, account: ServiceAc
   } catch {
     body = undefined;
   }
-  if (x.status !== 200 || typeof body?.access_token !== "string") {
+  const token = "scope" in wanted ? body?.access_token : body?.id_token;
+  if (x.status !== 200 || typeof token !== "string") {
     const why = body?.error_description ?? body?.error ?? x.text.slice(0, 200);
     throw new TokenFailure(`Google's token service answered ${x.status}: ${why}`, x.status >= 500 || x.status === 429);
   }
+  // An ID token's answer has no expires_in: Google's last an hour.
   const seconds = Number(body.expires_in) > 0 ? Number(body.expires_in) : 3600;
-  tokens.set(cacheKey, { token: body.access_token, until: now + (seconds - 60) * 1000 });
-  return body.access_token;
+  tokens.set(cacheKey, { token, until: now + (seconds - 60) * 1000 });
+  return token;
 }
 
 /** A Google API's error answer (`{error: {code, message, status}}`) in its own words. */

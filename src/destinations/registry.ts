@@ -12,8 +12,10 @@ import { pinterestTag } from "./pinterest-tag";
 import { snapchatConversion } from "./snapchat-conversion";
 import { tiktokAds } from "./tiktok-ads";
 import { amplitude } from "./amplitude";
+import { azureEventHub } from "./azure-event-hub";
 import { braze } from "./braze";
 import { clevertap } from "./clevertap";
+import { confluentCloud } from "./confluent-cloud";
 import { customerio } from "./customerio";
 import { freshsales } from "./freshsales";
 import { ga4 } from "./ga4";
@@ -24,7 +26,9 @@ import { intercom } from "./intercom";
 import { iterable } from "./iterable";
 import { eventBridge } from "./eventbridge";
 import { firehose } from "./firehose";
+import { googleCloudFunction } from "./google-cloud-function";
 import { googlePubSub } from "./google-pubsub";
+import { kafka } from "./kafka";
 import { kinesis } from "./kinesis";
 import { lambda } from "./lambda";
 import { klaviyo } from "./klaviyo";
@@ -90,6 +94,10 @@ const KINDS: AnyDestinationDefinition[] = [
   eventBridge,
   lambda,
   googlePubSub,
+  googleCloudFunction,
+  kafka,
+  confluentCloud,
+  azureEventHub,
   s3,
   minio,
   digitalOceanSpaces,

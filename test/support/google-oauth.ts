@@ -2,13 +2,16 @@
  * A stand-in for Google's OAuth 2.0 token endpoint, for the Google kinds' tests: it holds a
  * service account of its own (an RSA key made here) and hands out an access token only for a
  * JWT bearer assertion signed RS256 with that account's private key, checked against its public
- * key, with the account as issuer, this endpoint as audience, a scope, and a time that holds now.
+ * key, with the account as issuer, this endpoint as audience, a scope (an access token) or a
+ * target_audience (an ID token), and a time that holds now.
  */
 import { generateKeyPairSync, verify } from "node:crypto";
 
 export interface TokenGrant {
   iss: string;
-  scope: string;
+  /** An access token's scope, or an ID token's audience (`target_audience`). */
+  scope?: string;
+  audience?: string;
   token: string;
 }
 
@@ -40,8 +43,14 @@ export function startGoogleOAuth() {
       const now = Math.floor(Date.now() / 1000);
       if (claims.iss !== clientEmail) return refuse(`unknown issuer ${claims.iss}`);
       if (claims.aud !== url) return refuse(`audience ${claims.aud} is not ${url}`);
-      if (!claims.scope) return refuse("no scope");
+      if (!claims.scope && !claims.target_audience) return refuse("no scope and no target_audience");
       if (!(claims.iat <= now + 60 && claims.exp > now && claims.exp - claims.iat <= 3600)) return refuse("the JWT's time does not hold");
+      if (claims.target_audience) {
+        // An ID token (for a Cloud Function): Google's answer has only id_token.
+        const token = `eyJ.id-token-${++n}`;
+        grants.push({ iss: claims.iss, audience: claims.target_audience, token });
+        return Response.json({ id_token: token });
+      }
       const token = `ya29.test-${++n}`;
       grants.push({ iss: claims.iss, scope: claims.scope, token });
       return Response.json({ access_token: token, expires_in: 3599, token_type: "Bearer" });

@@ -1,0 +1,216 @@
+/**
+ * KAFKA: each event as one record of a Kafka topic, through the Kafka client (client.ts,
+ * kafkajs) that CONFLUENT_CLOUD and AZURE_EVENT_HUB share with it (kafkaKind).
+ *
+ * The transforms make what RudderStack's transformer makes: `{message, userId, topic}` (userId
+ * falling back to anonymousId; KAFKA adds `schemaId` from `integrations.Kafka`), the topic from
+ * `integrations.<Kind>.topic`, then for KAFKA with `enableMultiTopic` from `eventTypeToTopicMap`
+ * (the type, any case) or for track `eventToTopicMap` (the name, exact case), then the config's
+ * `topic`. The client then produces as rudder-server's producer does
+ * (services/streammanager/kafka): the JSON of `message` as the value, userId as the key, the
+ * output's topic or else the config's. Where rudder-server produces one record a call, a run of
+ * records goes in one produce call.
+ */
+import { X509Certificate } from "node:crypto";
+import type { TObject } from "@sinclair/typebox";
+import { type Static, t } from "elysia";
+import { itemsOf, mergeRequests } from "../item-batches";
+import { integrationsObject, isPlainObject } from "../shared";
+import {
+  type ConfigProblem,
+  type DestinationContext,
+  type DestinationDefinition,
+  type DestinationRequest,
+  type ProtocolAnswer,
+  type ProtocolContext,
+  type SluiceEvent,
+  configKeys,
+  configOf,
+  requiredKeysOf,
+  restRequest,
+} from "../types";
+import { type KafkaTarget, produce } from "./client";
+
+const Mapping = t.Object({ from: t.Optional(t.String()), to: t.Optional(t.String()) }, { additionalProperties: true });
+const Port = t.Union([t.String({ pattern: "^\\d{1,5}$" }), t.Integer({ minimum: 1, maximum: 65535 })]);
+
+export const KafkaConfig = t.Object(
+  {
+    /** One host, or several separated by commas, all on `port`. */
+    hostName: t.String({ minLength: 1 }),
+    port: Port,
+    topic: t.String({ minLength: 1 }),
+    sslEnabled: t.Optional(t.Boolean()),
+    /** PEM of the authority that signed the brokers' certificates; the system's when empty. */
+    caCertificate: t.Optional(t.String()),
+    /** Only with sslEnabled, as rudder-server applies it. */
+    useSASL: t.Optional(t.Boolean()),
+    saslType: t.Optional(t.String()),
+    username: t.Optional(t.String()),
+    password: t.Optional(t.String()),
+    enableMultiTopic: t.Optional(t.Boolean()),
+    eventTypeToTopicMap: t.Optional(t.Array(Mapping)),
+    eventToTopicMap: t.Optional(t.Array(Mapping)),
+    /** Not done by Sluice yet: a destination with convertToAvro aborts its events, saying so. */
+    convertToAvro: t.Optional(t.Boolean()),
+    avroSchemas: t.Optional(t.Array(t.Object({ schemaId: t.Optional(t.String()), schema: t.Optional(t.String()) }, { additionalProperties: true }))),
+    embedAvroSchemaID: t.Optional(t.Boolean()),
+    /** Not done by Sluice: a destination with useSSH aborts its events, saying so. */
+    useSSH: t.Optional(t.Boolean()),
+  },
+  { additionalProperties: true },
+);
+export type KafkaConfig = Static<typeof KafkaConfig>;
+
+/** RudderStack's output. */
+export interface KafkaOutput {
+  message: Record<string, unknown>;
+  userId?: unknown;
+  topic?: string;
+  schemaId?: unknown;
+}
+const outputOf = (r: DestinationRequest) => r.body.JSON as unknown as KafkaOutput;
+
+const SASL_TYPES: Record<string, "plain" | "scram-sha-256" | "scram-sha-512"> = { plain: "plain", sha256: "scram-sha-256", sha512: "scram-sha-512" };
+
+/** The brokers: `--destination-base-url KIND=URL` names the bootstrap server instead (its host and port). */
+function brokersOf(ctx: { baseUrl?: string }, configured: string[]): string[] {
+  // A base URL's host and port; its scheme means nothing here (the settings take http or https).
+  if (ctx.baseUrl) {
+    const u = new URL(ctx.baseUrl.includes("://") ? ctx.baseUrl : `kafka://${ctx.baseUrl}`);
+    return [u.port ? `${u.hostname}:${u.port}` : u.hostname];
+  }
+  return configured.map((b) => b.trim()).filter(Boolean);
+}
+
+function kafkaBrokers(c: KafkaConfig): string[] {
+  return String(c.hostName)
+    .split(",")
+    .map((h) => h.trim())
+    .filter(Boolean)
+    .map((h) => `${h}:${c.port}`);
+}
+
+function kafkaTarget(brokers: string[], c: KafkaConfig): KafkaTarget {
+  const tls: KafkaTarget["tls"] = c.sslEnabled ? (c.caCertificate?.trim() ? { ca: c.caCertificate } : true) : false;
+  const mechanism = SASL_TYPES[String(c.saslType ?? "plain").toLowerCase()] ?? "plain";
+  const sasl = c.sslEnabled && c.useSASL ? { mechanism, username: c.username ?? "", password: c.password ?? "" } : undefined;
+  return { brokers, tls, sasl };
+}
+
+/** The request's endpoint names the brokers (the config's, or --destination-base-url's), for the client and the delivery log. */
+const endpointOf = (brokers: string[]) => `kafka://${brokers.join(",")}`;
+const brokersIn = (endpoint: string) => endpoint.replace(/^kafka:\/\//, "").split(",").filter(Boolean);
+
+/** The record batches of a (merged) request, grouped by topic in order of first appearance. */
+function sendsOf(outputs: KafkaOutput[], defaultTopic: string) {
+  const byTopic = new Map<string, Array<{ key: string; value: string }>>();
+  for (const o of outputs) {
+    const topic = o.topic || defaultTopic;
+    const key = o.userId === undefined || o.userId === null ? "" : String(o.userId);
+    byTopic.set(topic, [...(byTopic.get(topic) ?? []), { key, value: JSON.stringify(o.message) }]);
+  }
+  return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
+}
+
+/** The configured CA certificate, refused on save when it is no PEM certificate. */
+function caProblem(config: Record<string, any>): ConfigProblem | undefined {
+  const ca = config.caCertificate;
+  if (!config.sslEnabled || typeof ca !== "string" || !ca.trim()) return undefined;
+  try {
+    new X509Certificate(ca);
+    return undefined;
+  } catch (e) {
+    return { key: "caCertificate", message: `is not a PEM certificate (${(e as Error).message})` };
+  }
+}
+
+/** What the three kinds share: batching a run into one produce call, and the kind's own client. */
+export function kafkaKind(spec: {
+  name: string;
+  displayName: string;
+  schema: TObject;
+  output(event: SluiceEvent, ctx: DestinationContext): KafkaOutput;
+  /** The configured brokers, host:port each. */
+  brokers(config: Record<string, any>): string[];
+  /** How to connect to `brokers`. */
+  target(brokers: string[], config: Record<string, any>): KafkaTarget;
+  refuse?(config: Record<string, any>): string | undefined;
+  checkConfig?(config: Record<string, any>): ConfigProblem | undefined;
+}): DestinationDefinition {
+  return {
+    name: spec.name,
+    displayName: spec.displayName,
+    config: {
+      defaultConfig: configKeys(spec.schema, ["oneTrustCookieCategories", "consentManagement", "connectionMode", "sshHost", "sshPort", "sshUser", "sshPublicKey"]),
+      supportedMessageTypes: ["identify", "track", "page", "screen", "group", "alias"],
+      requiredKeys: requiredKeysOf(spec.schema),
+    },
+    configSchema: spec.schema,
+    checkConfig: spec.checkConfig,
+    transform(event, ctx) {
+      return [restRequest({ endpoint: endpointOf(brokersOf(ctx, spec.brokers(configOf(ctx, spec.schema)))), json: spec.output(event, ctx) as unknown as Record<string, unknown> })];
+    },
+    batch(requests) {
+      // rudder-server's producer takes 1 MB a batch.
+      const size = (o: KafkaOutput) => JSON.stringify(o.message).length + 100;
+      return mergeRequests(requests, { key: "records", max: 500, maxBytes: 1024 * 1024, item: outputOf, size, group: () => "" });
+    },
+    async send(request: DestinationRequest, ctx: ProtocolContext): Promise<ProtocolAnswer> {
+      const config = configOf(ctx, spec.schema) as Record<string, any>;
+      const refused = spec.refuse?.(config);
+      if (refused) return { outcome: "abort", error: refused };
+      const target = spec.target(brokersIn(request.endpoint), config);
+      if (!target.brokers.length) return { outcome: "abort", error: "no broker to connect to" };
+      return produce(target, sendsOf(itemsOf(request, outputOf), String(config.topic ?? "")), ctx);
+    },
+    notInTestApi: "a streaming platform",
+  };
+}
+
+/** KAFKA's topic with enableMultiTopic: the type's (any case) for identify, page, screen, group and alias; the name's (exact case) for track. */
+function multiTopic(event: SluiceEvent, c: KafkaConfig): string | undefined {
+  if (!c.enableMultiTopic) return undefined;
+  const lookup = (list: unknown, key: string, lower: boolean) => {
+    let found: string | undefined;
+    for (const m of Array.isArray(list) ? list : []) {
+      if (!isPlainObject(m) || typeof m.from !== "string" || m.from === "") continue;
+      if ((lower ? m.from.toLowerCase() : m.from) === key) found = m.to as string | undefined;
+    }
+    return found;
+  };
+  const type = String(event.type);
+  if (["identify", "screen", "page", "group", "alias"].includes(type)) return lookup(c.eventTypeToTopicMap, type, true);
+  if (type === "track" && typeof event.event === "string" && event.event) return lookup(c.eventToTopicMap, event.event, false);
+  return undefined;
+}
+
+export const kafka = kafkaKind({
+  name: "KAFKA",
+  displayName: "Apache Kafka",
+  schema: KafkaConfig,
+  output(event, ctx) {
+    const c = configOf(ctx, KafkaConfig);
+    const options = integrationsObject(event, "KAFKA", "kafka", "Kafka");
+    const topic = (options?.topic as string | undefined) || multiTopic(event, c) || c.topic;
+    const out: KafkaOutput = { message: event as Record<string, unknown>, userId: event.userId || event.anonymousId, topic };
+    if (options?.schemaId !== undefined && options.schemaId !== null) out.schemaId = options.schemaId;
+    // RudderStack leaves out keys without a value.
+    return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined && v !== null)) as unknown as KafkaOutput;
+  },
+  brokers: (config) => kafkaBrokers(config as KafkaConfig),
+  target: (brokers, config) => kafkaTarget(brokers, config as KafkaConfig),
+  refuse(config) {
+    if (config.useSSH) return "useSSH: Sluice does not connect to Kafka through SSH tunnels; the event is not sent";
+    if (config.convertToAvro) return "convertToAvro: Sluice does not serialize Kafka records as Avro yet; the event is not sent";
+    return undefined;
+  },
+  checkConfig(config) {
+    const port = Number(config.port);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) return { key: "port", message: "must be a port number, 1 to 65535" };
+    if (config.useSASL && config.saslType !== undefined && !(String(config.saslType).toLowerCase() in SASL_TYPES)) {
+      return { key: "saslType", message: "must be plain, sha256 or sha512" };
+    }
+    return caProblem(config);
+  },
+});
