@@ -129,11 +129,10 @@ class Writer {
     this.parts.push(b);
     return this;
   }
-  int8 = (v: number) => this.fixed(1, (b) => b.writeInt8(v));
   int16 = (v: number) => this.fixed(2, (b) => b.writeInt16BE(v));
   int32 = (v: number) => this.fixed(4, (b) => b.writeInt32BE(v));
   int64 = (v: bigint) => this.fixed(8, (b) => b.writeBigInt64BE(v));
-  bool = (v: boolean) => this.int8(v ? 1 : 0);
+  bool = (v: boolean) => this.fixed(1, (b) => b.writeInt8(v ? 1 : 0));
   string(s: string | null): this {
     if (s === null) return this.int16(-1);
     const b = Buffer.from(s, "utf8");
@@ -198,15 +197,8 @@ function decodeBatches(buf: Buffer): Decoded[] | number {
 }
 
 type Scram = { hash: "sha256" | "sha512"; clientFirstBare: string; serverFirst: string; nonce: string; salt: Buffer };
-type Conn = {
-  socket: Socket;
-  pending: Buffer; // bytes of a request not yet complete
-  unsent: Buffer; // bytes of responses the socket would not take yet
-  closed: boolean;
-  authenticated: boolean;
-  handshaken: boolean;
-  scram?: Scram;
-};
+// pending: the start of a request still arriving; unsent: response bytes the socket has not taken yet.
+type Conn = { socket: Socket; pending: Buffer; unsent: Buffer; closed: boolean; authenticated: boolean; handshaken: boolean; scram?: Scram };
 
 const hmac = (hash: string, key: Buffer, data: string) => createHmac(hash, key).update(data).digest();
 const scramAttrs = (msg: string) => new Map(msg.split(",").map((kv) => [kv.slice(0, 1), kv.slice(2)] as const));
@@ -245,14 +237,13 @@ export function startKafkaBroker(opts: KafkaBrokerOptions = {}): KafkaBroker {
     send(conn, Buffer.concat([head, payload]));
   }
 
-  // Bun's socket.write may take only part of a buffer; the rest waits for the drain event.
   function send(conn: Conn, bytes: Buffer) {
-    if (conn.closed) return;
-    if (conn.unsent.length) conn.unsent = Buffer.concat([conn.unsent, bytes]);
-    else conn.unsent = bytes.subarray(Math.max(0, conn.socket.write(bytes)));
+    conn.unsent = conn.unsent.length ? Buffer.concat([conn.unsent, bytes]) : bytes;
+    flush(conn);
   }
 
-  function drain(conn: Conn) {
+  // Bun's socket.write may take only part of a buffer; the rest waits for the drain event.
+  function flush(conn: Conn) {
     if (!conn.closed && conn.unsent.length) conn.unsent = conn.unsent.subarray(Math.max(0, conn.socket.write(conn.unsent)));
   }
 
@@ -442,7 +433,7 @@ export function startKafkaBroker(opts: KafkaBrokerOptions = {}): KafkaBroker {
       },
       drain(socket) {
         const conn = conns.get(socket);
-        if (conn) drain(conn);
+        if (conn) flush(conn);
       },
       close(socket) {
         const conn = conns.get(socket);
@@ -461,24 +452,16 @@ export function startKafkaBroker(opts: KafkaBrokerOptions = {}): KafkaBroker {
     records,
     requests,
     unsupported,
-    get produceRequests() {
-      return produceRequests;
-    },
-    get connections() {
-      return connections;
-    },
+    get produceRequests() { return produceRequests; },
+    get connections() { return connections; },
     failNext(topic, errorCode, times = 1) {
       failures.set(topic, [...(failures.get(topic) ?? []), { code: errorCode, times }]);
     },
-    stall(on) {
-      stalled = on;
-    },
+    stall(on) { stalled = on; },
     dropConnections() {
       for (const conn of [...conns.values()]) close(conn);
     },
-    refuseConnections(on) {
-      refusing = on;
-    },
+    refuseConnections(on) { refusing = on; },
     async stop() {
       for (const conn of [...conns.values()]) close(conn);
       server.stop(true);

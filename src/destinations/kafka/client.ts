@@ -12,6 +12,7 @@
  */
 import { createHash } from "node:crypto";
 import { Kafka, type Producer, type SASLOptions, logLevel } from "kafkajs";
+import { rejectAfter } from "../../lib/deadline";
 import type { ProtocolAnswer, ProtocolContext } from "../types";
 
 /** A connection's settings: what makes two destinations share a producer. */
@@ -100,20 +101,28 @@ export async function produce(t: KafkaTarget, sends: KafkaSend[], ctx: ProtocolC
     const reached = await ctx.reach(host);
     if (!reached.ok) return { outcome: reached.retry ? "retry" : "abort", error: reached.error };
   }
+  const key = keyOf(t, ctx.timeoutMs);
   const kept = producerFor(t, ctx.timeoutMs);
+  // kafkajs can wait on a broker that accepts and never answers (its connect has no deadline of
+  // its own): the call is given up at the delivery time-out, and the producer with it.
+  const timedOut = () => Object.assign(new Error(`no answer within ${ctx.timeoutMs} ms`), { name: "KafkaTimeout", retriable: true });
   try {
     kept.connected ??= kept.producer.connect();
-    await kept.connected;
-  } catch (err) {
-    // The next call connects afresh.
-    kept.connected = undefined;
-    return failure(err);
-  }
-  try {
-    const results = await kept.producer.sendBatch({ acks: -1, timeout: ctx.timeoutMs, topicMessages: sends.map((s) => ({ topic: s.topic, messages: s.messages })) });
+    await rejectAfter(kept.connected, ctx.timeoutMs, timedOut);
+    const results = await rejectAfter(
+      kept.producer.sendBatch({ acks: -1, timeout: ctx.timeoutMs, topicMessages: sends.map((s) => ({ topic: s.topic, messages: s.messages })) }),
+      ctx.timeoutMs,
+      timedOut,
+    );
     const where = results.map((r) => `${r.topicName}[${r.partition}]@${r.baseOffset}`).join(", ");
     return { outcome: "ok", response: `Message delivered to topic: ${[...new Set(sends.map((s) => s.topic))].join(", ")} (${where})` };
   } catch (err) {
-    return failure(err);
+    const answer = failure(err);
+    // A retry starts from a fresh producer: one left half-connected or waiting would hold the next call too.
+    if (answer.outcome === "retry" && producers.get(key) === kept) {
+      producers.delete(key);
+      kept.producer.disconnect().catch(() => {});
+    }
+    return answer;
   }
 }
