@@ -4,7 +4,7 @@
  * and why; exit 0 whatever it finds, non-zero only for a file that is no workspace.
  */
 import { afterAll, expect, test } from "bun:test";
-import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cleanup, tempDir } from "../support/helpers";
 
@@ -93,4 +93,38 @@ test("a file that cannot be read as a workspace: exit 1 with one line naming it;
   writeFileSync(noName, JSON.stringify({ sources: [{ writeKey: "k-123456789", sourceDefinition: { name: "Javascript" }, destinations: [] }] }));
   expect(checkConfig(noName)).toMatchObject({ code: 1, err: `sluice: ${noName}: sources[0].name: is required\n` });
   expect(checkConfig()).toMatchObject({ code: 2, err: "sluice: usage: sluice check-config FILE\n" });
+});
+
+test("RudderStack's streaming, queue and function destinations show as runs, with the configs RudderStack's dashboard saves", () => {
+  const dir = tempDir();
+  dirs.push(dir);
+  const ws = JSON.parse(readFileSync(FIXTURE, "utf8"));
+  const serviceAccount = JSON.stringify({ type: "service_account", client_email: "sa@p.iam.gserviceaccount.com", private_key: "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n", token_uri: "https://oauth2.googleapis.com/token" });
+  const kinds: Array<[string, string, Record<string, unknown>]> = [
+    ["KAFKA", "Apache Kafka", { hostName: "kafka-1.internal,kafka-2.internal", port: "9092", topic: "events", sslEnabled: true, useSASL: true, saslType: "sha512", username: "u", password: "p", enableMultiTopic: false, convertToAvro: false, useSSH: false }],
+    ["CONFLUENT_CLOUD", "Confluent Cloud", { topic: "events", bootstrapServer: "pkc-1.eu-west-1.aws.confluent.cloud:9092", apiKey: "K", apiSecret: "S" }],
+    ["AZURE_EVENT_HUB", "Azure Event Hub", { topic: "hub", bootstrapServer: "ns.servicebus.windows.net:9093", eventHubsConnectionString: "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=v" }],
+    ["KINESIS", "Amazon Kinesis", { region: "us-east-1", stream: "events", accessKeyID: "AK", accessKey: "S", useMessageId: false, roleBasedAuth: false }],
+    ["FIREHOSE", "Amazon Kinesis Firehose", { region: "us-east-1", accessKeyID: "AK", accessKey: "S", mapEvents: [{ from: "*", to: "stream" }] }],
+    ["EVENTBRIDGE", "AWS EventBridge", { region: "us-east-1", accessKeyID: "AK", accessKey: "S", detailType: "rudder", eventBusName: "", resourceID: [] }],
+    ["LAMBDA", "AWS Lambda", { region: "us-east-1", accessKeyId: "AK", accessKey: "S", lambda: "fn", enableBatchInput: false, maxBatchSize: "10" }],
+    ["GOOGLEPUBSUB", "Google Cloud Pub/Sub", { projectId: "p", credentials: serviceAccount, eventToTopicMap: [{ from: "*", to: "events" }], eventToAttributesMap: [] }],
+    ["GOOGLE_CLOUD_FUNCTION", "Google Cloud Function", { googleCloudFunctionUrl: "https://us-central1-p.cloudfunctions.net/fn", requireAuthentication: true, credentials: serviceAccount, enableBatchInput: false }],
+  ];
+  ws.sources[0].destinations.push(
+    ...kinds.map(([name, displayName, config], i) => ({
+      id: `dst-stream-${i}`,
+      name: `Stream ${name}`,
+      enabled: true,
+      isProcessorEnabled: true,
+      config,
+      transformations: [],
+      destinationDefinition: { id: `def-${name.toLowerCase()}`, name, displayName, config: { transformAtV1: "processor" } },
+    })),
+  );
+  const file = join(dir, "workspaceConfig.json");
+  writeFileSync(file, JSON.stringify(ws));
+  const { code, out } = checkConfig(file);
+  expect(code).toBe(0);
+  for (const [name] of kinds) expect(lineOf(out, `Stream ${name}`)).toMatch(/ runs +cloud mode: the server delivers to it\./);
 });
