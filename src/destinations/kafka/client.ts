@@ -71,7 +71,8 @@ function producerFor(t: KafkaTarget, timeoutMs: number): Kept {
       retry: { retries: 1, initialRetryTime: 100, maxRetryTime: 1_000 },
       logLevel: logLevel.NOTHING,
     });
-    kept = { producer: kafka.producer({ allowAutoTopicCreation: false }), lastUsed: Date.now() };
+    // Whether a topic is created on first use is the broker's setting (auto.create.topics.enable), as with any client.
+    kept = { producer: kafka.producer({ allowAutoTopicCreation: true }), lastUsed: Date.now() };
     producers.set(key, kept);
     sweeper ??= setInterval(sweep, IDLE_CLOSE_MS / 2);
     sweeper.unref?.();
