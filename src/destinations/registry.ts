@@ -13,6 +13,7 @@ import { snapchatConversion } from "./snapchat-conversion";
 import { tiktokAds } from "./tiktok-ads";
 import { amplitude } from "./amplitude";
 import { azureEventHub } from "./azure-event-hub";
+import { bqStream } from "./bqstream";
 import { braze } from "./braze";
 import { clevertap } from "./clevertap";
 import { confluentCloud } from "./confluent-cloud";
@@ -28,6 +29,7 @@ import { eventBridge } from "./eventbridge";
 import { firehose } from "./firehose";
 import { googleCloudFunction } from "./google-cloud-function";
 import { googlePubSub } from "./google-pubsub";
+import { googleSheets } from "./google-sheets";
 import { kafka } from "./kafka";
 import { kinesis } from "./kinesis";
 import { lambda } from "./lambda";
@@ -94,6 +96,8 @@ const KINDS: AnyDestinationDefinition[] = [
   eventBridge,
   lambda,
   googlePubSub,
+  googleSheets,
+  bqStream,
   googleCloudFunction,
   kafka,
   confluentCloud,
@@ -128,13 +132,14 @@ export interface ConfigField {
 
 /**
  * A config key holds a credential when its name ends in apiKey, apiKeyValue, secret, token,
- * password, passcode, writeKey, accessKey or accessKeyID (any case; the object stores' keys), unless it starts with `public` (Klaviyo's
+ * password, passcode, writeKey, accessKey or accessKeyID (any case; the object stores' keys),
+ * credentials (the Google kinds' service-account keys) or connectionString (Event Hubs'), unless it starts with `public` (Klaviyo's
  * publicApiKey is meant to be public). RudderStack's definitions mark these by hand
  * (`secretKeys`); a rule over the names covers every kind here, and each kind's keys follow
  * RudderStack's names. The dashboard shows a saved secret masked, never its value.
  */
 export function isSecretKey(key: string): boolean {
-  return /(apikey|apikeyvalue|secret|token|password|passcode|writekey|accesskey|accesskeyid)$/i.test(key) && !/^public/i.test(key);
+  return /(apikey|apikeyvalue|secret|token|password|passcode|writekey|accesskey|accesskeyid|credentials|connectionstring)$/i.test(key) && !/^public/i.test(key);
 }
 
 /**

@@ -308,6 +308,9 @@ export const eventFilteringSchema = {
 
 export const EVENT_FILTERING_KEYS = Object.keys(eventFilteringSchema);
 
+/** One `{from, to}` row of a RudderStack config table (mapEvents, eventToTopicMap, eventKeyMap). */
+export const FromTo = t.Object({ from: t.Optional(t.String()), to: t.Optional(t.String()) }, { additionalProperties: true });
+
 /** `a.b[0].c` as the segments getPath and setPath follow. */
 export const dottedSegments = (path: string): string[] => path.replace(/\[(\d+)\]/g, ".$1").split(".");
 

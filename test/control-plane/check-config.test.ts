@@ -95,7 +95,7 @@ test("a file that cannot be read as a workspace: exit 1 with one line naming it;
   expect(checkConfig()).toMatchObject({ code: 2, err: "sluice: usage: sluice check-config FILE\n" });
 });
 
-test("RudderStack's streaming, queue and function destinations show as runs, with the configs RudderStack's dashboard saves", () => {
+test("RudderStack's streaming, queue, spreadsheet, stream-insert and function destinations show as runs, with the configs RudderStack's dashboard saves", () => {
   const dir = tempDir();
   dirs.push(dir);
   const ws = JSON.parse(readFileSync(FIXTURE, "utf8"));
@@ -110,6 +110,8 @@ test("RudderStack's streaming, queue and function destinations show as runs, wit
     ["LAMBDA", "AWS Lambda", { region: "us-east-1", accessKeyId: "AK", accessKey: "S", lambda: "fn", enableBatchInput: false, maxBatchSize: "10" }],
     ["GOOGLEPUBSUB", "Google Cloud Pub/Sub", { projectId: "p", credentials: serviceAccount, eventToTopicMap: [{ from: "*", to: "events" }], eventToAttributesMap: [] }],
     ["GOOGLE_CLOUD_FUNCTION", "Google Cloud Function", { googleCloudFunctionUrl: "https://us-central1-p.cloudfunctions.net/fn", requireAuthentication: true, credentials: serviceAccount, enableBatchInput: false }],
+    ["GOOGLESHEETS", "Google Sheets", { credentials: serviceAccount, sheetId: "1abc", sheetName: "Sheet1", eventKeyMap: [{ from: "email", to: "Email" }] }],
+    ["BQSTREAM", "BigQuery Stream", { credentials: serviceAccount, projectId: "p", datasetId: "events", tableId: "tracks", insertId: "id" }],
   ];
   ws.sources[0].destinations.push(
     ...kinds.map(([name, displayName, config], i) => ({

@@ -73,6 +73,7 @@ describe("every URL key of every kind refuses schemes other than http and https"
     { type: "HTTP", key: "apiUrl", base: { apiUrl: "https://api.example.com/in" } },
     { type: "SLACK", key: "webhookUrl", base: { webhookUrl: "https://hooks.slack.com/services/T/B/X" } },
     { type: "POSTHOG", key: "yourInstance", base: { teamApiKey: "ph-key" } },
+    { type: "GOOGLE_CLOUD_FUNCTION", key: "googleCloudFunctionUrl", base: { googleCloudFunctionUrl: "https://us-central1-p.cloudfunctions.net/fn" } },
   ];
   for (const { type, key, base } of URL_KEYS) {
     test(`${type}.${key}: ${NOT_WEB.length} other schemes → 400 naming the key; http and https are saved`, async () => {
@@ -122,6 +123,7 @@ describe("every URL key of every kind refuses schemes other than http and https"
       ACTIVE_CAMPAIGN: ["apiUrl"],
       MINIO: ["endPoint"],
       DIGITAL_OCEAN_SPACES: ["endPoint"],
+      GOOGLE_CLOUD_FUNCTION: ["googleCloudFunctionUrl"],
     });
   });
 });

@@ -31,6 +31,18 @@ afterAll(() => service.stop());
 
 const KINDS: Array<{ type: string; config: Record<string, unknown> }> = [
   { type: "WEBHOOK", config: { webhookUrl: "https://x.example/h" } },
+  // The streaming, queue, spreadsheet and function kinds: their transforms too take anything.
+  { type: "KAFKA", config: { hostName: "k", port: "9092", topic: "t", enableMultiTopic: true, eventTypeToTopicMap: [{ from: "identify", to: "people" }], eventToTopicMap: [{ from: "Order Completed", to: "orders" }] } },
+  { type: "CONFLUENT_CLOUD", config: { topic: "t", bootstrapServer: "b:9092", apiKey: "k", apiSecret: "s" } },
+  { type: "AZURE_EVENT_HUB", config: { topic: "t", bootstrapServer: "b:9093", eventHubsConnectionString: "Endpoint=sb://x/" } },
+  { type: "KINESIS", config: { region: "us-east-1", stream: "s", useMessageId: true } },
+  { type: "FIREHOSE", config: { region: "us-east-1", mapEvents: [{ from: "*", to: "s" }] } },
+  { type: "EVENTBRIDGE", config: { region: "us-east-1", detailType: "d", resourceID: [{ arn: "a" }] } },
+  { type: "LAMBDA", config: { region: "us-east-1", lambda: "f" } },
+  { type: "GOOGLEPUBSUB", config: { projectId: "p", eventToTopicMap: [{ from: "*", to: "topic" }], eventToAttributesMap: [{ from: "*", to: "properties.price" }, { from: "*", to: "email" }] } },
+  { type: "GOOGLE_CLOUD_FUNCTION", config: { googleCloudFunctionUrl: "https://f.example/fn" } },
+  { type: "GOOGLESHEETS", config: { sheetId: "s", sheetName: "Sheet1", eventKeyMap: [{ from: "email", to: "Email" }, { from: "properties.price", to: "Price" }, { from: "context.traits.name", to: "Name" }] } },
+  { type: "BQSTREAM", config: { projectId: "p", datasetId: "d", tableId: "t", insertId: "id" } },
   { type: "PINTEREST_TAG", config: { advertiserId: "429047995", appId: "1", sendingUnHashedData: true, sendExternalId: true, deduplicationKey: "properties.id", eventsMapping: [{ from: "Order Completed", to: "Checkout" }], sendAsCustomEvent: true } },
   { type: "PINTEREST_TAG", config: { apiVersion: "newApi", adAccountId: "1", conversionToken: "t", sendingUnHashedData: false } },
   { type: "ONE_SIGNAL", config: { appId: "app", emailDeviceType: true, smsDeviceType: true, eventAsTags: true, allowedProperties: [{ propertyName: "price" }, { propertyName: "name" }] } },

@@ -14,7 +14,7 @@ import { isPrototypeKey } from "../../lib/safe-keys";
 import { awsCredentials, awsEndpoint, awsKeys, awsRegion, failedItems, putItems } from "../aws";
 import { endpointFor } from "../base-url";
 import { itemVerdicts, mergeRequests } from "../item-batches";
-import { isPlainObject, mappedByEvent } from "../shared";
+import { FromTo, isPlainObject, mappedByEvent } from "../shared";
 import {
   type ConfigProblem,
   type DestinationDefinition,
@@ -28,13 +28,11 @@ import {
   restRequest,
 } from "../types";
 
-const Mapping = t.Object({ from: t.Optional(t.String()), to: t.Optional(t.String()) }, { additionalProperties: true });
-
 export const FirehoseConfig = t.Object(
   {
     region: awsRegion,
     /** Event name or message type (any case), or `*`, to the delivery stream's name. */
-    mapEvents: t.Array(Mapping, { minItems: 1 }),
+    mapEvents: t.Array(FromTo, { minItems: 1 }),
     ...awsKeys,
   },
   { additionalProperties: true },

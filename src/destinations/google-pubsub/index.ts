@@ -16,7 +16,7 @@ import { isPrototypeKey } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
 import { TokenFailure, credentialsProblem, googleAccessToken, googleError, parseServiceAccount } from "../google";
 import { itemsOf, mergeRequests } from "../item-batches";
-import { getPath, isPlainObject, mappedByEvent } from "../shared";
+import { FromTo, getPath, isPlainObject, mappedByEvent } from "../shared";
 import {
   type ConfigProblem,
   type DestinationDefinition,
@@ -31,17 +31,15 @@ import {
   restRequest,
 } from "../types";
 
-const Mapping = t.Object({ from: t.Optional(t.String()), to: t.Optional(t.String()) }, { additionalProperties: true });
-
 export const PubSubConfig = t.Object(
   {
     projectId: t.String({ minLength: 1 }),
     /** The service account's JSON key, as text; not needed with testConfig.endpoint. */
     credentials: t.Optional(t.String()),
     /** Event name or message type (any case), or `*`, to the topic's id. */
-    eventToTopicMap: t.Array(Mapping, { minItems: 1 }),
+    eventToTopicMap: t.Array(FromTo, { minItems: 1 }),
     /** Event name, type or `*` to the keys whose values become the message's attributes. */
-    eventToAttributesMap: t.Optional(t.Array(Mapping)),
+    eventToAttributesMap: t.Optional(t.Array(FromTo)),
     /** rudder-server's emulator setting: `host:port`, reached over plain HTTP without credentials. */
     testConfig: t.Optional(t.Object({ endpoint: t.Optional(t.String()) }, { additionalProperties: true })),
   },

@@ -15,7 +15,7 @@ import { X509Certificate } from "node:crypto";
 import type { TObject } from "@sinclair/typebox";
 import { type Static, t } from "elysia";
 import { itemsOf, mergeRequests } from "../item-batches";
-import { integrationsObject, isPlainObject } from "../shared";
+import { FromTo, integrationsObject, isPlainObject } from "../shared";
 import {
   type ConfigProblem,
   type DestinationContext,
@@ -31,7 +31,6 @@ import {
 } from "../types";
 import { type KafkaTarget, produce } from "./client";
 
-const Mapping = t.Object({ from: t.Optional(t.String()), to: t.Optional(t.String()) }, { additionalProperties: true });
 const Port = t.Union([t.String({ pattern: "^\\d{1,5}$" }), t.Integer({ minimum: 1, maximum: 65535 })]);
 
 export const KafkaConfig = t.Object(
@@ -49,8 +48,8 @@ export const KafkaConfig = t.Object(
     username: t.Optional(t.String()),
     password: t.Optional(t.String()),
     enableMultiTopic: t.Optional(t.Boolean()),
-    eventTypeToTopicMap: t.Optional(t.Array(Mapping)),
-    eventToTopicMap: t.Optional(t.Array(Mapping)),
+    eventTypeToTopicMap: t.Optional(t.Array(FromTo)),
+    eventToTopicMap: t.Optional(t.Array(FromTo)),
     /** Not done by Sluice yet: a destination with convertToAvro aborts its events, saying so. */
     convertToAvro: t.Optional(t.Boolean()),
     avroSchemas: t.Optional(t.Array(t.Object({ schemaId: t.Optional(t.String()), schema: t.Optional(t.String()) }, { additionalProperties: true }))),
