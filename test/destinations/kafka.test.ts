@@ -5,6 +5,7 @@
  * self-signed CA, SASL PLAIN and SCRAM, a broker that refuses, stalls or is down.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Type } from "avsc";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -173,12 +174,35 @@ describe("KAFKA", () => {
     expect(badSasl.text).toContain("saslType");
   });
 
-  test("convertToAvro and useSSH, which Sluice does not do, abort saying so rather than send something else", async () => {
+  test("convertToAvro: the value as Avro binary by the event's schemaId, with the schema id header when embedAvroSchemaID; no schemaId aborts, as in rudder-server", async () => {
+    const b = start({ topics: { avro: 1 } });
+    const schema = { type: "record", name: "Event", fields: [{ name: "event", type: "string" }, { name: "userId", type: "string" }, { name: "properties", type: { type: "record", name: "Props", fields: [{ name: "price", type: "double" }, { name: "coupon", type: ["null", "string"], default: null }] } }] };
+    const { src, dst } = await connect("KAFKA", { ...hostPort(b), topic: "avro", convertToAvro: true, embedAvroSchemaID: true, avroSchemas: [{ schemaId: "42", schema: JSON.stringify(schema) }] });
+    const events = [
+      { type: "track", event: "Order", userId: "a1", messageId: "av-1", properties: { price: 9.5, coupon: { string: "X1" } }, integrations: { Kafka: { schemaId: "42" } } },
+      { type: "track", event: "Order", userId: "a1", messageId: "av-2", properties: { price: 1 } },
+    ];
+    expect((await send(src.writeKey, events)).status).toBe(200);
+    await waitFor(async () => {
+      const c = await counts(dst.id);
+      return c.succeeded === 1 && c.aborted === 1;
+    }, { what: "one delivered as Avro, one aborted without a schemaId" });
+    const [r] = b.records;
+    expect([...r!.value!.subarray(0, 5)]).toEqual([0, 0, 0, 0, 42]);
+    const decoded = Type.forSchema(schema as any).fromBuffer(r!.value!.subarray(5)) as any;
+    expect({ event: decoded.event, userId: decoded.userId, price: decoded.properties.price, coupon: decoded.properties.coupon }).toEqual({ event: "Order", userId: "a1", price: 9.5, coupon: "X1" });
+    expect(JSON.stringify((await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries?state=aborted`)).json.deliveries)).toContain("schemaId is not available for event with messageId: av-2");
+    const bad = await api(s.url, "POST", "/v2/destinations", { name: "k-bad-avro", type: "KAFKA", config: { ...hostPort(b), topic: "avro", convertToAvro: true, avroSchemas: [{ schemaId: "1", schema: "{\"type\": \"nope\"}" }] } });
+    expect(bad.status).toBe(400);
+    expect(bad.text).toContain("avroSchemas[0].schema");
+  });
+
+  test("useSSH, which Sluice does not do, aborts saying so rather than send over another way", async () => {
     const b = start({ topics: { t: 1 } });
-    const avro = await connect("KAFKA", { ...hostPort(b), topic: "t", convertToAvro: true, avroSchemas: [{ schemaId: "1", schema: "{}" }] });
-    expect((await send(avro.src.writeKey, [{ type: "track", event: "E", userId: "a" }])).status).toBe(200);
-    await waitFor(async () => (await counts(avro.dst.id)).aborted === 1, { what: "aborted" });
-    expect(JSON.stringify((await api(s.url, "GET", `/v2/destinations/${avro.dst.id}/deliveries?state=aborted`)).json.deliveries)).toContain("convertToAvro");
+    const ssh = await connect("KAFKA", { ...hostPort(b), topic: "t", useSSH: true, sshHost: "bastion", sshPort: "22", sshUser: "u" });
+    expect((await send(ssh.src.writeKey, [{ type: "track", event: "E", userId: "a" }])).status).toBe(200);
+    await waitFor(async () => (await counts(ssh.dst.id)).aborted === 1, { what: "aborted" });
+    expect(JSON.stringify((await api(s.url, "GET", `/v2/destinations/${ssh.dst.id}/deliveries?state=aborted`)).json.deliveries)).toContain("useSSH");
     expect(b.records).toHaveLength(0);
   });
 });

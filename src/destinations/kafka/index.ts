@@ -14,7 +14,7 @@
 import { X509Certificate } from "node:crypto";
 import type { TObject } from "@sinclair/typebox";
 import { type Static, t } from "elysia";
-import { itemsOf, mergeRequests } from "../item-batches";
+import { itemVerdicts, itemsOf, mergeRequests } from "../item-batches";
 import { FromTo, integrationsObject, isPlainObject } from "../shared";
 import {
   type ConfigProblem,
@@ -29,7 +29,8 @@ import {
   requiredKeysOf,
   restRequest,
 } from "../types";
-import { type KafkaTarget, produce } from "./client";
+import { avroType, avroValue } from "./avro";
+import { type KafkaSend, type KafkaTarget, produce } from "./client";
 
 const Port = t.Union([t.String({ pattern: "^\\d{1,5}$" }), t.Integer({ minimum: 1, maximum: 65535 })]);
 
@@ -50,7 +51,7 @@ export const KafkaConfig = t.Object(
     enableMultiTopic: t.Optional(t.Boolean()),
     eventTypeToTopicMap: t.Optional(t.Array(FromTo)),
     eventToTopicMap: t.Optional(t.Array(FromTo)),
-    /** Not done by Sluice yet: a destination with convertToAvro aborts its events, saying so. */
+    /** Values as Avro binary by the event's schemaId among avroSchemas (avro.ts). */
     convertToAvro: t.Optional(t.Boolean()),
     avroSchemas: t.Optional(t.Array(t.Object({ schemaId: t.Optional(t.String()), schema: t.Optional(t.String()) }, { additionalProperties: true }))),
     embedAvroSchemaID: t.Optional(t.Boolean()),
@@ -101,15 +102,31 @@ function kafkaTarget(brokers: string[], c: KafkaConfig): KafkaTarget {
 const endpointOf = (brokers: string[]) => `kafka://${brokers.join(",")}`;
 const brokersIn = (endpoint: string) => endpoint.replace(/^kafka:\/\//, "").split(",").filter(Boolean);
 
-/** The record batches of a (merged) request, grouped by topic in order of first appearance. */
-function sendsOf(outputs: KafkaOutput[], defaultTopic: string) {
-  const byTopic = new Map<string, Array<{ key: string; value: string }>>();
-  for (const o of outputs) {
-    const topic = o.topic || defaultTopic;
+/**
+ * The record batches of a (merged) request, grouped by topic in order of first appearance, and
+ * the events that cannot be sent (by their place in the request), with why.
+ */
+function sendsOf(outputs: KafkaOutput[], config: Record<string, any>): { sends: KafkaSend[]; failed: Map<number, string> } {
+  const byTopic = new Map<string, KafkaSend["messages"]>();
+  const failed = new Map<number, string>();
+  outputs.forEach((o, i) => {
+    const topic = o.topic || String(config.topic ?? "");
     const key = o.userId === undefined || o.userId === null ? "" : String(o.userId);
-    byTopic.set(topic, [...(byTopic.get(topic) ?? []), { key, value: JSON.stringify(o.message) }]);
-  }
-  return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
+    let value: string | Buffer = JSON.stringify(o.message);
+    if (config.convertToAvro && Array.isArray(config.avroSchemas) && config.avroSchemas.length) {
+      const avro = avroValue(o.message, o.schemaId, config.avroSchemas, config.embedAvroSchemaID === true);
+      if (!Buffer.isBuffer(avro)) return void failed.set(i, avro.error);
+      value = avro;
+    }
+    byTopic.set(topic, [...(byTopic.get(topic) ?? []), { key, value }]);
+  });
+  return { sends: [...byTopic].map(([topic, messages]) => ({ topic, messages })), failed };
+}
+
+/** An answer naming the events of a merged request that were not sent, for checkResponse. */
+interface KafkaAnswer {
+  delivered: string;
+  failed?: Array<{ at: number; error: string }>;
 }
 
 /** The configured CA certificate, refused on save when it is no PEM certificate. */
@@ -161,7 +178,18 @@ export function kafkaKind(spec: {
       if (refused) return { outcome: "abort", error: refused };
       const target = spec.target(brokersIn(request.endpoint), config);
       if (!target.brokers.length) return { outcome: "abort", error: "no broker to connect to" };
-      return produce(target, sendsOf(itemsOf(request, outputOf), String(config.topic ?? "")), ctx);
+      const { sends, failed } = sendsOf(itemsOf(request, outputOf), config);
+      // rudder-server answers 400 for a record it cannot serialize: final, for that event only.
+      if (!sends.length) return { outcome: "abort", error: [...failed.values()][0] ?? "nothing to send" };
+      const answer = await produce(target, sends, ctx);
+      if (answer.outcome !== "ok" || !failed.size) return answer;
+      const named: KafkaAnswer = { delivered: answer.response, failed: [...failed].map(([at, error]) => ({ at, error })) };
+      return { outcome: "ok", response: JSON.stringify(named) };
+    },
+    checkResponse(answer, request) {
+      if (!answer.body.startsWith("{")) return { outcome: "ok" };
+      const failed = new Map((JSON.parse(answer.body) as KafkaAnswer).failed?.map((f) => [f.at, { outcome: "abort" as const, error: f.error }]) ?? []);
+      return itemVerdicts(request, failed);
     },
     notInTestApi: "a streaming platform",
   };
@@ -199,16 +227,19 @@ export const kafka = kafkaKind({
   },
   brokers: (config) => kafkaBrokers(config as KafkaConfig),
   target: (brokers, config) => kafkaTarget(brokers, config as KafkaConfig),
-  refuse(config) {
-    if (config.useSSH) return "useSSH: Sluice does not connect to Kafka through SSH tunnels; the event is not sent";
-    if (config.convertToAvro) return "convertToAvro: Sluice does not serialize Kafka records as Avro yet; the event is not sent";
-    return undefined;
-  },
+  refuse: (config) => (config.useSSH ? "useSSH: Sluice does not connect to Kafka through SSH tunnels; the event is not sent" : undefined),
   checkConfig(config) {
     const port = Number(config.port);
     if (!Number.isInteger(port) || port < 1 || port > 65535) return { key: "port", message: "must be a port number, 1 to 65535" };
     if (config.useSASL && config.saslType !== undefined && !(String(config.saslType).toLowerCase() in SASL_TYPES)) {
       return { key: "saslType", message: "must be plain, sha256 or sha512" };
+    }
+    if (config.convertToAvro && Array.isArray(config.avroSchemas)) {
+      for (const [i, entry] of config.avroSchemas.entries()) {
+        if (!entry?.schemaId) return { key: `avroSchemas[${i}].schemaId`, message: "is empty: name the schema's id, as events name it in integrations.Kafka.schemaId" };
+        const type = avroType(String(entry.schema ?? ""));
+        if ("problem" in type) return { key: `avroSchemas[${i}].schema`, message: `is not an Avro schema: ${type.problem}` };
+      }
     }
     return caProblem(config);
   },
