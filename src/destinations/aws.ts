@@ -5,22 +5,22 @@
  * reads as rudder-server reads it (services/streammanager/common): a client fault aborts, a
  * server fault, throttling and an expired request are retried.
  *
- * Credentials: the destination's `accessKeyID` and `accessKey` (LAMBDA spells the first
- * `accessKeyId`), else the process's AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
- * AWS_SESSION_TOKEN, as the S3 kind does. `roleBasedAuth` with `iamRoleARN` (rudder-server
- * assumes that role through STS) is not done: such a destination without keys is signed with the
- * environment's credentials, or aborts naming the keys to set.
+ * Credentials: with `roleBasedAuth` and an `iamRoleARN`, the role assumed through STS with the
+ * process's own AWS_* credentials and the workspace's id as external id, as rudder-server assumes
+ * it (the temporary keys kept until five minutes before they expire); else the destination's
+ * `accessKeyID` and `accessKey` (LAMBDA spells the first `accessKeyId`), else the process's
+ * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, as the S3 kind does.
  */
 import { AwsV4Signer } from "aws4fetch";
 import { t } from "elysia";
+import { LRUCache } from "lru-cache";
 import { itemsOf } from "./item-batches";
 import type { DestinationRequest, HttpExchange, ProtocolAnswer, ProtocolContext, ResponseVerdict } from "./types";
 import { restRequest } from "./types";
 
 /**
  * The keys every AWS kind's definition has beside its own (LAMBDA spells the first
- * `accessKeyId`: lambdaKeys). roleBasedAuth and iamRoleARN are accepted and not read: Sluice
- * signs with the keys or the process's AWS_* environment, and does not assume roles.
+ * `accessKeyId`). roleBasedAuth with iamRoleARN assumes that role (awsCredentialsFor).
  */
 export const awsKeys = {
   accessKeyID: t.Optional(t.String()),
@@ -52,7 +52,6 @@ export function awsCredentials(config: Record<string, any>, idKey = "accessKeyID
 /** Why a call cannot be signed, naming the keys to set (`idKey`: LAMBDA's spelling differs). */
 export const noCredentials = (idKey = "accessKeyID") =>
   `no AWS credentials: set ${idKey} and accessKey on the destination, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in Sluice's environment`;
-export const NO_CREDENTIALS = noCredentials();
 
 /** `https://<service>.<region>.amazonaws.com/`, the endpoint of a service's JSON API. */
 export const awsEndpoint = (service: string, region: string) => `https://${service}.${region}.amazonaws.com/`;
@@ -124,10 +123,11 @@ export async function awsRestCall(
 export async function putItems<T>(
   request: DestinationRequest,
   ctx: ProtocolContext,
-  call: { label: string; service: string; target: string; region: string; credentials: AwsCredentials | undefined; item(r: DestinationRequest): T; body(items: T[]): Record<string, unknown> },
+  call: { label: string; service: string; target: string; region: string; config: Record<string, any>; item(r: DestinationRequest): T; body(items: T[]): Record<string, unknown> },
 ): Promise<ProtocolAnswer> {
-  if (!call.credentials) return { outcome: "abort", error: NO_CREDENTIALS };
-  const x = await awsJsonCall(ctx, { endpoint: request.endpoint, service: call.service, region: call.region, target: call.target, body: call.body(itemsOf(request, call.item)), credentials: call.credentials });
+  const credentials = await awsCredentialsFor(ctx, call.config, request.endpoint);
+  if ("outcome" in credentials) return credentials;
+  const x = await awsJsonCall(ctx, { endpoint: request.endpoint, service: call.service, region: call.region, target: call.target, body: call.body(itemsOf(request, call.item)), credentials });
   if (!x.ok || x.status < 200 || x.status >= 300) return awsFailure(call.label, x);
   return { outcome: "ok", response: x.text };
 }
@@ -145,4 +145,49 @@ export function failedItems(body: string, spec: { count: string; list: string; w
     if (r?.ErrorCode) failed.set(i, { outcome: spec.outcome, error: `${spec.what}: ${r.ErrorCode}${r.ErrorMessage ? `: ${r.ErrorMessage}` : ""}` });
   });
   return failed;
+}
+
+const assumed = new LRUCache<string, { credentials: AwsCredentials; until: number }>({ max: 1000 });
+
+/** What a `<Name>value</Name>` element of STS's XML answer holds. */
+const xmlValue = (xml: string, name: string) => new RegExp(`<${name}>([^<]*)</${name}>`).exec(xml)?.[1];
+
+/**
+ * The credentials a call is signed with: the assumed role's (roleBasedAuth with iamRoleARN), or
+ * the destination's keys, or the environment's; or why there are none (retried when STS did not
+ * answer). STS is AWS's, unless --destination-base-url points the kind elsewhere: a stand-in there
+ * answers for STS too.
+ */
+export async function awsCredentialsFor(
+  ctx: ProtocolContext,
+  config: Record<string, any>,
+  endpoint: string,
+  idKey = "accessKeyID",
+  env: Record<string, string | undefined> = process.env,
+): Promise<AwsCredentials | { outcome: "abort" | "retry"; error: string }> {
+  const role = config.roleBasedAuth === true && typeof config.iamRoleARN === "string" ? config.iamRoleARN.trim() : "";
+  if (!role) return awsCredentials(config, idKey, env) ?? { outcome: "abort", error: noCredentials(idKey) };
+  const base = env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY ? { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY, sessionToken: env.AWS_SESSION_TOKEN || undefined } : undefined;
+  if (!base) return { outcome: "abort", error: `roleBasedAuth: assuming ${role} needs AWS credentials in Sluice's environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)` };
+  const externalId = String(config.externalID || config.externalId || ctx.destination.workspaceId);
+  const key = `${role}\u0000${externalId}\u0000${base.accessKeyId}`;
+  const kept = assumed.get(key);
+  if (kept && kept.until > Date.now()) return kept.credentials;
+  const origin = /^https?:\/\/[^/]+/.exec(endpoint)?.[0] ?? "";
+  const sts = /\.amazonaws\.com(\.cn)?$/i.test(new URL(origin || "https://sts.amazonaws.com").hostname) ? "https://sts.amazonaws.com/" : `${origin}/`;
+  const body = new URLSearchParams({ Action: "AssumeRole", Version: "2011-06-15", RoleArn: role, RoleSessionName: "sluice", ExternalId: externalId, DurationSeconds: "3600" }).toString();
+  const x = await awsRestCall(ctx, { endpoint: sts, service: "sts", region: "us-east-1", headers: { "content-type": "application/x-www-form-urlencoded" }, body, credentials: base });
+  if (!x.ok) return { outcome: x.retry ? "retry" : "abort", error: `STS: ${x.error}` };
+  if (x.status !== 200) {
+    const message = xmlValue(x.text, "Message") ?? x.text.slice(0, 200);
+    return { outcome: x.status >= 500 || x.status === 429 ? "retry" : "abort", error: `STS refused to assume ${role} (${x.status}): ${message}` };
+  }
+  const accessKeyId = xmlValue(x.text, "AccessKeyId");
+  const secretAccessKey = xmlValue(x.text, "SecretAccessKey");
+  const sessionToken = xmlValue(x.text, "SessionToken");
+  if (!accessKeyId || !secretAccessKey) return { outcome: "retry", error: "STS answered without credentials" };
+  const expires = Date.parse(xmlValue(x.text, "Expiration") ?? "") || Date.now() + 3_600_000;
+  const credentials = { accessKeyId, secretAccessKey, sessionToken };
+  assumed.set(key, { credentials, until: expires - 5 * 60_000 });
+  return credentials;
 }

@@ -4,7 +4,7 @@
  * API, calls out as the services take them.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, cleanup, createSource, startSluice, waitFor } from "../support/helpers";
+import { ADMIN_EMAIL, ADMIN_TOKEN, type TestServer, api, cleanup, createSource, spawnSluice, startSluice, waitFor } from "../support/helpers";
 import { type AwsCall, startAwsStandIn } from "../support/aws-stand-in";
 
 const KEYS = { accessKeyID: "AKIDAWSKINDS", accessKey: "aws-kinds-secret" };
@@ -211,4 +211,59 @@ test("the Test API does not support the AWS kinds: the not-tested form", async (
   }
   // Every call Sluice made was signed as AWS checks it.
   expect(aws.refused).toEqual([]);
+});
+
+describe("roleBasedAuth", () => {
+  test("with iamRoleARN, the role is assumed through STS with Sluice's own AWS credentials and the workspace's id as external id; calls are signed with the temporary keys, assumed once", async () => {
+    const keys: Record<string, string> = { AKIDSLUICEBASE: "sluice-base-secret" };
+    const sts: Array<{ role: string | null; externalId: string | null; signedBy: string }> = [];
+    const stand = startAwsStandIn({
+      keys,
+      handle(call) {
+        if (call.service !== "sts") return undefined;
+        const form = new URLSearchParams(call.body);
+        sts.push({ role: form.get("RoleArn"), externalId: form.get("ExternalId"), signedBy: call.accessKeyId });
+        // The temporary keys become keys the stand-in verifies from now on.
+        keys.ASIATEMPORARY1 = "temporary-secret";
+        const expiration = new Date(Date.now() + 3_600_000).toISOString();
+        return {
+          status: 200,
+          body: `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials><AccessKeyId>ASIATEMPORARY1</AccessKeyId><SecretAccessKey>temporary-secret</SecretAccessKey><SessionToken>session-token-1</SessionToken><Expiration>${expiration}</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>`,
+        };
+      },
+    });
+    const t = await spawnSluice({ env: { AWS_ACCESS_KEY_ID: "AKIDSLUICEBASE", AWS_SECRET_ACCESS_KEY: "sluice-base-secret" }, args: ["--destination-base-url", `FIREHOSE=${stand.url}`] });
+    try {
+      const src = await createSource(t.url);
+      const role = "arn:aws:iam::123456789012:role/sluice-writes";
+      const dst = (await api(t.url, "POST", "/v2/destinations", { name: "fh-role", type: "FIREHOSE", config: { region: "us-east-1", roleBasedAuth: true, iamRoleARN: role, mapEvents: [{ from: "*", to: "role-stream" }] }, sourceIds: [src.id] })).json;
+      for (let round = 0; round < 3; round++) {
+        const res = await fetch(`${t.url}/v1/track`, { method: "POST", headers: { "content-type": "application/json", authorization: `Basic ${btoa(`${src.writeKey}:`)}` }, body: JSON.stringify({ userId: `r${round}`, event: "E" }) });
+        expect(res.status).toBe(200);
+        await waitFor(async () => (await api(t.url, "GET", `/v2/destinations/${dst.id}/stats`)).json.counts.succeeded === round + 1, { what: `round ${round} delivered` });
+      }
+      expect(sts).toHaveLength(1);
+      expect(sts[0]).toMatchObject({ role, signedBy: "AKIDSLUICEBASE" });
+      expect(sts[0]!.externalId).toStartWith("ws_");
+      const puts = stand.calls.filter((c) => c.target === "Firehose_20150804.PutRecordBatch");
+      expect(puts).toHaveLength(3);
+      for (const p of puts) {
+        expect(p.accessKeyId).toBe("ASIATEMPORARY1");
+        expect(p.headers["x-amz-security-token"]).toBe("session-token-1");
+      }
+      expect(stand.refused).toEqual([]);
+    } finally {
+      t.proc.kill("SIGKILL");
+      await t.proc.exited;
+      await cleanup(t.dataDir);
+      stand.stop();
+    }
+  }, 30_000);
+
+  test("without AWS credentials in Sluice's environment, a role cannot be assumed: the delivery aborts saying so", async () => {
+    const { src, dst } = await connect("FIREHOSE", { roleBasedAuth: true, iamRoleARN: "arn:aws:iam::1:role/r", mapEvents: [{ from: "*", to: "s" }] });
+    expect((await send(src.writeKey, [{ type: "track", event: "E", userId: "n" }])).status).toBe(200);
+    await waitFor(async () => (await counts(dst.id)).aborted === 1, { what: "aborted" });
+    expect(JSON.stringify((await api(s.url, "GET", `/v2/destinations/${dst.id}/deliveries?state=aborted`)).json.deliveries)).toContain("needs AWS credentials in Sluice's environment");
+  });
 });

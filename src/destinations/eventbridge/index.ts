@@ -10,7 +10,7 @@
  * rudder-server answers 400 for it; the others are delivered.
  */
 import { type Static, t } from "elysia";
-import { awsCredentials, awsEndpoint, awsKeys, awsRegion, failedItems, putItems } from "../aws";
+import { awsEndpoint, awsKeys, awsRegion, failedItems, putItems } from "../aws";
 import { endpointFor } from "../base-url";
 import { itemVerdicts, mergeRequests } from "../item-batches";
 import { isPlainObject } from "../shared";
@@ -60,7 +60,7 @@ function putEvents(request: DestinationRequest, ctx: ProtocolContext): Promise<P
     service: "events",
     target: "AWSEvents.PutEvents",
     region: c.region,
-    credentials: awsCredentials(c),
+    config: c,
     item: outputOf,
     body: (outputs) => ({ Entries: outputs.map(entryOf) }),
   });

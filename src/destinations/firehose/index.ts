@@ -11,7 +11,7 @@
  */
 import { type Static, t } from "elysia";
 import { isPrototypeKey } from "../../lib/safe-keys";
-import { awsCredentials, awsEndpoint, awsKeys, awsRegion, failedItems, putItems } from "../aws";
+import { awsEndpoint, awsKeys, awsRegion, failedItems, putItems } from "../aws";
 import { endpointFor } from "../base-url";
 import { itemVerdicts, mergeRequests } from "../item-batches";
 import { FromTo, isPlainObject, mappedByEvent } from "../shared";
@@ -57,7 +57,7 @@ function putRecordBatch(request: DestinationRequest, ctx: ProtocolContext): Prom
     service: "firehose",
     target: "Firehose_20150804.PutRecordBatch",
     region: c.region,
-    credentials: awsCredentials(c),
+    config: c,
     item: outputOf,
     body: (outputs) => ({ DeliveryStreamName: outputs[0]!.deliveryStreamMapTo, Records: outputs.map((o) => ({ Data: Buffer.from(JSON.stringify(o.message)).toString("base64") })) }),
   });

@@ -11,7 +11,7 @@
  * its user (src/pipeline/scheduler.ts).
  */
 import { type Static, t } from "elysia";
-import { awsCredentials, awsEndpoint, awsKeys, awsRegion, failedItems, putItems } from "../aws";
+import { awsEndpoint, awsKeys, awsRegion, failedItems, putItems } from "../aws";
 import { endpointFor } from "../base-url";
 import { itemVerdicts, itemsOf, mergeRequests } from "../item-batches";
 import { isPlainObject } from "../shared";
@@ -71,7 +71,7 @@ async function putRecords(request: DestinationRequest, ctx: ProtocolContext): Pr
     service: "kinesis",
     target: "Kinesis_20131202.PutRecords",
     region: c.region,
-    credentials: awsCredentials(c),
+    config: c,
     item: outputOf,
     body: () => ({ StreamName: c.stream, Records: records }),
   });

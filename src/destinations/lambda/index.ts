@@ -10,7 +10,7 @@
  * context from the destination's config.
  */
 import { type Static, t } from "elysia";
-import { awsCredentials, awsKeys, awsRegion, awsFailure, awsRestCall, noCredentials } from "../aws";
+import { awsCredentialsFor, awsFailure, awsKeys, awsRegion, awsRestCall } from "../aws";
 import { endpointFor } from "../base-url";
 import { type DestinationDefinition, type DestinationRequest, type ProtocolAnswer, type ProtocolContext, TransformError, configKeys, configOf, requiredKeysOf, restRequest } from "../types";
 
@@ -52,8 +52,8 @@ function endpointOf(ctx: { baseUrl?: string }, c: LambdaConfig): string {
 
 async function invoke(request: DestinationRequest, ctx: ProtocolContext): Promise<ProtocolAnswer> {
   const c = configOf(ctx, LambdaConfig);
-  const credentials = awsCredentials(c, "accessKeyId");
-  if (!credentials) return { outcome: "abort", error: noCredentials("accessKeyId") };
+  const credentials = await awsCredentialsFor(ctx, c, request.endpoint, "accessKeyId");
+  if ("outcome" in credentials) return credentials;
   const { payload } = outputOf(request);
   if (!payload) return { outcome: "abort", error: "[Lambda] error :: Invalid payload" };
   const headers: Record<string, string> = { "content-type": "application/json", "x-amz-invocation-type": c.invocationType || "Event" };
