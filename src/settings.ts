@@ -190,7 +190,7 @@ export const SETTINGS: Spec[] = [
   { key: "trustProxy", flag: "trust-proxy", env: "SLUICE_TRUST_PROXY", boolean: true, default: "false", help: "Believe X-Forwarded-Host, X-Forwarded-Proto and X-Forwarded-For (set only behind a reverse proxy that overwrites them).", parse: bool },
   { key: "metricsToken", flag: "metrics-token", env: "SLUICE_METRICS_TOKEN", help: "Require 'Authorization: Bearer <this>' on /metrics, at least 16 characters (open without it).", parse: minLength(16) },
   { key: "transformOutputMaxBytes", flag: "transform-output-max-kb", env: "SLUICE_TRANSFORM_OUTPUT_MAX_KB", default: "4096", help: "Largest output (KB of JSON) of a user transformation for one event; a larger one fails that event with an error naming the cap.", parse: (raw, name) => int(1, 1_048_576)(raw, name) * 1024 },
-  { key: "destinationBaseUrls", flag: "destination-base-url", env: "SLUICE_DESTINATION_BASE_URLS", help: "KIND=URL[,KIND=URL...]: send a destination kind's requests to another base URL (tests, proxies).", parse: baseUrls },
+  { key: "destinationBaseUrls", flag: "destination-base-url", env: "SLUICE_DESTINATION_BASE_URLS", help: "KIND=URL[,KIND=URL...]: send a destination kind's requests to another base URL (tests, proxies); for the Kafka kinds, its host and port name the bootstrap server.", parse: baseUrls },
 ];
 
 /**
