@@ -16,7 +16,7 @@ import { t } from "elysia";
 import { LRUCache } from "lru-cache";
 import { itemsOf } from "./item-batches";
 import type { DestinationRequest, HttpExchange, ProtocolAnswer, ProtocolContext, ResponseVerdict } from "./types";
-import { restRequest } from "./types";
+import { isRetryableStatus, restRequest } from "./types";
 
 /**
  * The keys every AWS kind's definition has beside its own (LAMBDA spells the first
@@ -60,16 +60,12 @@ export const awsEndpoint = (service: string, region: string) => `https://${servi
  * Calls `target` (`Kinesis_20131202.PutRecords`) of a JSON API at `endpoint`, signed for
  * `service` in `region`, through delivery's HTTP client.
  */
-export async function awsJsonCall(
+export function awsJsonCall(
   ctx: ProtocolContext,
   call: { endpoint: string; service: string; region: string; target: string; body: Record<string, unknown>; credentials: AwsCredentials },
 ): Promise<HttpExchange> {
   const headers = { "content-type": "application/x-amz-json-1.1", "x-amz-target": call.target };
-  // The client serialises the body as JSON.stringify does here, so the signed bytes are the sent ones.
-  const body = JSON.stringify(call.body);
-  const signer = new AwsV4Signer({ method: "POST", url: call.endpoint, headers, body, service: call.service, region: call.region, ...call.credentials });
-  const signed = await signer.sign();
-  return ctx.http(restRequest({ endpoint: signed.url.toString(), headers: Object.fromEntries(signed.headers), json: call.body }));
+  return awsRestCall(ctx, { ...call, headers, body: JSON.stringify(call.body) });
 }
 
 /** An AWS error answer's type (`ResourceNotFoundException`) and message. */
@@ -96,13 +92,13 @@ export function awsFailure(service: string, x: HttpExchange): ProtocolAnswer {
   const type = x.headers.get("x-amzn-errortype")?.split(":")[0] || parsed.type;
   const message = parsed.message;
   const error = `${service} answered ${x.status}${type ? ` ${type}` : ""}${message ? `: ${message}` : ""}`;
-  const retry = x.status >= 500 || x.status === 429 || x.status === 408 || /Throttl|ProvisionedThroughputExceeded|RequestExpired/.test(type);
+  const retry = isRetryableStatus(x.status) || /Throttl|ProvisionedThroughputExceeded|RequestExpired/.test(type);
   return { outcome: retry ? "retry" : "abort", error, response: x.text };
 }
 
 /**
- * Calls a REST-style API (LAMBDA's Invoke) at `endpoint`, its path included: `body` goes as
- * written, the bytes that were signed.
+ * A signed POST to `endpoint`, its path included (LAMBDA's Invoke, STS, and the JSON APIs through
+ * awsJsonCall): `body` goes as written, the bytes that were signed.
  */
 export async function awsRestCall(
   ctx: ProtocolContext,

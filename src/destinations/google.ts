@@ -6,7 +6,7 @@
  * before it expires, per account and scope.
  */
 import { LRUCache } from "lru-cache";
-import type { ConfigProblem, HttpExchange, ProtocolContext } from "./types";
+import type { ConfigProblem, HttpExchange, ProtocolAnswer, ProtocolContext } from "./types";
 import { restRequest } from "./types";
 
 export interface ServiceAccount {
@@ -69,9 +69,25 @@ export class TokenFailure extends Error {
   }
 }
 
-/** An access token for `scope`, kept until a minute before it expires. */
-export function googleAccessToken(ctx: ProtocolContext, account: ServiceAccount, scope: string, now = Date.now()): Promise<string> {
-  return googleToken(ctx, account, { scope }, now);
+/**
+ * The Authorization header for the service account in `credentials`, or why there is none: a
+ * key that is no service account aborts; a token refused aborts, one not answered is retried.
+ * `label` goes before a token failure's text, in the kind's own words.
+ */
+export async function googleBearer(
+  ctx: ProtocolContext,
+  credentials: unknown,
+  wanted: TokenFor,
+  label = "",
+): Promise<{ authorization: string } | Extract<ProtocolAnswer, { outcome: "retry" | "abort" }>> {
+  const account = parseServiceAccount(credentials);
+  if ("problem" in account) return { outcome: "abort", error: `credentials ${account.problem}` };
+  try {
+    return { authorization: `Bearer ${await googleToken(ctx, account, wanted)}` };
+  } catch (e) {
+    if (e instanceof TokenFailure) return { outcome: e.retry ? "retry" : "abort", error: `${label}${e.message}` };
+    throw e;
+  }
 }
 
 /**

@@ -206,6 +206,9 @@ export interface ProtocolContext {
 /** An HTTP exchange: the answer (whatever its status), or why none came and whether to try again. */
 export type HttpExchange = { ok: true; status: number; text: string; headers: Headers; ms: number } | { ok: false; retry: boolean; error: string; ms: number };
 
+/** Whether an answer's status is worth another try later: 408, 429 and 5xx, as rudder-server's router reads them. */
+export const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500;
+
 /** A protocol kind's answer for one request: done (with what to record as the response), or retry / abort with why. */
 export type ProtocolAnswer = { outcome: "ok"; response: string } | { outcome: "retry" | "abort"; error: string; response?: string };
 

@@ -9,7 +9,8 @@ import { LRUCache } from "lru-cache";
 import type { DestinationRuntime } from "../control-plane/config-store";
 import { type LookupCache, type LookupClient, RetryableTransformError, TransformError, restRequest } from "../destinations/types";
 import type { Outbound } from "./outbound";
-import { exchange, isRetryableStatus, parseAnswer, parseRetryAfter } from "./send";
+import { isRetryableStatus } from "../destinations/types";
+import { exchange, parseAnswer, parseRetryAfter } from "./send";
 
 export interface LookupSettings {
   outbound: Outbound;

@@ -2,7 +2,7 @@
  * Sends one destination request over HTTP and classifies the answer. Outcomes are
  * values, not exceptions: delivered, retry (with an optional server-given delay) or abort.
  */
-import type { AnyDestinationDefinition, DestinationContext, DestinationRequest, HttpExchange, ProtocolContext } from "../destinations/types";
+import { type AnyDestinationDefinition, type DestinationContext, type DestinationRequest, type HttpExchange, type ProtocolContext, isRetryableStatus } from "../destinations/types";
 import { readUpTo } from "../lib/read-up-to";
 import type { Outbound } from "./outbound";
 
@@ -130,8 +130,6 @@ export function parseAnswer(text: string): unknown {
   }
 }
 
-/** Whether an answer's status is worth another try later. */
-export const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500;
 
 export async function sendRequest(
   req: DestinationRequest,

@@ -16,7 +16,7 @@
  */
 import { type Static, t } from "elysia";
 import { endpointFor } from "../base-url";
-import { TokenFailure, credentialsProblem, googleAccessToken, googleError, parseServiceAccount } from "../google";
+import { credentialsProblem, googleBearer, googleError } from "../google";
 import { itemVerdicts, mergeRequests } from "../item-batches";
 import {
   type ConfigProblem,
@@ -28,6 +28,7 @@ import {
   TransformError,
   configKeys,
   configOf,
+  isRetryableStatus,
   requiredKeysOf,
   restRequest,
 } from "../types";
@@ -108,21 +109,14 @@ function reasonOf(text: string): string | undefined {
 
 async function insertAll(request: DestinationRequest, ctx: ProtocolContext): Promise<ProtocolAnswer> {
   const c = configOf(ctx, BqStreamConfig);
-  const account = parseServiceAccount(c.credentials);
-  if ("problem" in account) return { outcome: "abort", error: `credentials ${account.problem}` };
-  let token: string;
-  try {
-    token = await googleAccessToken(ctx, account, SCOPE);
-  } catch (e) {
-    if (e instanceof TokenFailure) return { outcome: e.retry ? "retry" : "abort", error: e.message };
-    throw e;
-  }
+  const bearer = await googleBearer(ctx, c.credentials, { scope: SCOPE });
+  if ("outcome" in bearer) return bearer;
   const rows = rowsOf(request).map(insertRow);
-  const x = await ctx.http(restRequest({ endpoint: request.endpoint, headers: { authorization: `Bearer ${token}` }, json: { rows } }));
+  const x = await ctx.http(restRequest({ endpoint: request.endpoint, headers: { authorization: bearer.authorization }, json: { rows } }));
   if (!x.ok) return { outcome: x.retry ? "retry" : "abort", error: x.error };
   if (x.status >= 200 && x.status < 300) return { outcome: "ok", response: x.text };
   const reason = reasonOf(x.text);
-  const retry = x.status >= 500 || x.status === 429 || x.status === 408 || reason === "backendError" || reason === "rateLimitExceeded";
+  const retry = isRetryableStatus(x.status) || reason === "backendError" || reason === "rateLimitExceeded";
   return { outcome: retry ? "retry" : "abort", error: googleError("BigQuery", x), response: x.text };
 }
 

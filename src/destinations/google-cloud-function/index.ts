@@ -10,9 +10,9 @@
  * than 2xx is read by its status: 5xx and 429 retried, the rest aborted.
  */
 import { type Static, t } from "elysia";
-import { TokenFailure, credentialsProblem, googleToken, parseServiceAccount } from "../google";
+import { credentialsProblem, googleBearer } from "../google";
 import { endpointFor } from "../base-url";
-import { type ConfigProblem, type DestinationDefinition, type DestinationRequest, type ProtocolAnswer, type ProtocolContext, TransformError, configKeys, configOf, requiredKeysOf, restRequest } from "../types";
+import { type ConfigProblem, type DestinationDefinition, type DestinationRequest, type ProtocolAnswer, type ProtocolContext, TransformError, configKeys, configOf, isRetryableStatus, requiredKeysOf, restRequest } from "../types";
 
 export const CloudFunctionConfig = t.Object(
   {
@@ -32,14 +32,9 @@ async function call(request: DestinationRequest, ctx: ProtocolContext): Promise<
   const c = configOf(ctx, CloudFunctionConfig);
   const headers: Record<string, string> = {};
   if (c.requireAuthentication) {
-    const account = parseServiceAccount(c.credentials);
-    if ("problem" in account) return { outcome: "abort", error: `credentials ${account.problem}` };
-    try {
-      headers.authorization = `Bearer ${await googleToken(ctx, account, { audience: c.googleCloudFunctionUrl })}`;
-    } catch (e) {
-      if (e instanceof TokenFailure) return { outcome: e.retry ? "retry" : "abort", error: `[GoogleCloudFunction] Failed to receive token: ${e.message}` };
-      throw e;
-    }
+    const bearer = await googleBearer(ctx, c.credentials, { audience: c.googleCloudFunctionUrl }, "[GoogleCloudFunction] Failed to receive token: ");
+    if ("outcome" in bearer) return bearer;
+    headers.authorization = bearer.authorization;
   }
   const x = await ctx.http({ ...request, headers: { ...request.headers, ...headers } });
   if (!x.ok) {
@@ -48,7 +43,7 @@ async function call(request: DestinationRequest, ctx: ProtocolContext): Promise<
   }
   if (x.status >= 200 && x.status < 300) return { outcome: "ok", response: x.text || "[GoogleCloudFunction] :: Function call is executed" };
   const error = `[GOOGLE_CLOUD_FUNCTION] error :: Function call failed ${x.text.slice(0, 300)}`;
-  return { outcome: x.status >= 500 || x.status === 429 || x.status === 408 ? "retry" : "abort", error, response: x.text };
+  return { outcome: isRetryableStatus(x.status) ? "retry" : "abort", error, response: x.text };
 }
 
 export const googleCloudFunction: DestinationDefinition = {

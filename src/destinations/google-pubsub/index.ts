@@ -14,7 +14,7 @@
 import { type Static, t } from "elysia";
 import { isPrototypeKey } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
-import { TokenFailure, credentialsProblem, googleAccessToken, googleError, parseServiceAccount } from "../google";
+import { credentialsProblem, googleBearer, googleError } from "../google";
 import { itemsOf, mergeRequests } from "../item-batches";
 import { FromTo, getPath, isPlainObject, mappedByEvent } from "../shared";
 import {
@@ -27,6 +27,7 @@ import {
   TransformError,
   configKeys,
   configOf,
+  isRetryableStatus,
   requiredKeysOf,
   restRequest,
 } from "../types";
@@ -103,20 +104,15 @@ async function publish(request: DestinationRequest, ctx: ProtocolContext): Promi
   const outputs = itemsOf(request, outputOf);
   const headers: Record<string, string> = {};
   if (!c.testConfig?.endpoint?.trim()) {
-    const account = parseServiceAccount(c.credentials);
-    if ("problem" in account) return { outcome: "abort", error: `credentials ${account.problem}` };
-    try {
-      headers.authorization = `Bearer ${await googleAccessToken(ctx, account, SCOPE)}`;
-    } catch (e) {
-      if (e instanceof TokenFailure) return { outcome: e.retry ? "retry" : "abort", error: e.message };
-      throw e;
-    }
+    const bearer = await googleBearer(ctx, c.credentials, { scope: SCOPE });
+    if ("outcome" in bearer) return bearer;
+    headers.authorization = bearer.authorization;
   }
   const body = { messages: outputs.map((o) => ({ data: Buffer.from(JSON.stringify(o.message)).toString("base64"), ...(Object.keys(o.attributes ?? {}).length ? { attributes: o.attributes } : {}) })) };
   const x = await ctx.http(restRequest({ endpoint: request.endpoint, headers, json: body }));
   if (!x.ok) return { outcome: x.retry ? "retry" : "abort", error: x.error };
   if (x.status >= 200 && x.status < 300) return { outcome: "ok", response: x.text };
-  const retry = x.status >= 500 || x.status === 429 || x.status === 408;
+  const retry = isRetryableStatus(x.status);
   return { outcome: retry ? "retry" : "abort", error: googleError("Pub/Sub", x), response: x.text };
 }
 

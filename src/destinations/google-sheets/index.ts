@@ -17,7 +17,7 @@ import { type Static, t } from "elysia";
 import { LRUCache } from "lru-cache";
 import { prototypeSegment, prototypeSegmentMessage } from "../../lib/safe-keys";
 import { endpointFor } from "../base-url";
-import { TokenFailure, credentialsProblem, googleAccessToken, googleError, parseServiceAccount } from "../google";
+import { credentialsProblem, googleBearer, googleError } from "../google";
 import { mergeRequests } from "../item-batches";
 import { FromTo, isPlainObject } from "../shared";
 import {
@@ -31,6 +31,7 @@ import {
   TransformError,
   configKeys,
   configOf,
+  isRetryableStatus,
   requiredKeysOf,
   restRequest,
 } from "../types";
@@ -180,24 +181,17 @@ function headerKey(ctx: ProtocolContext, c: SheetsConfig, url: string, header: s
   return new Bun.CryptoHasher("sha256").update(identity).digest("hex");
 }
 
-const retryable = (status: number) => status >= 500 || status === 429 || status === 408;
 
 /** A failed call in rudder-server's words (`Failed to update header`, `Failed to insert Payload`), with Google's. */
 function failure(step: string, x: HttpExchange): ProtocolAnswer {
   if (!x.ok) return { outcome: x.retry ? "retry" : "abort", error: `[GoogleSheets] error :: ${step} :: ${x.error}` };
-  return { outcome: retryable(x.status) ? "retry" : "abort", error: `[GoogleSheets] error :: ${step} :: ${googleError("Google Sheets", x)}`, response: x.text };
+  return { outcome: isRetryableStatus(x.status) ? "retry" : "abort", error: `[GoogleSheets] error :: ${step} :: ${googleError("Google Sheets", x)}`, response: x.text };
 }
 
 async function bearer(ctx: ProtocolContext, c: SheetsConfig, step: string): Promise<{ header?: string } | ProtocolAnswer> {
   if (c.testConfig?.endpoint?.trim()) return c.testConfig.accessToken ? { header: `Bearer ${c.testConfig.accessToken}` } : {};
-  const account = parseServiceAccount(c.credentials);
-  if ("problem" in account) return { outcome: "abort", error: `credentials ${account.problem}` };
-  try {
-    return { header: `Bearer ${await googleAccessToken(ctx, account, SCOPE)}` };
-  } catch (e) {
-    if (e instanceof TokenFailure) return { outcome: e.retry ? "retry" : "abort", error: `[GoogleSheets] error :: ${step} :: ${e.message}` };
-    throw e;
-  }
+  const bearer = await googleBearer(ctx, c.credentials, { scope: SCOPE }, `[GoogleSheets] error :: ${step} :: `);
+  return "outcome" in bearer ? bearer : { header: bearer.authorization };
 }
 
 async function write(request: DestinationRequest, ctx: ProtocolContext): Promise<ProtocolAnswer> {
