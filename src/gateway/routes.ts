@@ -263,7 +263,7 @@ export function gatewayRoutes(deps: IntakeDeps, handlers: IntakeHandlers) {
     description:
       description +
       " Authenticate with HTTP Basic: the source write key as user name, an empty password. Answers 200 `OK` only after the events are committed to disk. " +
-      "Errors are text/plain: 400 for a missing or malformed Authorization header, bad JSON or gzip, a body over the limit, or a field of the wrong type (the message names it); 401 for an unknown write key; 404 for a disabled source; 503 with `Retry-After` (seconds) when the database cannot be written (a full disk): nothing of the call was stored, send it again. " +
+      "Errors are text/plain: 400 for a missing or malformed Authorization header, bad JSON or gzip, a body over the limit, or a field of the wrong type (the message names it); 401 for an unknown write key; 404 for a disabled source; 503 with `Retry-After` (seconds) when the database cannot be written (a full disk): nothing of the call was stored, send it again; 429 when this client address already has `--max-slow-bodies-per-address` request bodies still arriving (the body is not read). A body that has not arrived within `--body-timeout-seconds` of the headers closes the connection (408 is written first). " +
       "`Content-Encoding: gzip` is honoured whatever the Content-Type says. A messageId already accepted from the same source is acknowledged but not stored again.",
     tags: ["Event calls"],
     requestBody: { required: true, content: { "application/json": { schema } } },
