@@ -54,6 +54,7 @@ export function layerOf(file: string): number {
       // The sandbox is an engine; the routes and the test run are a feature.
       return /^transformations\/(routes|test-run|rudderstack-import|context)\.ts$/.test(rest) ? 3 : 5;
     case "destinations":
+    case "sources":
     case "cluster":
     case "lib":
     case "settings.ts":

@@ -173,7 +173,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
       : await apply();
     log.info("workspace file applied", { file, ...summary });
   }
-  const intake: IntakeDeps = { config, events: backend.events, suppressor: suppression, live, metrics, log, slowBodies };
+  const intake: IntakeDeps = { config, events: backend.events, suppressor: suppression, live, metrics, log, slowBodies, sourceState: backend.sourceState };
 
   const sandbox = new SandboxPool({
     memoryBytes: settings.transformMemoryMb * 1024 * 1024,
@@ -229,7 +229,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   backend.singleton("warehouse", warehouseLoads);
   let stopMaintenance = () => {};
   backend.singleton("maintenance", {
-    start: () => void (stopMaintenance = startMaintenance(stats, log, { retentionMs: settings.retentionHours * 3600_000, now })),
+    start: () => void (stopMaintenance = startMaintenance(stats, log, { retentionMs: settings.retentionHours * 3600_000, now, sourceState: backend.sourceState })),
     stop: () => stopMaintenance(),
   });
   await backend.start();

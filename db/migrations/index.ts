@@ -13,6 +13,7 @@ import m9 from "./0009_destinations-rudder-definition.sql" with { type: "text" }
 import m10 from "./0010_transformation-libraries.sql" with { type: "text" };
 import m11 from "./0011_sources-rudder-definition.sql" with { type: "text" };
 import m12 from "./0012_http-default-mapping.sql" with { type: "text" };
+import m13 from "./0013_webhook-sources.sql" with { type: "text" };
 
 export const migrationSql: Record<string, string> = {
   "0000_init": m0,
@@ -28,6 +29,7 @@ export const migrationSql: Record<string, string> = {
   "0010_transformation-libraries": m10,
   "0011_sources-rudder-definition": m11,
   "0012_http-default-mapping": m12,
+  "0013_webhook-sources": m13,
 };
 
 export { journal };

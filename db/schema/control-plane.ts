@@ -76,6 +76,11 @@ export const sources = sqliteTable(
      * warehouse) from those that send; null for sources made through the API or Sluice's own file.
      */
     rudderDefinition: text("rudder_definition", { mode: "json" }).$type<RudderSourceDefinition>(),
+    /**
+     * JSON: the source's own config as RudderStack keeps it (`source.config`), read by webhook
+     * mappings (the generic webhook's putRequestDetailsInContext, Braze's customMapping); null: none.
+     */
+    config: text("config", { mode: "json" }).$type<Record<string, unknown>>(),
   },
   (t) => [uniqueIndex("sources_workspace_name").on(t.workspaceId, t.name)],
 );

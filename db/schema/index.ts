@@ -2,3 +2,4 @@ export * from "./control-plane";
 export * from "./pipeline";
 export * from "./regulations";
 export * from "./warehouse";
+export * from "./sources";

@@ -167,6 +167,24 @@ export class FixtureCopy {
     return true;
   }
 
+  /** Copies a webhook source's case files (test/integrations/sources/<folder>/, with what they import); false when there is none. */
+  addSource(folder: string): boolean {
+    const root = join(this.checkout, "test/integrations/sources", folder);
+    if (!existsSync(join(root, "data.ts"))) return false;
+    this.copy(join(root, "data.ts"));
+    return true;
+  }
+
+  /** The published cases of a webhook source. */
+  async sourceCases(folder: string): Promise<RsCase[]> {
+    if (folder !== this.clockFolder) assignedClock = undefined;
+    this.clockFolder = folder;
+    const mod = await import(join(this.dir, "test/integrations/sources", folder, "data.ts"));
+    // As RudderStack's harness filters them: `skip` cases are not run, and `only` ones alone are.
+    const all = ((mod.data as Array<RsCase & { skip?: boolean; only?: boolean }>) ?? []).filter((c) => !c.skip);
+    return all.some((c) => c.only) ? all.filter((c) => c.only) : all;
+  }
+
   private path(folder: string, sub: string): string {
     return join(this.dir, "test/integrations/destinations", folder, sub);
   }

@@ -18,6 +18,7 @@ import type { Processor } from "../pipeline/processor";
 import type { Router } from "../pipeline/router";
 import type { QueueForgetter } from "../regulations/deletion";
 import type { RegulationsStore } from "../regulations/store";
+import type { SourceStateStore } from "../sources/state-store";
 import type { SuppressionIndex } from "../regulations/suppression";
 import type { StagedRowsLocation, WarehouseStore } from "../warehouse/store";
 
@@ -41,6 +42,8 @@ export interface Backend {
   readonly controlPlane: ControlPlaneStore;
   readonly stats: StatsStore;
   readonly regulations: RegulationsStore;
+  /** Webhook mappings' state (Shopify's identities), kept where RudderStack uses Redis. */
+  readonly sourceState: SourceStateStore;
   /** Loaded: every regulation in force applies from the first event. */
   readonly suppression: SuppressionIndex;
   readonly deliveries: DeliveriesStore;

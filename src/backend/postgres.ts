@@ -5,6 +5,7 @@
  * retention, deletions and warehouse loads, and the bus carries live events (live-relay.ts) and
  * the pipeline's signals (pipeline-signals.ts). The leases and the bus are cluster/'s.
  */
+import { PgSourceStateStore } from "../storage/postgres/source-state";
 import type { SingletonName } from "../cluster/types";
 import type { Logger } from "../lib/logger";
 import type { PartitionWork } from "../pipeline/store";
@@ -66,6 +67,7 @@ export async function openClusterBackend(settings: Settings, log: Logger): Promi
       controlPlane: rt.controlPlane,
       stats: rt.stats,
       regulations: rt.regulations,
+      sourceState: new PgSourceStateStore(rt.db),
       suppression: rt.suppression,
       deliveries,
       warehouse: new PgWarehouseStore(rt.db),

@@ -24,6 +24,7 @@ import { SqliteDeliveriesStore, eventIdFloor } from "../storage/sqlite/deliverie
 import { SqliteEventLog } from "../storage/sqlite/event-log";
 import { SqliteRegulationsStore } from "../storage/sqlite/regulations";
 import { SqliteStatsStore } from "../storage/sqlite/stats";
+import { SqliteSourceStateStore } from "../storage/sqlite/source-state";
 import { SqliteWarehouseStore } from "../storage/sqlite/warehouse";
 
 export async function openSqliteBackend(settings: Settings, log: Logger, metrics: Metrics, now: () => number): Promise<Backend> {
@@ -50,6 +51,7 @@ export async function openSqliteBackend(settings: Settings, log: Logger, metrics
     controlPlane: new SqliteControlPlaneStore(db),
     stats: new SqliteStatsStore(db),
     regulations,
+    sourceState: new SqliteSourceStateStore(db),
     suppression: await SuppressionIndex.load(regulations),
     deliveries: new SqliteDeliveriesStore(db),
     warehouse: new SqliteWarehouseStore(db),

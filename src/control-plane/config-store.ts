@@ -33,6 +33,12 @@ export interface SourceRuntime {
    * sources made through the API or Sluice's own file.
    */
   definitionType?: string;
+  /** RudderStack's source-definition name (`Shopify`, `webhook`), when the source has a kind: a webhook source's mapping is chosen by it. */
+  definitionName?: string;
+  /** `webhook` for webhook sources: only their write keys are taken at /v1/webhook, as rudder-server takes them. */
+  category?: string;
+  /** The source's own config (RudderStack's `source.config`), as its webhook mapping reads it. */
+  config?: Record<string, unknown>;
 }
 
 export interface DestinationRuntime {
@@ -90,7 +96,7 @@ export interface ConfigStore {
 
 /** The columns of the rows routing reads; both variants feed buildSnapshot with them. */
 type RoutingInput = {
-  sources: Array<Pick<RoutingRows["sources"][number], "id" | "workspaceId" | "name" | "enabled" | "settings" | "rudderDefinition">>;
+  sources: Array<Pick<RoutingRows["sources"][number], "id" | "workspaceId" | "name" | "enabled" | "settings" | "rudderDefinition" | "config">>;
   destinations: Array<Pick<RoutingRows["destinations"][number], "id" | "workspaceId" | "name" | "type" | "enabled" | "config" | "rudderDefinition">>;
   connections: Array<Pick<RoutingRows["connections"][number], "sourceId" | "destinationId">>;
   attachments: RoutingRows["attachments"];
@@ -98,15 +104,17 @@ type RoutingInput = {
 };
 
 function sourceRuntime(r: RoutingInput["sources"][number]): SourceRuntime {
-  const out: SourceRuntime = { id: r.id, workspaceId: r.workspaceId, name: r.name, enabled: !!r.enabled, settings: r.settings ?? {} };
-  const type = r.rudderDefinition?.type;
-  if (typeof type === "string" && type !== "") out.definitionType = type;
+  const out: SourceRuntime = { id: r.id, workspaceId: r.workspaceId, name: r.name, enabled: !!r.enabled, settings: r.settings ?? {}, config: r.config ?? {} };
+  const def = r.rudderDefinition;
+  if (typeof def?.type === "string" && def.type !== "") out.definitionType = def.type;
+  if (typeof def?.name === "string" && def.name !== "") out.definitionName = def.name;
+  if (typeof def?.category === "string" && def.category !== "") out.category = def.category;
   return out;
 }
 
 /** A sources row as SQLite hands it over (JSON columns as text). */
 function sourceFromSqlite(r: any): RoutingInput["sources"][number] {
-  return { ...r, settings: JSON.parse(r.settings || "{}"), rudderDefinition: r.rudderDefinition ? JSON.parse(r.rudderDefinition) : undefined };
+  return { ...r, settings: JSON.parse(r.settings || "{}"), rudderDefinition: r.rudderDefinition ? JSON.parse(r.rudderDefinition) : undefined, config: r.config ? JSON.parse(r.config) : null };
 }
 
 function buildSnapshot(rows: RoutingInput, version: number): RoutingSnapshot {
@@ -173,7 +181,7 @@ export class SqliteConfigStore implements ConfigStore {
 
   constructor(private db: Db) {
     this.lookupStmt = db.$client.prepare(
-      "SELECT id, workspace_id AS workspaceId, name, enabled, settings, rudder_definition AS rudderDefinition FROM sources WHERE write_key = ?",
+      "SELECT id, workspace_id AS workspaceId, name, enabled, settings, rudder_definition AS rudderDefinition, config FROM sources WHERE write_key = ?",
     );
     this.epochStmt = db.$client.prepare("SELECT epoch FROM config_epoch WHERE id = 1");
     this.seenEpoch = this.readEpoch();
@@ -252,7 +260,7 @@ export class SqliteConfigStore implements ConfigStore {
     const pinned = [...new Set(attachments.flatMap((a) => Object.values(a.libraries ?? {})))];
     this.snapshotCache = buildSnapshot(
       {
-        sources: (c.query("SELECT id, workspace_id AS workspaceId, name, enabled, settings, rudder_definition AS rudderDefinition FROM sources").all() as any[]).map(sourceFromSqlite),
+        sources: (c.query("SELECT id, workspace_id AS workspaceId, name, enabled, settings, rudder_definition AS rudderDefinition, config FROM sources").all() as any[]).map(sourceFromSqlite),
         destinations: (c.query("SELECT id, workspace_id AS workspaceId, name, type, enabled, config, rudder_definition AS rudderDefinition FROM destinations").all() as any[]).map((r) => ({
           ...r,
           config: json<Record<string, unknown>>(r.config),

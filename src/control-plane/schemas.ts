@@ -13,18 +13,36 @@ export const SourceSettings = t.Object(
   { additionalProperties: false },
 );
 
+const SourceConfig = t.Record(t.String(), t.Unknown(), {
+  description:
+    "The source's own config, as RudderStack keeps it (`source.config`), read by webhook mappings: the generic webhook's `putRequestDetailsInContext`, Braze's `customMapping`. Other keys are kept and ignored.",
+});
+
+const SourceFields = {
+  name: Name,
+  writeKey: t.Optional(t.String({ minLength: 8, maxLength: 200, description: "Generated when omitted." })),
+  enabled: t.Optional(t.Boolean()),
+  settings: t.Optional(SourceSettings),
+  config: t.Optional(SourceConfig),
+};
+
 export const SourceCreate = t.Object(
   {
-    name: Name,
-    writeKey: t.Optional(t.String({ minLength: 8, maxLength: 200, description: "Generated when omitted." })),
-    enabled: t.Optional(t.Boolean()),
-    settings: t.Optional(SourceSettings),
+    ...SourceFields,
+    type: t.Optional(
+      t.String({
+        minLength: 1,
+        maxLength: 100,
+        description:
+          "A webhook source type, by RudderStack's source-definition name (`Shopify`, `Auth0`, `Customerio`, `webhook`; any case; the list is GET /v2/source-types): requests to /v1/webhook with this source's write key are mapped as that service's webhooks. Omitted: an event-stream source (SDKs, HTTP API), whose write key /v1/webhook refuses, as rudder-server does. Fixed once the source is made.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 export type SourceCreate = typeof SourceCreate.static;
 
-export const SourceUpdate = t.Partial(SourceCreate, { additionalProperties: false });
+export const SourceUpdate = t.Partial(t.Object(SourceFields), { additionalProperties: false });
 export type SourceUpdate = typeof SourceUpdate.static;
 
 export const Source = t.Object({
@@ -48,6 +66,7 @@ export const Source = t.Object({
     ],
     { description: "What the RudderStack workspace file this source was imported from said of its kind; null for sources made through the API or Sluice's own file." },
   ),
+  config: SourceConfig,
   createdAt: t.String({ format: "date-time" }),
   destinationIds: t.Array(t.String()),
 });

@@ -1,6 +1,7 @@
 /** Sources: where events come from, each with its write key. */
 import type { RudderSourceDefinition } from "../../db/schema";
-import { AppError, notFound } from "../lib/errors";
+import { AppError, badRequest, notFound } from "../lib/errors";
+import { findSourceMapping, webhookDefinition } from "../sources/registry";
 import type { AuthContext, Scoped, ScopedContext } from "./context";
 import { newId, newWriteKey } from "../lib/ids";
 import type { SourceCreate, SourceUpdate } from "./schemas";
@@ -26,6 +27,7 @@ function present(row: SourceRow, destinationIds: string[]) {
     settings: row.settings ?? {},
     unsupported: isPulledKind(def),
     sourceDefinition: def ? { name: def.name, category: def.category ?? null, type: def.type ?? null } : null,
+    config: row.config ?? {},
     createdAt: new Date(row.createdAt).toISOString(),
     destinationIds,
   };
@@ -87,6 +89,13 @@ export interface SourceFromWorkspaceFile {
   rudderDefinition?: RudderSourceDefinition;
 }
 
+/** The stored definition of a webhook source type the API names; 400 for a type Sluice does not map. */
+function webhookDefinitionOf(type: string): RudderSourceDefinition {
+  const mapping = findSourceMapping(type);
+  if (!mapping) throw badRequest(`type: '${type}' is not a webhook source type Sluice maps (GET /v2/source-types lists them)`);
+  return webhookDefinition(mapping);
+}
+
 /** The row a create writes, after the checks a create makes. */
 export async function planSourceCreate(ctx: ScopedContext, input: SourceCreate, lookup = storeLookup(ctx), fromFile?: SourceFromWorkspaceFile): Promise<SourceRow> {
   await assertNameFree(lookup, input.name);
@@ -94,6 +103,8 @@ export async function planSourceCreate(ctx: ScopedContext, input: SourceCreate, 
   await assertWriteKeyFree(lookup, writeKey);
   const now = ctx.now();
   const row: SourceRow = { id: newId("src"), workspaceId: ctx.workspaceId, name: input.name, writeKey, enabled: input.enabled ?? true, settings: input.settings ?? {}, createdAt: now, updatedAt: now };
+  if (input.config) row.config = input.config;
+  if (input.type !== undefined) row.rudderDefinition = webhookDefinitionOf(input.type);
   if (fromFile?.rudderDefinition) row.rudderDefinition = fromFile.rudderDefinition;
   return row;
 }
@@ -109,13 +120,15 @@ export async function planSourceUpdate(ctx: ScopedContext, current: SourceRow, i
     writeKey: input.writeKey ?? current.writeKey,
     enabled: input.enabled ?? current.enabled,
     settings: input.settings ? { ...current.settings, ...input.settings } : current.settings,
+    // Replaced whole, as a destination's config is: the caller sends what the mapping should read.
+    config: input.config ?? current.config ?? null,
     updatedAt: ctx.now(),
     ...(rudderDefinition ? { rudderDefinition } : {}),
   };
 }
 
 export function sourceUpdateOp(row: SourceRow): ControlPlaneWrite {
-  const set: SourceChanges = { name: row.name, writeKey: row.writeKey, enabled: row.enabled, settings: row.settings, updatedAt: row.updatedAt };
+  const set: SourceChanges = { name: row.name, writeKey: row.writeKey, enabled: row.enabled, settings: row.settings, config: row.config ?? null, updatedAt: row.updatedAt };
   // Never cleared: no API call changes what kind of source it is.
   if (row.rudderDefinition) set.rudderDefinition = row.rudderDefinition;
   return { op: "updateSource", id: row.id, set };

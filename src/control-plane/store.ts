@@ -40,7 +40,7 @@ import { AppError } from "../lib/errors";
  * `rudderDefinition` (the RudderStack file's sourceDefinition) is absent for sources made through
  * the API or Sluice's own file: the stores read its NULL as absent, as for DestinationRow.
  */
-export type SourceRow = Omit<typeof sources.$inferSelect, "rudderDefinition"> & { rudderDefinition?: RudderSourceDefinition };
+export type SourceRow = Omit<typeof sources.$inferSelect, "rudderDefinition" | "config"> & { rudderDefinition?: RudderSourceDefinition; config?: Record<string, unknown> | null };
 /**
  * `rudderDefinition` is absent for destinations made through the API or Sluice's own file: the
  * stores read its NULL as absent, so such a row reads back as it was written.
@@ -74,7 +74,7 @@ export interface TokenCandidate {
 /** A session row with its account's e-mail. */
 export type SessionWithEmail = SessionRow & { email: string };
 
-export type SourceChanges = Partial<Pick<SourceRow, "name" | "writeKey" | "enabled" | "settings" | "updatedAt" | "rudderDefinition">>;
+export type SourceChanges = Partial<Pick<SourceRow, "name" | "writeKey" | "enabled" | "settings" | "updatedAt" | "rudderDefinition" | "config">>;
 /** `rudderDefinition: null` clears it (a new type through the API makes the file's definition wrong). */
 export type DestinationChanges = Partial<Pick<DestinationRow, "name" | "type" | "config" | "enabled" | "updatedAt">> & { rudderDefinition?: RudderDefinition | null };
 export type TransformationChanges = Partial<Pick<TransformationRow, "name" | "versionId" | "updatedAt" | "externalId">>;
@@ -267,11 +267,11 @@ export interface ControlPlaneStore {
   writeAuth(ops: AuthWrite[]): Promise<number[]>;
 }
 
-/** A source row as a store reads it: a NULL rudderDefinition becomes absent (see SourceRow). */
+/** A source row as a store reads it: a NULL rudderDefinition or config becomes absent (see SourceRow). */
 export function sourceFromStore(row: Omit<SourceRow, "rudderDefinition"> & { rudderDefinition?: RudderSourceDefinition | null }): SourceRow {
-  if (row.rudderDefinition != null) return row as SourceRow;
-  const { rudderDefinition: _, ...rest } = row;
-  return rest;
+  if (row.rudderDefinition != null && row.config != null) return row as SourceRow;
+  const { rudderDefinition, config, ...rest } = row;
+  return { ...rest, ...(rudderDefinition != null ? { rudderDefinition } : {}), ...(config != null ? { config } : {}) };
 }
 
 /** A destination row as a store reads it: a NULL rudderDefinition becomes absent (see DestinationRow). */

@@ -29,6 +29,8 @@ export const WorkspaceFile = t.Object(
             writeKey: t.Optional(t.String({ minLength: 8 })),
             enabled: t.Optional(t.Boolean()),
             settings: t.Optional(t.Object({ lenientValidation: t.Optional(t.Boolean()) }, { additionalProperties: false })),
+            type: t.Optional(t.String({ minLength: 1, description: "A webhook source type (`Shopify`, `Auth0`, …), as the API's." })),
+            config: t.Optional(t.Record(t.String(), t.Unknown())),
           },
           { additionalProperties: false },
         ),
@@ -121,6 +123,7 @@ function fromRudderStack(doc: any, file: string): Workspace {
     if (typeof s?.name !== "string" || !s.name) throw new WorkspaceFileError(`${file}: ${where}.name: is required`);
     if (typeof s.writeKey !== "string" || !s.writeKey) throw new WorkspaceFileError(`${file}: ${where}.writeKey: is required`);
     const source: FileSource = { name: s.name, writeKey: s.writeKey, enabled: s.enabled !== false };
+    if (isObject(s.config) && Object.keys(s.config).length) source.config = s.config;
     if (isObject(s.sourceDefinition)) source.sourceDefinition = sourceDefinitionOf(s.sourceDefinition);
     out.sources.push(source);
     (s.destinations ?? []).forEach((d: any, j: number) => {
@@ -390,8 +393,8 @@ async function planWorkspaceFile(
     const existing = await lookup.byName(s.name);
     const fromFile = { rudderDefinition: s.sourceDefinition };
     const row = existing
-      ? await planSourceUpdate(ctx, existing, { writeKey: s.writeKey, enabled: s.enabled ?? true, settings: s.settings }, lookup, fromFile)
-      : await planSourceCreate(ctx, { name: s.name, writeKey: s.writeKey, enabled: s.enabled, settings: s.settings }, lookup, fromFile);
+      ? await planSourceUpdate(ctx, existing, { writeKey: s.writeKey, enabled: s.enabled ?? true, settings: s.settings, config: s.config ?? {} }, lookup, fromFile)
+      : await planSourceCreate(ctx, { name: s.name, writeKey: s.writeKey, enabled: s.enabled, settings: s.settings, config: s.config, type: s.type }, lookup, fromFile);
     ops.push(existing ? sourceUpdateOp(row) : { op: "insertSource", row });
     plannedSources.set(s.name, row);
   }

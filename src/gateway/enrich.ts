@@ -11,6 +11,11 @@ export interface RequestMeta {
   /** Batch-level sentAt, applied to entries without their own. */
   batchSentAt?: string;
   batchContext?: Record<string, unknown>;
+  /**
+   * Events a webhook mapping made: a `receivedAt` and a string `request_ip` of their own are
+   * kept, as rudder-server's gateway keeps them (Auth0's events carry the user's address).
+   */
+  keepOwn?: boolean;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -41,7 +46,7 @@ export function enrichEvent(event: Record<string, any>, type: string, meta: Requ
   // A missing originalTimestamp is the time received, not sentAt: rudder-server's processor
   // defaults both to receivedAt, so such an event's timestamp moves back by sentAt's skew.
   const original = event.originalTimestamp ? Date.parse(event.originalTimestamp) : received;
-  event.receivedAt = receivedIso;
+  if (!(meta.keepOwn && typeof event.receivedAt === "string")) event.receivedAt = receivedIso;
   event.sentAt = sent === received ? receivedIso : iso(sent);
   event.originalTimestamp = original === received ? receivedIso : iso(original);
   // A timestamp the client sent is historical data and kept; otherwise the client's
@@ -51,9 +56,10 @@ export function enrichEvent(event: Record<string, any>, type: string, meta: Requ
 
   if (meta.batchContext && event.context === undefined) event.context = { ...meta.batchContext };
   if (event.context === undefined) event.context = {};
-  if (meta.ip) {
-    if (typeof event.context.ip !== "string" || event.context.ip === "") event.context.ip = meta.ip;
-    event.request_ip = meta.ip;
+  const ip = meta.keepOwn && typeof event.request_ip === "string" ? event.request_ip : meta.ip;
+  if (ip) {
+    if (typeof event.context.ip !== "string" || event.context.ip === "") event.context.ip = ip;
+    event.request_ip = ip;
   }
   return event;
 }

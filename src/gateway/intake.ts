@@ -3,6 +3,7 @@
  * the disk; then the events go to the group commit, and the caller is answered only
  * after that commit.
  */
+import type { SourceStateStore } from "../sources/state-store";
 import { AppError, badRequest } from "../lib/errors";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
@@ -26,6 +27,8 @@ export interface IntakeDeps {
   log: Logger;
   /** Bodies still arriving: their deadline and per-address bound (lib/slow-bodies.ts); absent: the server's own limits only. */
   slowBodies?: SlowBodies;
+  /** Webhook mappings' state (Shopify's identities); absent: each request starts with none. */
+  sourceState?: SourceStateStore;
 }
 
 /** Resolves a write key to an enabled source: 401 for an unknown key, 404 for a disabled source. */

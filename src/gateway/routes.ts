@@ -19,7 +19,8 @@ import { Counter, Gauge } from "../lib/metrics";
 import { PIXEL_GIF, pixelCall } from "./pixel";
 import type { RequestPeer } from "../lib/slow-bodies";
 import { type BodyWait, readJsonBody, writeKeyFromAuthorization } from "./read-body";
-import { readWebhookBody, webhookCall, webhookWriteKey } from "./webhook";
+import { WEBHOOK_TEXT, authenticateWebhookSource, readWebhookRequest, requestForLiveEvents, webhookWriteKey } from "./webhook";
+import { normalizeMappedTimes, mapWebhook, mappedSource } from "./webhook-mapping";
 import { type IntakeDeps, acceptCalls, authenticateSource, parseCalls } from "./intake";
 import { BatchCall, CALL_TYPES, CallSchemas, type CallType, MAX_BATCH_BYTES, MAX_CALL_BYTES } from "./schemas";
 import { sourceConfig } from "./source-config";
@@ -166,41 +167,50 @@ export function intakeHandlers(deps: IntakeDeps): IntakeHandlers {
     m.httpDuration.observe({ route }, (performance.now() - started) / 1000);
   };
 
-  // The webhook body becomes one track call (webhook.ts); limited like a batch, as rudder-server
-  // limits a webhook's body by its request limit (4000 KB), not by one call's.
+  // A webhook request becomes what its source's mapping makes of it (webhook.ts, src/sources/),
+  // taken in as a batch; limited like a batch, as rudder-server limits a webhook's body by its
+  // request limit (4000 KB), not by one call's.
   const webhook: IntakeHandler = async (request, server) => {
     const started = performance.now();
     const origin = request.headers.get("origin");
     let status = 200;
-    let body = "OK";
+    let body: string = WEBHOOK_TEXT.ok;
+    let contentType = TEXT;
     let retryAfter: number | undefined;
+    let live: { topic: string; request?: Record<string, unknown> } | undefined;
     try {
-      const source = authenticateSource(deps, webhookWriteKey(request, new URL(request.url)));
+      const url = new URL(request.url);
+      const { source, mapping } = authenticateWebhookSource(deps, webhookWriteKey(request, url));
+      // rudder-server forwards a GET to the mapping only for Adjust; others get an empty 200.
+      if (request.method === "GET" && !mapping.takesGet) {
+        finish(WEBHOOK_ROUTE, "GET", 200, started);
+        return intakeResponse(origin, 200, "");
+      }
       const receivedAt = Date.now();
-      const read = () => readWebhookBody(request, MAX_BATCH_BYTES);
-      const properties = await (slowBodies ? slowBodies.wait(request, server, read) : read());
-      const calls = parseCalls(source, "track", webhookCall(properties));
-      await acceptCalls(deps, source, calls, { receivedAt, ip: clientIp(request, server) });
+      const read = () => readWebhookRequest(request, url, MAX_BATCH_BYTES);
+      const mapped = await (slowBodies ? slowBodies.wait(request, server, read) : read());
+      if (deps.live.hasSubscribers(`source:${source.id}`)) live = { topic: `source:${source.id}`, request: requestForLiveEvents(mapped) };
+      const result = await mapWebhook(deps, source, mapping, mapped);
+      if (result.events.length) {
+        normalizeMappedTimes(result.events);
+        // The mapping made these events, not the client: the checks are the lenient ones, as
+        // rudder-server checks a mapped batch for identifiers only.
+        const calls = parseCalls(mappedSource(source), "batch", { batch: result.events });
+        await acceptCalls(deps, source, calls, { receivedAt, ip: clientIp(request, server), keepOwn: true });
+      }
+      if (live) deps.live.publish(live.topic, { webhookRequest: live.request, mappedEvents: result.events.length, ...(result.answer ? { answer: result.answer.body } : {}) });
+      if (result.answer) {
+        status = result.answer.status ?? 200;
+        body = result.answer.body;
+        contentType = result.answer.contentType;
+      }
     } catch (err) {
-      ({ status, body, retryAfter } = refusal(err, WEBHOOK_ROUTE, "POST"));
+      ({ status, body, retryAfter } = refusal(err, WEBHOOK_ROUTE, request.method));
+      if (live) deps.live.publish(live.topic, { webhookRequest: live.request, error: body, status });
     }
-    finish(WEBHOOK_ROUTE, "POST", status, started);
+    finish(WEBHOOK_ROUTE, request.method, status, started);
+    if (contentType !== TEXT) return new Response(body, { status, headers: { "content-type": contentType, ...(origin ? { "access-control-allow-origin": origin, vary: "Origin" } : {}) } });
     return intakeResponse(origin, status, body, retryAfter);
-  };
-
-  // rudder-server forwards a webhook's GET only for its Adjust source; for the generic webhook
-  // it checks the write key and answers 200 with nothing stored. So does this.
-  const webhookGet: IntakeHandler = async (request) => {
-    const started = performance.now();
-    let status = 200;
-    let body = "";
-    try {
-      authenticateSource(deps, webhookWriteKey(request, new URL(request.url)));
-    } catch (err) {
-      ({ status, body } = refusal(err, WEBHOOK_ROUTE, "GET"));
-    }
-    finish(WEBHOOK_ROUTE, "GET", status, started);
-    return intakeResponse(request.headers.get("origin"), status, body);
   };
 
   // Always the GIF (pixel.ts): what was refused shows only in the log line and the metrics.
@@ -228,7 +238,7 @@ export function intakeHandlers(deps: IntakeDeps): IntakeHandlers {
   post["/v1/import"] = intake("batch", "/v1/import", "header");
   post[WEBHOOK_ROUTE] = webhook;
   const get: Record<string, IntakeHandler> = {
-    [WEBHOOK_ROUTE]: webhookGet,
+    [WEBHOOK_ROUTE]: webhook,
     "/pixel/v1/track": pixel("track", "/pixel/v1/track"),
     "/pixel/v1/page": pixel("page", "/pixel/v1/page"),
   };

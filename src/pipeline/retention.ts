@@ -6,8 +6,9 @@
  */
 import type { Logger } from "../lib/logger";
 import type { StatsStore } from "./store";
+import type { SourceStateStore } from "../sources/state-store";
 
-export function startMaintenance(store: StatsStore, log: Logger, opts: { retentionMs: number; intervalMs?: number; now?: () => number }) {
+export function startMaintenance(store: StatsStore, log: Logger, opts: { retentionMs: number; intervalMs?: number; now?: () => number; sourceState?: SourceStateStore }) {
   const now = opts.now ?? Date.now;
   // A purge on PostgreSQL can outlast the interval: a tick that finds the previous one running skips.
   let running = false;
@@ -17,6 +18,8 @@ export function startMaintenance(store: StatsStore, log: Logger, opts: { retenti
     try {
       const purged = await store.purgeExpired(now() - opts.retentionMs);
       if (purged.deliveries || purged.events) log.info("retention purge", purged);
+      // Webhook mappings' state goes by its own expiry (Shopify's: an hour to half a day).
+      await opts.sourceState?.purgeExpired(now());
       await store.reclaimSpace();
     } catch (err) {
       log.warn("maintenance failed", { err });

@@ -14,10 +14,13 @@ import { ADMIN_TOKEN, basic, bearer, cleanup, createSource, type SluiceProcess, 
 
 let s: SluiceProcess;
 let writeKey: string;
+/** /v1/webhook takes only a webhook source's key. */
+let hookKey: string;
 
 beforeAll(async () => {
   s = await spawnSluice();
   writeKey = (await createSource(s.url, { name: "hostile" })).writeKey;
+  hookKey = (await createSource(s.url, { name: "hostile-hook", type: "webhook" })).writeKey;
 });
 afterAll(async () => {
   s.proc.kill("SIGKILL");
@@ -92,10 +95,13 @@ test("every hostile body at every route: answered within 1 s, never 5xx, /health
   const slow: string[] = [];
   const errors: string[] = [];
   const probe = await startHealthProbe(s.url);
+  // At least 1.5 s of probing, so the probe's p99 rests on enough calls: on a quiet machine one
+  // pass over every body and route can take less.
+  const started = performance.now();
   try {
-    for (const body of bodies) {
+    do for (const body of bodies) {
       for (const r of routes) {
-        const url = `${s.url}${r.path}${r.path.startsWith("/beacon/") || r.path === "/v1/webhook" ? `?writeKey=${writeKey}` : ""}`;
+        const url = `${s.url}${r.path}${r.path.startsWith("/beacon/") || r.path === "/v1/webhook" ? `?writeKey=${r.path === "/v1/webhook" ? hookKey : writeKey}` : ""}`;
         const t0 = performance.now();
         let status = 0;
         try {
@@ -117,6 +123,7 @@ test("every hostile body at every route: answered within 1 s, never 5xx, /health
         if (status >= 500) errors.push(`${body.name} → ${r.method} ${r.path}: ${status}`);
       }
     }
+    while (performance.now() - started < 1500);
   } finally {
     var health = await probe.stop();
   }
@@ -144,7 +151,7 @@ test("a deep body is refused with a 400 naming the limit, on the API and on even
   const track = await fetch(`${s.url}/v1/track`, { method: "POST", headers: { "content-type": "application/json", authorization: basic(writeKey) }, body: `{"userId":"u","event":"e","properties":${repeat('{"a":', 100)}1${repeat("}", 100)}}` });
   expect(track.status).toBe(400);
   expect(await track.text()).toContain("nests deeper than 64 levels");
-  const webhook = await fetch(`${s.url}/v1/webhook?writeKey=${writeKey}`, { method: "POST", headers: { "content-type": "application/json" }, body: repeat('{"a":', 200_000) + "1" + repeat("}", 200_000) });
+  const webhook = await fetch(`${s.url}/v1/webhook?writeKey=${hookKey}`, { method: "POST", headers: { "content-type": "application/json" }, body: repeat('{"a":', 200_000) + "1" + repeat("}", 200_000) });
   expect(webhook.status).toBe(400);
   const wide = await fetch(`${s.url}/v1/batch`, { method: "POST", headers: { "content-type": "application/json", authorization: basic(writeKey) }, body: '{"batch":[' + repeat("0,", 999_999) + "0]}" });
   expect(wide.status).toBe(400);

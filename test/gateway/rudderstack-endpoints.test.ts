@@ -11,6 +11,8 @@ import { PIXEL_GIF } from "../../src/gateway/pixel";
 import { type SluiceProcess, api, basic, cleanup, spawnSluice, startSink, tempDir, waitFor } from "../support/helpers";
 
 const KEY = "endpoints-test-write-key-01";
+/** A generic webhook source's key: /v1/webhook takes only webhook sources' keys. */
+const HOOK = "endpoints-test-webhook-key-01";
 let s: SluiceProcess;
 let sink: ReturnType<typeof startSink>;
 let dir: string;
@@ -21,7 +23,7 @@ beforeAll(async () => {
   const config = join(dir, "workspace.yaml");
   await Bun.write(
     config,
-    `sources:\n  - { name: web, writeKey: ${KEY} }\ndestinations:\n  - { name: sink, type: WEBHOOK, config: { webhookUrl: "${sink.url}/hook" }, sources: [web] }\n`,
+    `sources:\n  - { name: web, writeKey: ${KEY} }\n  - { name: hook, writeKey: ${HOOK}, type: webhook }\ndestinations:\n  - { name: sink, type: WEBHOOK, config: { webhookUrl: "${sink.url}/hook" }, sources: [web, hook] }\n`,
   );
   s = await spawnSluice({ args: ["--config", config] });
 });
@@ -83,13 +85,13 @@ describe("/v1/import: the batch call under RudderStack's other name", () => {
 
 describe("/v1/webhook: any body becomes the track event webhook_source_event", () => {
   test("JSON body with ?writeKey=: properties are the body, a fresh anonymousId, query parameters left out", async () => {
-    const res = await fetch(`${s.url}/v1/webhook?writeKey=${KEY}&utm_source=mail`, {
+    const res = await fetch(`${s.url}/v1/webhook?writeKey=${HOOK}&utm_source=mail`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ order: { id: "o-17", total: 42.5 }, status: "paid" }),
     });
     expect(res.status).toBe(200);
-    expect(await res.text()).toBe("OK");
+    expect(await res.text()).toBe("ok");
     const e = await arrived("the webhook event", (x) => x.properties?.order?.id === "o-17");
     expect(e.type).toBe("track");
     expect(e.event).toBe("webhook_source_event");
@@ -97,13 +99,13 @@ describe("/v1/webhook: any body becomes the track event webhook_source_event", (
     expect(e.anonymousId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect(e.userId).toBeUndefined();
     expect(JSON.stringify(e)).not.toContain("utm_source");
-    expect(JSON.stringify(e)).not.toContain(KEY);
+    expect(JSON.stringify(e)).not.toContain(HOOK);
   });
 
   test("a form body with Basic auth: each field becomes a list of its values (Go's url.Values)", async () => {
     const res = await fetch(`${s.url}/v1/webhook`, {
       method: "POST",
-      headers: { authorization: basic(KEY), "content-type": "application/x-www-form-urlencoded" },
+      headers: { authorization: basic(HOOK), "content-type": "application/x-www-form-urlencoded" },
       body: "form_id=f-9&tag=a&tag=b",
     });
     expect(res.status).toBe(200);
@@ -115,31 +117,35 @@ describe("/v1/webhook: any body becomes the track event webhook_source_event", (
     const form = new FormData();
     form.append("subject", "Hello mp-1");
     form.append("attachment", new Blob(["12345"], { type: "text/plain" }), "note.txt");
-    expect((await fetch(`${s.url}/v1/webhook?writeKey=${KEY}`, { method: "POST", body: form })).status).toBe(200);
+    expect((await fetch(`${s.url}/v1/webhook?writeKey=${HOOK}`, { method: "POST", body: form })).status).toBe(200);
     const mp = await arrived("the multipart webhook event", (x) => x.properties?.Value?.subject?.[0] === "Hello mp-1");
     expect(mp.properties).toEqual({ Value: { subject: ["Hello mp-1"] }, File: { attachment: [{ Filename: "note.txt", Header: { "Content-Type": [expect.stringMatching(/^text\/plain/)] }, Size: 5 }] } });
 
     const gz = Bun.gzipSync(Buffer.from(JSON.stringify({ gz: "gz-1" })));
-    const res = await fetch(`${s.url}/v1/webhook?writeKey=${KEY}`, { method: "POST", headers: { "content-type": "application/json", "content-encoding": "gzip" }, body: gz });
+    const res = await fetch(`${s.url}/v1/webhook?writeKey=${HOOK}`, { method: "POST", headers: { "content-type": "application/json", "content-encoding": "gzip" }, body: gz });
     expect(res.status).toBe(200);
     await arrived("the gzip webhook event", (x) => x.properties?.gz === "gz-1");
   });
 
   test("an empty body is the event with empty properties", async () => {
     const before = delivered().filter((e) => e.event === "webhook_source_event").length;
-    expect((await fetch(`${s.url}/v1/webhook?writeKey=${KEY}`, { method: "POST" })).status).toBe(200);
+    expect((await fetch(`${s.url}/v1/webhook?writeKey=${HOOK}`, { method: "POST" })).status).toBe(200);
     await waitFor(() => delivered().filter((e) => e.event === "webhook_source_event").length > before, { what: "the empty webhook event" });
   });
 
-  test("refusals: no write key → 400, unknown → 401, bad JSON → 400; GET checks the key and stores nothing", async () => {
+  test("refusals in rudder-server's words: no write key, unknown, not a webhook source → 401; bad JSON → 400; GET checks the key and stores nothing", async () => {
     const none = await fetch(`${s.url}/v1/webhook`, { method: "POST", body: "{}" });
-    expect(none.status).toBe(400);
-    expect(await none.text()).toContain("writeKey");
-    expect((await fetch(`${s.url}/v1/webhook?writeKey=unknown-key-123`, { method: "POST", body: "{}" })).status).toBe(401);
-    const bad = await fetch(`${s.url}/v1/webhook?writeKey=${KEY}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{nope" });
+    expect(none.status).toBe(401);
+    expect(await none.text()).toBe("failed to read writekey from query params");
+    const unknown = await fetch(`${s.url}/v1/webhook?writeKey=unknown-key-123`, { method: "POST", body: "{}" });
+    expect([unknown.status, await unknown.text()]).toEqual([401, "invalid write key"]);
+    // An SDK source's key is refused at the webhook, as rudder-server refuses it.
+    const sdk = await fetch(`${s.url}/v1/webhook?writeKey=${KEY}`, { method: "POST", body: "{}" });
+    expect([sdk.status, await sdk.text()]).toEqual([401, "invalid write key"]);
+    const bad = await fetch(`${s.url}/v1/webhook?writeKey=${HOOK}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{nope" });
     expect(bad.status).toBe(400);
-    expect(await bad.text()).toContain("not valid JSON");
-    const get = await fetch(`${s.url}/v1/webhook?writeKey=${KEY}`);
+    expect(await bad.text()).toBe("Malformed JSON in request body");
+    const get = await fetch(`${s.url}/v1/webhook?writeKey=${HOOK}`);
     expect(get.status).toBe(200);
     expect(await get.text()).toBe("");
     expect((await fetch(`${s.url}/v1/webhook?writeKey=unknown-key-123`)).status).toBe(401);

@@ -71,6 +71,7 @@ export const sources = pgTable(
     createdAt: createdAt(),
     updatedAt: ms("updated_at").notNull(),
     rudderDefinition: jsonb("rudder_definition").$type<RudderSourceDefinition>(),
+    config: jsonb("config").$type<Record<string, unknown>>(),
   },
   (t) => [uniqueIndex("sources_workspace_name").on(t.workspaceId, t.name)],
 );
