@@ -12,7 +12,7 @@
  * Sluice, or the ratios measure the minute. `--seconds` is each server's time under each load,
  * split over the rounds.
  */
-import { INTAKE_BODIES, type WrkResult, adminApi, balancedOrder, cpuTimeUs, basicAuth, ensureBinary, fmt, median, numberArg, range, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
+import { INTAKE_BODIES, REQUEST_ID, type WrkResult, adminApi, balancedOrder, cpuTimeUs, basicAuth, ensureBinary, fmt, median, numberArg, range, record, requireWrk, rssMb, startProcess, startSluice, wrk } from "./bench-lib";
 import { join } from "node:path";
 import { RecentMessageIds } from "../src/gateway/dedup";
 
@@ -85,6 +85,51 @@ async function settle(pid: number) {
   }
 }
 
+/**
+ * A Shopify order (about 10 KB) to /v1/webhook, against a track call of the same size carrying
+ * the same order as its properties, on the same server, in alternating turns: the webhook's
+ * cost is the mapping (and its state lookup) on top of what every event call pays.
+ */
+async function webhookPhase(s: Server): Promise<{ rows: string[]; ratio: number }> {
+  const { shopify } = await import("../src/sources/shopify");
+  const src = await adminApi(s.url, "POST", "/v2/sources", { name: "bench-shopify", type: "Shopify" });
+  const base = shopify.sample.body as Record<string, any>;
+  const item = base.line_items[0];
+  const order = {
+    ...base,
+    cart_token: `cart-${REQUEST_ID}`,
+    checkout_token: `co-${REQUEST_ID}`,
+    line_items: Array.from({ length: 30 }, (_, i) => ({ ...item, id: item.id + i, sku: `${item.sku}-${i}`, properties: [{ name: "gift", value: i % 2 ? "yes" : "no" }], tax_lines: [{ title: "VAT", rate: 0.21, price: "6.93" }] })),
+  };
+  const webhookBody = JSON.stringify(order);
+  const trackBody = JSON.stringify({ userId: "bench-user", event: "Order Completed", messageId: REQUEST_ID, properties: order });
+  const calls = [
+    { name: "track call, the order as properties", url: `${s.url}/v1/track`, body: trackBody, headers: s.headers, runs: [] as WrkResult[] },
+    { name: "Shopify orders/create webhook", url: `${s.url}/v1/webhook?writeKey=${src.writeKey}&topic=orders_create`, body: webhookBody, headers: { "content-type": "application/json" }, runs: [] as WrkResult[] },
+  ];
+  for (let r = 0; r < rounds; r++) {
+    for (const c of r % 2 ? [...calls].reverse() : calls) {
+      c.runs.push(wrk(c.url, { body: c.body, headers: c.headers, connections: 64, seconds: turn, pid: s.pid }));
+      await settle(s.pid);
+    }
+  }
+  const cpuRatios = calls[1]!.runs.map((w, r) => (w.cpuUs ?? NaN) / (calls[0]!.runs[r]!.cpuUs ?? NaN));
+  const rows = [
+    "",
+    `Webhook sources: a Shopify order of ${fmt(webhookBody.length / 1024, 1)} KB to /v1/webhook against a track call of ${fmt(trackBody.length / 1024, 1)} KB with the same order as its properties, on the FULL server, in alternating turns (64 connections, ${turn} s each).`,
+    "",
+    "| Call | calls/s | p50 ms | p99 ms | CPU µs per call (main thread) | non-2xx |",
+    "| --- | --- | --- | --- | --- | --- |",
+    ...calls.map((c) => {
+      const x = summary(c.runs);
+      return `| ${c.name} | ${fmt(x.rps)} | ${fmt(x.p50, 2)} | ${fmt(x.p99, 2)} | ${fmt(x.cpu, 1)} (${fmt(x.main, 1)}) | ${x.non2xx} |`;
+    }),
+    "",
+    `CPU per webhook call against per track call: ${fmt(median(cpuRatios), 2)} (${range(cpuRatios, 2)} over the rounds); target ≤ 2.`,
+  ];
+  return { rows, ratio: median(cpuRatios) };
+}
+
 async function phase(load: Load) {
   for (let r = 0; r < rounds; r++) {
     for (const s of balancedOrder(servers, r)) {
@@ -105,6 +150,7 @@ for (const s of servers) if (s.sluice) s.mem = rssMb(s.pid);
 // With FULL, 16 connections may be bound by the commit–fsync cycle rather than by CPU: more requests in flight show which.
 await phase("batch64");
 for (const s of servers) if (s.sluice) s.memEnd = rssMb(s.pid);
+const webhookRows = await webhookPhase(servers[1]!);
 for (const s of servers) await s.stop();
 
 /**
@@ -171,6 +217,7 @@ rows.push("");
 rows.push(
   `Deduplication, from the two FULL servers (one sent the events with their messageIds, the other the same events with the field renamed: Sluice makes the ids and does not deduplicate them), CPU µs more with the ids, median over the rounds (lowest to highest): a single call ${paired("single", "cpuUs", 1)}, main thread ${paired("single", "mainCpuUs", 1)}; a batch event ${paired("batch16", "cpuUs", 100)}, main thread ${paired("batch16", "mainCpuUs", 100)}. RSS ${fmt((withIds.memEnd?.rss ?? NaN) - (noIds.memEnd?.rss ?? NaN))} MB more at the end.`,
 );
+rows.push(...webhookRows.rows);
 rows.push("");
 rows.push(dedupInIsolation(3_000_000));
 rows.push("");
@@ -189,7 +236,8 @@ const latest = [
   normal ? `, NORMAL ${fmt(singleRatio(normal), 2)} (≥ 0.7: ${met(singleRatio(normal) >= 0.7)})` : "",
   `; FULL p99 ${fmt(median(full.runs.single.map((w, r) => w.p99ms / servers[0]!.runs.single[r]!.p99ms)), 2)}× bare`,
   `; FULL batches ${fmt(summary(full.runs.batch16).rps * 100)} events/s`,
-  `; FULL RSS at the end ${fmt(rss.rss)} MB, peak ${fmt(rss.peak)} (≤ 150 / 200: ${met(rss.rss <= 150 && rss.peak <= 200)}).`,
+  `; FULL RSS at the end ${fmt(rss.rss)} MB, peak ${fmt(rss.peak)} (≤ 150 / 200: ${met(rss.rss <= 150 && rss.peak <= 200)})`,
+  `; a 10 KB Shopify webhook ${fmt(webhookRows.ratio, 2)}× the CPU of a track call of its size (≤ 2: ${met(webhookRows.ratio <= 2)}).`,
 ].join("");
 await record({
   name: "intake",

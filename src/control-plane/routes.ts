@@ -5,8 +5,9 @@ import type { AuthContext, Scoped, ServiceContext } from "./context";
 import { authenticateRequest } from "./auth";
 import { createConnection, deleteConnection, listConnections } from "./connections";
 import { createDestination, deleteDestination, getDestination, listDestinations, updateDestination } from "./destinations";
-import { Connection, Destination, DestinationCreate, DestinationUpdate, IdParams, Source, SourceCreate, SourceUpdate, Token, TokenCreate, TokenCreated, WorkspaceCheck } from "./schemas";
-import { createSource, deleteSource, getSource, listSources, updateSource } from "./sources";
+import { Connection, Destination, DestinationCreate, DestinationUpdate, IdParams, SampleRequest, SampleRun, Source, SourceCreate, SourceType, SourceUpdate, Token, TokenCreate, TokenCreated, WorkspaceCheck } from "./schemas";
+import { createSource, deleteSource, getSource, listSourceTypes, listSources, sampleSource, updateSource } from "./sources";
+import type { SamplePayload } from "../sources/types";
 import { type Principal, createToken, listTokens, revokeToken } from "./tokens";
 import { checkWorkspaceBody } from "./workspace-check";
 
@@ -33,11 +34,31 @@ export function controlPlaneRoutes(ctx: ServiceContext) {
         description: "Every destination kind with its `defaultConfig` (the keys usable in a destination's config and in the Test API's destinationConfig), supported message types, and `fields`: each typed config key with `type`, `required`, `secret` and `options`, for building forms (a key is secret when its name ends in apiKey, apiKeyValue, secret, token, password, passcode or writeKey, not `public…`). No authentication.",
       },
     })
+    .get("/source-types", () => listSourceTypes(), {
+      response: t.Array(SourceType),
+      detail: {
+        tags: ["Definitions"],
+        summary: "Webhook source types",
+        description:
+          "Every webhook source type Sluice maps, as rudder-transformer maps it: its RudderStack name (the `type` of POST /v2/sources), the setup in the service, and a documented sample payload. Requests to /v1/webhook with such a source's write key become that service's events. No authentication.",
+      },
+    })
     .use(withWorkspace(ctx))
     .get("/v2/sources", async ({ scope }) => ({ sources: await listSources(scope) }), { detail: tag("Sources", "List sources"), response: t.Object({ sources: t.Array(Source) }) })
     .post("/v2/sources", ({ scope, body, set }) => { set.status = 201; return createSource(scope, body); }, { body: SourceCreate, detail: tag("Sources", "Create a source"), response: { 201: Source } })
     .get("/v2/sources/:id", ({ scope, params }) => getSource(scope, params.id), { params: IdParams, detail: tag("Sources", "Get a source") })
     .patch("/v2/sources/:id", ({ scope, params, body }) => updateSource(scope, params.id, body), { params: IdParams, body: SourceUpdate, detail: tag("Sources", "Update a source") })
+    .post("/v2/sources/:id/sample", ({ scope, params, body }) => sampleSource(scope, params.id, body?.payload as SamplePayload | undefined), {
+      params: IdParams,
+      body: t.Optional(SampleRequest),
+      response: SampleRun,
+      detail: {
+        ...tag("Sources", "Map a sample webhook payload (dry run)"),
+        description:
+          "Runs a webhook source's mapping on its type's documented sample (GET /source-types), or on `payload` when given, and answers the request as the mapping saw it, the events it became, and the answer or refusal /v1/webhook would give. Nothing is stored or delivered, and Shopify's identity state is neither read nor written. 400 for a source that is not a webhook source. " +
+          AUTH_NOTE,
+      },
+    })
     .delete("/v2/sources/:id", async ({ scope, params, set }) => { await deleteSource(scope, params.id); set.status = 204; }, { params: IdParams, detail: tag("Sources", "Delete a source and its connections") })
     .get("/v2/destinations", async ({ scope }) => ({ destinations: await listDestinations(scope) }), { detail: tag("Destinations", "List destinations"), response: t.Object({ destinations: t.Array(Destination) }) })
     .post("/v2/destinations", ({ scope, body, set }) => { set.status = 201; return createDestination(scope, body); }, { body: DestinationCreate, detail: tag("Destinations", "Create a destination") })

@@ -141,3 +141,30 @@ export const WorkspaceCheck = t.Object({
 });
 export type WorkspaceCheck = typeof WorkspaceCheck.static;
 export type WorkspaceCheckEntry = typeof WorkspaceCheckEntry.static;
+
+export const SamplePayloadSchema = t.Object(
+  {
+    query: t.Optional(t.Record(t.String(), t.String(), { description: "Query parameters added to the URL (Shopify's `topic`, Adjust's event fields)." })),
+    headers: t.Optional(t.Record(t.String(), t.String())),
+    body: t.Unknown({ description: "The JSON the service would post." }),
+  },
+  { additionalProperties: false },
+);
+
+export const SampleRequest = t.Object({ payload: t.Optional(SamplePayloadSchema) }, { additionalProperties: false });
+
+export const SourceType = t.Object({
+  name: t.String({ description: "RudderStack's source-definition name: the `type` to create a source with." }),
+  displayName: t.String(),
+  category: t.Literal("webhook"),
+  setup: t.String({ description: "Where in the service the webhook URL goes, in one paragraph." }),
+  sample: SamplePayloadSchema,
+  takesGet: t.Boolean({ description: "GET requests are mapped too (Adjust; Facebook's URL check); other types answer a GET 200 with nothing." }),
+});
+
+export const SampleRun = t.Object({
+  request: t.Record(t.String(), t.Unknown(), { description: "The request as the mapping got it (method, url, headers, query_parameters, body)." }),
+  events: t.Array(t.Record(t.String(), t.Unknown()), { description: "The events it became, before intake adds messageId, receivedAt and the other server fields." }),
+  answer: t.Optional(t.Object({ body: t.String(), contentType: t.String(), status: t.Optional(t.Number()) })),
+  error: t.Optional(t.Object({ status: t.Number(), message: t.String() }, { description: "What /v1/webhook would answer: the mapping's refusal." })),
+});

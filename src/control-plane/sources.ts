@@ -1,7 +1,9 @@
 /** Sources: where events come from, each with its write key. */
 import type { RudderSourceDefinition } from "../../db/schema";
 import { AppError, badRequest, notFound } from "../lib/errors";
-import { findSourceMapping, webhookDefinition } from "../sources/registry";
+import { SOURCE_MAPPINGS, findSourceMapping, webhookDefinition } from "../sources/registry";
+import { type SampleRun, mapSample } from "../sources/sample";
+import type { SamplePayload } from "../sources/types";
 import type { AuthContext, Scoped, ScopedContext } from "./context";
 import { newId, newWriteKey } from "../lib/ids";
 import type { SourceCreate, SourceUpdate } from "./schemas";
@@ -56,6 +58,23 @@ export async function listSources(ctx: ScopedContext) {
 
 export async function getSource(ctx: ScopedContext, id: string) {
   return presentOne(ctx, await findSourceRow(ctx, id));
+}
+
+/** Every webhook source type, as GET /source-types lists them. */
+export function listSourceTypes() {
+  return [...SOURCE_MAPPINGS]
+    .sort((a, b) => a.displayName.localeCompare(b.displayName))
+    .map((m) => ({ name: m.name, displayName: m.displayName, category: "webhook" as const, setup: m.setup, sample: m.sample, takesGet: !!m.takesGet }));
+}
+
+/** A webhook source's mapping run on its type's sample, or on the payload given; nothing is stored. */
+export async function sampleSource(ctx: ScopedContext, id: string, payload?: SamplePayload): Promise<Omit<SampleRun, "request"> & { request: Record<string, unknown> }> {
+  const row = await findSourceRow(ctx, id);
+  const mapping = findSourceMapping(row.rudderDefinition?.category === "webhook" ? row.rudderDefinition.name : undefined);
+  if (!mapping) throw badRequest(`source '${id}' is not a webhook source of a type Sluice maps; only those take samples`);
+  const run = await mapSample(mapping, { id: row.id, name: row.name, workspaceId: row.workspaceId, writeKey: row.writeKey, config: row.config ?? {} }, payload);
+  const { json: _, ...request } = run.request;
+  return { ...run, request };
 }
 
 /**

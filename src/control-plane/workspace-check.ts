@@ -8,6 +8,7 @@ import { findDefinition } from "../destinations/registry";
 import { badRequest } from "../lib/errors";
 import { connectionModeOf, validateDestinationConfig } from "./destinations";
 import type { WorkspaceCheck, WorkspaceCheckEntry } from "./schemas";
+import { findSourceMapping } from "../sources/registry";
 import { type FileDestination, type FileSource, type Workspace, WorkspaceFileError, isPulledSource, normalizeWorkspace, referenceProblem } from "./workspace-file";
 
 export interface CheckOptions {
@@ -46,22 +47,16 @@ export function checkWorkspaceBody(body: unknown): WorkspaceCheck {
 }
 
 function sourceEntry(ws: Workspace, s: FileSource): WorkspaceCheckEntry {
-  const kind = s.sourceDefinition?.name || (ws.format === "sluice" ? "source" : "unknown");
+  const kind = s.sourceDefinition?.name || s.type || (ws.format === "sluice" ? "source" : "unknown");
   const entry = (status: WorkspaceCheckEntry["status"], reason: string): WorkspaceCheckEntry => ({ kind: "source", name: s.name, type: kind, status, reason });
-  const category = s.sourceDefinition?.category?.toLowerCase() ?? "";
+  const category = s.sourceDefinition?.category?.toLowerCase() ?? (s.type ? "webhook" : "");
   if (isPulledSource(s)) {
     return entry("held", `a ${category} source: RudderStack's own services pull its data, Sluice pulls nothing. Imported as a source whose write key accepts event calls, marked unsupported.`);
   }
   if (category === "webhook") {
-    // Sluice's /v1/webhook makes the generic webhook source's event; rudder-transformer maps
-    // some services' webhooks (Shopify, Stripe, ...) into events of their own.
-    const generic = /^webhook$/i.test(kind);
-    return entry(
-      "runs",
-      generic
-        ? "a webhook source: takes posts at /v1/webhook?writeKey=… as webhook_source_event track calls."
-        : `a ${kind} webhook source: posts to /v1/webhook?writeKey=… become generic webhook_source_event track calls; RudderStack's ${kind}-specific mapping is not applied.`,
-    );
+    const mapping = findSourceMapping(kind);
+    if (!mapping) return entry("held", `a ${kind} webhook source: Sluice has no mapping for this type, so /v1/webhook refuses its posts (400) until it gets one; imported with its write key.`);
+    return entry("runs", `a ${mapping.displayName} webhook source: posts to /v1/webhook?writeKey=… become its events, mapped as RudderStack maps them.`);
   }
   if (s.enabled === false) return entry("held", "disabled in the file: imported, its event calls are refused until it is enabled.");
   return entry("runs", "takes event calls (SDKs, HTTP API) with its write key.");

@@ -195,7 +195,9 @@ export function intakeHandlers(deps: IntakeDeps): IntakeHandlers {
         normalizeMappedTimes(result.events);
         // The mapping made these events, not the client: the checks are the lenient ones, as
         // rudder-server checks a mapped batch for identifiers only.
-        const calls = parseCalls(mappedSource(source), "batch", { batch: result.events });
+        // No 32 KB limit per mapped event (0 skips it): rudder-server bounds a webhook by its
+        // request (4 MB here too), and a Shopify order with its products may map larger.
+        const calls = parseCalls(mappedSource(source), "batch", { batch: result.events }, undefined, 0);
         await acceptCalls(deps, source, calls, { receivedAt, ip: clientIp(request, server), keepOwn: true });
       }
       if (live) deps.live.publish(live.topic, { webhookRequest: live.request, mappedEvents: result.events.length, ...(result.answer ? { answer: result.answer.body } : {}) });
@@ -316,22 +318,22 @@ export function gatewayRoutes(deps: IntakeDeps, handlers: IntakeHandlers) {
       parse: "none",
       query: t.Object({ writeKey: t.Optional(t.String()) }, { additionalProperties: true }),
       detail: {
-        summary: "Webhook: any body becomes a track event",
+        summary: "Webhook sources: a service's webhook becomes its events",
         description:
-          "For services that post to a URL of their own (RudderStack's webhook source). The write key is the `writeKey` query parameter, or the user name of Basic auth. " +
-          "The body becomes one track call `webhook_source_event` with the body as `properties` and a new `anonymousId`, then goes through the same validation, suppression, deduplication and commit as every event call. " +
-          "Bodies: JSON (an object; empty means `{}`), `application/x-www-form-urlencoded` (becomes `{name: [values]}`), `multipart/form-data` (`{Value: {name: [values]}, File: {name: [{Filename, Header, Size}]}}`); gzip is honoured. Limit: 4 MB (decoded). " +
-          "Other query parameters are not put into the event. Answers 200 `OK` once committed; errors as the other event calls.",
+          "For services that post to a URL of their own (Shopify, Auth0, Customer.io, Iterable, Braze, Slack and the other RudderStack webhook sources: GET /source-types). The write key is the `writeKey` query parameter, else the user name of Basic auth, and must be a webhook source's (a source made with a `type`); its type maps the request (method, URL, headers, query, body) into events as RudderStack's source transformer maps it. " +
+          "The events then go through the same suppression, deduplication and commit as every event call (checked for identifiers, as rudder-server checks a mapped batch); an event's own `request_ip` and `receivedAt` are kept. The generic type `webhook` makes one track `webhook_source_event` with the body as `properties`. " +
+          "Bodies: JSON (empty means `{}`), `application/x-www-form-urlencoded` (handed to the mapping as `{name: [values]}`), `multipart/form-data` (`{Value: {name: [values]}, File: {name: [{Filename, Header, Size}]}}`); gzip is honoured. Limit: 4 MB (decoded); depth and size limits as the event calls'. " +
+          "Answers, in rudder-server's words: 200 `ok` once committed, or what the mapping answers the service (Slack's challenge, Shopify's `OK` for a topic it does not map); 400 with the mapping's own text for a body it cannot read (nothing stored); 401 `failed to read writekey from query params` or `invalid write key` (also for a source that is not a webhook source); 404 `source is disabled`; 413 `request size exceeds max limit`; 429 and 503 as the other event calls.",
         tags: ["Event calls"],
         requestBody: { required: false, content: { "application/json": { schema: { type: "object" } }, "application/x-www-form-urlencoded": { schema: { type: "object" } } } },
-        responses: { 200: { description: "Stored", content: { "text/plain": { schema: { type: "string", example: "OK" } } } } },
+        responses: { 200: { description: "Stored (or the mapping's answer to the service)", content: { "text/plain": { schema: { type: "string", example: "ok" } } } } },
       } as any,
     })
     .get(WEBHOOK_ROUTE, viaGet(WEBHOOK_ROUTE), {
       query: t.Object({ writeKey: t.Optional(t.String()) }, { additionalProperties: true }),
       detail: {
-        summary: "Webhook GET: checks the write key, stores nothing",
-        description: "As rudder-server answers a GET to a generic webhook source: 200 with an empty body when the write key is good (a service checking its URL), the usual 400/401/404 otherwise.",
+        summary: "Webhook GET: mapped for Adjust and Facebook Lead Ads, else checks the write key and stores nothing",
+        description: "As rudder-server answers a GET: for an Adjust source the query is mapped into events (rudder-server forwards Adjust's GETs only); for Facebook Lead Ads the URL check (`hub.challenge`) is answered, as a self-hosted Meta app needs; for any other webhook source 200 with an empty body when the write key is good (a service checking its URL). 401/404 as for POST.",
         tags: ["Event calls"],
       },
     })

@@ -40,6 +40,11 @@ export function newMessage(integration: string): Record<string, any> {
 
 /** The value at a dotted path (`a.b.0.c`), or undefined. */
 export function getPath(obj: unknown, path: string): any {
+  // Most paths are one key: no split, no array (a mapped order walks hundreds of them).
+  if (path.indexOf(".") < 0) {
+    if (obj === null || typeof obj !== "object" || isPrototypeKey(path)) return undefined;
+    return Object.hasOwn(obj, path) ? (obj as Record<string, unknown>)[path] : undefined;
+  }
   let cur: any = obj;
   for (const seg of path.split(".")) {
     if (cur === null || typeof cur !== "object" || isPrototypeKey(seg)) return undefined;
@@ -50,6 +55,10 @@ export function getPath(obj: unknown, path: string): any {
 
 /** Writes `value` at a dotted path, making objects on the way; a path through a prototype key is ignored. */
 export function setPath(obj: Record<string, any>, path: string, value: unknown): void {
+  if (path.indexOf(".") < 0) {
+    if (!isPrototypeKey(path)) setOwn(obj, path, value);
+    return;
+  }
   const segs = path.split(".");
   if (segs.some(isPrototypeKey)) return;
   let cur: Record<string, any> = obj;

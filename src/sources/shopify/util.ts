@@ -21,7 +21,10 @@ export const isPresent = (v: unknown) =>
 export function dropNulls(obj: unknown): Json {
   const out: Json = {};
   if (obj === null || typeof obj !== "object") return out;
-  for (const [k, v] of Object.entries(obj)) if (isSet(v)) setOwn(out, k, v);
+  for (const k in obj) {
+    const v = (obj as Json)[k];
+    if (Object.hasOwn(obj, k) && isSet(v)) setOwn(out, k, v);
+  }
   return out;
 }
 
@@ -75,7 +78,12 @@ export function mapKeys(from: unknown, spec: KeySpec): Json {
 
 /** Every top-level field of `from` but the excluded ones (and prototype keys), copied onto `into`: RudderStack's extractCustomFields from the root. */
 export function copyOtherFields(into: Json, from: Json, excluded: ReadonlySet<string>): Json {
-  for (const [k, v] of Object.entries(from)) if (!excluded.has(k) && !isPrototypeKey(k) && v !== undefined) setOwn(into, k, v);
+  // for…in over own keys: Object.entries built an array per key, and an order copies hundreds.
+  for (const k in from) {
+    if (!Object.hasOwn(from, k) || excluded.has(k) || isPrototypeKey(k)) continue;
+    const v = from[k];
+    if (v !== undefined) setOwn(into, k, v);
+  }
   return into;
 }
 
