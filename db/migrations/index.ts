@@ -14,6 +14,7 @@ import m10 from "./0010_transformation-libraries.sql" with { type: "text" };
 import m11 from "./0011_sources-rudder-definition.sql" with { type: "text" };
 import m12 from "./0012_http-default-mapping.sql" with { type: "text" };
 import m13 from "./0013_webhook-sources.sql" with { type: "text" };
+import m14 from "./0014_tracking-plans-catalog.sql" with { type: "text" };
 
 export const migrationSql: Record<string, string> = {
   "0000_init": m0,
@@ -30,6 +31,7 @@ export const migrationSql: Record<string, string> = {
   "0011_sources-rudder-definition": m11,
   "0012_http-default-mapping": m12,
   "0013_webhook-sources": m13,
+  "0014_tracking-plans-catalog": m14,
 };
 
 export { journal };

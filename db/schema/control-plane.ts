@@ -81,6 +81,12 @@ export const sources = sqliteTable(
      * mappings (the generic webhook's putRequestDetailsInContext, Braze's customMapping); null: none.
      */
     config: text("config", { mode: "json" }).$type<Record<string, unknown>>(),
+    /**
+     * JSON: the source's tracking plan and how violations are handled, as RudderStack keeps
+     * them (`dgSourceTrackingPlanConfig`: trackingPlan {id, version}, config per event type);
+     * null: no plan.
+     */
+    trackingPlanConfig: text("tracking_plan_config", { mode: "json" }).$type<Record<string, unknown>>(),
   },
   (t) => [uniqueIndex("sources_workspace_name").on(t.workspaceId, t.name)],
 );

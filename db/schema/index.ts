@@ -3,3 +3,4 @@ export * from "./pipeline";
 export * from "./regulations";
 export * from "./warehouse";
 export * from "./sources";
+export * from "./tracking";

@@ -40,7 +40,12 @@ import { AppError } from "../lib/errors";
  * `rudderDefinition` (the RudderStack file's sourceDefinition) is absent for sources made through
  * the API or Sluice's own file: the stores read its NULL as absent, as for DestinationRow.
  */
-export type SourceRow = Omit<typeof sources.$inferSelect, "rudderDefinition" | "config"> & { rudderDefinition?: RudderSourceDefinition; config?: Record<string, unknown> | null };
+export type SourceRow = Omit<typeof sources.$inferSelect, "rudderDefinition" | "config" | "trackingPlanConfig"> & {
+  rudderDefinition?: RudderSourceDefinition;
+  config?: Record<string, unknown> | null;
+  /** RudderStack's dgSourceTrackingPlanConfig (src/tracking-plans/); absent: no plan. */
+  trackingPlanConfig?: Record<string, unknown> | null;
+};
 /**
  * `rudderDefinition` is absent for destinations made through the API or Sluice's own file: the
  * stores read its NULL as absent, so such a row reads back as it was written.
@@ -269,9 +274,9 @@ export interface ControlPlaneStore {
 
 /** A source row as a store reads it: a NULL rudderDefinition or config becomes absent (see SourceRow). */
 export function sourceFromStore(row: Omit<SourceRow, "rudderDefinition"> & { rudderDefinition?: RudderSourceDefinition | null }): SourceRow {
-  if (row.rudderDefinition != null && row.config != null) return row as SourceRow;
-  const { rudderDefinition, config, ...rest } = row;
-  return { ...rest, ...(rudderDefinition != null ? { rudderDefinition } : {}), ...(config != null ? { config } : {}) };
+  if (row.rudderDefinition != null && row.config != null && row.trackingPlanConfig != null) return row as SourceRow;
+  const { rudderDefinition, config, trackingPlanConfig, ...rest } = row;
+  return { ...rest, ...(rudderDefinition != null ? { rudderDefinition } : {}), ...(config != null ? { config } : {}), ...(trackingPlanConfig != null ? { trackingPlanConfig } : {}) };
 }
 
 /** A destination row as a store reads it: a NULL rudderDefinition becomes absent (see DestinationRow). */

@@ -21,7 +21,10 @@ function requestState(): SourceState {
  * payload must not be able to make Sluice fail.
  */
 export async function mapWebhook(deps: IntakeDeps, source: SourceRuntime, mapping: SourceMapping, request: WebhookRequest): Promise<MapResult> {
-  const state = deps.sourceState ? workspaceState(deps.sourceState, source.workspaceId, Date.now) : requestState();
+  // Logged where it happens, with its cause: the caller only sees a 503 (and Shopify's mapping
+  // carries on without state where RudderStack's carries on without Redis).
+  const onError = (err: unknown) => deps.log.warn("webhook source state failed", { err, source: source.id, type: mapping.name });
+  const state = deps.sourceState ? workspaceState(deps.sourceState, source.workspaceId, Date.now, onError) : requestState();
   try {
     const result = await mapping.map(request, {
       source: { id: source.id, name: source.name, workspaceId: source.workspaceId, writeKey: "", config: source.config ?? {} },

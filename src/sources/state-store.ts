@@ -28,20 +28,22 @@ function asRedisText(v: unknown): string {
  * A store that fails is the server's trouble, not the body's: 503, so the service sends it again
  * (mappings that can do without state catch this and carry on, as RudderStack's do without Redis).
  */
-function unavailable(err: unknown): never {
+function unavailable(err: unknown, onError?: (err: unknown) => void): never {
   if (err instanceof AppError) throw err;
+  onError?.(err);
   throw new AppError("UNAVAILABLE", "webhook source state could not be read or written; retry later", undefined, { retryAfterSeconds: 5 });
 }
 
 /** One workspace's view of the store, as a mapping sees it. */
-export function workspaceState(store: SourceStateStore, workspaceId: string, now: () => number): SourceState {
+export function workspaceState(store: SourceStateStore, workspaceId: string, now: () => number, onError?: (err: unknown) => void): SourceState {
+  const failed = (err: unknown) => unavailable(err, onError);
   return {
-    get: (key) => store.get(workspaceId, key, now()).catch(unavailable),
+    get: (key) => store.get(workspaceId, key, now()).catch(failed),
     set(key, fields, ttlSeconds = DEFAULT_STATE_TTL_SECONDS) {
       const text: Record<string, string> = {};
       for (const [k, v] of Object.entries(fields)) if (v !== undefined) Object.defineProperty(text, k, { value: asRedisText(v), enumerable: true, writable: true, configurable: true });
       const at = now();
-      return store.set(workspaceId, key, text, at + ttlSeconds * 1000, at).catch(unavailable);
+      return store.set(workspaceId, key, text, at + ttlSeconds * 1000, at).catch(failed);
     },
   };
 }

@@ -161,7 +161,7 @@ describe.if(havePostgres)("openPostgres", () => {
       const now = Date.now();
       await db.insert(pg.workspaces).values({ id: "ws1", name: "w", createdAt: now });
       const [src] = await db.insert(pg.sources).values({ id: "s1", workspaceId: "ws1", name: "s", writeKey: "k1", createdAt: now, updatedAt: now }).returning();
-      expect(src).toEqual({ id: "s1", workspaceId: "ws1", name: "s", writeKey: "k1", enabled: true, settings: {}, rudderDefinition: null, config: null, createdAt: now, updatedAt: now });
+      expect(src).toEqual({ id: "s1", workspaceId: "ws1", name: "s", writeKey: "k1", enabled: true, settings: {}, rudderDefinition: null, config: null, trackingPlanConfig: null, createdAt: now, updatedAt: now });
       const bad = await db.insert(pg.sources).values({ id: "s2", workspaceId: "nope", name: "x", writeKey: "k2", createdAt: now, updatedAt: now }).catch((e) => e);
       expect(bad.cause?.errno ?? bad.errno).toBe("23503");
       const dup = await db.insert(pg.sources).values({ id: "s3", workspaceId: "ws1", name: "other", writeKey: "k1", createdAt: now, updatedAt: now }).catch((e) => e);

@@ -8,6 +8,7 @@ import m4 from "./0004_transformation-libraries.sql" with { type: "text" };
 import m5 from "./0005_sources-rudder-definition.sql" with { type: "text" };
 import m6 from "./0006_http-default-mapping.sql" with { type: "text" };
 import m7 from "./0007_webhook-sources.sql" with { type: "text" };
+import m8 from "./0008_tracking-plans-catalog.sql" with { type: "text" };
 
 export const migrationSql: Record<string, string> = {
   "0000_init": m0,
@@ -18,6 +19,7 @@ export const migrationSql: Record<string, string> = {
   "0005_sources-rudder-definition": m5,
   "0006_http-default-mapping": m6,
   "0007_webhook-sources": m7,
+  "0008_tracking-plans-catalog": m8,
 };
 
 export { journal };

@@ -72,6 +72,7 @@ export const sources = pgTable(
     updatedAt: ms("updated_at").notNull(),
     rudderDefinition: jsonb("rudder_definition").$type<RudderSourceDefinition>(),
     config: jsonb("config").$type<Record<string, unknown>>(),
+    trackingPlanConfig: jsonb("tracking_plan_config").$type<Record<string, unknown>>(),
   },
   (t) => [uniqueIndex("sources_workspace_name").on(t.workspaceId, t.name)],
 );

@@ -4,3 +4,4 @@ export * from "./regulations";
 export * from "./warehouse";
 export * from "./cluster";
 export * from "./sources";
+export * from "./tracking";

@@ -16,7 +16,10 @@ export const webhook: SourceMapping = {
   sample: { body: { event: "order_shipped", orderId: "1001", carrier: "UPS", items: [{ sku: "SKU-1", quantity: 2 }] } },
   map(request, ctx) {
     const properties = jsonBody(request);
-    const event: Record<string, unknown> = { type: "track", event: WEBHOOK_EVENT, properties, anonymousId: ctx.uuid() };
+    const event: Record<string, unknown> = { type: "track", event: WEBHOOK_EVENT, anonymousId: ctx.uuid() };
+    // A JSON null body leaves the event without properties, as RudderStack drops null values.
+    // Another non-object (a list, a string) is refused by intake: Sluice's properties are an object.
+    if (properties !== null) event.properties = properties;
     // Any truthy value, as RudderStack reads it (the string "false" included).
     if (Boolean(ctx.source.config.putRequestDetailsInContext)) {
       event.context = {

@@ -78,10 +78,11 @@ function jsonb(value: unknown) {
   return sql`${JSON.stringify(value)}::text::jsonb`;
 }
 
-function sourceValues<T extends { settings?: unknown; rudderDefinition?: unknown; config?: unknown }>(row: T) {
+function sourceValues<T extends { settings?: unknown; rudderDefinition?: unknown; config?: unknown; trackingPlanConfig?: unknown }>(row: T) {
   const out: Record<string, unknown> = { ...row };
   if (row.settings !== undefined) out.settings = jsonb(row.settings);
   if (row.config != null) out.config = jsonb(row.config);
+  if (row.trackingPlanConfig != null) out.trackingPlanConfig = jsonb(row.trackingPlanConfig);
   if (row.rudderDefinition != null) out.rudderDefinition = jsonb(row.rudderDefinition);
   return out as T;
 }
