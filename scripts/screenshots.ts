@@ -1,7 +1,7 @@
 /**
  * Screenshots of the dashboard's main pages for docs/dashboard.md (docs/screenshots/*.png), taken with
  * Debian's Chromium (CHROMIUM_PATH) at 1280×800 from a real Sluice with a little seeded data:
- * `npm run screenshots`.
+ * `npm run screenshots`, or `npm run screenshots -- live webhook-source` for only those pictures.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,6 +13,9 @@ const ROOT = join(import.meta.dir, "..");
 const OUT = join(ROOT, "docs/screenshots");
 const EMAIL = "admin@example.com";
 const TOKEN = "screenshot-admin-token-0123456789";
+/** The pictures named on the command line (by file name, without .png); none named: all of them. */
+const only = new Set(process.argv.slice(2));
+const wanted = (name: string) => only.size === 0 || only.has(name);
 
 async function waitFor<T>(check: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -59,6 +62,12 @@ try {
     code: 'export function transformEvent(event) {\n  if (event.userId?.startsWith("test-")) return null;\n  log("kept", event.event);\n  return { ...event, properties: { ...event.properties, enriched: true } };\n}\n',
     destinationIds: [hook.id],
   });
+  // A webhook source (Shopify) that has had one order posted to its URL.
+  const shop = await call("POST", "/v2/sources", { name: "shop", type: "Shopify" });
+  await call("POST", "/v2/connections", { sourceId: shop.id, destinationId: hook.id });
+  const shopify = ((await call("GET", "/source-types")) as Array<{ name: string; sample: { body: unknown } }>).find((t) => t.name === "Shopify")!;
+  const posted = await fetch(`${url}/v1/webhook?writeKey=${encodeURIComponent(shop.writeKey)}&topic=orders_create`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(shopify.sample.body) });
+  if (!posted.ok) throw new Error(`POST /v1/webhook: ${posted.status} ${await posted.text()}`);
   for (let i = 0; i < 40; i++) {
     await fetch(`${url}/v1/track`, {
       method: "POST",
@@ -70,7 +79,7 @@ try {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "light" });
   const page = await context.newPage();
   await page.goto(`${url}/login`);
-  await page.screenshot({ path: join(OUT, "login.png") });
+  if (wanted("login")) await page.screenshot({ path: join(OUT, "login.png") });
   await page.getByLabel("Email", { exact: true }).fill(EMAIL);
   await page.getByLabel("Access token", { exact: true }).fill(TOKEN);
   await page.getByLabel("Access token", { exact: true }).press("Enter");
@@ -84,6 +93,7 @@ try {
     ["tokens", "/tokens"],
   ];
   for (const [name, path] of shots) {
+    if (!wanted(name)) continue;
     // Time until the page has drawn its data and the network is quiet: what "usable" means here.
     const started = performance.now();
     await page.goto(url + path, { waitUntil: "networkidle" });
@@ -102,13 +112,25 @@ try {
     await page.screenshot({ path: join(OUT, `${name}.png`) });
     console.log(`docs/screenshots/${name}.png  (${path} ready in ${readyMs} ms)`);
   }
-  // Import check: what a RudderStack workspace file would do here (the import test's fixture).
-  await page.goto(`${url}/import-check`, { waitUntil: "networkidle" });
-  await page.locator("#imp-text").fill(await Bun.file(join(ROOT, "test/fixtures/rudderstack/import.json")).text());
-  await page.locator("form.imp-form button[type=submit]").click();
-  await page.getByText("Amazon S3").or(page.getByText("Held").first()).first().waitFor();
-  await page.screenshot({ path: join(OUT, "import-check.png"), fullPage: true });
-  console.log("docs/screenshots/import-check.png");
+  if (wanted("webhook-source")) {
+    // A webhook source: its URL and setup, then "Try a sample" (the request beside the events it became).
+    const started = performance.now();
+    await page.goto(`${url}/sources/${shop.id}`, { waitUntil: "networkidle" });
+    const readyMs = Math.round(performance.now() - started);
+    await page.getByRole("button", { name: "Try a sample" }).click();
+    await page.getByTestId("sample-events").waitFor();
+    await page.screenshot({ path: join(OUT, "webhook-source.png"), fullPage: true });
+    console.log(`docs/screenshots/webhook-source.png  (/sources/${shop.id} ready in ${readyMs} ms, then Try a sample)`);
+  }
+  if (wanted("import-check")) {
+    // Import check: what a RudderStack workspace file would do here (the import test's fixture).
+    await page.goto(`${url}/import-check`, { waitUntil: "networkidle" });
+    await page.locator("#imp-text").fill(await Bun.file(join(ROOT, "test/fixtures/rudderstack/import.json")).text());
+    await page.locator("form.imp-form button[type=submit]").click();
+    await page.getByText("Amazon S3").or(page.getByText("Held").first()).first().waitFor();
+    await page.screenshot({ path: join(OUT, "import-check.png"), fullPage: true });
+    console.log("docs/screenshots/import-check.png");
+  }
   await browser.close();
 } finally {
   proc.kill();

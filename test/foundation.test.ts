@@ -395,7 +395,10 @@ test("docs/configuration.md's workspace file example applies as written", async 
   writeFileSync(file, yaml);
   const s = await startSluice({ dataDir: dir, args: ["--config", file] });
   const sources = (await api(s.url, "GET", "/v2/sources")).json.sources;
-  expect(sources.map((x: any) => x.name).sort()).toEqual(["backend", "web"]);
+  expect(sources.map((x: any) => x.name).sort()).toEqual(["backend", "forms", "shop", "web"]);
+  const byName = new Map(sources.map((x: any) => [x.name, x]));
+  expect((byName.get("shop") as any).sourceDefinition).toMatchObject({ name: "Shopify", category: "webhook" });
+  expect((byName.get("forms") as any).config).toEqual({ putRequestDetailsInContext: true });
   const dest = (await api(s.url, "GET", "/v2/destinations")).json.destinations[0];
   expect(dest.transformationId).toBeTruthy();
   const t = (await api(s.url, "GET", "/v2/transformations")).json.transformations[0];

@@ -34,7 +34,7 @@ export const SourceCreate = t.Object(
         minLength: 1,
         maxLength: 100,
         description:
-          "A webhook source type, by RudderStack's source-definition name (`Shopify`, `Auth0`, `Customerio`, `webhook`; any case; the list is GET /v2/source-types): requests to /v1/webhook with this source's write key are mapped as that service's webhooks. Omitted: an event-stream source (SDKs, HTTP API), whose write key /v1/webhook refuses, as rudder-server does. Fixed once the source is made.",
+          "A webhook source type, by RudderStack's source-definition name (`Shopify`, `Auth0`, `Customerio`, `webhook`; any case; the list is GET /source-types): requests to /v1/webhook with this source's write key are mapped as that service's webhooks. Omitted: an event-stream source (SDKs, HTTP API), whose write key /v1/webhook refuses, as rudder-server does. Fixed once the source is made.",
       }),
     ),
   },

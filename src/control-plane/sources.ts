@@ -111,7 +111,7 @@ export interface SourceFromWorkspaceFile {
 /** The stored definition of a webhook source type the API names; 400 for a type Sluice does not map. */
 function webhookDefinitionOf(type: string): RudderSourceDefinition {
   const mapping = findSourceMapping(type);
-  if (!mapping) throw badRequest(`type: '${type}' is not a webhook source type Sluice maps (GET /v2/source-types lists them)`);
+  if (!mapping) throw badRequest(`type: '${type}' is not a webhook source type Sluice maps (GET /source-types lists them)`);
   return webhookDefinition(mapping);
 }
 

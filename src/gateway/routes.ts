@@ -200,7 +200,8 @@ export function intakeHandlers(deps: IntakeDeps): IntakeHandlers {
         const calls = parseCalls(mappedSource(source), "batch", { batch: result.events }, undefined, 0);
         await acceptCalls(deps, source, calls, { receivedAt, ip: clientIp(request, server), keepOwn: true });
       }
-      if (live) deps.live.publish(live.topic, { webhookRequest: live.request, mappedEvents: result.events.length, ...(result.answer ? { answer: result.answer.body } : {}) });
+      // The events' messageIds (intake gave each one) let the live page pair them with this request.
+      if (live) deps.live.publish(live.topic, { webhookRequest: live.request, mappedEvents: result.events.length, messageIds: result.events.map((e) => e.messageId), ...(result.answer ? { answer: result.answer.body } : {}) });
       if (result.answer) {
         status = result.answer.status ?? 200;
         body = result.answer.body;

@@ -104,7 +104,7 @@ export function Notice({ text }: { text: string }) {
 
 /**
  * The list pages' "name it and create it" form (a source, a transformation, a token): one
- * required name, one button, disabled while the call runs.
+ * required name, one button, disabled while the call runs; `children` (more fields) sit between.
  */
 export function NameForm({
   id,
@@ -115,6 +115,7 @@ export function NameForm({
   maxLength,
   busy,
   button,
+  children,
 }: {
   id: string;
   value: string;
@@ -124,11 +125,13 @@ export function NameForm({
   maxLength: number;
   busy?: boolean;
   button: string;
+  children?: ComponentChildren;
 }) {
   return (
     <form class="card inline-form" onSubmit={onSubmit}>
       <label for={id}>Name</label>
       <input id={id} required maxLength={maxLength} placeholder={placeholder} value={value} onInput={(e) => onInput(e.currentTarget.value)} />
+      {children}
       <button type="submit" class="primary" disabled={busy}>
         {button}
       </button>

@@ -3,10 +3,16 @@
  * list the same sources and destinations; a page reads the fields it needs.
  */
 
-import type { Destination as DestinationSchema, Source as SourceSchema } from "../../control-plane/schemas";
+import type { Destination as DestinationSchema, SampleRun as SampleRunSchema, SourceType as SourceTypeSchema, Source as SourceSchema } from "../../control-plane/schemas";
 
 /** GET /v2/sources, /v2/sources/{id}: the API's own schema (a type only, nothing of the server enters the bundle). */
 export type Source = typeof SourceSchema.static;
+
+/** GET /source-types: one webhook source type (name, display name, setup paragraph, sample payload). */
+export type SourceType = typeof SourceTypeSchema.static;
+
+/** POST /v2/sources/{id}/sample: the request as the mapping saw it, the events it became, or its answer or refusal. */
+export type SampleRun = typeof SampleRunSchema.static;
 
 /** GET /v2/destinations, /v2/destinations/{id}: the API's own schema. */
 export type Destination = typeof DestinationSchema.static;

@@ -5,7 +5,10 @@
  *
  * Built for a firehose: arriving messages wait in a queue that is drained once per animation
  * frame into a bounded buffer (the newest LIMIT), and the list renders only the rows in view.
- * Every value shown comes from events or destination answers, so it is rendered as text only.
+ * A source's webhook requests come as items of their own, after the events they became; opened,
+ * one shows the request as it came beside those events.
+ * Every value shown comes from events, webhook requests or destination answers, so it is
+ * rendered as text only.
  */
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
@@ -13,7 +16,8 @@ import { ApiError, api } from "../api";
 import { useSourcesAndDestinations } from "../hooks";
 import { CopyButton, ErrorNote, PageHeader } from "../layout";
 import { destinationPath, sourcePath } from "../links";
-import { type LiveEntry, type StreamKind, FILTER_VALUES, LIMIT, parseEntry } from "./live/entries";
+import { eventCount, requestText } from "../webhook-request";
+import { type LiveEntry, type StreamKind, FILTER_VALUES, LIMIT, pairWebhookEvents, parseEntry } from "./live/entries";
 import { WindowedRows } from "./live/windowed-rows";
 import "./live/live.css";
 
@@ -160,6 +164,8 @@ function LiveStream({ kind, id }: { kind: StreamKind; id: string }) {
         source.addEventListener(kind === "source" ? "event" : "attempt", (m) => {
           const entry = parseEntry(kind, (m as MessageEvent<string>).data, ++seq.current);
           if (!entry) return;
+          // Its events arrived just before it: still queued, or already shown.
+          if (entry.webhook) pairWebhookEvents(entry, [queue.current, buffer.current]);
           total.current++;
           const q = queue.current;
           q.push(entry);
@@ -244,7 +250,7 @@ function LiveStream({ kind, id }: { kind: StreamKind; id: string }) {
         <a href="/live">Watch another</a>
       </PageHeader>
       <p class="muted live-intro">
-        {isSource ? "Each event this source accepts, newest first. " : "Each delivery attempt to this destination, newest first. "}
+        {isSource ? "Each event this source accepts, and each webhook request it maps, newest first. " : "Each delivery attempt to this destination, newest first. "}
         <a href={isSource ? sourcePath(id) : destinationPath(id)}>Open the {kind}</a>
       </p>
 
@@ -293,7 +299,7 @@ function LiveStream({ kind, id }: { kind: StreamKind; id: string }) {
         </span>
       </p>
 
-      <div class={selected ? "live-body with-detail" : "live-body"}>
+      <div class={selected ? (selected.webhook ? "live-body with-detail with-request" : "live-body with-detail") : "live-body"}>
         <div class="live-list">
           {rows.length === 0 ? (
             <div class="empty live-empty">
@@ -354,9 +360,65 @@ function EntryDetail({ entry, kind, onClose }: { entry: LiveEntry; kind: StreamK
           </button>
         </div>
       </div>
-      <pre class="live-json" data-testid="live-json">
-        {pretty}
-      </pre>
+      {entry.webhook ? (
+        <WebhookDetail entry={entry} pretty={pretty} />
+      ) : (
+        <pre class="live-json" data-testid="live-json">
+          {pretty}
+        </pre>
+      )}
     </section>
+  );
+}
+
+/** A webhook request as it came (method, path, headers, body), then what it became: its events, its answer, or its refusal. */
+function WebhookDetail({ entry, pretty }: { entry: LiveEntry; pretty: string }) {
+  const data = useMemo(() => JSON.parse(entry.raw), [entry]);
+  const { mapped, events } = entry.webhook!;
+  const answer: string = typeof data.answer === "string" ? data.answer : typeof data.answer?.body === "string" ? data.answer.body : "";
+  const missing = mapped - events.length;
+  return (
+    <>
+      <h3 class="live-sub">Request</h3>
+      <pre class="live-json live-request" data-testid="live-request">
+        {requestText(data.webhookRequest)}
+      </pre>
+      {entry.failed ? (
+        <>
+          <h3 class="live-sub">Refused</h3>
+          <p class="error" data-testid="live-outcome">
+            Answered {String(data.status ?? "")}: {String(data.error ?? "").replace(/\.$/, "")}. Nothing was stored.
+          </p>
+        </>
+      ) : (
+        <>
+          <h3 class="live-sub" data-testid="live-outcome">
+            Became {eventCount(mapped)}
+          </h3>
+          {answer && <p class="muted">Answered the service: {answer}</p>}
+          {events.length > 0 && (
+            <>
+              {!entry.webhook!.ids && <p class="muted live-note">The newest events that arrived just before it; requests at the same moment can mix theirs in.</p>}
+              <pre class="live-json" data-testid="live-request-events">
+                {JSON.stringify(
+                  events.map((e) => JSON.parse(e.raw)),
+                  null,
+                  2,
+                )}
+              </pre>
+            </>
+          )}
+          {missing > 0 && (
+            <p class="muted live-note">{eventCount(missing)} not shown: suppressed or duplicates (not stored), or no longer kept on this page.</p>
+          )}
+        </>
+      )}
+      <details class="live-raw">
+        <summary>The item's JSON</summary>
+        <pre class="live-json" data-testid="live-json">
+          {pretty}
+        </pre>
+      </details>
+    </>
   );
 }

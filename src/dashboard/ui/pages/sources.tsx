@@ -1,8 +1,10 @@
 /**
- * Sources: the list (`/sources`, filter in `?q=`) and one source (`/sources/<id>`): rename,
- * enable or disable, delete, its write key, ready-to-paste snippets (tab in `?snippet=`, the
- * data-plane address in `?dataPlane=` when it is not this page's origin) and its destinations.
- * Names and keys come from users and workspace files: they are rendered as text only.
+ * Sources: the list (`/sources`, filter in `?q=`; create an event-stream source or one of the
+ * webhook types) and one source (`/sources/<id>`): rename, enable or disable, delete, its write
+ * key, ready-to-paste snippets (tab in `?snippet=`, the data-plane address in `?dataPlane=` when
+ * it is not this page's origin) or, for a webhook source, its webhook URL, setup and a sample to
+ * try, and its destinations. Names and keys come from users and workspace files: they are
+ * rendered as text only.
  */
 import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
@@ -12,7 +14,10 @@ import { useAction, useList } from "../hooks";
 import { CopyButton, ErrorNote, PageHeader, formatTime } from "../layout";
 import { destinationPath, sourcePath, withQuery } from "../links";
 import type { Destination, DestinationList, Source } from "../types";
+import { DataPlaneField, type RouteProps, dataPlaneUrl } from "./sources/data-plane";
 import { SNIPPET_KINDS, type SnippetKind, isSnippetKind, snippet } from "./sources/snippets";
+import { isWebhookSource, kindLabel, useSourceTypes } from "./sources/source-types";
+import { WebhookSection } from "./sources/webhook";
 import "./sources/sources.css";
 
 /** A cloud or warehouse source from a RudderStack workspace file: RudderStack pulled its data, Sluice does not. */
@@ -21,7 +26,10 @@ const UNSUPPORTED = "RudderStack pulls this kind of source from the service itse
 export default function SourcesPage() {
   const { path, query, route } = useLocation();
   const { data: sources, error: loadError } = useList<Source>("/v2/sources");
+  const { data: types, error: typesError } = useSourceTypes();
   const [name, setName] = useState("");
+  // "" is an event-stream source; else a webhook type's name.
+  const [type, setType] = useState("");
   const { busy, error: createError, run } = useAction();
   const error = createError || loadError;
   const filter = query.q ?? "";
@@ -29,11 +37,12 @@ export default function SourcesPage() {
   const create = (e: Event) => {
     e.preventDefault();
     run(async () => {
-      const s = await api<Source>("POST", "/v2/sources", { name: name.trim() });
-      // Next step is wiring an app to it: the source's page has the snippets.
+      const s = await api<Source>("POST", "/v2/sources", { name: name.trim(), ...(type ? { type } : {}) });
+      // Next step is wiring an app or a service to it: the source's page has the snippets or the webhook URL.
       route(sourcePath(s.id));
     });
   };
+  const chosen = types?.find((t) => t.name === type);
 
   const needle = filter.trim().toLowerCase();
   const shown = sources?.filter((s) => !needle || s.name.toLowerCase().includes(needle) || s.id.toLowerCase().includes(needle));
@@ -41,9 +50,32 @@ export default function SourcesPage() {
   return (
     <>
       <PageHeader title="Sources" />
-      <p class="muted">A source is where events come from: a website, an app or a backend. Each has a write key that its SDK or HTTP calls send events with.</p>
-      <NameForm id="source-name" maxLength={100} placeholder="e.g. web, ios-app, backend" value={name} onInput={setName} onSubmit={create} busy={busy} button="Create source" />
+      <p class="muted">
+        A source is where events come from: a website, an app or a backend, whose SDK or HTTP calls send events with the source's write key; or a service such as Shopify or Auth0 that posts
+        its webhooks to the source's URL.
+      </p>
+      <NameForm id="source-name" maxLength={100} placeholder="e.g. web, ios-app, shop" value={name} onInput={setName} onSubmit={create} busy={busy} button="Create source">
+        <label for="source-type">Type</label>
+        <select id="source-type" class="src-type" value={type} onChange={(e) => setType(e.currentTarget.value)}>
+          <option value="">Event stream (SDKs, HTTP API)</option>
+          {types && types.length > 0 && (
+            <optgroup label="Webhook: a service posts to Sluice">
+              {types.map((t) => (
+                <option key={t.name} value={t.name}>
+                  {t.displayName}
+                </option>
+              ))}
+            </optgroup>
+          )}
+        </select>
+      </NameForm>
+      {chosen && (
+        <p class="muted src-type-hint" data-testid="type-hint">
+          {chosen.displayName} posts its webhooks to the source's URL; its page gives the URL, where it goes in {chosen.displayName}, and a sample request to try.
+        </p>
+      )}
       <ErrorNote error={error} />
+      {typesError && <p class="muted">The webhook types could not be loaded ({typesError}); event-stream sources can still be created.</p>}
       {sources === undefined ? (
         !error && <p class="muted">Loading…</p>
       ) : sources.length === 0 ? (
@@ -66,6 +98,7 @@ export default function SourcesPage() {
                 <tr>
                   <th>Name</th>
                   <th>Status</th>
+                  <th class="hide-narrow">Type</th>
                   <th class="hide-narrow">Write key</th>
                   <th>Destinations</th>
                   <th class="hide-narrow">Created</th>
@@ -80,6 +113,7 @@ export default function SourcesPage() {
                     <td>
                       <EnabledBadge enabled={s.enabled} /> {s.unsupported && <UnsupportedBadge why={UNSUPPORTED} />}
                     </td>
+                    <td class="hide-narrow">{kindLabel(s, types)}</td>
                     <td class="hide-narrow">
                       <span class="src-key">
                         <code>{s.writeKey}</code>
@@ -109,6 +143,7 @@ export function SourcePage({ params }: { params: { id: string } }) {
   const { busy, error, setError, run } = useAction();
   const [newName, setNewName] = useState("");
   const [toConnect, setToConnect] = useState("");
+  const { data: types, error: typesError } = useSourceTypes();
 
   const load = async () => {
     const [s, d] = await Promise.all([api<Source>("GET", `/v2/sources/${encodeURIComponent(id)}`), api<DestinationList>("GET", "/v2/destinations")]);
@@ -233,7 +268,7 @@ export function SourcePage({ params }: { params: { id: string } }) {
           <dd>
             <code>{source.id}</code>
           </dd>
-          {source.sourceDefinition && (
+          {source.sourceDefinition && !isWebhookSource(source) && (
             <>
               <dt>RudderStack kind</dt>
               <dd>
@@ -253,7 +288,11 @@ export function SourcePage({ params }: { params: { id: string } }) {
         </label>
       </section>
 
-      <Snippets source={source} path={path} query={query} route={route} />
+      {isWebhookSource(source) ? (
+        <WebhookSection source={source} types={types} typesError={typesError} path={path} query={query} route={route} />
+      ) : (
+        <Snippets source={source} path={path} query={query} route={route} />
+      )}
 
       <section class="card src-section" aria-labelledby="src-destinations">
         <h2 id="src-destinations">Connected destinations</h2>
@@ -321,67 +360,17 @@ export function SourcePage({ params }: { params: { id: string } }) {
 }
 
 /** The snippets with their tabs; the chosen tab and a data-plane address other than this page's origin live in the URL. */
-function Snippets({ source, path, query, route }: { source: Source; path: string; query: Record<string, string>; route: (url: string, replace?: boolean) => void }) {
+function Snippets({ source, path, query, route }: RouteProps & { source: Source }) {
   const kind: SnippetKind = isSnippetKind(query.snippet) ? query.snippet : "browser";
-  const dataPlane = query.dataPlane || location.origin;
-  const [draft, setDraft] = useState(dataPlane);
-  const [urlError, setUrlError] = useState("");
-  useEffect(() => setDraft(dataPlane), [dataPlane]);
-  // Whether event calls are answered on this page's origin: with --api-port they are not. A CORS
-  // preflight to the batch call is the data plane's cheapest answer (204), with no side effect.
-  const [servedHere, setServedHere] = useState<boolean | undefined>();
-  useEffect(() => {
-    fetch("/v1/batch", { method: "OPTIONS" }).then(
-      (r) => setServedHere(r.ok),
-      () => setServedHere(undefined),
-    );
-  }, []);
-
-  const applyAddress = (e: Event) => {
-    e.preventDefault();
-    let url: URL;
-    try {
-      url = new URL(draft.trim());
-    } catch {
-      setUrlError("Data plane URL: enter an address such as http://sluice.example.com:8080.");
-      return;
-    }
-    if (url.protocol !== "http:" && url.protocol !== "https:") {
-      setUrlError("Data plane URL: only http:// and https:// addresses work.");
-      return;
-    }
-    setUrlError("");
-    const clean = url.href.replace(/\/+$/, "");
-    route(withQuery(path, query, { dataPlane: clean === location.origin ? undefined : clean }), true);
-  };
-
-  const text = snippet(kind, source.writeKey, dataPlane);
+  const text = snippet(kind, source.writeKey, dataPlaneUrl(query));
   return (
-    <section class="card src-section" aria-labelledby="src-send" data-data-plane={servedHere === undefined ? "unknown" : servedHere ? "here" : "elsewhere"}>
+    <section class="card src-section" aria-labelledby="src-send">
       <h2 id="src-send">Send events</h2>
       <p class="muted">
         Paste one of these into your app; it is filled in with this source's write key and this server's address as your browser reaches it. When Sluice runs with <code>--api-port</code>, this page
         is served on the API port and event calls go to the data-plane port (<code>--port</code>) instead; behind a proxy, use the address your apps reach. Change it here and the snippets follow.
       </p>
-      <label for="data-plane-url">Data plane URL</label>
-      <form class="dp-row" onSubmit={applyAddress} noValidate>
-        <input id="data-plane-url" type="url" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
-        <button type="submit" disabled={draft.trim() === dataPlane}>
-          Use this address
-        </button>
-        {query.dataPlane && (
-          <button type="button" onClick={() => route(withQuery(path, query, { dataPlane: undefined }), true)}>
-            Reset
-          </button>
-        )}
-      </form>
-      {servedHere === false && !query.dataPlane && (
-        <p class="error" role="status" data-testid="data-plane-warning">
-          Event calls are not answered at {location.origin}: this Sluice serves its APIs and this page on their own port (<code>--api-port</code>). Enter the address of its data-plane port (
-          <code>--port</code>, 8080 unless set) as your apps reach it.
-        </p>
-      )}
-      <ErrorNote error={urlError} />
+      <DataPlaneField path={path} query={query} route={route} />
       <Tabs
         label="Snippet"
         tabs={SNIPPET_KINDS}

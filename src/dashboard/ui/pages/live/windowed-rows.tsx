@@ -80,10 +80,10 @@ export function WindowedRows({
                 data-testid="live-row"
                 onClick={() => onOpen(e)}
               >
-                <span class={`live-kind kind-${e.kind}`}>{e.kind || "?"}</span>
+                <span class={e.failed ? `live-kind kind-${e.kind} kind-failed` : `live-kind kind-${e.kind}`}>{e.kind || "?"}</span>
                 <span class="live-title">{e.title || <span class="muted">—</span>}</span>
                 <span class="live-user" title={e.anonymous && e.user ? "anonymousId" : undefined}>
-                  {e.user || <span class="muted">no user</span>}
+                  {e.user || <span class="muted">{e.webhook ? "—" : "no user"}</span>}
                   {e.anonymous && e.user && <span class="muted"> (anon)</span>}
                 </span>
                 <time class="live-time" dateTime={e.at} title={e.at}>
