@@ -50,6 +50,9 @@ export function layerOf(file: string): number {
       return 3;
     case "storage":
       return 4;
+    case "tracking-plans":
+      // The engine is pure; the service and routes are a control-plane feature.
+      return /^tracking-plans\/(routes|service|stage)\.ts$/.test(rest) ? 3 : 5;
     case "transformations":
       // The sandbox is an engine; the routes and the test run are a feature.
       return /^transformations\/(routes|test-run|rudderstack-import|context)\.ts$/.test(rest) ? 3 : 5;

@@ -39,6 +39,8 @@ export interface SourceRuntime {
   category?: string;
   /** The source's own config (RudderStack's `source.config`), as its webhook mapping reads it. */
   config?: Record<string, unknown>;
+  /** RudderStack's dgSourceTrackingPlanConfig, as stored: the processor validates the source's events against its plan. */
+  trackingPlanConfig?: Record<string, unknown>;
 }
 
 export interface DestinationRuntime {
@@ -96,7 +98,7 @@ export interface ConfigStore {
 
 /** The columns of the rows routing reads; both variants feed buildSnapshot with them. */
 type RoutingInput = {
-  sources: Array<Pick<RoutingRows["sources"][number], "id" | "workspaceId" | "name" | "enabled" | "settings" | "rudderDefinition" | "config">>;
+  sources: Array<Pick<RoutingRows["sources"][number], "id" | "workspaceId" | "name" | "enabled" | "settings" | "rudderDefinition" | "config" | "trackingPlanConfig">>;
   destinations: Array<Pick<RoutingRows["destinations"][number], "id" | "workspaceId" | "name" | "type" | "enabled" | "config" | "rudderDefinition">>;
   connections: Array<Pick<RoutingRows["connections"][number], "sourceId" | "destinationId">>;
   attachments: RoutingRows["attachments"];
@@ -109,12 +111,13 @@ function sourceRuntime(r: RoutingInput["sources"][number]): SourceRuntime {
   if (typeof def?.type === "string" && def.type !== "") out.definitionType = def.type;
   if (typeof def?.name === "string" && def.name !== "") out.definitionName = def.name;
   if (typeof def?.category === "string" && def.category !== "") out.category = def.category;
+  if (r.trackingPlanConfig) out.trackingPlanConfig = r.trackingPlanConfig;
   return out;
 }
 
 /** A sources row as SQLite hands it over (JSON columns as text). */
 function sourceFromSqlite(r: any): RoutingInput["sources"][number] {
-  return { ...r, settings: JSON.parse(r.settings || "{}"), rudderDefinition: r.rudderDefinition ? JSON.parse(r.rudderDefinition) : undefined, config: r.config ? JSON.parse(r.config) : null };
+  return { ...r, settings: JSON.parse(r.settings || "{}"), rudderDefinition: r.rudderDefinition ? JSON.parse(r.rudderDefinition) : undefined, config: r.config ? JSON.parse(r.config) : null, trackingPlanConfig: r.trackingPlanConfig ? JSON.parse(r.trackingPlanConfig) : null };
 }
 
 function buildSnapshot(rows: RoutingInput, version: number): RoutingSnapshot {
@@ -181,7 +184,7 @@ export class SqliteConfigStore implements ConfigStore {
 
   constructor(private db: Db) {
     this.lookupStmt = db.$client.prepare(
-      "SELECT id, workspace_id AS workspaceId, name, enabled, settings, rudder_definition AS rudderDefinition, config FROM sources WHERE write_key = ?",
+      "SELECT id, workspace_id AS workspaceId, name, enabled, settings, rudder_definition AS rudderDefinition, config, tracking_plan_config AS trackingPlanConfig FROM sources WHERE write_key = ?",
     );
     this.epochStmt = db.$client.prepare("SELECT epoch FROM config_epoch WHERE id = 1");
     this.seenEpoch = this.readEpoch();
@@ -260,7 +263,7 @@ export class SqliteConfigStore implements ConfigStore {
     const pinned = [...new Set(attachments.flatMap((a) => Object.values(a.libraries ?? {})))];
     this.snapshotCache = buildSnapshot(
       {
-        sources: (c.query("SELECT id, workspace_id AS workspaceId, name, enabled, settings, rudder_definition AS rudderDefinition, config FROM sources").all() as any[]).map(sourceFromSqlite),
+        sources: (c.query("SELECT id, workspace_id AS workspaceId, name, enabled, settings, rudder_definition AS rudderDefinition, config, tracking_plan_config AS trackingPlanConfig FROM sources").all() as any[]).map(sourceFromSqlite),
         destinations: (c.query("SELECT id, workspace_id AS workspaceId, name, type, enabled, config, rudder_definition AS rudderDefinition FROM destinations").all() as any[]).map((r) => ({
           ...r,
           config: json<Record<string, unknown>>(r.config),

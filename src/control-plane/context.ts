@@ -1,3 +1,4 @@
+import type { TrackingPlanStore } from "../tracking-plans/store";
 import type { Db } from "../../db";
 import type { ConfigStore } from "./config-store";
 import type { AuthThrottle } from "./auth-throttle";
@@ -41,6 +42,8 @@ export interface ServiceContext extends AuthContext {
   /** What the deliveries API, the overview, retention and /health read of events and deliveries: SQLite or PostgreSQL. */
   stats: StatsStore;
   metrics: Metrics;
+  /** Tracking plans (src/tracking-plans/): the workspace file's plans are stored through it; absent in tools that apply none. */
+  trackingPlans?: TrackingPlanStore;
 }
 
 export type ScopedContext = Scoped<ServiceContext>;

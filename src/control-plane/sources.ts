@@ -6,6 +6,7 @@ import { type SampleRun, mapSample } from "../sources/sample";
 import type { SamplePayload } from "../sources/types";
 import type { AuthContext, Scoped, ScopedContext } from "./context";
 import { newId, newWriteKey } from "../lib/ids";
+import { setOwn } from "../lib/safe-keys";
 import type { SourceCreate, SourceUpdate } from "./schemas";
 import { type ControlPlaneWrite, type SourceChanges, type SourceRow, writeKeyTaken } from "./store";
 import { commit } from "./config-store";
@@ -19,6 +20,28 @@ export function isPulledKind(def: Pick<RudderSourceDefinition, "category"> | und
   return category !== "" && category !== "webhook";
 }
 
+/**
+ * What the API shows of a config key whose name ends in Token or Secret (Facebook Lead Ads'
+ * `pageAccessToken` and `verifyToken`): the value is never answered. A PATCH that sends the mask
+ * back keeps the saved value, so a config read, edited and sent whole loses no secret.
+ */
+export const SECRET_MASK = "********";
+const isSecretConfigKey = (key: string) => /(token|secret)$/i.test(key);
+
+function maskedConfig(config: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(config)) setOwn(out, k, isSecretConfigKey(k) && v !== null && v !== undefined && v !== "" ? SECRET_MASK : v);
+  return out;
+}
+
+/** The config an update sends, with the saved value wherever it sent a secret's mask back. */
+function unmaskedConfig(input: Record<string, unknown>, saved: Record<string, unknown> | null | undefined): Record<string, unknown> {
+  if (!saved || !Object.entries(input).some(([k, v]) => v === SECRET_MASK && isSecretConfigKey(k))) return input;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(input)) setOwn(out, k, v === SECRET_MASK && isSecretConfigKey(k) && Object.hasOwn(saved, k) ? saved[k] : v);
+  return out;
+}
+
 function present(row: SourceRow, destinationIds: string[]) {
   const def = row.rudderDefinition;
   return {
@@ -29,7 +52,7 @@ function present(row: SourceRow, destinationIds: string[]) {
     settings: row.settings ?? {},
     unsupported: isPulledKind(def),
     sourceDefinition: def ? { name: def.name, category: def.category ?? null, type: def.type ?? null } : null,
-    config: row.config ?? {},
+    config: maskedConfig(row.config ?? {}),
     createdAt: new Date(row.createdAt).toISOString(),
     destinationIds,
   };
@@ -106,6 +129,8 @@ async function assertNameFree(lookup: SourceLookup, name: string, exceptId?: str
  */
 export interface SourceFromWorkspaceFile {
   rudderDefinition?: RudderSourceDefinition;
+  /** The file's dgSourceTrackingPlanConfig; null: the file names none (cleared). */
+  trackingPlanConfig?: Record<string, unknown> | null;
 }
 
 /** The stored definition of a webhook source type the API names; 400 for a type Sluice does not map. */
@@ -125,6 +150,7 @@ export async function planSourceCreate(ctx: ScopedContext, input: SourceCreate, 
   if (input.config) row.config = input.config;
   if (input.type !== undefined) row.rudderDefinition = webhookDefinitionOf(input.type);
   if (fromFile?.rudderDefinition) row.rudderDefinition = fromFile.rudderDefinition;
+  if (fromFile?.trackingPlanConfig) row.trackingPlanConfig = fromFile.trackingPlanConfig;
   return row;
 }
 
@@ -140,9 +166,10 @@ export async function planSourceUpdate(ctx: ScopedContext, current: SourceRow, i
     enabled: input.enabled ?? current.enabled,
     settings: input.settings ? { ...current.settings, ...input.settings } : current.settings,
     // Replaced whole, as a destination's config is: the caller sends what the mapping should read.
-    config: input.config ?? current.config ?? null,
+    config: (input.config ? unmaskedConfig(input.config, current.config) : current.config) ?? null,
     updatedAt: ctx.now(),
     ...(rudderDefinition ? { rudderDefinition } : {}),
+    ...(fromFile && "trackingPlanConfig" in fromFile ? { trackingPlanConfig: fromFile.trackingPlanConfig ?? null } : {}),
   };
 }
 
@@ -150,6 +177,7 @@ export function sourceUpdateOp(row: SourceRow): ControlPlaneWrite {
   const set: SourceChanges = { name: row.name, writeKey: row.writeKey, enabled: row.enabled, settings: row.settings, config: row.config ?? null, updatedAt: row.updatedAt };
   // Never cleared: no API call changes what kind of source it is.
   if (row.rudderDefinition) set.rudderDefinition = row.rudderDefinition;
+  if (row.trackingPlanConfig !== undefined) set.trackingPlanConfig = row.trackingPlanConfig;
   return { op: "updateSource", id: row.id, set };
 }
 

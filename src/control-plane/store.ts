@@ -79,7 +79,7 @@ export interface TokenCandidate {
 /** A session row with its account's e-mail. */
 export type SessionWithEmail = SessionRow & { email: string };
 
-export type SourceChanges = Partial<Pick<SourceRow, "name" | "writeKey" | "enabled" | "settings" | "updatedAt" | "rudderDefinition" | "config">>;
+export type SourceChanges = Partial<Pick<SourceRow, "name" | "writeKey" | "enabled" | "settings" | "updatedAt" | "rudderDefinition" | "config" | "trackingPlanConfig">>;
 /** `rudderDefinition: null` clears it (a new type through the API makes the file's definition wrong). */
 export type DestinationChanges = Partial<Pick<DestinationRow, "name" | "type" | "config" | "enabled" | "updatedAt">> & { rudderDefinition?: RudderDefinition | null };
 export type TransformationChanges = Partial<Pick<TransformationRow, "name" | "versionId" | "updatedAt" | "externalId">>;

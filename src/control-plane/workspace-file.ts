@@ -5,6 +5,7 @@
  * What the file names it owns (fields, connections, attached transformation);
  * what it does not name is left as the API made it.
  */
+import { putTrackingPlan } from "../tracking-plans/service";
 import { t } from "elysia";
 import { readdirSync } from "node:fs";
 import { dirname, extname, join } from "node:path";
@@ -31,6 +32,7 @@ export const WorkspaceFile = t.Object(
             settings: t.Optional(t.Object({ lenientValidation: t.Optional(t.Boolean()) }, { additionalProperties: false })),
             type: t.Optional(t.String({ minLength: 1, description: "A webhook source type (`Shopify`, `Auth0`, …), as the API's." })),
             config: t.Optional(t.Record(t.String(), t.Unknown())),
+            dgSourceTrackingPlanConfig: t.Optional(t.Record(t.String(), t.Unknown(), { description: "The source's tracking plan and its handling, as RudderStack's." })),
           },
           { additionalProperties: false },
         ),
@@ -58,6 +60,7 @@ export const WorkspaceFile = t.Object(
         ),
       ),
     ),
+    trackingPlans: t.Optional(t.Array(t.Record(t.String(), t.Unknown()), { description: "Tracking plans as RudderStack exports them (POST /v2/tracking-plans takes the same)." })),
   },
   { additionalProperties: false },
 );
@@ -81,6 +84,8 @@ export interface Workspace {
   sources: FileSource[];
   destinations: FileDestination[];
   transformations: NonNullable<WorkspaceFile["transformations"]>;
+  /** Tracking plans as RudderStack exports them: applied before the sources that name them. */
+  trackingPlans: Array<Record<string, unknown>>;
 }
 
 /** RudderStack's workspaceConfig.json nests destinations inside sources; Sluice's file lists them side by side. */
@@ -116,7 +121,7 @@ function transformationRefsOf(list: unknown): FileDestination["transformationRef
 }
 
 function fromRudderStack(doc: any, file: string): Workspace {
-  const out: Workspace = { format: "rudderstack", sources: [], destinations: [], transformations: [] };
+  const out: Workspace = { format: "rudderstack", sources: [], destinations: [], transformations: [], trackingPlans: Array.isArray(doc.trackingPlans) ? doc.trackingPlans.filter(isObject) : [] };
   const destByKey = new Map<string, FileDestination>();
   doc.sources.forEach((s: any, i: number) => {
     const where = `sources[${i}]`;
@@ -124,6 +129,7 @@ function fromRudderStack(doc: any, file: string): Workspace {
     if (typeof s.writeKey !== "string" || !s.writeKey) throw new WorkspaceFileError(`${file}: ${where}.writeKey: is required`);
     const source: FileSource = { name: s.name, writeKey: s.writeKey, enabled: s.enabled !== false };
     if (isObject(s.config) && Object.keys(s.config).length) source.config = s.config;
+    if (isObject(s.dgSourceTrackingPlanConfig)) source.dgSourceTrackingPlanConfig = s.dgSourceTrackingPlanConfig;
     if (isObject(s.sourceDefinition)) source.sourceDefinition = sourceDefinitionOf(s.sourceDefinition);
     out.sources.push(source);
     (s.destinations ?? []).forEach((d: any, j: number) => {
@@ -168,7 +174,7 @@ export function normalizeWorkspace(doc: unknown, file: string): Workspace {
   const err = firstError(WorkspaceFile, doc);
   if (err) throw new WorkspaceFileError(`${file}: ${err}`);
   const own = doc as WorkspaceFile;
-  return { format: "sluice", sources: own.sources ?? [], destinations: own.destinations ?? [], transformations: own.transformations ?? [] };
+  return { format: "sluice", sources: own.sources ?? [], destinations: own.destinations ?? [], transformations: own.transformations ?? [], trackingPlans: own.trackingPlans ?? [] };
 }
 
 /** The first name a destination or transformation refers to that the file does not define. */
@@ -274,6 +280,17 @@ export async function applyWorkspaceFile(ctx: ScopedContext, file: string): Prom
       versionIds: held.map((r) => r.versionId),
       destinations: held.flatMap((r) => r.destinations),
     });
+  }
+  // Plans first: the sources below may name them. Each is stored once per version (idempotent at
+  // every start); one whose schemas do not compile is kept and marked, as RudderStack meets it.
+  for (const [i, plan] of doc.trackingPlans.entries()) {
+    if (!ctx.trackingPlans) break;
+    try {
+      const stored = await putTrackingPlan(ctx, { store: ctx.trackingPlans }, plan, { keepBroken: true });
+      if (stored.problems.length) ctx.log.warn("tracking plan kept with schemas that do not compile: the events they govern pass unchecked, as in RudderStack", { file, plan: stored.id, problems: stored.problems });
+    } catch (e) {
+      throw new WorkspaceFileError(`${file}: trackingPlans[${i}]: ${(e as Error).message}`);
+    }
   }
   try {
     await commit(ctx, await planWorkspaceFile(ctx, doc, pins, references));
@@ -391,7 +408,8 @@ async function planWorkspaceFile(
   };
   for (const s of doc.sources) {
     const existing = await lookup.byName(s.name);
-    const fromFile = { rudderDefinition: s.sourceDefinition };
+    // The file owns the source's plan settings: a source without them has none.
+    const fromFile = { rudderDefinition: s.sourceDefinition, trackingPlanConfig: s.dgSourceTrackingPlanConfig ?? null };
     const row = existing
       ? await planSourceUpdate(ctx, existing, { writeKey: s.writeKey, enabled: s.enabled ?? true, settings: s.settings, config: s.config ?? {} }, lookup, fromFile)
       : await planSourceCreate(ctx, { name: s.name, writeKey: s.writeKey, enabled: s.enabled, settings: s.settings, config: s.config, type: s.type }, lookup, fromFile);

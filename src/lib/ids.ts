@@ -2,7 +2,7 @@
  * Prefixed, time-ordered ids (`src_…`, `dst_…`): readable in logs, and sortable by
  * creation so cursors can page by id.
  */
-export type IdPrefix = "ws" | "acc" | "tok" | "src" | "dst" | "trf" | "trv" | "lib" | "lbv" | "reg" | "del";
+export type IdPrefix = "ws" | "acc" | "tok" | "src" | "dst" | "trf" | "trv" | "lib" | "lbv" | "reg" | "del" | "tp";
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${Bun.randomUUIDv7("hex").replaceAll("-", "")}`;

@@ -1,0 +1,88 @@
+/**
+ * The processor's tracking-plan stage: after an event is committed and before it is fanned out
+ * (rudder-server's processor does it at the same point), a source with a plan has each event
+ * checked against it. The event is annotated (context.violationErrors, trackingPlanId,
+ * trackingPlanVersion), and dropped when the source's settings say so: a dropped event gets no
+ * deliveries, and is counted and shown with its violations.
+ *
+ * Plans are read from the store by (workspace, id, version), compiled once and kept: a version
+ * never changes. A version not found is asked again after a few seconds (another instance, or
+ * the API, may add it).
+ */
+import type { Logger } from "../lib/logger";
+import { Counter, type Metrics } from "../lib/metrics";
+import { type CompiledTrackingPlan, compileTrackingPlan, parseTrackingPlan } from "./plan";
+import { type TrackingPlanSettings, parseTrackingPlanSettings, planRefFor } from "./settings";
+import type { TrackingPlanStore } from "./store";
+import { type TrackingPlanOutcome, applyContextFields, validateEvent } from "./validate";
+
+const MISSING_RETRY_MS = 5_000;
+
+export interface StageResult {
+  /** The annotated event as text, when the stage changed it; undefined: stored as it is. */
+  payload?: string;
+  outcome: TrackingPlanOutcome;
+  /** The annotated event (the dropped one is shown with its violations). */
+  message: Record<string, unknown>;
+}
+
+export class TrackingPlanStage {
+  private readonly plans = new Map<string, CompiledTrackingPlan | { missingUntil: number }>();
+  private readonly settingsCache = new WeakMap<object, TrackingPlanSettings | null>();
+  private readonly violations: Counter;
+  private readonly dropped: Counter;
+
+  constructor(
+    private readonly store: TrackingPlanStore,
+    private readonly log: Logger,
+    metrics: Metrics,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.violations = metrics.register(new Counter("sluice_tracking_plan_violations_total", "Tracking-plan violations found in events, by source, event type and violation type."));
+    this.dropped = metrics.register(new Counter("sluice_tracking_plan_dropped_total", "Events dropped by their source's tracking-plan settings (never delivered), by source."));
+  }
+
+  /** The source's settings, parsed once per config snapshot object; null when none or unreadable. */
+  settingsOf(config: Record<string, unknown> | undefined): TrackingPlanSettings | null {
+    if (!config) return null;
+    let s = this.settingsCache.get(config);
+    if (s === undefined) {
+      try {
+        s = parseTrackingPlanSettings(config);
+      } catch (err) {
+        this.log.warn("tracking-plan settings unreadable: the source's events are not checked", { err });
+        s = null;
+      }
+      this.settingsCache.set(config, s);
+    }
+    return s && s.planId ? s : null;
+  }
+
+  private async plan(workspaceId: string, id: string, version: number): Promise<CompiledTrackingPlan | undefined> {
+    const key = `${workspaceId}\u0000${id}\u0000${version}`;
+    const cached = this.plans.get(key);
+    if (cached && !("missingUntil" in cached)) return cached;
+    if (cached && cached.missingUntil > this.now()) return undefined;
+    const row = await this.store.version(workspaceId, id, version);
+    if (!row) {
+      this.plans.set(key, { missingUntil: this.now() + MISSING_RETRY_MS });
+      return undefined;
+    }
+    const compiled = compileTrackingPlan(parseTrackingPlan(row.plan));
+    this.plans.set(key, compiled);
+    return compiled;
+  }
+
+  /** Checks one event of a source with a plan (settings from settingsOf). */
+  async check(sourceId: string, workspaceId: string, settings: TrackingPlanSettings, payload: string): Promise<StageResult> {
+    const message = JSON.parse(payload) as Record<string, unknown>;
+    const ref = planRefFor(settings, message);
+    const plan = ref.version ? await this.plan(workspaceId, ref.id, ref.version) : undefined;
+    const outcome = validateEvent({ message, settings, plan });
+    for (const v of outcome.violations) this.violations.inc({ source: sourceId, type: String(message.type), violation: v.type });
+    if (outcome.dropped) this.dropped.inc({ source: sourceId });
+    if (!outcome.contextFields) return { outcome, message };
+    applyContextFields(message, outcome.contextFields);
+    return { payload: JSON.stringify(message), outcome, message };
+  }
+}
