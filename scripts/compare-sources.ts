@@ -158,6 +158,34 @@ async function runDirect(mapping: SourceMapping, item: any, state: MapContext["s
   }
 }
 
+/**
+ * A hydration case (RudderStack's `/v2/sources/<type>/hydrate`, a separate endpoint): its batch's
+ * events through Sluice's hydration (src/sources/<type>/hydrate.ts, which the mapping runs in the
+ * webhook request), with the case's Graph API mocks (`mock.onGet(url).reply(status, body)`) as
+ * the HTTP client, answered in RudderStack's shape ({status, body: {batch}}). Only Facebook Lead
+ * Ads hydrates, with the `pageAccessToken` of the case's `internalSecret`.
+ */
+async function runHydrate(folder: string, c: any): Promise<any> {
+  const file = join(import.meta.dir, "../src/sources", folder, "hydrate.ts");
+  if (!existsSync(file)) return { error: "no hydration" };
+  const { lookUpLeads, addAnswers } = await import(file);
+  const replies = new Map<string, { status: number; body: unknown }>();
+  const mock: any = new Proxy({}, { get: (_t, k) => (k === "onGet" ? (url: string) => ({ reply: (status: number, body: unknown) => void replies.set(url, { status, body }) }) : () => anyMock) });
+  c.mockFns?.(mock);
+  // axios-mock-adapter matches the URL whatever the params, and answers 404 when nothing does.
+  const http = async (url: string) => {
+    const r = replies.get(url.split("?")[0]!);
+    return r ? new Response(JSON.stringify(r.body), { status: r.status }) : new Response("", { status: 404 });
+  };
+  const { batch, source } = c.input.request.body;
+  const events = batch.map((item: any) => structuredClone(item.event));
+  const results: any[] = await lookUpLeads(events, source?.internalSecret?.pageAccessToken ?? "", http);
+  results.forEach((r, i) => r?.ok && addAnswers(events[i], r.lead));
+  const statusOf = (r: any) => (r?.ok ? 200 : (r?.status ?? 500));
+  const failed = results.find((r) => !r?.ok);
+  return { status: failed ? statusOf(failed) : 200, body: { batch: batch.map((item: any, i: number) => ({ ...item, event: events[i], statusCode: statusOf(results[i]) })) } };
+}
+
 /** In server mode events arrive in delivery order, which keeps each user's order only: compared as a set. */
 const sortedIfServer = (events: any[]) => (serverMode ? [...events].sort((a, b) => (stable(a) < stable(b) ? -1 : 1)) : events);
 
@@ -195,7 +223,16 @@ try {
       if (caseIndex !== undefined && i !== caseIndex) continue;
       const c = tc as RsCase & { skipGo?: string };
       // RudderStack's hydration step (a separate endpoint, not the mapping) has cases of its own.
-      if ((c.input as any).pathSuffix === "/hydrate" || !Array.isArray(c.input.request.body)) {
+      if ((c.input as any).pathSuffix === "/hydrate") {
+        const got = await runHydrate(folder, c);
+        const expected = c.output.response;
+        const ok = stable(norm(got)) === stable(norm(expected));
+        t++;
+        if (ok) m++;
+        else if (verbose) notes.push(`  [${i}] ${c.description} (hydration)\n${diffText(norm(got), norm(expected)).slice(0, 30).map((l) => "      " + l).join("\n")}`);
+        continue;
+      }
+      if (!Array.isArray(c.input.request.body)) {
         if (verbose) notes.push(`  [${i}] ${c.description}: not a mapping case (pathSuffix ${(c.input as any).pathSuffix})`);
         continue;
       }

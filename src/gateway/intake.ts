@@ -12,6 +12,7 @@ import type { SlowBodies } from "../lib/slow-bodies";
 import { isStorageFailure, storageUnavailable } from "../lib/storage-health";
 import type { ConfigStore, SourceRuntime } from "../control-plane/config-store";
 import type { LiveEvents } from "../pipeline/live-events";
+import type { Outbound } from "../pipeline/outbound";
 import type { Suppressor } from "../regulations/suppression";
 import { RecentMessageIds } from "./dedup";
 import { type RequestMeta, enrichEvent, idText } from "./enrich";
@@ -29,6 +30,11 @@ export interface IntakeDeps {
   slowBodies?: SlowBodies;
   /** Webhook mappings' state (Shopify's identities); absent: each request starts with none. */
   sourceState?: SourceStateStore;
+  /**
+   * Webhook mappings' own requests (Facebook Lead Ads' Graph API lookups): the outbound policy, the
+   * `--destination-base-url` overrides and the time-out; absent, mappings make none (webhook-mapping.ts).
+   */
+  sourceHttp?: { outbound: Outbound; baseUrls: Record<string, string>; timeoutMs: number };
 }
 
 /** Resolves a write key to an enabled source: 401 for an unknown key, 404 for a disabled source. */

@@ -1,8 +1,10 @@
 /** Running a webhook source's mapping for the gateway: its context, and what it may throw. */
 import type { SourceRuntime } from "../control-plane/config-store";
+import { rebaseUrl } from "../destinations/base-url";
 import { AppError } from "../lib/errors";
+import { readUpTo } from "../lib/read-up-to";
 import { workspaceState } from "../sources/state-store";
-import type { MapResult, SourceMapping, SourceState, WebhookRequest } from "../sources/types";
+import { type MapResult, type SourceHttp, SourceHttpError, type SourceMapping, type SourceState, type WebhookRequest } from "../sources/types";
 import type { IntakeDeps } from "./intake";
 import { ISO_DATE_TIME } from "./schemas";
 
@@ -12,6 +14,64 @@ function requestState(): SourceState {
   return {
     get: async (key) => hashes.get(key) ?? null,
     set: async (key, fields) => void hashes.set(key, { ...(hashes.get(key) ?? {}), ...fields }),
+  };
+}
+
+/** The most of an answer a mapping's request reads: a lead is a few KB. */
+const SOURCE_ANSWER_MAX_BYTES = 1024 * 1024;
+
+/** Statuses whose answer has no body (the Response constructor refuses one). */
+const NULL_BODY = new Set([101, 204, 205, 304]);
+
+/**
+ * The HTTP client a mapping of type `type` is handed (types.ts SourceHttp): as destinations' own
+ * requests go, through the outbound address policy to the address it checked (the Host header
+ * and TLS name keep the original name), the type's base URL override (`--destination-base-url
+ * TYPE=URL`, the type's name in capitals), the time-out, no redirects, the answer read up to 1 MB.
+ */
+export function sourceHttp(settings: NonNullable<IntakeDeps["sourceHttp"]>, type: string): SourceHttp {
+  const baseUrl = settings.baseUrls[type.toUpperCase()];
+  return async (url, init = {}) => {
+    const rebased = rebaseUrl(url, baseUrl);
+    // Refused here with a message of its own: the policy's would quote the URL, query and all.
+    if (!URL.canParse(rebased)) throw new SourceHttpError("the request's URL is not a valid URL", false);
+    const host = new URL(rebased).host;
+    const target = await settings.outbound.target(rebased);
+    if (!target.ok) throw new SourceHttpError(target.error, target.retry);
+    const headers: Record<string, string> = { ...init.headers };
+    const has = (name: string) => Object.keys(headers).some((h) => h.toLowerCase() === name);
+    if (!has("user-agent")) headers["user-agent"] = "Sluice";
+    if (target.host) {
+      for (const h of Object.keys(headers)) if (h.toLowerCase() === "host") delete headers[h];
+      headers.host = target.host;
+    }
+    const timeout = AbortSignal.timeout(settings.timeoutMs);
+    let res: Response;
+    let bytes: Uint8Array;
+    try {
+      res = await fetch(target.url, {
+        method: init.method ?? "GET",
+        headers,
+        body: init.body,
+        signal: init.signal ? AbortSignal.any([timeout, init.signal]) : timeout,
+        redirect: "manual",
+        ...(target.serverName ? { tls: { serverName: target.serverName } } : {}),
+      });
+      const read = await readUpTo(res.body, SOURCE_ANSWER_MAX_BYTES);
+      if (read.over) throw new SourceHttpError(`${host} answered more than ${SOURCE_ANSWER_MAX_BYTES / 1024} KB`, false);
+      bytes = read.bytes;
+    } catch (err) {
+      if (err instanceof SourceHttpError) throw err;
+      if (init.signal?.aborted) throw new SourceHttpError("the request was cancelled", true);
+      // One message for refused, reset and TLS failures alike, as for destinations.
+      throw new SourceHttpError(timeout.aborted ? `timed out after ${settings.timeoutMs} ms` : `could not connect to ${host}`, true);
+    }
+    // The body is read and decoded already: its length and encoding headers no longer describe it.
+    const answerHeaders = new Headers(res.headers);
+    answerHeaders.delete("content-encoding");
+    answerHeaders.delete("content-length");
+    const body = NULL_BODY.has(res.status) || bytes.byteLength === 0 ? null : bytes;
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: answerHeaders });
   };
 }
 
@@ -31,6 +91,8 @@ export async function mapWebhook(deps: IntakeDeps, source: SourceRuntime, mappin
       state,
       uuid: () => crypto.randomUUID(),
       now: Date.now,
+      ...(deps.sourceHttp ? { http: sourceHttp(deps.sourceHttp, mapping.name) } : {}),
+      warn: (message, fields) => deps.log.warn(message, { ...fields, source: source.id, type: mapping.name }),
     });
     return { events: Array.isArray(result?.events) ? result.events : [], ...(result?.answer ? { answer: result.answer } : {}) };
   } catch (err) {

@@ -141,13 +141,19 @@ export async function readWebhookRequest(request: Request, url: URL, limit: numb
   return out;
 }
 
+const HIDDEN_QUERY = new Set(["writeKey", "hub.verify_token"]);
+
 /** The request as live events show it: no credentials, the body as text (cut at 64 KB). */
 export function requestForLiveEvents(r: WebhookRequest): Record<string, unknown> {
   const headers: Record<string, string[]> = {};
   for (const [k, v] of Object.entries(r.headers)) if (k !== "Authorization" && k !== "Cookie") setOwn(headers, k, v);
   const query: Record<string, string[]> = {};
-  for (const [k, v] of Object.entries(r.query_parameters)) if (k !== "writeKey") setOwn(query, k, v);
-  const url = r.url.replace(/([?&])writeKey=[^&]*&?/, "$1").replace(/[?&]$/, "");
+  // The write key and Facebook's verify token are credentials: kept out of what watchers see.
+  for (const [k, v] of Object.entries(r.query_parameters)) if (!HIDDEN_QUERY.has(k)) setOwn(query, k, v);
+  const shown = new URLSearchParams();
+  for (const [k, vs] of Object.entries(query)) for (const v of vs) shown.append(k, v);
+  const path = r.url.split("?")[0]!;
+  const url = shown.size ? `${path}?${shown}` : path;
   return { method: r.method, url, headers, query_parameters: query, body: r.body.length > 65_536 ? r.body.slice(0, 65_536) + "…" : r.body };
 }
 

@@ -41,6 +41,8 @@ export async function mapSample(mapping: SourceMapping, source: WebhookSourceInf
     json: JSON.parse(body),
   };
   try {
+    // No `http`: a sample calls no service (Facebook Lead Ads' events stay without the lead's
+    // answers, whatever token the source has), and no `warn`: nothing of it is logged.
     const result = await mapping.map(request, { source, state: runState(), uuid: () => crypto.randomUUID(), now: Date.now });
     return { request, events: result.events, ...(result.answer ? { answer: result.answer } : {}) };
   } catch (err) {

@@ -48,6 +48,32 @@ export interface SourceState {
   set(key: string, fields: Record<string, unknown>, ttlSeconds?: number): Promise<void>;
 }
 
+/**
+ * A request a mapping makes to the service (Facebook's Graph API lookup of a lead), as `fetch`
+ * takes it. The gateway's client sends it through Sluice's outbound policy: the address policy
+ * (`--allow-destination-hosts`), the type's `--destination-base-url` override (its name in capitals,
+ * e.g. `FACEBOOK_LEAD_ADS_NATIVE=http://127.0.0.1:9000`) and the time-out
+ * (`--destination-timeout-ms`); redirects are not followed and the answer is read up to 1 MB.
+ * It answers the service's response whatever its status, and throws a SourceHttpError when there
+ * is none.
+ */
+export type SourceHttp = (url: string, init?: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal }) => Promise<Response>;
+
+/**
+ * No answer to a mapping's request: `retry` when it may come later (no connection, a time-out, a
+ * name that did not resolve), not when it never will (an address the policy refuses, a bad URL).
+ * The message names the host at most, never the URL's path or query (where tokens travel).
+ */
+export class SourceHttpError extends Error {
+  constructor(
+    message: string,
+    readonly retry: boolean,
+  ) {
+    super(message);
+    this.name = "SourceHttpError";
+  }
+}
+
 export interface MapContext {
   source: WebhookSourceInfo;
   state: SourceState;
@@ -55,6 +81,14 @@ export interface MapContext {
   uuid(): string;
   /** The clock, in ms: where a mapping stamps the time of the request. */
   now(): number;
+  /**
+   * The mapping's HTTP client, for a type that asks the service for more than the webhook says
+   * (Facebook Lead Ads' answers). Absent where nothing may go out (the dashboard's sample, the
+   * comparison's direct runs): the mapping then does without.
+   */
+  http?: SourceHttp;
+  /** A warning in Sluice's log, with the source's id and type added; absent, nothing is logged. Never pass a secret. */
+  warn?(message: string, fields?: Record<string, unknown>): void;
 }
 
 /** What a mapping answers the service with instead of `OK` (Slack's challenge, Shopify's `OK` for topics it skips). */

@@ -3,8 +3,8 @@
  * `facebook_lead_ads_native` source): a Page's `leadgen` notification names new leads by id
  * only. Each lead becomes one identify call whose anonymousId is the lead id and whose traits are
  * the page and form ids. The lead's answers are not in the notification: RudderStack adds them
- * in a later "hydration" step (a Graph API call per lead), which this mapping does not do (see
- * README.md).
+ * in a later "hydration" step (a Graph API call per lead). Here, when the source's config has a
+ * `pageAccessToken`, the mapping does it itself before the events are stored (hydrate.ts).
  *
  * Facebook first checks the callback URL with a GET carrying `hub.mode=subscribe` and
  * `hub.challenge`, and expects the challenge back: that is answered here (RudderStack manages the
@@ -12,6 +12,8 @@
  */
 import { firstValues, jsonBody } from "../common";
 import { mappingError, type MapContext, type SourceMapping, type WebhookRequest } from "../types";
+import { hydrate, pageAccessTokenOf } from "./hydrate";
+import { asText, isObject } from "./json";
 
 /** A JSON value as JavaScript's unary `*` reads it; an object that cannot become a number is NaN. */
 function toNumber(v: unknown): number {
@@ -36,16 +38,6 @@ function isoFromSeconds(seconds: unknown): string | undefined {
   return date.toISOString();
 }
 
-/** A JSON value as a JavaScript template literal prints it, without running anything the payload names. */
-function asText(v: unknown): string {
-  if (typeof v === "string") return v;
-  if (Array.isArray(v)) return v.map((x) => (x === null || x === undefined ? "" : asText(x))).join(",");
-  if (v !== null && typeof v === "object") return "[object Object]";
-  return String(v);
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
-
 /**
  * Facebook's check of the callback URL (GET `hub.mode=subscribe&hub.challenge=…&hub.verify_token=…`):
  * the challenge as the answer, or undefined when the request is no such check.
@@ -68,7 +60,7 @@ export const facebookLeadAdsNative: SourceMapping = {
   // Facebook checks the callback URL with a GET (hub.challenge) before it posts anything.
   takesGet: true,
   setup:
-    "In your Meta app's dashboard, add the Webhooks product, choose the Page object and subscribe to the leadgen field with this URL as the callback URL (and, if you set verifyToken in the source's config, the same text as the verify token); then subscribe the app to your Page (POST /{page-id}/subscribed_apps?subscribed_fields=leadgen with a Page access token). Each new lead is posted here as a leadgen change.",
+    "In your Meta app's dashboard, add the Webhooks product, choose the Page object and subscribe to the leadgen field with this URL as the callback URL (and, if you set verifyToken in the source's config, the same text as the verify token); then subscribe the app to your Page (POST /{page-id}/subscribed_apps?subscribed_fields=leadgen with a Page access token). Each new lead is posted here as a leadgen change. To get the lead's answers too, put a Page access token with the leads_retrieval permission in the source's config as pageAccessToken: each lead is then fetched from the Graph API before it is stored.",
   sample: {
     body: {
       object: "page",
@@ -93,7 +85,7 @@ export const facebookLeadAdsNative: SourceMapping = {
       ],
     },
   },
-  map(request, ctx) {
+  async map(request, ctx) {
     const check = verification(request, ctx);
     if (check) return check;
 
@@ -128,6 +120,10 @@ export const facebookLeadAdsNative: SourceMapping = {
       }
     }
     if (events.length === 0) throw mappingError("No valid events found");
+    // The lead's answers, when the source has the Page's token and the caller lets requests out
+    // (the dashboard's sample does not).
+    const token = pageAccessTokenOf(ctx.source.config);
+    if (token !== undefined && ctx.http) await hydrate(events, token, ctx.http, ctx.warn);
     return { events };
   },
 };
