@@ -23,7 +23,9 @@ export async function buildDashboard(outdir = DASHBOARD_OUT): Promise<{ files: s
   });
   if (!result.success) throw new AggregateError(result.logs, "the dashboard did not build");
   const files = result.outputs.map((o) => relative(outdir, o.path));
-  const script = files.find((f) => f.startsWith("assets/main-") && f.endsWith(".js"));
+  // The entry point's own output: a chunk two lazy pages share may be named main-* too.
+  const entry = result.outputs.find((o) => o.kind === "entry-point");
+  const script = entry ? relative(outdir, entry.path) : undefined;
   const styles = files.filter((f) => f.endsWith(".css"));
   if (!script) throw new Error("the dashboard build has no main script");
   // No inline script or style: the pages' Content-Security-Policy allows only 'self'.

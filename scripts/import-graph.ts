@@ -50,6 +50,8 @@ export function layerOf(file: string): number {
       return 3;
     case "storage":
       return 4;
+    case "catalog":
+      return 3;
     case "tracking-plans":
       // The engine is pure; the service and routes are a control-plane feature.
       return /^tracking-plans\/(routes|service|stage)\.ts$/.test(rest) ? 3 : 5;

@@ -35,7 +35,7 @@ await buildDashboard(dashboardDir);
 // A receiver standing in for the destinations: one request in five fails, so the stats show both.
 let n = 0;
 const sink = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok", { status: n++ % 5 === 4 ? 500 : 200 }) });
-const proc = Bun.spawn([process.execPath, join(ROOT, "src/main.ts"), "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, "--dashboard-dir", dashboardDir], {
+const proc = Bun.spawn([process.execPath, join(ROOT, "src/main.ts"), "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, "--dashboard-dir", dashboardDir, "--catalog-flush-seconds", "1"], {
   env: { ...process.env, SLUICE_ADMIN_EMAIL: EMAIL, SLUICE_ADMIN_TOKEN: TOKEN, LOG_LEVEL: "info", SLUICE_ALLOW_DESTINATION_HOSTS: "127.0.0.0/8,::1" },
   stdout: "pipe",
   stderr: "pipe",
@@ -68,13 +68,17 @@ try {
   const shopify = ((await call("GET", "/source-types")) as Array<{ name: string; sample: { body: unknown } }>).find((t) => t.name === "Shopify")!;
   const posted = await fetch(`${url}/v1/webhook?writeKey=${encodeURIComponent(shop.writeKey)}&topic=orders_create`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(shopify.sample.body) });
   if (!posted.ok) throw new Error(`POST /v1/webhook: ${posted.status} ${await posted.text()}`);
-  for (let i = 0; i < 40; i++) {
-    await fetch(`${url}/v1/track`, {
-      method: "POST",
-      headers: { authorization: `Basic ${btoa(`${web.writeKey}:`)}`, "content-type": "application/json" },
-      body: JSON.stringify({ userId: `user-${i % 7}`, event: ["Product Viewed", "Order Completed", "Signed Up"][i % 3], properties: { price: 10 + i } }),
-    });
-  }
+  // Each event name with properties of its own, for the event catalog; one order's total came as text (a type change).
+  const properties = (i: number): Record<string, unknown> => {
+    if (i % 3 === 0) return { sku: `SKU-${i}`, price: 10 + i, category: i % 2 ? "shoes" : "bags" };
+    if (i % 3 === 1) return { orderId: `order-${i}`, total: i === 13 ? "49.90" : 20 + i + 0.5, currency: "EUR", products: [{ sku: `SKU-${i}`, quantity: 1 + (i % 2) }] };
+    return { plan: i % 2 ? "pro" : "free", trial: i % 4 === 2 };
+  };
+  const send = (call: string, body: Record<string, unknown>) =>
+    fetch(`${url}/v1/${call}`, { method: "POST", headers: { authorization: `Basic ${btoa(`${web.writeKey}:`)}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  for (let i = 0; i < 40; i++) await send("track", { userId: `user-${i % 7}`, event: ["Product Viewed", "Order Completed", "Signed Up"][i % 3], properties: properties(i) });
+  for (let i = 0; i < 3; i++) await send("identify", { userId: `user-${i}`, traits: { email: `user-${i}@example.com`, plan: "pro" } });
+  for (let i = 0; i < 4; i++) await send("page", { userId: `user-${i}`, name: "Pricing", properties: { path: "/pricing", referrer: i % 2 ? "https://www.example.com/" : null } });
   const browser = await launchChromium();
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "light" });
   const page = await context.newPage();
@@ -121,6 +125,50 @@ try {
     await page.getByTestId("sample-events").waitFor();
     await page.screenshot({ path: join(OUT, "webhook-source.png"), fullPage: true });
     console.log(`docs/screenshots/webhook-source.png  (/sources/${shop.id} ready in ${readyMs} ms, then Try a sample)`);
+  }
+  if (wanted("events") || wanted("tracking-plans")) {
+    // The catalog saves its counts every second here: wait for all 47 events.
+    await waitFor(async () => {
+      const c = (await call("GET", `/v2/catalog/events?sourceId=${web.id}`)) as { events: Array<{ count: number }> };
+      return c.events.reduce((n, m) => n + m.count, 0) >= 47 || undefined;
+    }, "the event catalog to count the seeded events");
+  }
+  if (wanted("events")) {
+    // The event catalog with one model open: its properties (total changed type), its days and its draft schema.
+    const path = `/events?source=${web.id}&model=track&event=${encodeURIComponent("Order Completed")}`;
+    const started = performance.now();
+    await page.goto(url + path, { waitUntil: "networkidle" });
+    await page.getByTestId("json-schema").waitFor();
+    const readyMs = Math.round(performance.now() - started);
+    await page.screenshot({ path: join(OUT, "events.png"), fullPage: true });
+    console.log(`docs/screenshots/events.png  (${path} ready in ${readyMs} ms)`);
+  }
+  if (wanted("tracking-plans")) {
+    // A plan checked against the web source's traffic, dropping unplanned events and other violations.
+    const plan = await call("POST", "/v2/tracking-plans", {
+      name: "Web tracking plan",
+      version: 1,
+      events: [
+        {
+          name: "Order Completed",
+          eventType: "track",
+          description: "A checkout went through",
+          rules: { type: "object", properties: { properties: { type: "object", properties: { orderId: { type: "string" }, total: { type: "number" }, currency: { type: "string" } }, required: ["orderId", "total"] } } },
+        },
+        { name: "Product Viewed", eventType: "track", description: "", rules: { type: "object", properties: { properties: { type: "object", properties: { sku: { type: "string" } }, required: ["sku"] } } } },
+        { name: "", eventType: "identify", description: "", rules: { type: "object", properties: { traits: { type: "object", properties: { email: { type: "string", format: "email" } }, required: ["email"] } } } },
+      ],
+    });
+    const path = `/tracking-plans/${plan.id}?source=${web.id}`;
+    const started = performance.now();
+    await page.goto(url + path, { waitUntil: "networkidle" });
+    const readyMs = Math.round(performance.now() - started);
+    await page.getByLabel("Unplanned events", { exact: true }).selectOption("false");
+    await page.getByLabel("Other violations", { exact: true }).selectOption("drop");
+    await page.getByRole("button", { name: "Check against traffic" }).click();
+    await page.getByTestId("preview").waitFor();
+    await page.screenshot({ path: join(OUT, "tracking-plans.png"), fullPage: true });
+    console.log(`docs/screenshots/tracking-plans.png  (${path} ready in ${readyMs} ms, then Check against traffic)`);
   }
   if (wanted("import-check")) {
     // Import check: what a RudderStack workspace file would do here (the import test's fixture).

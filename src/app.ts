@@ -3,9 +3,13 @@
  * `createSluice` wires storage (src/backend/contract.ts: SQLite, or PostgreSQL in cluster mode),
  * caches and apps once; main.ts only listens.
  */
+import { TrackingPlanStage } from "./tracking-plans/stage";
+import { trackingPlanRoutes } from "./tracking-plans/routes";
 import { openapi } from "@elysiajs/openapi";
 import { Elysia, ValidationError } from "elysia";
 import type { Db } from "../db";
+import { CatalogReader } from "./catalog/reader";
+import { catalogRoutes } from "./catalog/routes";
 import { guarded } from "./control-plane/api-guard";
 import { AuthThrottle } from "./control-plane/auth-throttle";
 import { ensureOwner } from "./control-plane/bootstrap";
@@ -120,6 +124,8 @@ export interface Sluice {
   live: LiveEvents;
   processor: Processor;
   router: Router;
+  /** The event catalog's reader; absent with --catalog false. */
+  catalog?: CatalogReader;
   sandbox: SandboxPool;
   /** Event calls (the data plane). */
   dataPlane: Elysia<any, any, any, any, any, any, any>;
@@ -160,6 +166,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     slowBodies,
     trustProxy: settings.trustProxy,
     authThrottle: new AuthThrottle(now, log),
+    trackingPlans: backend.trackingPlans,
   };
 
   const owner = await ensureOwner(controlPlane, { email: settings.adminEmail, token: settings.adminToken, now: now() });
@@ -173,7 +180,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
       : await apply();
     log.info("workspace file applied", { file, ...summary });
   }
-  const intake: IntakeDeps = { config, events: backend.events, suppressor: suppression, live, metrics, log, slowBodies, sourceState: backend.sourceState };
+  const intake: IntakeDeps = { config, events: backend.events, suppressor: suppression, live, metrics, log, slowBodies, sourceState: backend.sourceState, sourceHttp: { outbound: new Outbound(settings), baseUrls: settings.destinationBaseUrls, timeoutMs: settings.destinationTimeoutMs } };
 
   const sandbox = new SandboxPool({
     memoryBytes: settings.transformMemoryMb * 1024 * 1024,
@@ -213,6 +220,8 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   processor.onDeliveries((ids) => router.wake(ids));
   // Deliveries filtered at fan-out (consent, event lists) show on the destination's live stream.
   processor.useLiveEvents(live);
+  // Events of sources with a tracking plan are checked (annotated, maybe dropped) before fan-out.
+  processor.useTrackingPlans(new TrackingPlanStage(backend.trackingPlans, log, metrics));
   // Events committed before a crash but not yet fanned out are picked up here.
   await processor.run();
   await router.start();
@@ -233,6 +242,17 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     stop: () => stopMaintenance(),
   });
   await backend.start();
+  // After start: in a cluster, the partitions whose events it reads are known from here on.
+  const catalog = settings.catalog
+    ? new CatalogReader(backend.catalog, config, backend.work, log, {
+        maxModels: settings.catalogMaxModels,
+        maxPaths: settings.catalogMaxPaths,
+        samplePerSecond: settings.catalogSamplePerSecond,
+        flushMs: settings.catalogFlushSeconds * 1000,
+      }, now)
+    : undefined;
+  if (catalog) for (const g of catalog.gauges()) metrics.register(g);
+  catalog?.start();
 
   // Marked ready below, as this function returns: after the migrations (the backend), the
   // workspace file and everything that must run before the first event is accepted.
@@ -247,7 +267,9 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     .use(overviewRoutes(ctx))
     .use(transformationRoutes(ctx, sandbox))
     .use(regulationRoutes(ctx, { store: regulations, suppression, deletions }))
+    .use(trackingPlanRoutes(ctx, { store: backend.trackingPlans }))
     .use(warehouseRoutes(ctx, warehouseLoads))
+    .use(catalogRoutes({ ...ctx, catalog: backend.catalog }))
     .use(testApiRoutes(ctx, { stages, timeoutMs: settings.destinationTimeoutMs }))
     .use(dashboardRoutes(ctx, DashboardAssets.locate(settings.dashboardDir)));
   const handlers = intakeHandlers(intake);
@@ -288,6 +310,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     live,
     processor,
     router,
+    catalog,
     sandbox,
     dataPlane: dataPlaneOnly,
     api: apiOnly,
@@ -297,6 +320,8 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     generatedToken: owner.generatedToken,
     async close() {
       readiness.beginShutdown();
+      // Before the cluster is left: the catalog's cursors are saved under the partitions' leases.
+      await catalog?.stop();
       await backend.stopJobs();
       await processor.run();
       processor.stop();

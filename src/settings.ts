@@ -62,6 +62,16 @@ export interface Settings {
   metricsToken?: string;
   /** Largest output of one user transformation call for one event, in bytes. */
   transformOutputMaxBytes: number;
+  /** The event catalog (src/catalog/): read committed events and keep their models; false turns it off. */
+  catalog: boolean;
+  /** Models (type, event name) kept per source; events of further ones are counted as overflow. */
+  catalogMaxModels: number;
+  /** Property paths kept per model; occurrences of further ones are counted. */
+  catalogMaxPaths: number;
+  /** Payloads parsed a second (per process) for the catalog's property statistics; 0: counts only. */
+  catalogSamplePerSecond: number;
+  /** How often the catalog saves what it counted. */
+  catalogFlushSeconds: number;
 }
 
 type Spec = {
@@ -190,6 +200,11 @@ export const SETTINGS: Spec[] = [
   { key: "trustProxy", flag: "trust-proxy", env: "SLUICE_TRUST_PROXY", boolean: true, default: "false", help: "Believe X-Forwarded-Host, X-Forwarded-Proto and X-Forwarded-For (set only behind a reverse proxy that overwrites them).", parse: bool },
   { key: "metricsToken", flag: "metrics-token", env: "SLUICE_METRICS_TOKEN", help: "Require 'Authorization: Bearer <this>' on /metrics, at least 16 characters (open without it).", parse: minLength(16) },
   { key: "transformOutputMaxBytes", flag: "transform-output-max-kb", env: "SLUICE_TRANSFORM_OUTPUT_MAX_KB", default: "4096", help: "Largest output (KB of JSON) of a user transformation for one event; a larger one fails that event with an error naming the cap.", parse: (raw, name) => int(1, 1_048_576)(raw, name) * 1024 },
+  { key: "catalog", flag: "catalog", env: "SLUICE_CATALOG", default: "true", help: "The event catalog: models of the events each source sends (type, name, volume per day, property paths and types), read from committed events off the intake path. false turns it off.", parse: bool },
+  { key: "catalogMaxModels", flag: "catalog-max-models", env: "SLUICE_CATALOG_MAX_MODELS", default: "1000", help: "Event models (type and event name) the catalog keeps per source; events of further models are counted as overflow, not kept.", parse: int(1, 100_000) },
+  { key: "catalogMaxPaths", flag: "catalog-max-paths", env: "SLUICE_CATALOG_MAX_PATHS", default: "500", help: "Property paths the catalog keeps per event model; occurrences of further paths are counted, not kept.", parse: int(1, 10_000) },
+  { key: "catalogSamplePerSecond", flag: "catalog-sample-per-second", env: "SLUICE_CATALOG_SAMPLE_PER_SECOND", default: "1000", help: "Events a second (per process) whose properties the catalog reads; beyond it the rest are counted only. 0: counts only.", parse: int(0, 1_000_000) },
+  { key: "catalogFlushSeconds", flag: "catalog-flush-seconds", env: "SLUICE_CATALOG_FLUSH_SECONDS", default: "5", help: "How often the catalog saves its counts (what the catalog API shows lags by about this much).", parse: int(1, 3600) },
   { key: "destinationBaseUrls", flag: "destination-base-url", env: "SLUICE_DESTINATION_BASE_URLS", help: "KIND=URL[,KIND=URL...]: send a destination kind's requests to another base URL (tests, proxies); for the Kafka kinds, its host and port name the bootstrap server.", parse: baseUrls },
 ];
 

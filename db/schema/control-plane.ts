@@ -93,6 +93,10 @@ export const sources = sqliteTable(
 
 export interface SourceSettings {
   lenientValidation?: boolean;
+  /** The event catalog keeps example values of this source's properties (default true). */
+  catalogExamples?: boolean;
+  /** ...also for e-mail, phone and IP-like paths and values (default false). */
+  catalogPersonalExamples?: boolean;
 }
 
 /**

@@ -51,7 +51,10 @@ export const catalogModels = sqliteTable(
     count: integer("count").notNull(),
     /** JSON: {"YYYY-MM-DD": count} for the last 30 days. */
     daily: text("daily", { mode: "json" }).$type<Record<string, number>>().notNull(),
-    /** JSON: {path: {types: {json type: count}, present: count, examples: [...] , firstSeen}}. */
+    /**
+     * JSON: {sampled, paths: {path: {types: {json type: count}, present, examples?, firstSeen, lastSeen}}}:
+     * counts out of the `sampled` events whose properties were read (src/catalog/store.ts).
+     */
     paths: text("paths", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
     /** Paths beyond the bound, counted (occurrences), not kept. */
     overflowPaths: integer("overflow_paths").notNull().default(0),

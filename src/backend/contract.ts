@@ -5,6 +5,7 @@
  * partitions this instance works, and which instance runs the background jobs.
  */
 import type { Db } from "../../db";
+import type { CatalogStore } from "../catalog/store";
 import type { SingletonName } from "../cluster/types";
 import type { ConfigStore } from "../control-plane/config-store";
 import type { ControlPlaneStore } from "../control-plane/store";
@@ -19,6 +20,7 @@ import type { Router } from "../pipeline/router";
 import type { QueueForgetter } from "../regulations/deletion";
 import type { RegulationsStore } from "../regulations/store";
 import type { SourceStateStore } from "../sources/state-store";
+import type { TrackingPlanStore } from "../tracking-plans/store";
 import type { SuppressionIndex } from "../regulations/suppression";
 import type { StagedRowsLocation, WarehouseStore } from "../warehouse/store";
 
@@ -42,8 +44,12 @@ export interface Backend {
   readonly controlPlane: ControlPlaneStore;
   readonly stats: StatsStore;
   readonly regulations: RegulationsStore;
+  /** The event catalog's own read of the events and its rows. */
+  readonly catalog: CatalogStore;
   /** Webhook mappings' state (Shopify's identities), kept where RudderStack uses Redis. */
   readonly sourceState: SourceStateStore;
+  /** Tracking plans and their versions. */
+  readonly trackingPlans: TrackingPlanStore;
   /** Loaded: every regulation in force applies from the first event. */
   readonly suppression: SuppressionIndex;
   readonly deliveries: DeliveriesStore;

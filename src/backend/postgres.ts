@@ -5,7 +5,9 @@
  * retention, deletions and warehouse loads, and the bus carries live events (live-relay.ts) and
  * the pipeline's signals (pipeline-signals.ts). The leases and the bus are cluster/'s.
  */
+import { PgCatalogStore } from "../storage/postgres/catalog";
 import { PgSourceStateStore } from "../storage/postgres/source-state";
+import { PgTrackingPlanStore } from "../storage/postgres/tracking-plans";
 import type { SingletonName } from "../cluster/types";
 import type { Logger } from "../lib/logger";
 import type { PartitionWork } from "../pipeline/store";
@@ -68,6 +70,8 @@ export async function openClusterBackend(settings: Settings, log: Logger): Promi
       stats: rt.stats,
       regulations: rt.regulations,
       sourceState: new PgSourceStateStore(rt.db),
+      catalog: new PgCatalogStore(rt.db.$client, { instanceId: rt.instanceId }),
+      trackingPlans: new PgTrackingPlanStore(rt.db),
       suppression: rt.suppression,
       deliveries,
       warehouse: new PgWarehouseStore(rt.db),

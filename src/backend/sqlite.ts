@@ -19,12 +19,14 @@ import { LiveEvents } from "../pipeline/live-events";
 import { SuppressionIndex } from "../regulations/suppression";
 import type { Settings } from "../settings";
 import type { Backend, BackgroundJob } from "./contract";
+import { SqliteCatalogStore } from "../storage/sqlite/catalog";
 import { SqliteControlPlaneStore } from "../storage/sqlite/control-plane";
 import { SqliteDeliveriesStore, eventIdFloor } from "../storage/sqlite/deliveries";
 import { SqliteEventLog } from "../storage/sqlite/event-log";
 import { SqliteRegulationsStore } from "../storage/sqlite/regulations";
 import { SqliteStatsStore } from "../storage/sqlite/stats";
 import { SqliteSourceStateStore } from "../storage/sqlite/source-state";
+import { SqliteTrackingPlanStore } from "../storage/sqlite/tracking-plans";
 import { SqliteWarehouseStore } from "../storage/sqlite/warehouse";
 
 export async function openSqliteBackend(settings: Settings, log: Logger, metrics: Metrics, now: () => number): Promise<Backend> {
@@ -52,6 +54,8 @@ export async function openSqliteBackend(settings: Settings, log: Logger, metrics
     stats: new SqliteStatsStore(db),
     regulations,
     sourceState: new SqliteSourceStateStore(db),
+    catalog: new SqliteCatalogStore(db),
+    trackingPlans: new SqliteTrackingPlanStore(db),
     suppression: await SuppressionIndex.load(regulations),
     deliveries: new SqliteDeliveriesStore(db),
     warehouse: new SqliteWarehouseStore(db),

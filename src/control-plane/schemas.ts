@@ -9,6 +9,18 @@ export const SourceSettings = t.Object(
     lenientValidation: t.Optional(
       t.Boolean({ description: "Accept event calls missing call-specific fields (track without event, ...). Off by default." }),
     ),
+    catalogExamples: t.Optional(
+      t.Boolean({
+        description:
+          "The event catalog keeps up to 3 example values per property path of this source's events (GET /v2/catalog/events). On by default; false keeps none (they may be personal data), and examples already kept stop showing at once.",
+      }),
+    ),
+    catalogPersonalExamples: t.Optional(
+      t.Boolean({
+        description:
+          "Keep examples also for paths that look like an e-mail address, a phone number or an IP address (`email`, `phone`, `mobile`, `ip`, `ip_address`, `request_ip`, …), for the event's user ids (`userId`, `anonymousId`, `previousId`) and for values that are e-mail or IP addresses. Off by default: such examples are never kept.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -29,7 +29,12 @@ export const WorkspaceFile = t.Object(
             name: t.String({ minLength: 1 }),
             writeKey: t.Optional(t.String({ minLength: 8 })),
             enabled: t.Optional(t.Boolean()),
-            settings: t.Optional(t.Object({ lenientValidation: t.Optional(t.Boolean()) }, { additionalProperties: false })),
+            settings: t.Optional(
+              t.Object(
+                { lenientValidation: t.Optional(t.Boolean()), catalogExamples: t.Optional(t.Boolean()), catalogPersonalExamples: t.Optional(t.Boolean()) },
+                { additionalProperties: false },
+              ),
+            ),
             type: t.Optional(t.String({ minLength: 1, description: "A webhook source type (`Shopify`, `Auth0`, …), as the API's." })),
             config: t.Optional(t.Record(t.String(), t.Unknown())),
             dgSourceTrackingPlanConfig: t.Optional(t.Record(t.String(), t.Unknown(), { description: "The source's tracking plan and its handling, as RudderStack's." })),

@@ -5,6 +5,8 @@
  * there are. It works every partition its instance holds (SQLite: the one partition) with one
  * read and one write per slice; a cursor per partition.
  */
+import type { TrackingPlanStage } from "../tracking-plans/stage";
+import type { TrackingPlanSettings } from "../tracking-plans/settings";
 import type { ConfigStore } from "../control-plane/config-store";
 import type { Logger } from "../lib/logger";
 import { isStorageFailure } from "../lib/storage-health";
@@ -12,6 +14,8 @@ import {
   type DeliveriesStore,
   type EventCursor,
   type NewDelivery,
+  type PayloadRewrite,
+  type StoredEvent,
   type PartitionWork,
   SINGLE_NODE_PARTITION,
   cursorAfter,
@@ -37,6 +41,7 @@ export class Processor {
   private current: Promise<void> = Promise.resolve();
   private queued: Promise<void> | undefined;
   private live: LiveEvents | undefined;
+  private trackingPlans: TrackingPlanStage | undefined;
 
   constructor(
     private store: DeliveriesStore,
@@ -59,6 +64,35 @@ export class Processor {
   /** Where deliveries filtered by routing (consent, an event list) are shown, as the router shows its outcomes. */
   useLiveEvents(live: LiveEvents) {
     this.live = live;
+  }
+
+  /** Checks the events of sources with a tracking plan before they are fanned out (src/tracking-plans/stage.ts). */
+  useTrackingPlans(stage: TrackingPlanStage) {
+    this.trackingPlans = stage;
+  }
+
+  /**
+   * The tracking-plan stage for one event of a source with a plan: its annotated payload, kept
+   * with the deliveries; true when its settings drop it (no deliveries; shown on the source's
+   * live events with its violations, as RudderStack keeps it among its processing errors).
+   */
+  private async checkPlan(r: StoredEvent, settings: TrackingPlanSettings, rewrites: PayloadRewrite[]): Promise<boolean> {
+    let result;
+    try {
+      result = await this.trackingPlans!.check(r.sourceId, r.workspaceId, settings, r.payload!);
+    } catch (err) {
+      // The plan store could not be read: the event goes on unchecked rather than stalling delivery.
+      this.log.warn("tracking plan check failed: the event goes on unchecked", { err, source: r.sourceId, eventId: r.id });
+      return false;
+    }
+    if (result.payload !== undefined) {
+      r.payload = result.payload;
+      rewrites.push({ eventId: r.id, partition: r.partition, payload: result.payload });
+    }
+    if (!result.outcome.dropped) return false;
+    const topic = `source:${r.sourceId}`;
+    if (this.live?.hasSubscribers(topic)) this.live.publish(topic, { trackingPlanDropped: true, error: result.outcome.error, violationType: result.outcome.violationType, event: result.message });
+    return true;
   }
 
   /** Coalesces wake-ups: many commits in one turn of the loop cause one run. */
@@ -194,11 +228,14 @@ export class Processor {
     if (rows.length === 0) return;
     const touched = new Set<string>();
     const deliveries: NewDelivery[] = [];
+    const rewrites: PayloadRewrite[] = [];
     let filtered: NewDelivery[] | undefined;
     const now = this.now();
     for (const r of rows) {
       const connected = snapshot.bySource.get(r.sourceId);
       if (!connected?.length || r.payload === undefined) continue;
+      const planSettings = this.trackingPlans?.settingsOf(snapshot.sources.get(r.sourceId)?.trackingPlanConfig);
+      if (planSettings && (await this.checkPlan(r, planSettings, rewrites))) continue;
       // Most events need only their type: the payload is parsed when it names integrations, or
       // when a connected destination has consent settings (and the event names consents) or an
       // event list (and the event is a track).
@@ -225,7 +262,7 @@ export class Processor {
     try {
       // A partition whose lease is gone (or was taken over) is not written: its new holder fans
       // its events out from the saved cursor.
-      written = await this.store.fanOut(fencesOf(this.work, batch.next.keys()), deliveries, batch.next, now);
+      written = await this.store.fanOut(fencesOf(this.work, batch.next.keys()), deliveries, batch.next, now, rewrites);
       this.cursorSavedAt = now;
     } catch (err) {
       this.writeFailed(err, "processor could not write deliveries");

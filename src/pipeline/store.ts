@@ -67,6 +67,13 @@ export interface EventBatch {
  * final in state 'filtered' with that reason as its error (routing dropped it: consent, an event
  * list), so stats count it and the deliveries list shows why.
  */
+/** An event whose stored payload the processor changed before fanning it out (the tracking-plan stage's annotations), written with its deliveries. */
+export interface PayloadRewrite {
+  eventId: number;
+  partition: number;
+  payload: string;
+}
+
 export interface NewDelivery {
   eventId: number;
   partition: number;
@@ -143,7 +150,7 @@ export interface DeliveriesStore {
    * Inserts the deliveries (pending, due `at`; or filtered, final at `at`) and saves the cursors,
    * all or nothing per partition; a partition's rows and cursor are written only under its fence.
    */
-  fanOut(fences: readonly LeaseFence[], deliveries: NewDelivery[], cursors: Cursors, at: number): Promise<number[]>;
+  fanOut(fences: readonly LeaseFence[], deliveries: NewDelivery[], cursors: Cursors, at: number, rewrites?: readonly PayloadRewrite[]): Promise<number[]>;
   /** Saves cursors alone (nothing to route up to them). */
   saveCursors(fences: readonly LeaseFence[], cursors: Cursors): Promise<number[]>;
   /**
@@ -321,6 +328,11 @@ export interface StatsStore {
    * is left of, in bounded batches. How many of each went.
    */
   purgeExpired(olderThan: number): Promise<{ deliveries: number; events: number }>;
+  /**
+   * A source's newest stored events (payloads, newest first), at most `limit`, looked for among
+   * the newest `window` events of all sources so the read stays short (a plan change's preview).
+   */
+  recentEvents(workspaceId: string, sourceId: string, limit: number, window: number): Promise<string[]>;
   /** Gives freed pages back after a purge (SQLite: an incremental vacuum; PostgreSQL: nothing, autovacuum does it). */
   reclaimSpace(): Promise<void>;
 }

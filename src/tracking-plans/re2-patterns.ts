@@ -15,6 +15,8 @@
  * JavaScript: `\s` outside a class and inside one takes in the Unicode spaces JavaScript counts
  * (RE2's is ASCII only), `\S` outside a class is its negation, and `.` stops at \r, U+2028 and
  * U+2029 as well as \n. One case is left: `\S` inside a class (`[\S\d]`) keeps RE2's ASCII sense.
+ * Without the `u` flag (Ajv's `unicodeRegExp: false`, formats given as strings), an escaped letter
+ * JavaScript gives no meaning is read as the letter, as JavaScript reads it.
  */
 import { RE2JS } from "re2js";
 
@@ -26,9 +28,13 @@ export interface Re2Pattern {
 
 function compileRe2Pattern(pattern: string, flags: string): Re2Pattern {
   new RegExp(pattern, flags);
+  const unicode = flags.includes("u");
   let re: RE2JS;
   try {
-    re = RE2JS.compile(withJavaScriptClasses(RE2JS.translateRegExp(pattern)), RE2JS.LOOKBEHINDS);
+    // re2js would read a named backreference as the text "k<name>": refuse it as RE2 refuses `\1`.
+    if (hasNamedBackreference(pattern, unicode)) throw new Error("invalid escape sequence: `\\k` (a named backreference)");
+    const source = unicode ? pattern : withoutUnicodeEscapes(pattern);
+    re = RE2JS.compile(withJavaScriptClasses(RE2JS.translateRegExp(source)), RE2JS.LOOKBEHINDS);
   } catch (e) {
     const detail = (e as Error).message.replace(/^error parsing regexp: /, "");
     throw new Error(
@@ -42,6 +48,48 @@ function compileRe2Pattern(pattern: string, flags: string): Re2Pattern {
 // JavaScript's \s (WhiteSpace and LineTerminator), written for RE2.
 const JS_SPACES = "\\t\\n\\x{0B}\\f\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}";
 const JS_DOT = "[^\\n\\r\\x{2028}\\x{2029}]";
+
+// Escapes that mean something in a JavaScript pattern without the `u` flag (`\k`: hasNamedBackreference).
+const NON_UNICODE_ESCAPES = new Set("dDwWsSbBtnvfrcx0123456789");
+
+const NAMED_GROUP = /\(\?<(?![=!])/;
+
+/** `\k` is a named backreference in a valid pattern with the `u` flag, and without it when the pattern names a group. */
+function hasNamedBackreference(pattern: string, unicode: boolean): boolean {
+  if (!unicode && !NAMED_GROUP.test(pattern)) return false;
+  for (let i = 0; i < pattern.length; i++) {
+    if (pattern[i] !== "\\") continue;
+    if (pattern[i + 1] === "k") return true;
+    i++;
+  }
+  return false;
+}
+
+/**
+ * A pattern without the `u` flag (Ajv's `unicodeRegExp: false`, and the formats given as strings,
+ * which Ajv makes `new RegExp(string)`): there JavaScript reads an escaped letter with no meaning
+ * of its own as the letter (`\p{Lu}` is "p{Lu}", `\z` is "z", `\u` without four hex digits is
+ * "u", `\k` when no group is named), where RE2 gives several of them one (`\p{..}` a Unicode class, `\z`, `\A`, `\Q`, `\C`).
+ * Such escapes are written as the bare letter. One thing stays RE2's: `.` and negated classes
+ * take a whole astral character, where JavaScript without `u` takes one UTF-16 unit.
+ */
+function withoutUnicodeEscapes(pattern: string): string {
+  let out = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!;
+    if (c !== "\\") {
+      out += c;
+      continue;
+    }
+    const next = pattern[i + 1] ?? "";
+    i++;
+    const letter = /^[A-Za-z]$/.test(next);
+    if (next === "u" && /^[0-9A-Fa-f]{4}$/.test(pattern.slice(i + 1, i + 5))) out += c + next;
+    else if (letter && !NON_UNICODE_ESCAPES.has(next)) out += next;
+    else out += c + next;
+  }
+  return out;
+}
 
 /** Rewrites `\s`, `\S` and `.` of an RE2 pattern (translated from JavaScript) to JavaScript's meaning. */
 function withJavaScriptClasses(source: string): string {

@@ -3,7 +3,7 @@ import { Elysia, t } from "elysia";
 import { withWorkspace } from "../control-plane/routes";
 import type { ServiceContext } from "../control-plane/context";
 import { IdParams } from "../control-plane/schemas";
-import { type TrackingPlanDeps, deleteTrackingPlan, getSourceTrackingPlan, getTrackingPlan, listPlanVersions, listTrackingPlans, putTrackingPlan, setSourceTrackingPlan } from "./service";
+import { type TrackingPlanDeps, previewTrackingPlan, deleteTrackingPlan, getSourceTrackingPlan, getTrackingPlan, listPlanVersions, listTrackingPlans, putTrackingPlan, setSourceTrackingPlan } from "./service";
 
 const AUTH = "Authenticate with `Authorization: Bearer <personal access token>`; the token's workspace is the scope.";
 const detail = (summary: string, description: string) => ({ tags: ["Tracking plans"], summary, description: `${description}\n\n${AUTH}` });
@@ -70,6 +70,22 @@ export function trackingPlanRoutes(ctx: ServiceContext, deps: TrackingPlanDeps) 
       detail: detail(
         "Set a source's tracking plan",
         "The body is RudderStack's `dgSourceTrackingPlanConfig`: `{trackingPlan: {id, version}, config: {global: {allowUnplannedEvents, unplannedProperties, anyOtherViolation, propagateValidationErrors, ajvOptions}, track: {...}, identify: {...}, ...}}`, values read as RudderStack reads them (text included). Events are validated after they are stored, before they go to destinations; violations go into `context.violationErrors` and the settings decide which events are dropped. 400 for a plan id this workspace does not have.",
+      ),
+    })
+    .post("/v2/sources/:id/tracking-plan/preview", ({ scope, params, body }) => previewTrackingPlan(scope, deps, params.id, body), {
+      params: IdParams,
+      body: t.Object(
+        {
+          plan: t.Optional(t.Record(t.String(), t.Unknown(), { description: "A plan JSON to check (not stored)." })),
+          planId: t.Optional(t.String({ description: "Or a stored plan's id…" })),
+          version: t.Optional(t.Number({ minimum: 1, description: "…and version (the current one when omitted)." })),
+          settings: t.Optional(t.Record(t.String(), t.Unknown(), { description: "dgSourceTrackingPlanConfig to use instead of the source's." })),
+        },
+        { additionalProperties: false },
+      ),
+      detail: detail(
+        "Check a plan change against recent traffic",
+        "Validates the source's newest stored events (up to 10,000, as retention keeps them) against the plan given, with the source's settings (or `settings`), and answers how many would carry violations and how many would be dropped: `{checked, violating, dropped, byViolation: {type: n}, events: [{type, event, checked, violating, dropped}], problems}`. Nothing is stored.",
       ),
     })
     .delete(

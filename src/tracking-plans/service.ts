@@ -9,6 +9,7 @@ import { findSourceRow } from "../control-plane/sources";
 import { commit } from "../control-plane/config-store";
 import { compileTrackingPlan, parseTrackingPlan } from "./plan";
 import { parseTrackingPlanSettings } from "./settings";
+import { validateEvent } from "./validate";
 import type { PlanProblem, PlanVersionRow, TrackingPlanStore } from "./store";
 
 export interface TrackingPlanDeps {
@@ -24,6 +25,15 @@ export function checkPlan(json: unknown): { name: string; id?: string; version?:
   const problems = compiled.problems.map((p) => ({ event: p.eventName || p.eventType, message: p.message }));
   const version = typeof plan.version === "number" ? plan.version : typeof plan.version === "string" && /^\d+$/.test(plan.version) ? Number(plan.version) : undefined;
   return { name: plan.name || plan.id || "tracking plan", id: plan.id, version, problems };
+}
+
+/** Equal as JSON values, key order aside (PostgreSQL's jsonb keeps its own order). */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }
 
 function present(row: PlanVersionRow, name: string, currentVersion: number) {
@@ -48,7 +58,7 @@ export async function putTrackingPlan(ctx: ScopedContext, deps: TrackingPlanDeps
   const existing = await deps.store.version(ctx.workspaceId, id, version);
   if (existing) {
     // The same version again (a workspace file applied at every start) is a no-op; another one under its number is a conflict.
-    if (JSON.stringify(existing.plan) === JSON.stringify(json)) return present(existing, current!.name, current!.currentVersion);
+    if (sameJson(existing.plan, json)) return present(existing, current!.name, current!.currentVersion);
     throw new AppError("CONFLICT", `version: plan '${id}' already has a version ${version} with other content; give the new one another version`);
   }
   const row: PlanVersionRow = { workspaceId: ctx.workspaceId, planId: id, version, plan: json as Record<string, unknown>, problems: checked.problems, createdAt: ctx.now() };
@@ -95,4 +105,70 @@ export async function setSourceTrackingPlan(ctx: ScopedContext, deps: TrackingPl
 export async function getSourceTrackingPlan(ctx: ScopedContext, sourceId: string) {
   const row = await findSourceRow(ctx, sourceId);
   return { sourceId: row.id, dgSourceTrackingPlanConfig: row.trackingPlanConfig ?? null };
+}
+
+/** How many of a source's newest events a plan change is checked against, and among how many of all sources' newest events they are looked for. */
+export const PREVIEW_EVENTS = 10_000;
+const PREVIEW_WINDOW = 500_000;
+
+/**
+ * A plan change checked before it is saved: the source's newest stored events (up to 10,000)
+ * validated against the plan given (or a stored version), with the source's settings (or those
+ * given): how many would carry violations and how many would be dropped, by violation type and
+ * by event. Nothing is stored.
+ */
+export async function previewTrackingPlan(ctx: ScopedContext, deps: TrackingPlanDeps, sourceId: string, body: { plan?: Record<string, unknown>; planId?: string; version?: number; settings?: Record<string, unknown> }) {
+  const row = await findSourceRow(ctx, sourceId);
+  let planJson = body.plan;
+  if (!planJson) {
+    if (!body.planId) throw badRequest("plan: give a plan JSON, or planId (and version) of a stored plan");
+    const stored = await deps.store.version(ctx.workspaceId, body.planId, body.version);
+    if (!stored) throw notFound(`tracking plan '${body.planId}'${body.version ? ` version ${body.version}` : ""} not found`);
+    planJson = stored.plan;
+  }
+  const checked = checkPlan(planJson);
+  const compiled = compileTrackingPlan(parseTrackingPlan(planJson));
+  const baseSettings = body.settings ?? row.trackingPlanConfig ?? { config: {} };
+  // Whatever plan id and version the settings name, the events are checked against this plan.
+  const version = checked.version ?? 1;
+  const settings = parseTrackingPlanSettings({ ...baseSettings, trackingPlan: { id: checked.id ?? "preview", version } });
+  const events = await ctx.stats.recentEvents(ctx.workspaceId, row.id, PREVIEW_EVENTS, PREVIEW_WINDOW);
+  const byViolation: Record<string, number> = {};
+  const byEvent = new Map<string, { type: string; event: string; checked: number; violating: number; dropped: number }>();
+  let violating = 0;
+  let dropped = 0;
+  for (const payload of events) {
+    let message: Record<string, unknown>;
+    try {
+      message = JSON.parse(payload);
+    } catch {
+      continue;
+    }
+    // The stored copy may carry an earlier check's annotations; the plan is checked afresh.
+    const context = message.context as Record<string, unknown> | undefined;
+    if (context && typeof context === "object") delete context.violationErrors;
+    const outcome = validateEvent({ message, settings: { ...settings, planId: settings.planId, planVersion: version }, plan: compiled });
+    const key = `${String(message.type)}\u0000${typeof message.event === "string" ? message.event : ""}`;
+    let e = byEvent.get(key);
+    if (!e) byEvent.set(key, (e = { type: String(message.type), event: typeof message.event === "string" ? message.event : "", checked: 0, violating: 0, dropped: 0 }));
+    e.checked++;
+    if (outcome.violations.length) {
+      violating++;
+      e.violating++;
+      for (const v of outcome.violations) byViolation[v.type] = (byViolation[v.type] ?? 0) + 1;
+    }
+    if (outcome.dropped) {
+      dropped++;
+      e.dropped++;
+    }
+  }
+  return {
+    sourceId: row.id,
+    checked: events.length,
+    violating,
+    dropped,
+    byViolation,
+    events: [...byEvent.values()].sort((a, b) => b.violating - a.violating || b.checked - a.checked),
+    problems: checked.problems,
+  };
 }

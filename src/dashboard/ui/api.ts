@@ -60,3 +60,10 @@ export function errorMessage(e: unknown): string {
 
 /** A 404 from the API: the record asked for does not exist (any more). */
 export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.status === 404;
+
+/** One event model of a source's catalog: its type, and for a track its event name (the Events page and the plan drafted from it). */
+export function catalogModelPath(sourceId: string, type: string, event: string): string {
+  const q = new URLSearchParams({ sourceId });
+  if (event) q.set("event", event);
+  return `/v2/catalog/events/${encodeURIComponent(type)}?${q}`;
+}

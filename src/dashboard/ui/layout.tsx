@@ -11,6 +11,8 @@ const NAV: Array<{ href: string; label: string }> = [
   { href: "/destinations", label: "Destinations" },
   { href: "/transformations", label: "Transformations" },
   { href: "/live", label: "Live events" },
+  { href: "/events", label: "Events" },
+  { href: "/tracking-plans", label: "Tracking plans" },
   { href: "/test", label: "Test API" },
   { href: "/regulations", label: "Regulations" },
   { href: "/tokens", label: "Tokens" },

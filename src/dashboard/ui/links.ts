@@ -14,3 +14,8 @@ export function withQuery(path: string, query: Record<string, string>, changes: 
   const s = q.toString();
   return s ? `${path}?${s}` : path;
 }
+
+/** A source's event catalog, and one of its models (`type`, and for a track its `event` name). */
+export const eventsPath = (sourceId: string) => `/events?source=${encodeURIComponent(sourceId)}`;
+export const livePath = (sourceId: string) => `/live?source=${encodeURIComponent(sourceId)}`;
+export const trackingPlanPath = (id: string) => `/tracking-plans/${encodeURIComponent(id)}`;

@@ -17,6 +17,9 @@ const TestApi = lazy(() => import("./pages/test-api"));
 const Regulations = lazy(() => import("./pages/regulations"));
 const Tokens = lazy(() => import("./pages/tokens").then((m) => m.Tokens));
 const ImportCheck = lazy(() => import("./pages/import-check"));
+const Events = lazy(() => import("./pages/events"));
+const TrackingPlans = lazy(() => import("./pages/tracking-plans"));
+const TrackingPlan = lazy(() => import("./pages/tracking-plans").then((m) => m.TrackingPlanPage));
 
 function NotFound() {
   return (
@@ -43,6 +46,9 @@ function App() {
           <Route path="/transformations" component={Transformations} />
           <Route path="/transformations/:id" component={Transformation} />
           <Route path="/live" component={Live} />
+          <Route path="/events" component={Events} />
+          <Route path="/tracking-plans" component={TrackingPlans} />
+          <Route path="/tracking-plans/:id" component={TrackingPlan} />
           <Route path="/test" component={TestApi} />
           <Route path="/regulations" component={Regulations} />
           <Route path="/tokens" component={Tokens} />

@@ -3,6 +3,7 @@
  * list the same sources and destinations; a page reads the fields it needs.
  */
 
+import type { CatalogEvents as CatalogEventsSchema, CatalogModelDetail as CatalogModelDetailSchema } from "../../catalog/schemas";
 import type { Destination as DestinationSchema, SampleRun as SampleRunSchema, SourceType as SourceTypeSchema, Source as SourceSchema } from "../../control-plane/schemas";
 
 /** GET /v2/sources, /v2/sources/{id}: the API's own schema (a type only, nothing of the server enters the bundle). */
@@ -38,4 +39,59 @@ export interface SourceList {
 
 export interface DestinationList {
   destinations: Destination[];
+}
+
+/** GET /v2/catalog/events: a source's event models (the catalog API's own schema, a type only). */
+export type CatalogEvents = CatalogEventsSchema;
+export type CatalogModel = CatalogEvents["events"][number];
+export type CatalogProperty = CatalogModel["properties"][number];
+
+/** GET /v2/catalog/events/{type}: one model with its draft JSON Schema. */
+export type CatalogModelDetail = CatalogModelDetailSchema;
+
+/** GET /v2/tracking-plans: each plan with its current version. */
+export interface TrackingPlanSummary {
+  id: string;
+  name: string;
+  currentVersion: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A schema Ajv cannot compile, named by its event. */
+export interface PlanProblem {
+  event: string;
+  message: string;
+}
+
+/** GET /v2/tracking-plans/{id}[?version=]: one version, `plan` as it was given. */
+export interface TrackingPlanVersion {
+  id: string;
+  name: string;
+  version: number;
+  currentVersion: number;
+  problems: PlanProblem[];
+  createdAt: string;
+  plan: Record<string, unknown>;
+}
+
+/** GET /v2/sources/{id}/tracking-plan: RudderStack's dgSourceTrackingPlanConfig as stored, or null. */
+export interface SourceTrackingPlan {
+  sourceId: string;
+  dgSourceTrackingPlanConfig: {
+    trackingPlan?: { id?: string; version?: number } | null;
+    config?: Record<string, Record<string, unknown> | null> | null;
+    [key: string]: unknown;
+  } | null;
+}
+
+/** POST /v2/sources/{id}/tracking-plan/preview: a plan checked against the source's newest events. */
+export interface PlanPreview {
+  sourceId: string;
+  checked: number;
+  violating: number;
+  dropped: number;
+  byViolation: Record<string, number>;
+  events: Array<{ type: string; event: string; checked: number; violating: number; dropped: number }>;
+  problems: PlanProblem[];
 }

@@ -22,6 +22,7 @@ import {
   type EventBatch,
   type EventCursor,
   type NewDelivery,
+  type PayloadRewrite,
   type OutcomeRow,
   type QueuedDelivery,
   type RoutedSources,
@@ -100,7 +101,7 @@ export class PgDeliveriesStore implements DeliveriesStore {
     return out;
   }
 
-  async fanOut(fences: readonly LeaseFence[], deliveries: NewDelivery[], cursors: Cursors, at: number): Promise<number[]> {
+  async fanOut(fences: readonly LeaseFence[], deliveries: NewDelivery[], cursors: Cursors, at: number, rewrites: readonly PayloadRewrite[] = []): Promise<number[]> {
     if (cursors.size === 0) return [];
     const f = fenceCte(this.opts.instanceId, fences);
     const p = f.nextParam;
@@ -126,13 +127,18 @@ export class PgDeliveriesStore implements DeliveriesStore {
                 WITH ORDINALITY AS x(e, p, d, s, w, u, f, ord)
           WHERE p IN (SELECT partition FROM fence)
           ORDER BY ord
+         RETURNING 1),
+       rewritten AS (
+         UPDATE events ev SET payload = r.payload
+           FROM unnest($${p + 11}::bigint[], $${p + 12}::smallint[], $${p + 13}::text[]) AS r(id, part, payload)
+          WHERE ev.id = r.id AND ev.partition = r.part AND r.part IN (SELECT partition FROM fence)
          RETURNING 1)
        UPDATE processor_cursors c SET tx = n.tx, id = n.id
          FROM unnest($${p + 7}::smallint[], $${p + 8}::xid8[], $${p + 9}::bigint[]) AS n(p, tx, id)
         WHERE c.partition = n.p AND n.p IN (SELECT partition FROM fence)
        RETURNING c.partition`,
       // A filtered row (routing dropped it, with the reason in f) is final at once.
-      [...f.params, at, cols.e, cols.p, cols.d, cols.s, cols.w, cols.u, parts, txs, ids, cols.f],
+      [...f.params, at, cols.e, cols.p, cols.d, cols.s, cols.w, cols.u, parts, txs, ids, cols.f, rewrites.map((r) => r.eventId), rewrites.map((r) => r.partition), rewrites.map((r) => r.payload)],
     );
     return rows.map((r: { partition: unknown }) => Number(r.partition));
   }
@@ -249,7 +255,7 @@ export class PgDeliveriesStore implements DeliveriesStore {
 }
 
 /** A cursor map as three parallel arrays for unnest. */
-function cursorArrays(cursors: Cursors): [number[], string[], number[]] {
+export function cursorArrays(cursors: Cursors): [number[], string[], number[]] {
   const parts: number[] = [];
   const txs: string[] = [];
   const ids: number[] = [];

@@ -202,6 +202,13 @@ export class PgStatsStore implements StatsStore {
     return { deletions: rows.map((r: any) => ({ ...r, updatedAt: Number(r.updatedAt) })), total: n };
   }
 
+  async recentEvents(workspaceId: string, sourceId: string, limit: number, window: number): Promise<string[]> {
+    const rows = await this.sql`
+      SELECT payload FROM events WHERE id > (SELECT coalesce(max(id), 0) FROM events) - ${window}
+         AND workspace_id = ${workspaceId} AND source_id = ${sourceId} ORDER BY id DESC LIMIT ${limit}`;
+    return rows.map((r: { payload: string }) => r.payload);
+  }
+
   async purgeExpired(olderThan: number): Promise<{ deliveries: number; events: number }> {
     let deliveries = 0;
     let events = 0;

@@ -17,6 +17,7 @@ import type {
   EventBatch,
   EventCursor,
   NewDelivery,
+  PayloadRewrite,
   OutcomeRow,
   QueuedDelivery,
   RoutedSources,
@@ -77,7 +78,7 @@ export class SqliteDeliveriesStore implements DeliveriesStore {
   private readonly load: Statement;
   private readonly abortAll: Statement;
   private readonly readBatch: (cursor: number, limit: number, routed: RoutedSources) => StoredEvent[];
-  private readonly insertBatch: (deliveries: NewDelivery[], cursor: number, at: number) => void;
+  private readonly insertBatch: (deliveries: NewDelivery[], cursor: number, at: number, rewrites: readonly PayloadRewrite[]) => void;
   private readonly commitOutcomes: (rows: OutcomeRow[]) => void;
 
   constructor(db: Db) {
@@ -114,7 +115,9 @@ export class SqliteDeliveriesStore implements DeliveriesStore {
       for (const r of rows) if (routed.has(r.sourceId)) r.payload = (readPayload.get(r.id) as { payload: string }).payload;
       return rows;
     });
-    this.insertBatch = c.transaction((deliveries: NewDelivery[], cursor: number, at: number) => {
+    const rewritePayload = c.prepare("UPDATE events SET payload = ? WHERE id = ?");
+    this.insertBatch = c.transaction((deliveries: NewDelivery[], cursor: number, at: number, rewrites: readonly PayloadRewrite[]) => {
+      for (const r of rewrites) rewritePayload.run(r.payload, r.eventId);
       for (const d of deliveries) {
         if (d.filtered === undefined) insertDelivery.run(d.eventId, d.destinationId, d.sourceId, d.workspaceId, d.userKey, at, at, at);
         else insertFiltered.run(d.eventId, d.destinationId, d.sourceId, d.workspaceId, d.userKey, at, d.filtered, at, at);
@@ -158,10 +161,10 @@ export class SqliteDeliveriesStore implements DeliveriesStore {
     return out;
   }
 
-  async fanOut(_fences: readonly LeaseFence[], deliveries: NewDelivery[], cursors: Cursors, at: number): Promise<number[]> {
+  async fanOut(_fences: readonly LeaseFence[], deliveries: NewDelivery[], cursors: Cursors, at: number, rewrites: readonly PayloadRewrite[] = []): Promise<number[]> {
     const cursor = cursors.get(0);
     if (!cursor) return NONE;
-    this.insertBatch(deliveries, cursor.id, at);
+    this.insertBatch(deliveries, cursor.id, at, rewrites);
     return ALL;
   }
 

@@ -256,6 +256,13 @@ export class SqliteStatsStore implements StatsStore {
     return { deletions, total: n };
   }
 
+  async recentEvents(workspaceId: string, sourceId: string, limit: number, window: number): Promise<string[]> {
+    const rows = this.c
+      .query("SELECT payload FROM events WHERE id > (SELECT coalesce(max(id), 0) FROM events) - ? AND workspace_id = ? AND source_id = ? ORDER BY id DESC LIMIT ?")
+      .all(window, workspaceId, sourceId, limit) as Array<{ payload: string }>;
+    return rows.map((r) => r.payload);
+  }
+
   async purgeExpired(olderThan: number): Promise<{ deliveries: number; events: number }> {
     this.retention ??= retentionStatements(this.c);
     return this.retention.purge(olderThan);
