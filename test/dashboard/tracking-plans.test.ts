@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { type Dashboard, type Page, startDashboard } from "../support/dashboard-harness";
-import { type TestServer, api, createSource, haveChromium, requireChromium, sendEvent } from "../support/helpers";
+import { type TestServer, api, createSource, haveChromium, requireChromium, sendEvent, waitFor } from "../support/helpers";
 
 requireChromium("tracking-plans.test.ts");
 
@@ -201,10 +201,12 @@ test.if(haveChromium)("a source's plan: the version and four settings saved with
   expect((await api(s.url, "PUT", `/v2/sources/${src.id}/tracking-plan`, elsewhere)).status).toBe(200);
   await page.reload();
   await page.getByTestId("source-status").getByText("uses this plan, version 2").waitFor();
-  expect(await page.getByLabel("Version", { exact: true }).inputValue()).toBe("2");
-  expect(await page.getByLabel("Unplanned events", { exact: true }).inputValue()).toBe("false");
-  expect(await page.getByLabel("Other violations", { exact: true }).inputValue()).toBe("drop");
-  expect(await page.getByLabel("Unplanned properties", { exact: true }).inputValue()).toBe("forward");
+  // The form takes the source's settings just after the status shows: polled, not read once.
+  const shows = (label: string, value: string) => waitFor(async () => (await page.getByLabel(label, { exact: true }).inputValue()) === value || undefined, { what: `${label} to show ${value}`, timeoutMs: 5000 });
+  await shows("Version", "2");
+  await shows("Unplanned events", "false");
+  await shows("Other violations", "drop");
+  await shows("Unplanned properties", "forward");
   await page.getByTestId("source-status").getByText("The settings of its own of track are kept as they are.", { exact: false }).waitFor();
   await page.getByLabel("Other violations", { exact: true }).selectOption("forward");
   await page.getByRole("button", { name: `Save for ${HOSTILE} web` }).click();
