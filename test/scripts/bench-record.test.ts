@@ -141,6 +141,7 @@ describe("writeRun", () => {
     { name: "cluster", title: "Cluster" },
     { name: "warehouse", title: "Warehouse load (PostgreSQL)" },
     { name: "ab-intake", doc: "ab-history", title: "Intake A/B", label: "Intake" },
+    { name: "tracking-plans", title: "Tracking plans" },
   ];
 
   test("on a copy of the real files, a run of every benchmark keeps BENCHMARKS.md under its limit and loses no run", () => {
