@@ -84,3 +84,22 @@ export async function getCatalogEvent(ctx: Scoped<CatalogContext>, type: string,
   if (!row) throw notFound(`no ${type} events${event ? ` named '${event}'` : ""} seen from source '${source.id}'`);
   return { ...present(row, policyOf(source.settings ?? {}), ctx.now()), jsonSchema: draftJsonSchema(row) };
 }
+
+/** The event types a tracking plan validates (alias is never checked, as in RudderStack). */
+const PLANNED_TYPES = new Set(["track", "identify", "group", "page", "screen"]);
+
+/**
+ * A tracking plan drafted from a source's traffic in one call: one planned event per model the
+ * catalog holds (each track name, each other type), its rules the model's draft JSON Schema. The
+ * answer is a plan JSON as POST /v2/tracking-plans takes it, not stored.
+ */
+export async function draftTrackingPlan(ctx: Scoped<CatalogContext>, sourceId: string) {
+  const source = await findSourceRow(ctx, sourceId);
+  const rows = (await ctx.catalog.models(source.id)).filter((r) => PLANNED_TYPES.has(r.type));
+  rows.sort((a, b) => ORDER.event(a, b));
+  return {
+    name: `${source.name} draft`,
+    version: 1,
+    events: rows.map((r) => ({ name: r.type === "track" ? r.event : "", eventType: r.type, description: `Drafted from ${r.count} events seen ${new Date(r.firstSeen).toISOString().slice(0, 10)} to ${new Date(r.lastSeen).toISOString().slice(0, 10)}`, rules: draftJsonSchema(r) })),
+  };
+}

@@ -261,3 +261,24 @@ describe("settings", () => {
     }
   });
 });
+
+describe("GET /v2/catalog/tracking-plan-draft", () => {
+  test("one call drafts a plan of every model seen; stored, it finds no violation in the traffic it came from", async () => {
+    await listed(`sourceId=${source.id}`, (j) => j.events.length === NAMES.length + 2 && j.events.every((e: any) => e.sampled > 0), "every model sampled");
+    const draft = await api(server.url, "GET", `/v2/catalog/tracking-plan-draft?sourceId=${source.id}`);
+    expect(draft.status).toBe(200);
+    expect(draft.json.version).toBe(1);
+    expect(draft.json.events.length).toBe(NAMES.length + 2);
+    expect(draft.json.events.filter((e: any) => e.eventType === "track").map((e: any) => e.name).sort()).toEqual([...NAMES].sort());
+    expect(draft.json.events.filter((e: any) => e.eventType !== "track").map((e: any) => [e.eventType, e.name])).toEqual([["identify", ""], ["page", ""]]);
+    const stored = await api(server.url, "POST", "/v2/tracking-plans", { ...draft.json, id: "tp_drafted" });
+    expect(stored.status).toBe(201);
+    expect(stored.json.problems).toEqual([]);
+    const preview = await api(server.url, "POST", `/v2/sources/${source.id}/tracking-plan/preview`, { planId: "tp_drafted", settings: { config: { global: { allowUnplannedEvents: "false", anyOtherViolation: "drop", unplannedProperties: "drop" } } } });
+    expect(preview.status).toBe(200);
+    expect(preview.json.checked).toBeGreaterThan(200);
+    expect([preview.json.violating, preview.json.dropped]).toEqual([0, 0]);
+    const other = await api(server.url, "GET", "/v2/catalog/tracking-plan-draft?sourceId=src_nope");
+    expect(other.status).toBe(404);
+  });
+});
