@@ -22,6 +22,7 @@ import { FixtureCopy, caseClock, installJestStandIn, restoreReplacedProperties, 
 import { diffText, stable } from "./compare-rudderstack/compare";
 import type { MapContext, SourceMapping, WebhookRequest } from "../src/sources/types";
 import { AppError } from "../src/lib/errors";
+import { memoryState } from "../src/sources/state-store";
 import { ServerRun } from "./compare-sources/server";
 
 const USAGE = "usage: npx bun scripts/compare-sources.ts --rudder-transformer /path/to/rudder-transformer [type ...] [-v] [--case N] [--direct]";
@@ -88,19 +89,6 @@ const nextUuid = () => mockedUuid.once.shift() ?? mockedUuid.always ?? crypto.ra
 
 /** What a case's mockFns gets as its HTTP mock adapter: anything called on it is accepted and ignored. */
 const anyMock: any = new Proxy(function () {}, { get: (_t, k) => (k === "then" ? undefined : anyMock), apply: () => anyMock });
-
-/** In-memory state for direct runs (each case starts empty). */
-function memoryState(): MapContext["state"] {
-  const m = new Map<string, Record<string, unknown>>();
-  return {
-    async get(k) {
-      return m.get(k) ?? null;
-    },
-    async set(k, fields) {
-      m.set(k, { ...(m.get(k) ?? {}), ...fields });
-    },
-  };
-}
 
 function requestOf(item: any): WebhookRequest {
   const r = item?.request ?? {};

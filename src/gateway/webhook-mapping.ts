@@ -3,19 +3,10 @@ import type { SourceRuntime } from "../control-plane/config-store";
 import { rebaseUrl } from "../destinations/base-url";
 import { AppError } from "../lib/errors";
 import { readUpTo } from "../lib/read-up-to";
-import { workspaceState } from "../sources/state-store";
-import { type MapResult, type SourceHttp, SourceHttpError, type SourceMapping, type SourceState, type WebhookRequest } from "../sources/types";
+import { memoryState, workspaceState } from "../sources/state-store";
+import { type MapResult, type SourceHttp, SourceHttpError, type SourceMapping, type WebhookRequest } from "../sources/types";
 import type { IntakeDeps } from "./intake";
 import { ISO_DATE_TIME } from "./schemas";
-
-/** Without a store (tests that build intake by hand), state lives as long as the request. */
-function requestState(): SourceState {
-  const hashes = new Map<string, Record<string, unknown>>();
-  return {
-    get: async (key) => hashes.get(key) ?? null,
-    set: async (key, fields) => void hashes.set(key, { ...(hashes.get(key) ?? {}), ...fields }),
-  };
-}
 
 /** The most of an answer a mapping's request reads: a lead is a few KB. */
 const SOURCE_ANSWER_MAX_BYTES = 1024 * 1024;
@@ -84,7 +75,7 @@ export async function mapWebhook(deps: IntakeDeps, source: SourceRuntime, mappin
   // Logged where it happens, with its cause: the caller only sees a 503 (and Shopify's mapping
   // carries on without state where RudderStack's carries on without Redis).
   const onError = (err: unknown) => deps.log.warn("webhook source state failed", { err, source: source.id, type: mapping.name });
-  const state = deps.sourceState ? workspaceState(deps.sourceState, source.workspaceId, Date.now, onError) : requestState();
+  const state = deps.sourceState ? workspaceState(deps.sourceState, source.workspaceId, Date.now, onError) : memoryState();
   try {
     const result = await mapping.map(request, {
       source: { id: source.id, name: source.name, workspaceId: source.workspaceId, writeKey: "", config: source.config ?? {} },

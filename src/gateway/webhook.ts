@@ -18,6 +18,7 @@ import { AppError, badRequest } from "../lib/errors";
 import { parseJsonShaped, shapeLimitsFor } from "../lib/json-shape";
 import { setOwn } from "../lib/safe-keys";
 import type { SourceRuntime } from "../control-plane/config-store";
+import { canonicalHeaderName } from "../sources/common";
 import { findSourceMapping } from "../sources/registry";
 import type { SourceMapping, WebhookRequest } from "../sources/types";
 import { readDecodedBody, writeKeyFromAuthorization } from "./read-body";
@@ -86,11 +87,6 @@ async function multipartBody(bytes: Uint8Array, contentType: string): Promise<Re
     }
   }
   return { Value: grouped(values), File: files };
-}
-
-/** `content-type` → `Content-Type`: the form Go's http.Header keys take. */
-function canonicalHeaderName(name: string): string {
-  return name.replace(/[^-]+/g, (w) => w[0]!.toUpperCase() + w.slice(1).toLowerCase());
 }
 
 /** Marks a body the shape check passed but JSON.parse did not: the mapping gives its own error for it. */

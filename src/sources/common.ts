@@ -30,6 +30,11 @@ export function header(request: Pick<WebhookRequest, "headers">, name: string): 
   return undefined;
 }
 
+/** `content-type` → `Content-Type`: the form Go's http.Header keys take, as rudder-server hands headers over. */
+export function canonicalHeaderName(name: string): string {
+  return name.replace(/[^-]+/g, (w) => w[0]!.toUpperCase() + w.slice(1).toLowerCase());
+}
+
 /** The skeleton every mapped message starts from: library unknown, the integration named, and not sent back to it. */
 export function newMessage(integration: string): Record<string, any> {
   return {

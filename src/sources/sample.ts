@@ -4,7 +4,9 @@
  * The dashboard's "try a sample" shows it before the service is wired.
  */
 import { AppError } from "../lib/errors";
-import type { AnswerToSource, SamplePayload, SourceMapping, SourceState, WebhookRequest, WebhookSourceInfo } from "./types";
+import { canonicalHeaderName } from "./common";
+import { memoryState } from "./state-store";
+import type { AnswerToSource, SamplePayload, SourceMapping, WebhookRequest, WebhookSourceInfo } from "./types";
 
 export interface SampleRun {
   request: WebhookRequest;
@@ -14,22 +16,11 @@ export interface SampleRun {
   error?: { status: number; message: string };
 }
 
-/** State that lives for the one run: a sample must not change what real requests find. */
-function runState(): SourceState {
-  const hashes = new Map<string, Record<string, unknown>>();
-  return {
-    get: async (key) => hashes.get(key) ?? null,
-    set: async (key, fields) => void hashes.set(key, { ...(hashes.get(key) ?? {}), ...fields }),
-  };
-}
-
-const canonical = (name: string) => name.replace(/[^-]+/g, (w) => w[0]!.toUpperCase() + w.slice(1).toLowerCase());
-
 export async function mapSample(mapping: SourceMapping, source: WebhookSourceInfo, payload: SamplePayload = mapping.sample): Promise<SampleRun> {
   const query: Record<string, string[]> = { writeKey: [source.writeKey] };
   for (const [k, v] of Object.entries(payload.query ?? {})) query[k] = [v];
   const headers: Record<string, string[]> = { "Content-Type": ["application/json"] };
-  for (const [k, v] of Object.entries(payload.headers ?? {})) headers[canonical(k)] = [v];
+  for (const [k, v] of Object.entries(payload.headers ?? {})) headers[canonicalHeaderName(k)] = [v];
   const body = JSON.stringify(payload.body === undefined ? {} : payload.body);
   const request: WebhookRequest = {
     method: "POST",
@@ -43,7 +34,7 @@ export async function mapSample(mapping: SourceMapping, source: WebhookSourceInf
   try {
     // No `http`: a sample calls no service (Facebook Lead Ads' events stay without the lead's
     // answers, whatever token the source has), and no `warn`: nothing of it is logged.
-    const result = await mapping.map(request, { source, state: runState(), uuid: () => crypto.randomUUID(), now: Date.now });
+    const result = await mapping.map(request, { source, state: memoryState(), uuid: () => crypto.randomUUID(), now: Date.now });
     return { request, events: result.events, ...(result.answer ? { answer: result.answer } : {}) };
   } catch (err) {
     if (err instanceof AppError) return { request, events: [], error: { status: err.status, message: err.message } };

@@ -14,6 +14,18 @@ export interface SourceStateStore {
   purgeExpired(now: number): Promise<number>;
 }
 
+/**
+ * State that lives as long as the object: a dry run's, or a request's where no store is given
+ * (tools and tests that build intake by hand). A sample must not change what real requests find.
+ */
+export function memoryState(): SourceState {
+  const hashes = new Map<string, Record<string, unknown>>();
+  return {
+    get: async (key) => hashes.get(key) ?? null,
+    set: async (key, fields) => void hashes.set(key, { ...(hashes.get(key) ?? {}), ...fields }),
+  };
+}
+
 /** RudderStack's default expiry of a Redis key it sets (REDIS_EXPIRY_TIME_IN_SEC). */
 export const DEFAULT_STATE_TTL_SECONDS = 3600;
 

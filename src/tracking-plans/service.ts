@@ -7,7 +7,7 @@ import { newId } from "../lib/ids";
 import type { ScopedContext } from "../control-plane/context";
 import { findSourceRow } from "../control-plane/sources";
 import { commit } from "../control-plane/config-store";
-import { compileTrackingPlan, parseTrackingPlan } from "./plan";
+import { type CompiledTrackingPlan, compileTrackingPlan, parseTrackingPlan } from "./plan";
 import { parseTrackingPlanSettings } from "./settings";
 import { validateEvent } from "./validate";
 import type { PlanProblem, PlanVersionRow, TrackingPlanStore } from "./store";
@@ -19,21 +19,12 @@ export interface TrackingPlanDeps {
 }
 
 /** How a plan is kept: the schemas that do not compile named, for the API's refusal or the file's mark. */
-export function checkPlan(json: unknown): { name: string; id?: string; version?: number; problems: PlanProblem[] } {
+export function checkPlan(json: unknown): { name: string; id?: string; version?: number; problems: PlanProblem[]; compiled: CompiledTrackingPlan } {
   const plan = parseTrackingPlan(json);
   const compiled = compileTrackingPlan(plan);
   const problems = compiled.problems.map((p) => ({ event: p.eventName || p.eventType, message: p.message }));
   const version = typeof plan.version === "number" ? plan.version : typeof plan.version === "string" && /^\d+$/.test(plan.version) ? Number(plan.version) : undefined;
-  return { name: plan.name || plan.id || "tracking plan", id: plan.id, version, problems };
-}
-
-/** Equal as JSON values, key order aside (PostgreSQL's jsonb keeps its own order). */
-function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
-  const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+  return { name: plan.name || plan.id || "tracking plan", id: plan.id, version, problems, compiled };
 }
 
 function present(row: PlanVersionRow, name: string, currentVersion: number) {
@@ -58,7 +49,8 @@ export async function putTrackingPlan(ctx: ScopedContext, deps: TrackingPlanDeps
   const existing = await deps.store.version(ctx.workspaceId, id, version);
   if (existing) {
     // The same version again (a workspace file applied at every start) is a no-op; another one under its number is a conflict.
-    if (sameJson(existing.plan, json)) return present(existing, current!.name, current!.currentVersion);
+    // Equal as JSON, key order aside: PostgreSQL's jsonb keeps its own order.
+    if (Bun.deepEquals(existing.plan, json)) return present(existing, current!.name, current!.currentVersion);
     throw new AppError("CONFLICT", `version: plan '${id}' already has a version ${version} with other content; give the new one another version`);
   }
   const row: PlanVersionRow = { workspaceId: ctx.workspaceId, planId: id, version, plan: json as Record<string, unknown>, problems: checked.problems, createdAt: ctx.now() };
@@ -127,7 +119,7 @@ export async function previewTrackingPlan(ctx: ScopedContext, deps: TrackingPlan
     planJson = stored.plan;
   }
   const checked = checkPlan(planJson);
-  const compiled = compileTrackingPlan(parseTrackingPlan(planJson));
+  const compiled = checked.compiled;
   const baseSettings = body.settings ?? row.trackingPlanConfig ?? { config: {} };
   // Whatever plan id and version the settings name, the events are checked against this plan.
   const version = checked.version ?? 1;
@@ -147,7 +139,7 @@ export async function previewTrackingPlan(ctx: ScopedContext, deps: TrackingPlan
     // The stored copy may carry an earlier check's annotations; the plan is checked afresh.
     const context = message.context as Record<string, unknown> | undefined;
     if (context && typeof context === "object") delete context.violationErrors;
-    const outcome = validateEvent({ message, settings: { ...settings, planId: settings.planId, planVersion: version }, plan: compiled });
+    const outcome = validateEvent({ message, settings, plan: compiled });
     const key = `${String(message.type)}\u0000${typeof message.event === "string" ? message.event : ""}`;
     let e = byEvent.get(key);
     if (!e) byEvent.set(key, (e = { type: String(message.type), event: typeof message.event === "string" ? message.event : "", checked: 0, violating: 0, dropped: 0 }));
