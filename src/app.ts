@@ -180,7 +180,9 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
       : await apply();
     log.info("workspace file applied", { file, ...summary });
   }
-  const intake: IntakeDeps = { config, events: backend.events, suppressor: suppression, live, metrics, log, slowBodies, sourceState: backend.sourceState, sourceHttp: { outbound: new Outbound(settings), baseUrls: settings.destinationBaseUrls, timeoutMs: settings.destinationTimeoutMs } };
+  // One outbound policy for delivery and for webhook sources' own calls (Facebook's Graph API).
+  const outbound = new Outbound(settings);
+  const intake: IntakeDeps = { config, events: backend.events, suppressor: suppression, live, metrics, log, slowBodies, sourceState: backend.sourceState, sourceHttp: { outbound, baseUrls: settings.destinationBaseUrls, timeoutMs: settings.destinationTimeoutMs } };
 
   const sandbox = new SandboxPool({
     memoryBytes: settings.transformMemoryMb * 1024 * 1024,
@@ -188,7 +190,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     workers: settings.transformWorkers,
     outputMaxBytes: settings.transformOutputMaxBytes,
   });
-  const stages = { sandbox, baseUrls: settings.destinationBaseUrls, outbound: new Outbound(settings) };
+  const stages = { sandbox, baseUrls: settings.destinationBaseUrls, outbound };
   const outcomes = new OutcomeWriter(deliveries, log, backend.work);
   const processor = new Processor(deliveries, config, log, now, backend.work);
   const retry: RetryPolicy = {
