@@ -223,7 +223,9 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
   // Deliveries filtered at fan-out (consent, event lists) show on the destination's live stream.
   processor.useLiveEvents(live);
   // Events of sources with a tracking plan are checked (annotated, maybe dropped) before fan-out.
-  processor.useTrackingPlans(new TrackingPlanStage(backend.trackingPlans, log, metrics));
+  const trackingPlanStage = new TrackingPlanStage(backend.trackingPlans, log, metrics, Date.now, { clock: now });
+  processor.useTrackingPlans(trackingPlanStage);
+  trackingPlanStage.start();
   // Events committed before a crash but not yet fanned out are picked up here.
   await processor.run();
   await router.start();
@@ -269,7 +271,7 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
     .use(overviewRoutes(ctx))
     .use(transformationRoutes(ctx, sandbox))
     .use(regulationRoutes(ctx, { store: regulations, suppression, deletions }))
-    .use(trackingPlanRoutes(ctx, { store: backend.trackingPlans }))
+    .use(trackingPlanRoutes(ctx, { store: backend.trackingPlans, catalog: settings.catalog ? backend.catalog : undefined, flushCounts: () => trackingPlanStage.flushCounts() }))
     .use(warehouseRoutes(ctx, warehouseLoads))
     .use(catalogRoutes({ ...ctx, catalog: backend.catalog }))
     .use(testApiRoutes(ctx, { stages, timeoutMs: settings.destinationTimeoutMs }))
@@ -327,6 +329,8 @@ export async function createSluice(settings: Settings, opts: { log?: Logger; now
       await backend.stopJobs();
       await processor.run();
       processor.stop();
+      // After the processor's last run: what it counted is written before the database closes.
+      await trackingPlanStage.stop();
       await router.stop();
       await objectFiles.stop();
       await sandbox.close();

@@ -69,3 +69,64 @@ export const catalogOverflow = sqliteTable("catalog_overflow", {
   models: integer("models").notNull().default(0),
   events: integer("events").notNull().default(0),
 });
+
+/**
+ * Tracking-plan violations counted per source, UTC day, event and violation type, and the
+ * property the violation is about ("" when it names none). Added to by the processor's stage in
+ * flushes every few seconds, never per event; retention deletes days more than 8 days before its window.
+ */
+export const trackingPlanViolationCounts = sqliteTable(
+  "tracking_plan_violation_counts",
+  {
+    workspaceId: text("workspace_id").notNull(),
+    sourceId: text("source_id").notNull(),
+    /** "YYYY-MM-DD", UTC. */
+    day: text("day").notNull(),
+    type: text("type").notNull(),
+    /** The track event's name; "" for the other types. */
+    event: text("event").notNull(),
+    violationType: text("violation_type").notNull(),
+    /** The property (instancePath, or the missing/unplanned one); "" when none. */
+    property: text("property").notNull(),
+    count: integer("count").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.sourceId, t.day, t.type, t.event, t.violationType, t.property] }), index("tracking_plan_violation_counts_day").on(t.day)],
+);
+
+/** Events dropped by their source's tracking-plan settings, per source, UTC day and event. */
+export const trackingPlanDroppedCounts = sqliteTable(
+  "tracking_plan_dropped_counts",
+  {
+    workspaceId: text("workspace_id").notNull(),
+    sourceId: text("source_id").notNull(),
+    day: text("day").notNull(),
+    type: text("type").notNull(),
+    event: text("event").notNull(),
+    count: integer("count").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.sourceId, t.day, t.type, t.event] }), index("tracking_plan_dropped_counts_day").on(t.day)],
+);
+
+/**
+ * The newest dropped events of each source (at most 100 a source, older rows deleted as new
+ * ones come), with their violations. The event itself is not copied: it stays in `events`
+ * (annotated), so retention and regulations delete it as they delete any other event.
+ */
+export const trackingPlanDroppedEvents = sqliteTable(
+  "tracking_plan_dropped_events",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    workspaceId: text("workspace_id").notNull(),
+    sourceId: text("source_id").notNull(),
+    eventId: integer("event_id").notNull(),
+    /** When the stage dropped it (ms). */
+    at: integer("at").notNull(),
+    type: text("type").notNull(),
+    event: text("event").notNull(),
+    violationType: text("violation_type").notNull(),
+    error: text("error").notNull(),
+    /** JSON: the violations, as context.violationErrors holds them. */
+    violations: text("violations", { mode: "json" }).$type<Array<Record<string, unknown>>>().notNull(),
+  },
+  (t) => [index("tracking_plan_dropped_events_source").on(t.sourceId, t.id), index("tracking_plan_dropped_events_at").on(t.at)],
+);

@@ -1,7 +1,8 @@
 /**
  * The dashboard's overview: events received, delivered, failed and aborted per minute, in
  * total and per source and destination, and what needs attention (destinations holding
- * aborted events, deletions that failed).
+ * aborted events, deletions that failed). Beside them, tracking-plan violations and dropped
+ * events per day, from the daily counts the tracking-plan stage keeps.
  *
  * No table of its own: the stored rows already answer it, read through the stats store
  * (StatsStore in store.ts; on PostgreSQL the shared tables, so every instance's events count). Received
@@ -281,6 +282,83 @@ export async function needsAttention(ctx: Scoped<PipelineApiContext>): Promise<A
   return { destinations, deletions, deletionsTotal: failing.total };
 }
 
+const DAY = 86_400_000;
+/** Days the tracking-plan stats go back at most: retention keeps COUNT_DAYS_KEPT days of counts beyond its window. */
+export const MAX_PLAN_DAYS = 8;
+const DAYS_RULE = `expected a whole number of days from 1 to ${MAX_PLAN_DAYS}`;
+
+export const TrackingPlanStatsQuery = t.Object({
+  days: t.Optional(t.String({ pattern: "^[0-9]{1,2}$", errorMessage: DAYS_RULE, description: `How many UTC days back, the current one included: 1 to ${MAX_PLAN_DAYS}, default 7.` })),
+});
+
+const DayCounts = t.Array(t.Integer(), { description: "One count per UTC day, oldest first (aligned with `dayStarts`)." });
+const PlanTotals = t.Object({ violations: t.Integer(), dropped: t.Integer() });
+
+export const TrackingPlanStats = t.Object({
+  days: t.Integer(),
+  dayStarts: t.Array(t.String({ description: "YYYY-MM-DD, UTC." })),
+  total: t.Object({ violations: DayCounts, dropped: DayCounts, totals: PlanTotals }),
+  sources: t.Array(
+    t.Object({
+      id: t.String(),
+      name: t.String(),
+      violations: DayCounts,
+      dropped: DayCounts,
+      totals: PlanTotals,
+      byViolationType: t.Record(t.String(), t.Integer(), { description: "Violations over the days shown, by violation type." }),
+    }),
+    { description: "Sources with a violation or a dropped event in the days shown." },
+  ),
+});
+export type TrackingPlanStats = Static<typeof TrackingPlanStats>;
+
+/** `?days=` as a number, or a 400 naming it. */
+export function parsePlanDays(raw: string | undefined): number {
+  if (raw === undefined) return 7;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PLAN_DAYS) throw badRequest(`query.days: ${DAYS_RULE}`);
+  return n;
+}
+
+/**
+ * Tracking-plan violations and dropped events per UTC day, in total and per source: the daily
+ * counts the processor's tracking-plan stage writes every few seconds (src/tracking-plans/violation-counts.ts).
+ */
+export async function trackingPlanStats(ctx: Scoped<PipelineApiContext>, days = 7): Promise<TrackingPlanStats> {
+  const today = Math.floor(ctx.now() / DAY);
+  const first = today - (days - 1);
+  const dayStarts = Array.from({ length: days }, (_, i) => new Date((first + i) * DAY).toISOString().slice(0, 10));
+  const index = new Map(dayStarts.map((d, i) => [d, i]));
+  const rows = await ctx.stats.trackingPlanCounts(ctx.workspaceId, dayStarts[0]!);
+  const total = { violations: new Array<number>(days).fill(0), dropped: new Array<number>(days).fill(0) };
+  const bySource = new Map<string, { violations: number[]; dropped: number[]; byViolationType: Record<string, number> }>();
+  for (const r of rows) {
+    const i = index.get(r.day);
+    if (i === undefined) continue;
+    let s = bySource.get(r.sourceId);
+    if (!s) bySource.set(r.sourceId, (s = { violations: new Array<number>(days).fill(0), dropped: new Array<number>(days).fill(0), byViolationType: {} }));
+    if (r.violationType === null) {
+      s.dropped[i]! += r.n;
+      total.dropped[i]! += r.n;
+    } else {
+      s.violations[i]! += r.n;
+      total.violations[i]! += r.n;
+      s.byViolationType[r.violationType] = (s.byViolationType[r.violationType] ?? 0) + r.n;
+    }
+  }
+  const sum = (a: number[]) => a.reduce((x, y) => x + y, 0);
+  const names = new Map((await ctx.controlPlane.sources(ctx.workspaceId)).map((s) => [s.id, s.name]));
+  return {
+    days,
+    dayStarts,
+    total: { ...total, totals: { violations: sum(total.violations), dropped: sum(total.dropped) } },
+    sources: [...bySource]
+      // A deleted source's counts stay until retention: shown under its id.
+      .map(([id, s]) => ({ id, name: names.get(id) ?? id, ...s, totals: { violations: sum(s.violations), dropped: sum(s.dropped) } }))
+      .sort((a, b) => b.totals.dropped - a.totals.dropped || b.totals.violations - a.totals.violations),
+  };
+}
+
 export function overviewRoutes(ctx: PipelineApiContext) {
   const detail = (summary: string, description: string) => ({ tags: ["Delivery"], summary, description });
   return new Elysia({ name: "overview" })
@@ -294,6 +372,15 @@ export function overviewRoutes(ctx: PipelineApiContext) {
           "received: events accepted (stored; duplicates and suppressed events are not); delivered / aborted: deliveries that reached that state in the minute; " +
           "failed: delivery attempts that failed and were to be retried (the final attempt of an aborted delivery counts as aborted). " +
           "A source's delivered, failed and aborted count its events' deliveries to every destination.",
+      ),
+    })
+    .get("/v2/stats/tracking-plans", ({ scope, query }) => trackingPlanStats(scope, parsePlanDays(query.days)), {
+      query: TrackingPlanStatsQuery,
+      response: TrackingPlanStats,
+      detail: detail(
+        "Tracking-plan violations and dropped events per day",
+        "Over the last `days` UTC days (default 7, at most 8), in total and per source with any: violations found by the sources' tracking plans (each violation of an event counts once) and events dropped by their settings (never delivered). " +
+          "Counted when the processor checks an event, and written every 5 seconds by each instance; per event, violation type and property in `GET /v2/sources/{id}/tracking-plan/report`.",
       ),
     })
     .get("/v2/stats/attention", ({ scope }) => needsAttention(scope), {

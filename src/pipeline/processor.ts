@@ -74,12 +74,13 @@ export class Processor {
   /**
    * The tracking-plan stage for one event of a source with a plan: its annotated payload, kept
    * with the deliveries; true when its settings drop it (no deliveries; shown on the source's
-   * live events with its violations, as RudderStack keeps it among its processing errors).
+   * live events with its violations, as RudderStack keeps it among its processing errors). A
+   * kept event with violations is shown there too, checked: intake showed it before the check.
    */
   private async checkPlan(r: StoredEvent, settings: TrackingPlanSettings, rewrites: PayloadRewrite[]): Promise<boolean> {
     let result;
     try {
-      result = await this.trackingPlans!.check(r.sourceId, r.workspaceId, settings, r.payload!);
+      result = await this.trackingPlans!.check(r.id, r.sourceId, r.workspaceId, settings, r.payload!);
     } catch (err) {
       // The plan store could not be read: the event goes on unchecked rather than stalling delivery.
       this.log.warn("tracking plan check failed: the event goes on unchecked", { err, source: r.sourceId, eventId: r.id });
@@ -89,10 +90,16 @@ export class Processor {
       r.payload = result.payload;
       rewrites.push({ eventId: r.id, partition: r.partition, payload: result.payload });
     }
-    if (!result.outcome.dropped) return false;
+    const { dropped, violations } = result.outcome;
+    if (!dropped && violations.length === 0) return dropped;
+    // Only while someone watches the source: the entry is built for them alone.
     const topic = `source:${r.sourceId}`;
-    if (this.live?.hasSubscribers(topic)) this.live.publish(topic, { trackingPlanDropped: true, error: result.outcome.error, violationType: result.outcome.violationType, event: result.message });
-    return true;
+    if (this.live?.hasSubscribers(topic)) {
+      this.live.publish(topic, dropped
+        ? { trackingPlanDropped: true, error: result.outcome.error, violationType: result.outcome.violationType, violations, event: result.message }
+        : { trackingPlanChecked: true, violations, event: result.message });
+    }
+    return dropped;
   }
 
   /** Coalesces wake-ups: many commits in one turn of the loop cause one run. */

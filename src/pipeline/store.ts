@@ -268,6 +268,16 @@ export interface MinuteCount {
   n: number;
 }
 
+/** One day's tracking-plan count of a source: violations of one type, or dropped events. */
+export interface TrackingPlanDayCount {
+  sourceId: string;
+  /** "YYYY-MM-DD", UTC. */
+  day: string;
+  /** null: events dropped. */
+  violationType: string | null;
+  n: number;
+}
+
 /** A destination holding aborted deliveries. */
 export interface AbortedSummary {
   destinationId: string;
@@ -323,9 +333,17 @@ export interface StatsStore {
   failingDeletions(workspaceId: string, limit: number): Promise<{ deletions: FailingDeletion[]; total: number }>;
 
   /**
+   * The workspace's tracking-plan counts per source and UTC day from `fromDay` ("YYYY-MM-DD") on:
+   * violations by violation type, and events dropped (`violationType` null).
+   */
+  trackingPlanCounts(workspaceId: string, fromDay: string): Promise<TrackingPlanDayCount[]>;
+
+  /**
    * Retention: deletes finished deliveries (succeeded, aborted, filtered) last updated before
    * `olderThan`, then events received before it that the processor has passed and no delivery
-   * is left of, in bounded batches. How many of each went.
+   * is left of, in bounded batches. How many of each went. With them go the tracking-plan
+   * stage's dropped-event rows older than `olderThan` (their events go now), and its daily
+   * counts of days before the UTC day COUNT_DAYS_KEPT days before `olderThan`.
    */
   purgeExpired(olderThan: number): Promise<{ deliveries: number; events: number }>;
   /**

@@ -10,12 +10,18 @@ import { commit } from "../control-plane/config-store";
 import { type CompiledTrackingPlan, compileTrackingPlan, parseTrackingPlan } from "./plan";
 import { parseTrackingPlanSettings } from "./settings";
 import { validateEvent } from "./validate";
+import type { CatalogStore } from "../catalog/store";
 import type { PlanProblem, PlanVersionRow, TrackingPlanStore } from "./store";
+import { utcDay } from "./violation-counts";
 
 export interface TrackingPlanDeps {
   store: TrackingPlanStore;
   /** Called after a plan changes, so the processor validates against the new version. */
   changed?: () => void;
+  /** The event catalog's models (what the report compares the plan with); absent with --catalog false. */
+  catalog?: Pick<CatalogStore, "models">;
+  /** Writes this instance's counts not yet written, so the report and the dropped list are current. */
+  flushCounts?: () => Promise<void>;
 }
 
 /** How a plan is kept: the schemas that do not compile named, for the API's refusal or the file's mark. */
@@ -163,4 +169,108 @@ export async function previewTrackingPlan(ctx: ScopedContext, deps: TrackingPlan
     events: [...byEvent.values()].sort((a, b) => b.violating - a.violating || b.checked - a.checked),
     problems: checked.problems,
   };
+}
+
+/** The types a plan governs (alias and the rest are never validated, so never unplanned). */
+const VALIDATED_TYPES = new Set(["track", "identify", "page", "screen", "group"]);
+/** Violation rows the report lists at most (most in the last 7 days first). */
+const REPORT_VIOLATION_ROWS = 500;
+const DAY_MS = 86_400_000;
+
+/**
+ * A source's plan against its traffic, side by side: planned events the catalog never saw,
+ * events it saw that the plan does not name, and the violations counted by event, violation
+ * type and property today (UTC) and over the last 7 UTC days, with the events dropped.
+ */
+export async function trackingPlanReport(ctx: ScopedContext, deps: TrackingPlanDeps, sourceId: string) {
+  const row = await findSourceRow(ctx, sourceId);
+  await deps.flushCounts?.();
+  const now = ctx.now();
+  const today = utcDay(now);
+  const from = utcDay(now - 6 * DAY_MS);
+  let settings;
+  try {
+    settings = row.trackingPlanConfig ? parseTrackingPlanSettings(row.trackingPlanConfig) : undefined;
+  } catch {
+    // Settings the processor cannot read either: no plan to compare, the counts still shown.
+    settings = undefined;
+  }
+  const stored = settings?.planId ? await deps.store.version(ctx.workspaceId, settings.planId, settings.planVersion || undefined) : undefined;
+  const planRow = stored ? await deps.store.plan(ctx.workspaceId, stored.planId) : undefined;
+  const planned = stored ? parseTrackingPlan(stored.plan).events : [];
+  const models = deps.catalog ? (await deps.catalog.models(row.id)).filter((m) => VALIDATED_TYPES.has(m.type)) : [];
+
+  const keyOf = (type: string, event: string) => `${type}\u0000${type === "track" ? event : ""}`;
+  const seen = new Map(models.map((m) => [keyOf(m.type, m.event), m]));
+  const plannedKeys = new Set(planned.map((e) => keyOf(e.eventType, e.name)));
+  const plannedNotSeen = deps.catalog
+    ? planned.filter((e) => !seen.has(keyOf(e.eventType, e.name))).map((e) => ({ type: e.eventType, event: e.eventType === "track" ? e.name : "", description: e.description ?? null }))
+    : [];
+  const seenNotPlanned = stored
+    ? models
+        .filter((m) => !plannedKeys.has(keyOf(m.type, m.event)))
+        .sort((a, b) => b.count - a.count)
+        .map((m) => ({ type: m.type, event: m.event, count: m.count, firstSeen: new Date(m.firstSeen).toISOString(), lastSeen: new Date(m.lastSeen).toISOString() }))
+    : [];
+
+  const [violationRows, droppedRows] = await Promise.all([deps.store.violationCounts(row.id, from), deps.store.droppedCounts(row.id, from)]);
+  const violations = new Map<string, { type: string; event: string; violationType: string; property: string; today: number; last7Days: number }>();
+  for (const v of violationRows) {
+    if (v.day > today) continue;
+    const key = `${v.type}\u0000${v.event}\u0000${v.violationType}\u0000${v.property}`;
+    let e = violations.get(key);
+    if (!e) violations.set(key, (e = { type: v.type, event: v.event, violationType: v.violationType, property: v.property, today: 0, last7Days: 0 }));
+    e.last7Days += v.count;
+    if (v.day === today) e.today += v.count;
+  }
+  const dropped = new Map<string, { type: string; event: string; today: number; last7Days: number }>();
+  for (const d of droppedRows) {
+    if (d.day > today) continue;
+    const key = `${d.type}\u0000${d.event}`;
+    let e = dropped.get(key);
+    if (!e) dropped.set(key, (e = { type: d.type, event: d.event, today: 0, last7Days: 0 }));
+    e.last7Days += d.count;
+    if (d.day === today) e.today += d.count;
+  }
+  const byCount = (a: { today: number; last7Days: number }, b: { today: number; last7Days: number }) => b.last7Days - a.last7Days || b.today - a.today;
+  const violationList = [...violations.values()].sort(byCount);
+  const sum = (list: Array<{ today: number; last7Days: number }>) => list.reduce((t, e) => ({ today: t.today + e.today, last7Days: t.last7Days + e.last7Days }), { today: 0, last7Days: 0 });
+  return {
+    sourceId: row.id,
+    plan: stored ? { id: stored.planId, name: planRow?.name ?? stored.planId, version: stored.version, events: planned.length } : null,
+    catalog: Boolean(deps.catalog),
+    today,
+    from,
+    plannedNotSeen,
+    seenNotPlanned,
+    violations: violationList.slice(0, REPORT_VIOLATION_ROWS),
+    violationRows: violationList.length,
+    dropped: [...dropped.values()].sort(byCount),
+    totals: { violations: sum(violationList), dropped: sum([...dropped.values()]) },
+  };
+}
+
+/** A source's newest dropped events (at most DROPPED_EVENTS_KEPT are kept), newest first, with the stored event. */
+export async function listDroppedEvents(ctx: ScopedContext, deps: TrackingPlanDeps, sourceId: string, limit: number) {
+  const row = await findSourceRow(ctx, sourceId);
+  await deps.flushCounts?.();
+  const rows = await deps.store.droppedEvents(row.id, limit);
+  return rows.map((r) => ({
+    eventId: r.eventId,
+    at: new Date(r.at).toISOString(),
+    type: r.type,
+    event: r.event,
+    violationType: r.violationType,
+    error: r.error,
+    violations: r.violations,
+    payload: r.payload === null ? null : parseStored(r.payload),
+  }));
+}
+
+function parseStored(payload: string): Record<string, unknown> | null {
+  try {
+    return JSON.parse(payload);
+  } catch {
+    return null;
+  }
 }

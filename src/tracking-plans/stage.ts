@@ -5,6 +5,10 @@
  * trackingPlanVersion), and dropped when the source's settings say so: a dropped event gets no
  * deliveries, and is counted and shown with its violations.
  *
+ * Violations and drops are counted in /metrics at once, and in the store's daily counts (with
+ * the newest dropped events of each source) by a writer that flushes every few seconds
+ * (violation-counts.ts): the stage itself never waits on those writes.
+ *
  * Plans are read from the store by (workspace, id, version), compiled once and kept: a version
  * never changes. A version not found is asked again after a few seconds (another instance, or
  * the API, may add it).
@@ -15,6 +19,7 @@ import { type CompiledTrackingPlan, compileTrackingPlan, parseTrackingPlan } fro
 import { type TrackingPlanSettings, parseTrackingPlanSettings, planRefFor } from "./settings";
 import type { TrackingPlanStore } from "./store";
 import { type TrackingPlanOutcome, applyContextFields, validateEvent } from "./validate";
+import { TrackingPlanCounts, TrackingPlanCountsWriter } from "./violation-counts";
 
 const MISSING_RETRY_MS = 5_000;
 
@@ -31,15 +36,37 @@ export class TrackingPlanStage {
   private readonly settingsCache = new WeakMap<object, TrackingPlanSettings | null>();
   private readonly violations: Counter;
   private readonly dropped: Counter;
+  /** Counts not yet written (violation-counts.ts); written by `writer`. */
+  readonly counts: TrackingPlanCounts;
+  private readonly writer: TrackingPlanCountsWriter;
 
   constructor(
     private readonly store: TrackingPlanStore,
     private readonly log: Logger,
     metrics: Metrics,
     private readonly now: () => number = Date.now,
+    /** clock: what dates the counts (the server's clock, which tests may set); flushMs: how often they are written. */
+    opts: { clock?: () => number; flushMs?: number } = {},
   ) {
+    this.counts = new TrackingPlanCounts(opts.clock ?? now);
+    this.writer = new TrackingPlanCountsWriter(this.counts, store, log, opts.flushMs);
     this.violations = metrics.register(new Counter("sluice_tracking_plan_violations_total", "Tracking-plan violations found in events, by source, event type and violation type."));
     this.dropped = metrics.register(new Counter("sluice_tracking_plan_dropped_total", "Events dropped by their source's tracking-plan settings (never delivered), by source."));
+  }
+
+  /** Starts writing the counts every few seconds. */
+  start(): void {
+    this.writer.start();
+  }
+
+  /** Stops the timer and writes what is counted (after the processor's last run). */
+  stop(): Promise<void> {
+    return this.writer.stop();
+  }
+
+  /** Writes the counts held now (tests, and a report that wants the latest). */
+  flushCounts(): Promise<void> {
+    return this.writer.flush();
   }
 
   /** The source's settings, parsed once per config snapshot object; null when none or unreadable. */
@@ -73,14 +100,17 @@ export class TrackingPlanStage {
     return compiled;
   }
 
-  /** Checks one event of a source with a plan (settings from settingsOf). */
-  async check(sourceId: string, workspaceId: string, settings: TrackingPlanSettings, payload: string): Promise<StageResult> {
+  /** Checks one stored event of a source with a plan (settings from settingsOf). */
+  async check(eventId: number, sourceId: string, workspaceId: string, settings: TrackingPlanSettings, payload: string): Promise<StageResult> {
     const message = JSON.parse(payload) as Record<string, unknown>;
     const ref = planRefFor(settings, message);
     const plan = ref.version ? await this.plan(workspaceId, ref.id, ref.version) : undefined;
     const outcome = validateEvent({ message, settings, plan });
     for (const v of outcome.violations) this.violations.inc({ source: sourceId, type: String(message.type), violation: v.type });
     if (outcome.dropped) this.dropped.inc({ source: sourceId });
+    if (outcome.violations.length || outcome.dropped) {
+      this.counts.add(sourceId, workspaceId, eventId, message, outcome.violations, outcome.dropped ? { violationType: outcome.violationType, error: outcome.error ?? "" } : undefined);
+    }
     if (!outcome.contextFields) return { outcome, message };
     applyContextFields(message, outcome.contextFields);
     return { payload: JSON.stringify(message), outcome, message };

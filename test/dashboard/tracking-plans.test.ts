@@ -237,3 +237,22 @@ test.if(haveChromium)("a source's plan: the version and four settings saved with
   expect(await page.getByTestId("plans").getByText("tp_set").count()).toBe(0);
   await context.close();
 }, 60_000);
+
+test.if(haveChromium)("a source's page: the plan against traffic (planned but never seen, violations by property) and its dropped events with their violations, as text", async () => {
+  const src = await createSource(s.url, { name: "traffic" });
+  expect((await api(s.url, "POST", "/v2/destinations", { name: "nowhere", type: "WEBHOOK", config: { webhookUrl: "http://127.0.0.1:1/hook" }, sourceIds: [src.id] })).status).toBe(201);
+  expect((await api(s.url, "POST", "/v2/tracking-plans", ordersPlan("tp_traffic", 1, { extra: ["Order Refunded"] }))).status).toBe(201);
+  const settings = { trackingPlan: { id: "tp_traffic", version: 1 }, config: { track: { allowUnplannedEvents: "false", anyOtherViolation: "forward" } } };
+  expect((await api(s.url, "PUT", `/v2/sources/${src.id}/tracking-plan`, settings)).status).toBe(200);
+  expect((await sendEvent(s.url, src.writeKey, "track", { userId: "u1", event: "Order Completed", properties: { orderId: "o-1", total: "ten" } })).status).toBe(200);
+  expect((await sendEvent(s.url, src.writeKey, "track", { userId: "u2", event: HOSTILE })).status).toBe(200);
+  await waitFor(async () => (await api(s.url, "GET", `/v2/sources/${src.id}/tracking-plan/dropped-events`)).json.droppedEvents.length === 1 || undefined, { what: "the dropped event" });
+  const { context, page } = await dash.newPage();
+  await page.goto(`${s.url}/sources/${src.id}`);
+  await page.getByTestId("violations-by-property").getByText("/properties/total").waitFor();
+  await page.getByTestId("dropped-events").getByText(HOSTILE, { exact: true }).waitFor();
+  await page.getByTestId("planned-not-seen").getByText("Order Refunded").waitFor();
+  expect(await page.getByTestId("violations-today").textContent()).toBe("2");
+  await noMarkup(page);
+  await context.close();
+}, 60_000);

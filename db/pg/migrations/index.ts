@@ -9,6 +9,7 @@ import m5 from "./0005_sources-rudder-definition.sql" with { type: "text" };
 import m6 from "./0006_http-default-mapping.sql" with { type: "text" };
 import m7 from "./0007_webhook-sources.sql" with { type: "text" };
 import m8 from "./0008_tracking-plans-catalog.sql" with { type: "text" };
+import m9 from "./0009_tracking-plan-counts.sql" with { type: "text" };
 
 export const migrationSql: Record<string, string> = {
   "0000_init": m0,
@@ -20,6 +21,7 @@ export const migrationSql: Record<string, string> = {
   "0006_http-default-mapping": m6,
   "0007_webhook-sources": m7,
   "0008_tracking-plans-catalog": m8,
+  "0009_tracking-plan-counts": m9,
 };
 
 export { journal };

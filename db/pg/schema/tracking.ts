@@ -51,3 +51,48 @@ export const catalogOverflow = pgTable("catalog_overflow", {
   models: bigint("models", { mode: "number" }).notNull().default(0),
   events: bigint("events", { mode: "number" }).notNull().default(0),
 });
+
+export const trackingPlanViolationCounts = pgTable(
+  "tracking_plan_violation_counts",
+  {
+    workspaceId: text("workspace_id").notNull(),
+    sourceId: text("source_id").notNull(),
+    day: text("day").notNull(),
+    type: text("type").notNull(),
+    event: text("event").notNull(),
+    violationType: text("violation_type").notNull(),
+    property: text("property").notNull(),
+    count: bigint("count", { mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.sourceId, t.day, t.type, t.event, t.violationType, t.property] }), index("tracking_plan_violation_counts_day").on(t.day)],
+);
+
+export const trackingPlanDroppedCounts = pgTable(
+  "tracking_plan_dropped_counts",
+  {
+    workspaceId: text("workspace_id").notNull(),
+    sourceId: text("source_id").notNull(),
+    day: text("day").notNull(),
+    type: text("type").notNull(),
+    event: text("event").notNull(),
+    count: bigint("count", { mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.sourceId, t.day, t.type, t.event] }), index("tracking_plan_dropped_counts_day").on(t.day)],
+);
+
+export const trackingPlanDroppedEvents = pgTable(
+  "tracking_plan_dropped_events",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    workspaceId: text("workspace_id").notNull(),
+    sourceId: text("source_id").notNull(),
+    eventId: bigint("event_id", { mode: "number" }).notNull(),
+    at: ms("at").notNull(),
+    type: text("type").notNull(),
+    event: text("event").notNull(),
+    violationType: text("violation_type").notNull(),
+    error: text("error").notNull(),
+    violations: jsonb("violations").$type<Array<Record<string, unknown>>>().notNull(),
+  },
+  (t) => [index("tracking_plan_dropped_events_source").on(t.sourceId, t.id), index("tracking_plan_dropped_events_at").on(t.at)],
+);

@@ -95,3 +95,38 @@ export interface PlanPreview {
   events: Array<{ type: string; event: string; checked: number; violating: number; dropped: number }>;
   problems: PlanProblem[];
 }
+
+/** Counts today (UTC) and over the current UTC day and the six before it. */
+export interface DayWeek {
+  today: number;
+  last7Days: number;
+}
+
+/** GET /v2/sources/{id}/tracking-plan/report: the source's plan against its traffic. */
+export interface PlanReport {
+  sourceId: string;
+  plan: { id: string; name: string; version: number; events: number } | null;
+  catalog: boolean;
+  today: string;
+  from: string;
+  plannedNotSeen: Array<{ type: string; event: string; description: string | null }>;
+  seenNotPlanned: Array<{ type: string; event: string; count: number; firstSeen: string; lastSeen: string }>;
+  violations: Array<{ type: string; event: string; violationType: string; property: string } & DayWeek>;
+  violationRows: number;
+  dropped: Array<{ type: string; event: string } & DayWeek>;
+  totals: { violations: DayWeek; dropped: DayWeek };
+}
+
+/** GET /v2/sources/{id}/tracking-plan/dropped-events. */
+export interface DroppedEventList {
+  droppedEvents: Array<{
+    eventId: number;
+    at: string;
+    type: string;
+    event: string;
+    violationType: string;
+    error: string;
+    violations: Array<{ type?: unknown; message?: unknown; property?: unknown; meta?: unknown }>;
+    payload: Record<string, unknown> | null;
+  }>;
+}

@@ -25,9 +25,13 @@ import type {
   FailingDeletion,
   MinuteCount,
   StatsStore,
+  TrackingPlanDayCount,
 } from "../../pipeline/store";
+import { COUNT_DAYS_KEPT } from "../../tracking-plans/store";
+import { utcDay } from "../../tracking-plans/violation-counts";
 
 const MINUTE = 60_000;
+const DAY = 86_400_000;
 /** Rows per retention statement. */
 const SLICE = 5000;
 /** /health's wait for PostgreSQL's answer: with the network to it cut, the query would wait for as long as the cut lasts. */
@@ -209,7 +213,19 @@ export class PgStatsStore implements StatsStore {
     return rows.map((r: { payload: string }) => r.payload);
   }
 
+  async trackingPlanCounts(workspaceId: string, fromDay: string): Promise<TrackingPlanDayCount[]> {
+    const rows = await this.sql`
+      SELECT source_id, day, violation_type, sum(count) AS n FROM tracking_plan_violation_counts WHERE day >= ${fromDay} AND workspace_id = ${workspaceId} GROUP BY 1, 2, 3
+      UNION ALL SELECT source_id, day, NULL, sum(count) FROM tracking_plan_dropped_counts WHERE day >= ${fromDay} AND workspace_id = ${workspaceId} GROUP BY 1, 2`;
+    return rows.map((r: any) => ({ sourceId: r.source_id, day: r.day, violationType: r.violation_type ?? null, n: Number(r.n) }));
+  }
+
   async purgeExpired(olderThan: number): Promise<{ deliveries: number; events: number }> {
+    // The tracking-plan stage's rows: dropped events with their events, daily counts COUNT_DAYS_KEPT days later.
+    const countsBefore = utcDay(olderThan - COUNT_DAYS_KEPT * DAY);
+    while ((await this.countOf(`DELETE FROM tracking_plan_dropped_events WHERE id IN (SELECT id FROM tracking_plan_dropped_events WHERE at < $1 LIMIT ${SLICE})`, [olderThan])) >= SLICE);
+    while ((await this.countOf(`DELETE FROM tracking_plan_violation_counts WHERE ctid IN (SELECT ctid FROM tracking_plan_violation_counts WHERE day < $1 LIMIT ${SLICE})`, [countsBefore])) >= SLICE);
+    while ((await this.countOf(`DELETE FROM tracking_plan_dropped_counts WHERE ctid IN (SELECT ctid FROM tracking_plan_dropped_counts WHERE day < $1 LIMIT ${SLICE})`, [countsBefore])) >= SLICE);
     let deliveries = 0;
     let events = 0;
     // The outer conditions repeat the inner ones: a row changed between the two (a replay made

@@ -1,6 +1,6 @@
 /** Tracking plans on PostgreSQL (cluster mode): the same answers as the SQLite store. */
 import type { PgDb } from "../../../db/pg";
-import type { PlanRow, PlanVersionRow, TrackingPlanStore } from "../../tracking-plans/store";
+import { DROPPED_EVENTS_KEPT, type DroppedCount, type DroppedEventRow, type PlanRow, type PlanVersionRow, type TrackingPlanCountsFlush, type TrackingPlanStore, type ViolationCount } from "../../tracking-plans/store";
 
 const json = (v: unknown) => (typeof v === "string" ? JSON.parse(v) : v);
 const planOf = (r: any): PlanRow => ({ workspaceId: r.workspace_id, id: r.id, name: r.name, currentVersion: Number(r.current_version), createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) });
@@ -67,4 +67,92 @@ export class PgTrackingPlanStore implements TrackingPlanStore {
       return (await sql`DELETE FROM tracking_plans WHERE workspace_id = ${workspaceId} AND id = ${id} RETURNING 1`).length > 0;
     });
   }
+
+  async addCounts(flush: TrackingPlanCountsFlush): Promise<void> {
+    // Rows in key order: two instances adding to the same counts lock them in the same order.
+    const violations = [...flush.violations].sort((a, b) => cmp(a.sourceId, b.sourceId) || cmp(a.day, b.day) || cmp(a.type, b.type) || cmp(a.event, b.event) || cmp(a.violationType, b.violationType) || cmp(a.property, b.property));
+    const dropped = [...flush.dropped].sort((a, b) => cmp(a.sourceId, b.sourceId) || cmp(a.day, b.day) || cmp(a.type, b.type) || cmp(a.event, b.event));
+    const events = flush.droppedEvents;
+    await this.db.$client.begin(async (sql) => {
+      if (violations.length) {
+        await sql.unsafe(
+          `INSERT INTO tracking_plan_violation_counts (workspace_id, source_id, day, type, event, violation_type, property, count)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[])
+           ON CONFLICT (source_id, day, type, event, violation_type, property) DO UPDATE SET count = tracking_plan_violation_counts.count + excluded.count`,
+          [
+            violations.map((v) => v.workspaceId),
+            violations.map((v) => v.sourceId),
+            violations.map((v) => v.day),
+            violations.map((v) => v.type),
+            violations.map((v) => v.event),
+            violations.map((v) => v.violationType),
+            violations.map((v) => v.property),
+            violations.map((v) => v.count),
+          ],
+        );
+      }
+      if (dropped.length) {
+        await sql.unsafe(
+          `INSERT INTO tracking_plan_dropped_counts (workspace_id, source_id, day, type, event, count)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[])
+           ON CONFLICT (source_id, day, type, event) DO UPDATE SET count = tracking_plan_dropped_counts.count + excluded.count`,
+          [dropped.map((d) => d.workspaceId), dropped.map((d) => d.sourceId), dropped.map((d) => d.day), dropped.map((d) => d.type), dropped.map((d) => d.event), dropped.map((d) => d.count)],
+        );
+      }
+      if (events.length) {
+        await sql.unsafe(
+          `INSERT INTO tracking_plan_dropped_events (workspace_id, source_id, event_id, at, type, event, violation_type, error, violations)
+           SELECT w, s, e, a, t, n, vt, er, v::jsonb FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[]) AS x(w, s, e, a, t, n, vt, er, v)`,
+          [
+            events.map((e) => e.workspaceId),
+            events.map((e) => e.sourceId),
+            events.map((e) => e.eventId),
+            events.map((e) => e.at),
+            events.map((e) => e.type),
+            events.map((e) => e.event),
+            events.map((e) => e.violationType),
+            events.map((e) => e.error),
+            events.map((e) => JSON.stringify(e.violations)),
+          ],
+        );
+        for (const id of [...new Set(events.map((e) => e.sourceId))].sort()) {
+          await sql.unsafe(
+            `DELETE FROM tracking_plan_dropped_events WHERE source_id = $1 AND id < (
+               SELECT min(id) FROM (SELECT id FROM tracking_plan_dropped_events WHERE source_id = $1 ORDER BY id DESC LIMIT ${DROPPED_EVENTS_KEPT}) newest)`,
+            [id],
+          );
+        }
+      }
+    });
+  }
+
+  async violationCounts(sourceId: string, fromDay: string): Promise<ViolationCount[]> {
+    const rows = await this.db.$client`SELECT * FROM tracking_plan_violation_counts WHERE source_id = ${sourceId} AND day >= ${fromDay}`;
+    return rows.map((r: any) => ({ workspaceId: r.workspace_id, sourceId: r.source_id, day: r.day, type: r.type, event: r.event, violationType: r.violation_type, property: r.property, count: Number(r.count) }));
+  }
+
+  async droppedCounts(sourceId: string, fromDay: string): Promise<DroppedCount[]> {
+    const rows = await this.db.$client`SELECT * FROM tracking_plan_dropped_counts WHERE source_id = ${sourceId} AND day >= ${fromDay}`;
+    return rows.map((r: any) => ({ workspaceId: r.workspace_id, sourceId: r.source_id, day: r.day, type: r.type, event: r.event, count: Number(r.count) }));
+  }
+
+  async droppedEvents(sourceId: string, limit: number): Promise<Array<DroppedEventRow & { payload: string | null }>> {
+    const rows = await this.db.$client`
+      SELECT d.*, e.payload FROM tracking_plan_dropped_events d LEFT JOIN events e ON e.id = d.event_id
+       WHERE d.source_id = ${sourceId} ORDER BY d.id DESC LIMIT ${limit}`;
+    return rows.map((r: any) => ({
+      workspaceId: r.workspace_id,
+      sourceId: r.source_id,
+      eventId: Number(r.event_id),
+      at: Number(r.at),
+      type: r.type,
+      event: r.event,
+      violationType: r.violation_type,
+      error: r.error,
+      violations: json(r.violations),
+      payload: r.payload == null ? null : typeof r.payload === "string" ? r.payload : JSON.stringify(r.payload),
+    }));
+  }
 }
+
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

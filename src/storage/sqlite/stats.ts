@@ -16,9 +16,13 @@ import {
   type MinuteCount,
   OPEN_END,
   type StatsStore,
+  type TrackingPlanDayCount,
 } from "../../pipeline/store";
+import { COUNT_DAYS_KEPT } from "../../tracking-plans/store";
+import { utcDay } from "../../tracking-plans/violation-counts";
 
 const MINUTE = 60_000;
+const DAY = 86_400_000;
 const SLICE = 5000;
 
 /**
@@ -60,8 +64,18 @@ function retentionStatements(c: Database) {
        SELECT e.id FROM events e WHERE e.id <= ? AND e.received_at < ? AND e.id <= COALESCE((SELECT value FROM cursors WHERE name = 'processor'), 0)
           AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id) LIMIT ${SLICE})`,
   );
+  const delViolationCounts = c.prepare(`DELETE FROM tracking_plan_violation_counts WHERE rowid IN (SELECT rowid FROM tracking_plan_violation_counts WHERE day < ? LIMIT ${SLICE})`);
+  const delDroppedCounts = c.prepare(`DELETE FROM tracking_plan_dropped_counts WHERE rowid IN (SELECT rowid FROM tracking_plan_dropped_counts WHERE day < ? LIMIT ${SLICE})`);
+  const delDroppedEvents = c.prepare(`DELETE FROM tracking_plan_dropped_events WHERE id IN (SELECT id FROM tracking_plan_dropped_events WHERE at < ? LIMIT ${SLICE})`);
+  const sliced = (st: Statement, arg: string | number) => {
+    while (st.run(arg).changes >= SLICE);
+  };
   return {
     purge(olderThan: number) {
+      sliced(delDroppedEvents, olderThan);
+      const countsBefore = utcDay(olderThan - COUNT_DAYS_KEPT * DAY);
+      sliced(delViolationCounts, countsBefore);
+      sliced(delDroppedCounts, countsBefore);
       let deliveries = 0;
       let events = 0;
       for (;;) {
@@ -101,6 +115,7 @@ export class SqliteStatsStore implements StatsStore {
   private readonly c: Database;
   private q?: Statements;
   private retention?: ReturnType<typeof retentionStatements>;
+  private planCounts?: Statement;
 
   constructor(db: Db) {
     this.c = db.$client;
@@ -261,6 +276,14 @@ export class SqliteStatsStore implements StatsStore {
       .query("SELECT payload FROM events WHERE id > (SELECT coalesce(max(id), 0) FROM events) - ? AND workspace_id = ? AND source_id = ? ORDER BY id DESC LIMIT ?")
       .all(window, workspaceId, sourceId, limit) as Array<{ payload: string }>;
     return rows.map((r) => r.payload);
+  }
+
+  async trackingPlanCounts(workspaceId: string, fromDay: string): Promise<TrackingPlanDayCount[]> {
+    this.planCounts ??= this.c.prepare(
+      "SELECT source_id AS sourceId, day, violation_type AS violationType, sum(count) AS n FROM tracking_plan_violation_counts WHERE day >= ?1 AND workspace_id = ?2 GROUP BY 1, 2, 3 " +
+        "UNION ALL SELECT source_id, day, NULL, sum(count) FROM tracking_plan_dropped_counts WHERE day >= ?1 AND workspace_id = ?2 GROUP BY 1, 2",
+    );
+    return this.planCounts.all(fromDay, workspaceId) as TrackingPlanDayCount[];
   }
 
   async purgeExpired(olderThan: number): Promise<{ deliveries: number; events: number }> {

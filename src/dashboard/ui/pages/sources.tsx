@@ -18,6 +18,7 @@ import { DataPlaneField, type RouteProps, dataPlaneUrl } from "./sources/data-pl
 import { SNIPPET_KINDS, type SnippetKind, isSnippetKind, snippet } from "./sources/snippets";
 import { isWebhookSource, kindLabel, useSourceTypes } from "./sources/source-types";
 import { WebhookSection } from "./sources/webhook";
+import { SourcePlanTraffic } from "./tracking-plans/traffic";
 import "./sources/sources.css";
 
 /** A cloud or warehouse source from a RudderStack workspace file: RudderStack pulled its data, Sluice does not. */
@@ -293,6 +294,11 @@ export function SourcePage({ params }: { params: { id: string } }) {
       ) : (
         <Snippets source={source} path={path} query={query} route={route} />
       )}
+
+      <section class="card src-section" aria-labelledby="src-tracking-plan">
+        <h2 id="src-tracking-plan">Tracking plan</h2>
+        <SourcePlanTraffic sourceId={source.id} />
+      </section>
 
       <section class="card src-section" aria-labelledby="src-destinations">
         <h2 id="src-destinations">Connected destinations</h2>

@@ -34,6 +34,8 @@ export interface LiveEntry {
   webhook?: { mapped: number; events: LiveEntry[]; ids?: string[] };
   /** An event paired with the webhook request it came from (that request's seq). */
   fromRequest?: number;
+  /** The tracking plan's check of an event shown before at intake: its violations, and whether it was dropped. */
+  plan?: { violations: number; dropped: boolean };
 }
 
 const str = (v: unknown): string => (typeof v === "string" ? v : typeof v === "number" ? String(v) : "");
@@ -48,6 +50,7 @@ export function parseEntry(kind: StreamKind, raw: string, seq: number): LiveEntr
   }
   if (!data || typeof data !== "object" || Array.isArray(data)) return undefined;
   if (kind === "source" && data.webhookRequest && typeof data.webhookRequest === "object") return webhookEntry(data, raw, seq);
+  if (kind === "source" && (data.trackingPlanChecked || data.trackingPlanDropped) && data.event && typeof data.event === "object") return planEntry(data, raw, seq);
   if (kind === "source") {
     const type = str(data.type);
     const userId = str(data.userId);
@@ -73,6 +76,34 @@ export function parseEntry(kind: StreamKind, raw: string, seq: number): LiveEntr
     at: str(data.at),
     raw,
     search: raw.toLowerCase(),
+  };
+}
+
+/**
+ * An event the tracking plan checked after intake showed it: `{trackingPlanChecked, violations,
+ * event}` for a kept event with violations, `{trackingPlanDropped, violationType, error,
+ * violations, event}` for a dropped one (shown as failed).
+ */
+function planEntry(data: any, raw: string, seq: number): LiveEntry {
+  const event = data.event;
+  const type = str(event.type);
+  const userId = str(event.userId);
+  const violations: unknown[] = Array.isArray(data.violations) ? data.violations : [];
+  const dropped = Boolean(data.trackingPlanDropped);
+  const types = [...new Set(violations.map((v: any) => str(v?.type)).filter(Boolean))].join(", ");
+  const outcome = dropped ? `dropped by the plan (${str(data.violationType) || types})` : `${violations.length} violation${violations.length === 1 ? "" : "s"}: ${types}`;
+  const name = eventTitle(type, event);
+  return {
+    seq,
+    kind: type,
+    title: name ? `${name} · ${outcome}` : outcome,
+    user: userId || str(event.anonymousId),
+    anonymous: !userId,
+    at: str(event.receivedAt) || str(event.timestamp),
+    raw,
+    search: raw.toLowerCase(),
+    failed: dropped,
+    plan: { violations: violations.length, dropped },
   };
 }
 
@@ -115,7 +146,7 @@ export function pairWebhookEvents(request: LiveEntry, olderLists: LiveEntry[][])
   if (w.ids) {
     const want = new Set(w.ids);
     const byId: LiveEntry[] = [];
-    for (const list of olderLists) for (const e of list) if (!e.webhook && e.fromRequest === undefined && want.has(messageIdOf(e))) byId.push(e);
+    for (const list of olderLists) for (const e of list) if (!e.webhook && !e.plan && e.fromRequest === undefined && want.has(messageIdOf(e))) byId.push(e);
     byId.sort((a, b) => a.seq - b.seq);
     for (const f of byId) f.fromRequest = request.seq;
     w.events = byId;
@@ -128,6 +159,8 @@ export function pairWebhookEvents(request: LiveEntry, olderLists: LiveEntry[][])
       const e = list[i]!;
       // Events before an earlier request, or already paired, are not this one's.
       if (e.webhook || e.fromRequest !== undefined) break walk;
+      // A plan's check of an event shown before: not one of the request's events.
+      if (e.plan) continue;
       found.push(e);
     }
   }
