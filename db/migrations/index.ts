@@ -16,6 +16,7 @@ import m12 from "./0012_http-default-mapping.sql" with { type: "text" };
 import m13 from "./0013_webhook-sources.sql" with { type: "text" };
 import m14 from "./0014_tracking-plans-catalog.sql" with { type: "text" };
 import m15 from "./0015_tracking-plan-counts.sql" with { type: "text" };
+import m16 from "./0016_deliveries-annotation.sql" with { type: "text" };
 
 export const migrationSql: Record<string, string> = {
   "0000_init": m0,
@@ -34,6 +35,7 @@ export const migrationSql: Record<string, string> = {
   "0013_webhook-sources": m13,
   "0014_tracking-plans-catalog": m14,
   "0015_tracking-plan-counts": m15,
+  "0016_deliveries-annotation": m16,
 };
 
 export { journal };

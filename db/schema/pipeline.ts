@@ -49,6 +49,8 @@ export const deliveries = sqliteTable(
     lastError: text("last_error"),
     /** JSON array of the latest attempts: {at, status, response, error, ms}. */
     attemptLog: text("attempt_log"),
+    /** A valid event's tracking-plan context fields (JSON), set on the event when it is delivered. */
+    annotation: text("annotation"),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
   },

@@ -1,4 +1,5 @@
 /** Delivery operations the API exposes: replay of aborted events and per-destination stats. */
+import { deliveredEvent } from "./annotation";
 import type { Scoped } from "../control-plane/context";
 import type { PipelineApiContext } from "./context";
 import { findDestinationRow } from "../control-plane/destinations";
@@ -58,7 +59,7 @@ export async function listDeliveries(ctx: Scoped<PipelineApiContext>, destinatio
       lastResponse: r.lastResponse ?? null,
       lastError: r.lastError ?? null,
       attemptLog: parseAttemptLog(r.attemptLog),
-      event: parsePayload(r.payload),
+      event: parsePayload(r.payload, r.annotation),
       createdAt: new Date(r.createdAt).toISOString(),
       updatedAt: new Date(r.updatedAt).toISOString(),
     })),
@@ -77,10 +78,10 @@ function parseAttemptLog(text: string | null): Array<{ at: string; status: numbe
 }
 
 /** The stored event, or null once retention has removed it. */
-function parsePayload(text: string | null): Record<string, unknown> | null {
+function parsePayload(text: string | null, annotation: string | null): Record<string, unknown> | null {
   if (!text) return null;
   try {
-    return JSON.parse(text);
+    return deliveredEvent(text, annotation);
   } catch {
     return null;
   }

@@ -5,7 +5,7 @@
  * there are. It works every partition its instance holds (SQLite: the one partition) with one
  * read and one write per slice; a cursor per partition.
  */
-import type { TrackingPlanStage } from "../tracking-plans/stage";
+import type { StageResult, TrackingPlanStage } from "../tracking-plans/stage";
 import type { TrackingPlanSettings } from "../tracking-plans/settings";
 import type { ConfigStore } from "../control-plane/config-store";
 import type { Logger } from "../lib/logger";
@@ -72,24 +72,36 @@ export class Processor {
   }
 
   /**
-   * The tracking-plan stage for one event of a source with a plan: its annotated payload, kept
-   * with the deliveries; true when its settings drop it (no deliveries; shown on the source's
+   * The tracking-plan stage for one event of a source with a plan: an event with violations is
+   * stored annotated with its deliveries, a valid one's deliveries carry its annotation (set on
+   * the event when delivered); true when its settings drop it (no deliveries; shown on the source's
    * live events with its violations, as RudderStack keeps it among its processing errors). A
    * kept event with violations is shown there too, checked: intake showed it before the check.
    */
-  private async checkPlan(r: StoredEvent, settings: TrackingPlanSettings, rewrites: PayloadRewrite[]): Promise<boolean> {
-    let result;
+  private checkPlan(r: StoredEvent, settings: TrackingPlanSettings, rewrites: PayloadRewrite[]): boolean | Promise<boolean> {
+    let result: StageResult | Promise<StageResult>;
     try {
-      result = await this.trackingPlans!.check(r.id, r.sourceId, r.workspaceId, settings, r.payload!);
+      result = this.trackingPlans!.check(r.id, r.sourceId, r.workspaceId, settings, r.payload!);
     } catch (err) {
-      // The plan store could not be read: the event goes on unchecked rather than stalling delivery.
-      this.log.warn("tracking plan check failed: the event goes on unchecked", { err, source: r.sourceId, eventId: r.id });
-      return false;
+      return this.planUnchecked(r, err);
     }
+    // Synchronous once the plan is compiled: only a version's first event waits for the store.
+    if (result instanceof Promise) return result.then((res) => this.planChecked(r, res, rewrites), (err) => this.planUnchecked(r, err));
+    return this.planChecked(r, result, rewrites);
+  }
+
+  /** The plan store could not be read, or the check failed: the event goes on unchecked rather than stalling delivery. */
+  private planUnchecked(r: StoredEvent, err: unknown): false {
+    this.log.warn("tracking plan check failed: the event goes on unchecked", { err, source: r.sourceId, eventId: r.id });
+    return false;
+  }
+
+  private planChecked(r: StoredEvent, result: StageResult, rewrites: PayloadRewrite[]): boolean {
     if (result.payload !== undefined) {
       r.payload = result.payload;
       rewrites.push({ eventId: r.id, partition: r.partition, payload: result.payload });
     }
+    r.annotation = result.annotation;
     const { dropped, violations } = result.outcome;
     if (!dropped && violations.length === 0) return dropped;
     // Only while someone watches the source: the entry is built for them alone.
@@ -242,7 +254,10 @@ export class Processor {
       const connected = snapshot.bySource.get(r.sourceId);
       if (!connected?.length || r.payload === undefined) continue;
       const planSettings = this.trackingPlans?.settingsOf(snapshot.sources.get(r.sourceId)?.trackingPlanConfig);
-      if (planSettings && (await this.checkPlan(r, planSettings, rewrites))) continue;
+      if (planSettings) {
+        const dropped = this.checkPlan(r, planSettings, rewrites);
+        if (dropped === true || (dropped !== false && (await dropped))) continue;
+      }
       // Most events need only their type: the payload is parsed when it names integrations, or
       // when a connected destination has consent settings (and the event names consents) or an
       // event list (and the event is a track).
@@ -257,7 +272,7 @@ export class Processor {
         const d = connected[i]!;
         const drop = dropReasonWith(event, d, needs.routings[i]!, source);
         if (drop && !drop.counted) continue;
-        const delivery: NewDelivery = { eventId: r.id, partition: r.partition, destinationId: d.id, sourceId: r.sourceId, workspaceId: r.workspaceId, userKey: r.userKey };
+        const delivery: NewDelivery = { eventId: r.id, partition: r.partition, destinationId: d.id, sourceId: r.sourceId, workspaceId: r.workspaceId, userKey: r.userKey, annotation: r.annotation };
         if (drop) {
           delivery.filtered = `filtered: ${drop.reason}`;
           (filtered ??= []).push(delivery);

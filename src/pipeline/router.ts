@@ -8,6 +8,7 @@
  * (next-state.ts), which the outcome writer records and the scheduler (scheduler.ts) applies
  * to the user's FIFO. Which delivery may start, and when, is the scheduler's.
  */
+import { deliveredEvent } from "./annotation";
 import type { ConfigStore, DestinationRuntime } from "../control-plane/config-store";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
@@ -229,7 +230,7 @@ export class Router {
     const started = performance.now();
     const inputs: Array<StageInput | AttemptResult> = await Promise.all(
       items.map(async (item) => {
-        const event = JSON.parse(item.payload);
+        const event = deliveredEvent(item.payload, item.annotation);
         if (!dest.transformation) return { sourceId: item.sourceId, userKey: item.userKey, events: [event] };
         const transformed = await this.transforms.run(dest, item.sourceId, event);
         if (transformed.error) return { kind: transformed.retryable ? ("retry" as const) : ("abort" as const), response: "", error: `user transformation failed: ${transformed.error}`, ms: 0 };
@@ -346,7 +347,7 @@ export class Router {
     dest: DestinationRuntime,
     item: Queued,
   ): Promise<Prepared> {
-    const event = JSON.parse(item.payload);
+    const event = deliveredEvent(item.payload, item.annotation);
     const transformed = await this.transforms.run(dest, item.sourceId, event);
     // A busy sandbox (its queue full) is retried later; an error of the code itself aborts.
     if (transformed.error) return { outcome: { kind: transformed.retryable ? "retry" : "abort", response: "", error: `user transformation failed: ${transformed.error}`, ms: 0 } };

@@ -53,6 +53,8 @@ export interface StoredEvent {
   type: string;
   /** Read only for events of a routed source (the others get no delivery). */
   payload?: string;
+  /** Set by the tracking-plan stage on a valid event: its deliveries carry it (NewDelivery.annotation). */
+  annotation?: string;
 }
 
 export interface EventBatch {
@@ -63,17 +65,21 @@ export interface EventBatch {
 }
 
 /**
- * One delivery to insert: pending, no attempt yet, due at once; or, with `filtered`, already
- * final in state 'filtered' with that reason as its error (routing dropped it: consent, an event
- * list), so stats count it and the deliveries list shows why.
+ * An event whose stored payload the processor changed before fanning it out, written with its
+ * deliveries: the tracking-plan stage stores an event with violations (kept or dropped) annotated,
+ * so it is shown with them.
  */
-/** An event whose stored payload the processor changed before fanning it out (the tracking-plan stage's annotations), written with its deliveries. */
 export interface PayloadRewrite {
   eventId: number;
   partition: number;
   payload: string;
 }
 
+/**
+ * One delivery to insert: pending, no attempt yet, due at once; or, with `filtered`, already
+ * final in state 'filtered' with that reason as its error (routing dropped it: consent, an event
+ * list), so stats count it and the deliveries list shows why.
+ */
 export interface NewDelivery {
   eventId: number;
   partition: number;
@@ -82,6 +88,8 @@ export interface NewDelivery {
   workspaceId: string;
   userKey: string;
   filtered?: string;
+  /** A valid event's tracking-plan context fields, as JSON: set on the event when it is delivered (annotation.ts). */
+  annotation?: string;
 }
 
 /** A queued delivery with its event's payload, as the scheduler and the runner (router.ts) work it. */
@@ -98,6 +106,8 @@ export interface QueuedDelivery {
   /** The latest failure, kept after a later success so stats can show it. */
   lastError: string | null;
   payload: string;
+  /** NewDelivery.annotation: the tracking-plan fields to set on the event before it is transformed. */
+  annotation: string | null;
 }
 
 /** The state of a delivery after an attempt (or after the user transformation dropped it). */
@@ -247,6 +257,8 @@ export interface DeliveryListRow {
   updatedAt: number;
   /** The event's JSON text, or null. */
   payload: string | null;
+  /** NewDelivery.annotation, set on the event as it was delivered. */
+  annotation: string | null;
 }
 
 export interface DestinationStatsRows {

@@ -267,6 +267,7 @@ for (const { name, open, enabled } of STORES) {
         createdAt: T0,
         updatedAt: s(90),
         payload: JSON.stringify({ messageId: "m2" }),
+        annotation: null,
       });
       const [gone] = await o.store.deliveriesPage("dst_w", DELIVERY_STATES, Number.MAX_SAFE_INTEGER, 5);
       expect(gone.id).toBe(d.d9);

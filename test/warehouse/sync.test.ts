@@ -122,6 +122,30 @@ describe.if(havePostgres)("POSTGRES destination: staging, sync and syncs", () =>
     expect(list.json.syncs.map((l: any) => l.id)).toEqual([second.id, first.id]);
   });
 
+  test("a source with a tracking plan: tracks load the plan's id and version, and context_violation_errors for a kept event with violations (a valid event's [] is blank, no value, as in RudderStack's warehouse)", async () => {
+    const ns = newNamespace();
+    const { source, destination } = await postgresDestination(ns);
+    const planId = `tp_wh_${crypto.randomUUID().slice(0, 8)}`;
+    const plan = {
+      id: planId,
+      name: "Warehouse",
+      version: 1,
+      events: [{ id: "ev_viewed", name: "Product Viewed", eventType: "track", description: "", rules: { type: "object", properties: { properties: { type: "object", properties: { sku: { type: "string" } } } } } }],
+    };
+    expect((await api(s.url, "POST", "/v2/tracking-plans", plan)).status).toBe(201);
+    const settings = { trackingPlan: { id: planId, version: 1 }, config: { track: { anyOtherViolation: "forward" } } };
+    expect((await api(s.url, "PUT", `/v2/sources/${source.id}/tracking-plan`, settings)).status).toBe(200);
+    await sendEvent(s.url, source.writeKey, "track", track("u1", "m-valid", { sku: "A-1" }));
+    await sendEvent(s.url, source.writeKey, "track", track("u1", "m-wrong", { sku: 42 }));
+    await waitStaged(destination.id, 2);
+    await syncAndWait(destination.id);
+    const rows = await sql!.unsafe(`SELECT id, context_violation_errors, context_tracking_plan_id, context_tracking_plan_version FROM "${ns}".tracks ORDER BY id`);
+    expect(rows.map((r: any) => r.id)).toEqual(["m-valid", "m-wrong"]);
+    expect(rows[0].context_violation_errors).toBeNull();
+    expect(JSON.parse(rows[1].context_violation_errors)).toEqual([expect.objectContaining({ type: "Datatype-Mismatch" })]);
+    expect(rows.map((r: any) => [r.context_tracking_plan_id, Number(r.context_tracking_plan_version)])).toEqual([[planId, 1], [planId, 1]]);
+  });
+
   test("an unreachable database → failed syncs naming the error, rows stay staged; after a PATCH fixing the port the next sync loads them once", async () => {
     const ns = newNamespace();
     const { source, destination } = await postgresDestination(ns, { port: "1" });

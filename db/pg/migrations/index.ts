@@ -10,6 +10,7 @@ import m6 from "./0006_http-default-mapping.sql" with { type: "text" };
 import m7 from "./0007_webhook-sources.sql" with { type: "text" };
 import m8 from "./0008_tracking-plans-catalog.sql" with { type: "text" };
 import m9 from "./0009_tracking-plan-counts.sql" with { type: "text" };
+import m10 from "./0010_deliveries-annotation.sql" with { type: "text" };
 
 export const migrationSql: Record<string, string> = {
   "0000_init": m0,
@@ -22,6 +23,7 @@ export const migrationSql: Record<string, string> = {
   "0007_webhook-sources": m7,
   "0008_tracking-plans-catalog": m8,
   "0009_tracking-plan-counts": m9,
+  "0010_deliveries-annotation": m10,
 };
 
 export { journal };

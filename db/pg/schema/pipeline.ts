@@ -65,6 +65,8 @@ export const deliveries = pgTable(
     lastError: text("last_error"),
     /** JSON array text, as in SQLite (the stats query casts it to jsonb). */
     attemptLog: text("attempt_log"),
+    /** A valid event's tracking-plan context fields (JSON), set on the event when it is delivered. */
+    annotation: text("annotation"),
     createdAt: ms("created_at").notNull(),
     updatedAt: ms("updated_at").notNull(),
   },

@@ -105,7 +105,7 @@ export class PgDeliveriesStore implements DeliveriesStore {
     if (cursors.size === 0) return [];
     const f = fenceCte(this.opts.instanceId, fences);
     const p = f.nextParam;
-    const cols = { e: [] as number[], p: [] as number[], d: [] as string[], s: [] as string[], w: [] as string[], u: [] as string[], f: [] as Array<string | null> };
+    const cols = { e: [] as number[], p: [] as number[], d: [] as string[], s: [] as string[], w: [] as string[], u: [] as string[], f: [] as Array<string | null>, a: [] as Array<string | null> };
     for (const x of deliveries) {
       cols.e.push(x.eventId);
       cols.p.push(x.partition);
@@ -114,6 +114,7 @@ export class PgDeliveriesStore implements DeliveriesStore {
       cols.w.push(x.workspaceId);
       cols.u.push(x.userKey);
       cols.f.push(x.filtered ?? null);
+      cols.a.push(x.annotation ?? null);
     }
     const [parts, txs, ids] = cursorArrays(cursors);
     // One statement, so each partition's deliveries and cursor commit together or not at all;
@@ -121,10 +122,10 @@ export class PgDeliveriesStore implements DeliveriesStore {
     const rows = await this.sql.unsafe(
       `WITH ${f.text},
        ins AS (
-         INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, partition, state, attempts, next_attempt_at, last_error, created_at, updated_at)
-         SELECT e, d, s, w, u, p, CASE WHEN f IS NULL THEN 'pending' ELSE 'filtered' END, 0, $${p}::bigint, f, $${p}::bigint, $${p}::bigint
-           FROM unnest($${p + 1}::bigint[], $${p + 2}::smallint[], $${p + 3}::text[], $${p + 4}::text[], $${p + 5}::text[], $${p + 6}::text[], $${p + 10}::text[])
-                WITH ORDINALITY AS x(e, p, d, s, w, u, f, ord)
+         INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, partition, state, attempts, next_attempt_at, last_error, created_at, updated_at, annotation)
+         SELECT e, d, s, w, u, p, CASE WHEN f IS NULL THEN 'pending' ELSE 'filtered' END, 0, $${p}::bigint, f, $${p}::bigint, $${p}::bigint, a
+           FROM unnest($${p + 1}::bigint[], $${p + 2}::smallint[], $${p + 3}::text[], $${p + 4}::text[], $${p + 5}::text[], $${p + 6}::text[], $${p + 10}::text[], $${p + 14}::text[])
+                WITH ORDINALITY AS x(e, p, d, s, w, u, f, a, ord)
           WHERE p IN (SELECT partition FROM fence)
           ORDER BY ord
          RETURNING 1),
@@ -138,7 +139,7 @@ export class PgDeliveriesStore implements DeliveriesStore {
         WHERE c.partition = n.p AND n.p IN (SELECT partition FROM fence)
        RETURNING c.partition`,
       // A filtered row (routing dropped it, with the reason in f) is final at once.
-      [...f.params, at, cols.e, cols.p, cols.d, cols.s, cols.w, cols.u, parts, txs, ids, cols.f, rewrites.map((r) => r.eventId), rewrites.map((r) => r.partition), rewrites.map((r) => r.payload)],
+      [...f.params, at, cols.e, cols.p, cols.d, cols.s, cols.w, cols.u, parts, txs, ids, cols.f, rewrites.map((r) => r.eventId), rewrites.map((r) => r.partition), rewrites.map((r) => r.payload), cols.a],
     );
     return rows.map((r: { partition: unknown }) => Number(r.partition));
   }
@@ -167,7 +168,7 @@ export class PgDeliveriesStore implements DeliveriesStore {
     const rows = await this.sql.unsafe(
       `SELECT d.id, d.partition, d.event_id AS "eventId", d.user_key AS "userKey", d.source_id AS "sourceId", d.attempts,
               d.first_attempt_at AS "firstAttemptAt", d.next_attempt_at AS "nextAttemptAt", d.attempt_log AS "attemptLog",
-              d.last_error AS "lastError", e.payload
+              d.last_error AS "lastError", e.payload, d.annotation
          FROM unnest($2::smallint[], $3::bigint[]) AS c(p, after)
          CROSS JOIN LATERAL (
            SELECT * FROM deliveries d
@@ -194,6 +195,7 @@ export class PgDeliveriesStore implements DeliveriesStore {
         attemptLog: r.attemptLog,
         lastError: r.lastError,
         payload: r.payload,
+        annotation: r.annotation,
       };
     }
     return out;

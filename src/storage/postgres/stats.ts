@@ -109,7 +109,7 @@ export class PgStatsStore implements StatsStore {
     const rows = await this.sql.unsafe(
       `SELECT d.id, d.event_id AS "eventId", d.source_id AS "sourceId", d.user_key AS "userKey", d.state, d.attempts, d.next_attempt_at AS "nextAttemptAt",
               d.last_status AS "lastStatus", d.last_response AS "lastResponse", d.last_error AS "lastError", d.attempt_log AS "attemptLog",
-              d.created_at AS "createdAt", d.updated_at AS "updatedAt", e.payload
+              d.created_at AS "createdAt", d.updated_at AS "updatedAt", e.payload, d.annotation
          FROM deliveries d LEFT JOIN events e ON e.id = d.event_id
         WHERE d.destination_id = $1 AND d.state = ANY($2::text[]) AND d.id < $3
         ORDER BY d.id DESC LIMIT $4`,

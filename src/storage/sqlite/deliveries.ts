@@ -89,8 +89,8 @@ export class SqliteDeliveriesStore implements DeliveriesStore {
     );
     this.readPayload = c.prepare("SELECT payload FROM events WHERE id = ?");
     this.insertDelivery = c.prepare(
-      `INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, state, attempts, next_attempt_at, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
+      `INSERT INTO deliveries (event_id, destination_id, source_id, workspace_id, user_key, state, attempts, next_attempt_at, created_at, updated_at, annotation)
+       VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)`,
     );
     // Routing dropped it (consent, an event list): final at once, its reason as the error, no attempt.
     this.insertFiltered = c.prepare(
@@ -100,7 +100,7 @@ export class SqliteDeliveriesStore implements DeliveriesStore {
     this.saveCursorStmt = c.prepare("INSERT INTO cursors (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value");
     this.load = c.prepare(
       `SELECT d.id, 0 AS partition, d.event_id AS eventId, d.user_key AS userKey, d.source_id AS sourceId, d.attempts,
-              d.first_attempt_at AS firstAttemptAt, d.next_attempt_at AS nextAttemptAt, d.attempt_log AS attemptLog, d.last_error AS lastError, e.payload
+              d.first_attempt_at AS firstAttemptAt, d.next_attempt_at AS nextAttemptAt, d.attempt_log AS attemptLog, d.last_error AS lastError, e.payload, d.annotation
          FROM deliveries d JOIN events e ON e.id = d.event_id
         WHERE d.destination_id = ? AND d.id > ? AND d.state IN ('pending', 'retrying')
         ORDER BY d.id LIMIT ?`,
@@ -119,7 +119,7 @@ export class SqliteDeliveriesStore implements DeliveriesStore {
     this.insertBatch = c.transaction((deliveries: NewDelivery[], cursor: number, at: number, rewrites: readonly PayloadRewrite[]) => {
       for (const r of rewrites) rewritePayload.run(r.payload, r.eventId);
       for (const d of deliveries) {
-        if (d.filtered === undefined) insertDelivery.run(d.eventId, d.destinationId, d.sourceId, d.workspaceId, d.userKey, at, at, at);
+        if (d.filtered === undefined) insertDelivery.run(d.eventId, d.destinationId, d.sourceId, d.workspaceId, d.userKey, at, at, at, d.annotation ?? null);
         else insertFiltered.run(d.eventId, d.destinationId, d.sourceId, d.workspaceId, d.userKey, at, d.filtered, at, at);
       }
       saveCursorStmt.run(CURSOR, cursor);

@@ -145,7 +145,7 @@ export class SqliteStatsStore implements StatsStore {
       page: c.prepare(
         `SELECT d.id, d.event_id AS eventId, d.source_id AS sourceId, d.user_key AS userKey, d.state, d.attempts, d.next_attempt_at AS nextAttemptAt,
                 d.last_status AS lastStatus, d.last_response AS lastResponse, d.last_error AS lastError, d.attempt_log AS attemptLog,
-                d.created_at AS createdAt, d.updated_at AS updatedAt, e.payload
+                d.created_at AS createdAt, d.updated_at AS updatedAt, e.payload, d.annotation
            FROM deliveries d LEFT JOIN events e ON e.id = d.event_id
           WHERE d.destination_id = ? AND d.state = ? AND d.id < ?
           ORDER BY d.id DESC LIMIT ?`,
