@@ -194,7 +194,7 @@ test.if(haveChromium)("Draft a tracking plan: the add-plan form holds a plan of 
     ["identify:", `track:${HOSTILE}`, "track:Cart Viewed", "track:Order Completed", "track:Product Viewed", "track:Signed Up"].sort(),
   );
   const expected = (await api(s.url, "GET", `/v2/catalog/events/track?sourceId=${shop.id}&event=Signed%20Up`)).json.jsonSchema;
-  expect(draft.events.find((e: { name: string }) => e.name === "Signed Up")).toEqual({ name: "Signed Up", eventType: "track", description: "", rules: expected });
+  expect(draft.events.find((e: { name: string }) => e.name === "Signed Up")).toEqual({ name: "Signed Up", eventType: "track", description: expect.stringMatching(/^Drafted from 2 events seen /), rules: expected });
 
   await page.getByRole("button", { name: "Add plan" }).click();
   await page.waitForURL(/\/tracking-plans\/tp_/);
