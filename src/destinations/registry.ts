@@ -127,19 +127,21 @@ export interface ConfigField {
   type: "string" | "number" | "boolean" | "enum" | "json";
   required: boolean;
   secret: boolean;
+  /** Text of several lines (a PEM certificate or private key): a one-line box would drop its line breaks. */
+  multiline: boolean;
   options?: string[];
 }
 
 /**
  * A config key holds a credential when its name ends in apiKey, apiKeyValue, secret, token,
  * password, passcode, writeKey, accessKey or accessKeyID (any case; the object stores' keys),
- * credentials (the Google kinds' service-account keys) or connectionString (Event Hubs'), unless it starts with `public` (Klaviyo's
+ * credentials (the Google kinds' service-account keys), connectionString (Event Hubs') or privateKey (KAFKA's sshPrivateKey), unless it starts with `public` (Klaviyo's
  * publicApiKey is meant to be public). RudderStack's definitions mark these by hand
  * (`secretKeys`); a rule over the names covers every kind here, and each kind's keys follow
  * RudderStack's names. The dashboard shows a saved secret masked, never its value.
  */
 export function isSecretKey(key: string): boolean {
-  return /(apikey|apikeyvalue|secret|token|password|passcode|writekey|accesskey|accesskeyid|credentials|connectionstring)$/i.test(key) && !/^public/i.test(key);
+  return /(apikey|apikeyvalue|secret|token|password|passcode|writekey|accesskey|accesskeyid|credentials|connectionstring|privatekey)$/i.test(key) && !/^public/i.test(key);
 }
 
 /**
@@ -175,7 +177,7 @@ function fieldType(schema: any): Pick<ConfigField, "type" | "options"> {
 export function configFields(d: AnyDestinationDefinition): ConfigField[] {
   const schema = d.configSchema as any;
   const required = new Set<string>([...(d.config.requiredKeys ?? []), ...(Array.isArray(schema.required) ? schema.required : [])]);
-  const fields = Object.entries<any>(schema.properties ?? {}).map(([key, prop]) => ({ key, ...fieldType(prop), required: required.has(key), secret: isSecretKey(key) }));
+  const fields = Object.entries<any>(schema.properties ?? {}).map(([key, prop]) => ({ key, ...fieldType(prop), required: required.has(key), secret: isSecretKey(key), multiline: /(certificate|privatekey)$/i.test(key) }));
   return [...fields.filter((f) => f.required), ...fields.filter((f) => !f.required)];
 }
 

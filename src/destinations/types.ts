@@ -336,7 +336,7 @@ export function restRequest(parts: {
  * device-mode and dashboard settings), so that an imported config stays whole.
  */
 export function configKeys(schema: TObject, acceptedUnread: string[] = []): string[] {
-  return [...Object.keys(schema.properties), ...acceptedUnread];
+  return [...new Set([...Object.keys(schema.properties), ...acceptedUnread])];
 }
 
 /** The keys a kind's schema requires, for its `requiredKeys`. */

@@ -11,6 +11,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type TestServer, ADMIN_EMAIL, ADMIN_TOKEN, api, cleanup, createSource, spawnSluice, startSluice, waitFor } from "../support/helpers";
 import { type KafkaBroker, startKafkaBroker } from "../support/kafka-broker";
+import { type Sshd, haveSshd, requireSshd, startSshd } from "../support/sshd";
+
+requireSshd("kafka.test.ts");
 
 let s: TestServer;
 const brokers: KafkaBroker[] = [];
@@ -197,12 +200,69 @@ describe("KAFKA", () => {
     expect(bad.text).toContain("avroSchemas[0].schema");
   });
 
-  test("useSSH, which Sluice does not do, aborts saying so rather than send over another way", async () => {
+  test("useSSH's settings are checked on save, naming the key: host, user, port, and a private key that parses", async () => {
     const b = start({ topics: { t: 1 } });
-    const ssh = await connect("KAFKA", { ...hostPort(b), topic: "t", useSSH: true, sshHost: "bastion", sshPort: "22", sshUser: "u" });
-    expect((await send(ssh.src.writeKey, [{ type: "track", event: "E", userId: "a" }])).status).toBe(200);
-    await waitFor(async () => (await counts(ssh.dst.id)).aborted === 1, { what: "aborted" });
-    expect(JSON.stringify((await api(s.url, "GET", `/v2/destinations/${ssh.dst.id}/deliveries?state=aborted`)).json.deliveries)).toContain("useSSH");
+    const base = { ...hostPort(b), topic: "t", useSSH: true, sshHost: "bastion", sshPort: "22", sshUser: "u" };
+    const refused = async (config: Record<string, unknown>, key: string) => {
+      const res = await api(s.url, "POST", "/v2/destinations", { name: `k-ssh-${crypto.randomUUID().slice(0, 6)}`, type: "KAFKA", config });
+      expect(res.status).toBe(400);
+      expect(res.text).toContain(key);
+    };
+    await refused({ ...base, sshHost: "" }, "sshHost");
+    await refused({ ...base, sshUser: "" }, "sshUser");
+    await refused({ ...base, sshPort: "0" }, "sshPort");
+    await refused(base, "sshPrivateKey");
+    await refused({ ...base, sshPrivateKey: "not a key" }, "sshPrivateKey");
+  });
+});
+
+describe.if(haveSshd)("KAFKA through an SSH tunnel (useSSH), a real sshd", () => {
+  let sshd: Sshd;
+  beforeAll(async () => {
+    sshd = await startSshd();
+  });
+  afterAll(async () => {
+    await sshd?.close();
+  });
+  const sshConfig = (extra: Record<string, unknown> = {}) => ({ useSSH: true, sshHost: "127.0.0.1", sshPort: String(sshd.port), sshUser: sshd.user, sshPrivateKey: sshd.privateKey, ...extra });
+
+  test("records reach the broker through the SSH server, plain and with TLS over the tunnel; with the server down they wait and are not sent another way", async () => {
+    const b = start({ topics: { tunnelled: 1 } });
+    const { src, dst } = await connect("KAFKA", { ...hostPort(b), topic: "tunnelled", ...sshConfig({ sshHostKey: sshd.hostKey }) });
+    expect((await send(src.writeKey, Array.from({ length: 20 }, (_, i) => ({ type: "track", event: "E", userId: `u${i % 2}`, properties: { i } })))).status).toBe(200);
+    await waitFor(async () => (await counts(dst.id)).succeeded === 20, { what: "20 delivered through the tunnel", timeoutMs: 20_000 });
+    expect(b.records.map((r) => value(r).properties.i).sort((x: number, y: number) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+
+    const { ca, key, cert } = certificates();
+    const secure = start({ topics: { sealed: 1 }, tls: { key, cert }, sasl: { mechanism: "plain", username: "sluice", password: "right" } });
+    const tls = await connect("KAFKA", { ...hostPort(secure), topic: "sealed", sslEnabled: true, caCertificate: ca, useSASL: true, saslType: "plain", username: "sluice", password: "right", ...sshConfig() });
+    expect((await send(tls.src.writeKey, [{ type: "track", event: "Sealed", userId: "t" }])).status).toBe(200);
+    await waitFor(async () => (await counts(tls.dst.id)).succeeded === 1, { what: "delivered with TLS through the tunnel", timeoutMs: 20_000 });
+    expect(value(secure.records[0]!).event).toBe("Sealed");
+
+    // The tunnel is the only way: with the SSH server stopped the broker gets nothing, and the
+    // event goes once the server is back.
+    await sshd.stop();
+    const later = start({ topics: { later: 1 } });
+    const waiting = await connect("KAFKA", { ...hostPort(later), topic: "later", ...sshConfig() });
+    expect((await send(waiting.src.writeKey, [{ type: "track", event: "Later", userId: "l" }])).status).toBe(200);
+    await waitFor(async () => (await counts(waiting.dst.id)).retrying === 1, { what: "retrying while the SSH server is down" });
+    expect(later.records).toHaveLength(0);
+    expect(later.connections).toBe(0);
+    await sshd.start();
+    await waitFor(async () => (await counts(waiting.dst.id)).succeeded === 1, { what: "delivered once the SSH server is back", timeoutMs: 20_000 });
+    expect(value(later.records[0]!).event).toBe("Later");
+  }, 60_000);
+
+  test("a key the server does not authorize, or a host key that is not the server's: nothing is sent, the delivery says why", async () => {
+    const b = start({ topics: { t: 1 } });
+    const wrongKey = await connect("KAFKA", { ...hostPort(b), topic: "t", ...sshConfig({ sshPrivateKey: sshd.otherPrivateKey }) });
+    const wrongHost = await connect("KAFKA", { ...hostPort(b), topic: "t", ...sshConfig({ sshHostKey: sshd.notTheHostKey }) });
+    for (const d of [wrongKey, wrongHost]) expect((await send(d.src.writeKey, [{ type: "track", event: "E", userId: "x" }])).status).toBe(200);
+    for (const d of [wrongKey, wrongHost]) await waitFor(async () => (await counts(d.dst.id)).retrying === 1, { what: "retrying, refused by SSH" });
+    const errors = async (id: string) => JSON.stringify((await api(s.url, "GET", `/v2/destinations/${id}/deliveries?state=retrying`)).json.deliveries);
+    expect(await errors(wrongKey.dst.id)).toContain("SSH to 127.0.0.1");
+    expect(await errors(wrongHost.dst.id)).toContain("SSH to 127.0.0.1");
     expect(b.records).toHaveLength(0);
   });
 });

@@ -535,12 +535,12 @@ describe("destination definitions", () => {
     expect(defs.find((d) => d.name === "WEBHOOK")!.config.defaultConfig).toEqual(["webhookUrl", "webhookMethod", "headers", "oneTrustCookieCategories", "eventDelivery", "eventDeliveryTS"]);
   });
 
-  test("each definition lists its config fields for a form: type, required, secret (credentials by name), enum options", async () => {
+  test("each definition lists its config fields for a form: type, required, secret (credentials by name), multi-line (PEM text), enum options", async () => {
     const defs = (await (await fetch(`${s.url}/destination-definitions`)).json()) as Array<{ name: string; config: { fields: any[]; requiredKeys: string[] } }>;
     const by = (kind: string) => Object.fromEntries(defs.find((d) => d.name === kind)!.config.fields.map((f) => [f.key, f]));
     const webhook = by("WEBHOOK");
-    expect(webhook.webhookUrl).toEqual({ key: "webhookUrl", type: "string", required: true, secret: false });
-    expect(webhook.webhookMethod).toEqual({ key: "webhookMethod", type: "enum", options: ["POST", "PUT", "PATCH", "GET", "DELETE"], required: false, secret: false });
+    expect(webhook.webhookUrl).toEqual({ key: "webhookUrl", type: "string", required: true, secret: false, multiline: false });
+    expect(webhook.webhookMethod).toEqual({ key: "webhookMethod", type: "enum", options: ["POST", "PUT", "PATCH", "GET", "DELETE"], required: false, secret: false, multiline: false });
     expect(webhook.headers.type).toBe("json");
     const http = by("HTTP");
     expect([http.password.secret, http.bearerToken.secret, http.apiKeyValue.secret, http.apiKeyName.secret, http.username.secret]).toEqual([true, true, true, false, false]);
@@ -548,6 +548,10 @@ describe("destination definitions", () => {
     expect(by("SEGMENT").writeKey).toMatchObject({ required: true, secret: true });
     expect(by("KLAVIYO").publicApiKey.secret).toBe(false);
     expect(by("KLAVIYO").privateApiKey).toMatchObject({ required: true, secret: true });
+    // PEM text keeps its line breaks in a text area; an SSH private key is also secret.
+    expect(by("KAFKA").caCertificate).toMatchObject({ secret: false, multiline: true });
+    expect(by("KAFKA").sshPrivateKey).toMatchObject({ secret: true, multiline: true });
+    expect(by("KAFKA").sshHostKey).toMatchObject({ secret: false, multiline: false });
     // Every required key is a field, and required fields come first.
     for (const d of defs) {
       const fields = d.config.fields;

@@ -14,6 +14,7 @@ import { createHash } from "node:crypto";
 import { Kafka, type Producer, type SASLOptions, logLevel } from "kafkajs";
 import { rejectAfter } from "../../lib/deadline";
 import type { ProtocolAnswer, ProtocolContext } from "../types";
+import { type SshSettings, SshTunnel } from "./ssh-tunnel";
 
 /** A connection's settings: what makes two destinations share a producer. */
 export interface KafkaTarget {
@@ -21,6 +22,8 @@ export interface KafkaTarget {
   /** TLS: true (the system's authorities), or the PEM of the authority that signed the brokers' certificates. */
   tls: false | true | { ca: string };
   sasl?: { mechanism: "plain" | "scram-sha-256" | "scram-sha-512"; username: string; password: string };
+  /** Through an SSH server (useSSH): the brokers are reached from there (ssh-tunnel.ts). */
+  ssh?: Omit<SshSettings, "address">;
 }
 
 /** One record batch of a topic: the messages in order. */
@@ -33,6 +36,7 @@ const IDLE_CLOSE_MS = 60_000;
 
 interface Kept {
   producer: Producer;
+  tunnel?: SshTunnel;
   connected?: Promise<void>;
   lastUsed: number;
 }
@@ -45,7 +49,7 @@ function sweep() {
   for (const [key, kept] of producers) {
     if (now - kept.lastUsed < IDLE_CLOSE_MS) continue;
     producers.delete(key);
-    kept.producer.disconnect().catch(() => {});
+    close(kept);
   }
   if (!producers.size && sweeper) {
     clearInterval(sweeper);
@@ -53,13 +57,20 @@ function sweep() {
   }
 }
 
-const keyOf = (t: KafkaTarget, timeoutMs: number) => createHash("sha256").update(JSON.stringify([t.brokers, t.tls, t.sasl ?? null, timeoutMs])).digest("hex");
+function close(kept: Kept) {
+  kept.producer.disconnect().catch(() => {}).finally(() => kept.tunnel?.close());
+}
 
-function producerFor(t: KafkaTarget, timeoutMs: number): Kept {
-  const key = keyOf(t, timeoutMs);
+const keyOf = (t: KafkaTarget, timeoutMs: number, sshAddress?: string) =>
+  createHash("sha256").update(JSON.stringify([t.brokers, t.tls, t.sasl ?? null, t.ssh ?? null, sshAddress ?? null, timeoutMs])).digest("hex");
+
+function producerFor(t: KafkaTarget, timeoutMs: number, sshAddress: string | undefined): Kept {
+  const key = keyOf(t, timeoutMs, sshAddress);
   let kept = producers.get(key);
   if (!kept) {
+    const tunnel = t.ssh && sshAddress ? new SshTunnel({ ...t.ssh, address: sshAddress }, timeoutMs) : undefined;
     const kafka = new Kafka({
+      ...(tunnel ? { socketFactory: tunnel.socketFactory() } : {}),
       clientId: "sluice",
       brokers: t.brokers,
       ssl: t.tls === false ? false : t.tls === true ? true : { ca: [t.tls.ca] },
@@ -72,7 +83,7 @@ function producerFor(t: KafkaTarget, timeoutMs: number): Kept {
       logLevel: logLevel.NOTHING,
     });
     // Whether a topic is created on first use is the broker's setting (auto.create.topics.enable), as with any client.
-    kept = { producer: kafka.producer({ allowAutoTopicCreation: true }), lastUsed: Date.now() };
+    kept = { producer: kafka.producer({ allowAutoTopicCreation: true }), tunnel, lastUsed: Date.now() };
     producers.set(key, kept);
     sweeper ??= setInterval(sweep, IDLE_CLOSE_MS / 2);
     sweeper.unref?.();
@@ -94,16 +105,19 @@ function failure(err: unknown): ProtocolAnswer {
 
 /**
  * Produces the batches in order (acks from all in-sync replicas, as rudder-server's producer
- * asks), after the outbound address policy has passed each bootstrap host.
+ * asks), after the outbound address policy has passed each bootstrap host; through an SSH
+ * server, the policy passes that server (the one Sluice connects to, pinned to the address it
+ * checked), and the brokers are names the SSH server resolves.
  */
 export async function produce(t: KafkaTarget, sends: KafkaSend[], ctx: ProtocolContext): Promise<ProtocolAnswer> {
-  for (const broker of t.brokers) {
-    const host = broker.replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
+  let sshAddress: string | undefined;
+  for (const host of t.ssh ? [t.ssh.host] : t.brokers.map((b) => b.replace(/:\d+$/, "").replace(/^\[|\]$/g, ""))) {
     const reached = await ctx.reach(host);
     if (!reached.ok) return { outcome: reached.retry ? "retry" : "abort", error: reached.error };
+    if (t.ssh) sshAddress = reached.address;
   }
-  const key = keyOf(t, ctx.timeoutMs);
-  const kept = producerFor(t, ctx.timeoutMs);
+  const key = keyOf(t, ctx.timeoutMs, sshAddress);
+  const kept = producerFor(t, ctx.timeoutMs, sshAddress);
   // kafkajs can wait on a broker that accepts and never answers (its connect has no deadline of
   // its own): the call is given up at the delivery time-out, and the producer with it.
   const timedOut = () => Object.assign(new Error(`no answer within ${ctx.timeoutMs} ms`), { name: "KafkaTimeout", retriable: true });
@@ -122,7 +136,7 @@ export async function produce(t: KafkaTarget, sends: KafkaSend[], ctx: ProtocolC
     // A retry starts from a fresh producer: one left half-connected or waiting would hold the next call too.
     if (answer.outcome === "retry" && producers.get(key) === kept) {
       producers.delete(key);
-      kept.producer.disconnect().catch(() => {});
+      close(kept);
     }
     return answer;
   }

@@ -31,6 +31,7 @@ import {
 } from "../types";
 import { avroType, avroValue } from "./avro";
 import { type KafkaSend, type KafkaTarget, produce } from "./client";
+import { sshHostKeyProblem, sshKeyProblem } from "./ssh-tunnel";
 
 const Port = t.Union([t.String({ pattern: "^\\d{1,5}$" }), t.Integer({ minimum: 1, maximum: 65535 })]);
 
@@ -55,8 +56,15 @@ export const KafkaConfig = t.Object(
     convertToAvro: t.Optional(t.Boolean()),
     avroSchemas: t.Optional(t.Array(t.Object({ schemaId: t.Optional(t.String()), schema: t.Optional(t.String()) }, { additionalProperties: true }))),
     embedAvroSchemaID: t.Optional(t.Boolean()),
-    /** Not done by Sluice: a destination with useSSH aborts its events, saying so. */
+    /** Through an SSH server (ssh-tunnel.ts): the brokers are reached from there. */
     useSSH: t.Optional(t.Boolean()),
+    sshHost: t.Optional(t.String()),
+    sshPort: t.Optional(Port),
+    sshUser: t.Optional(t.String()),
+    /** Sluice's own key (rudder-server asks RudderStack's control plane for it): OpenSSH or PEM. */
+    sshPrivateKey: t.Optional(t.String()),
+    /** The SSH server's public key (`ssh-ed25519 AAAA…`); any key is accepted without it, as in rudder-server. */
+    sshHostKey: t.Optional(t.String()),
   },
   { additionalProperties: true },
 );
@@ -95,7 +103,29 @@ function kafkaTarget(brokers: string[], c: KafkaConfig): KafkaTarget {
   const tls: KafkaTarget["tls"] = c.sslEnabled ? (c.caCertificate?.trim() ? { ca: c.caCertificate } : true) : false;
   const mechanism = SASL_TYPES[String(c.saslType ?? "plain").toLowerCase()] ?? "plain";
   const sasl = c.sslEnabled && c.useSASL ? { mechanism, username: c.username ?? "", password: c.password ?? "" } : undefined;
-  return { brokers, tls, sasl };
+  const ssh = c.useSSH
+    ? { host: String(c.sshHost ?? "").trim(), port: Number(c.sshPort), user: String(c.sshUser ?? ""), privateKey: String(c.sshPrivateKey ?? ""), hostKey: c.sshHostKey?.trim() || undefined }
+    : undefined;
+  return { brokers, tls, sasl, ssh };
+}
+
+/** rudder-server's checks of the SSH settings (kafkamanager's validate), and Sluice's of the keys: what is wrong, by key. */
+function sshProblem(c: Record<string, any>): ConfigProblem | undefined {
+  if (!c.useSSH) return undefined;
+  if (!String(c.sshHost ?? "").trim()) return { key: "sshHost", message: "cannot be empty with useSSH" };
+  if (!String(c.sshUser ?? "").trim()) return { key: "sshUser", message: "cannot be empty with useSSH" };
+  const port = Number(c.sshPort);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return { key: "sshPort", message: "must be a port number, 1 to 65535, with useSSH" };
+  if (!String(c.sshPrivateKey ?? "").trim()) {
+    return { key: "sshPrivateKey", message: "is needed with useSSH: the private key whose public key the SSH server authorizes (rudder-server asks RudderStack's control plane for it; Sluice keeps it here)" };
+  }
+  const key = sshKeyProblem(String(c.sshPrivateKey));
+  if (key) return { key: "sshPrivateKey", message: `is not a usable private key (${key}); an encrypted key is not supported` };
+  if (c.sshHostKey && String(c.sshHostKey).trim()) {
+    const host = sshHostKeyProblem(String(c.sshHostKey));
+    if (host) return { key: "sshHostKey", message: `is not an SSH public key (${host})` };
+  }
+  return undefined;
 }
 
 /** The request's endpoint names the brokers (the config's, or --destination-base-url's), for the client and the delivery log. */
@@ -227,7 +257,11 @@ export const kafka = kafkaKind({
   },
   brokers: (config) => kafkaBrokers(config as KafkaConfig),
   target: (brokers, config) => kafkaTarget(brokers, config as KafkaConfig),
-  refuse: (config) => (config.useSSH ? "useSSH: Sluice does not connect to Kafka through SSH tunnels; the event is not sent" : undefined),
+  // A config saved before these checks, or imported from a workspace file: not sent, saying why.
+  refuse: (config) => {
+    const problem = sshProblem(config);
+    return problem ? `${problem.key} ${problem.message}; the event is not sent` : undefined;
+  },
   checkConfig(config) {
     const port = Number(config.port);
     if (!Number.isInteger(port) || port < 1 || port > 65535) return { key: "port", message: "must be a port number, 1 to 65535" };
@@ -241,6 +275,6 @@ export const kafka = kafkaKind({
         if ("problem" in type) return { key: `avroSchemas[${i}].schema`, message: `is not an Avro schema: ${type.problem}` };
       }
     }
-    return caProblem(config);
+    return sshProblem(config) ?? caProblem(config);
   },
 });

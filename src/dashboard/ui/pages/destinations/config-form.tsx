@@ -12,6 +12,7 @@ export interface ConfigField {
   type: "string" | "number" | "boolean" | "enum" | "json";
   required: boolean;
   secret: boolean;
+  multiline?: boolean;
   options?: string[];
 }
 
@@ -144,7 +145,7 @@ export function ConfigFields({ def, draft, saved, onChange, idPrefix }: { def: D
           );
         }
         return (
-          <div class={f.type === "json" ? "dst-field dst-wide" : "dst-field"} key={f.key}>
+          <div class={f.type === "json" || f.multiline ? "dst-field dst-wide" : "dst-field"} key={f.key}>
             {label}
             {f.type === "enum" ? (
               <select id={id} value={String(value ?? "")} onChange={(e) => set(f.key, e.currentTarget.value)}>
@@ -155,8 +156,10 @@ export function ConfigFields({ def, draft, saved, onChange, idPrefix }: { def: D
                   </option>
                 ))}
               </select>
-            ) : f.type === "json" ? (
-              <textarea id={id} rows={3} spellcheck={false} value={String(value ?? "")} onInput={(e) => set(f.key, e.currentTarget.value)} />
+            ) : f.type === "json" || f.multiline ? (
+              // A key of several lines goes in a text area even when secret: a password box drops
+              // line breaks. Once saved, a secret is shown masked like any other.
+              <textarea id={id} rows={f.multiline ? 5 : 3} spellcheck={false} autocomplete="off" value={String(value ?? "")} onInput={(e) => set(f.key, e.currentTarget.value)} />
             ) : f.secret ? (
               <div class="dst-secret">
                 <input id={id} type="password" autocomplete="new-password" required={f.required} value={String(value ?? "")} onInput={(e) => set(f.key, e.currentTarget.value)} />
