@@ -107,13 +107,15 @@ export function intakeHandlers(deps: IntakeDeps): IntakeHandlers {
     let status: number;
     let body: string;
     let retryAfter: number | undefined;
+    let storage = false;
     if (err instanceof AppError) {
       status = err.status;
       body = err.message;
       retryAfter = err.retryAfterSeconds;
+      storage = err.storage;
       m.eventsRejected.inc({ status: String(status) });
-      // Only storage refusals carry a Retry-After here (lib/storage-health.ts).
-      if (retryAfter !== undefined) storageRejected.inc({ route });
+      // Not every 503 is the database's: a webhook source's lookup (Facebook's Graph API) has its own.
+      if (storage) storageRejected.inc({ route });
     } else {
       deps.log.error("intake failed", { err, route });
       status = 500;
@@ -121,7 +123,7 @@ export function intakeHandlers(deps: IntakeDeps): IntakeHandlers {
     }
     // Accepted calls are counted, not logged. While the disk is full every call is refused:
     // those are counted, and intake logs when it starts.
-    const level = retryAfter === undefined ? "info" : "debug";
+    const level = storage ? "debug" : "info";
     if (deps.log.enabled(level)) deps.log[level]("request", { method, route, status, message: body, ...fields });
     return { status, body, retryAfter };
   };

@@ -38,13 +38,16 @@ export class AppError extends Error {
   readonly body?: Record<string, unknown>;
   /** Sent as `Retry-After` (seconds): when the caller may expect a retry to succeed (a full disk). */
   readonly retryAfterSeconds?: number;
+  /** A refusal because the database could not be written: counted apart from other 503s. */
+  readonly storage: boolean;
 
-  constructor(code: ErrorCode, message: string, body?: Record<string, unknown>, opts: { retryAfterSeconds?: number } = {}) {
+  constructor(code: ErrorCode, message: string, body?: Record<string, unknown>, opts: { retryAfterSeconds?: number; storage?: boolean } = {}) {
     super(message);
     this.name = "AppError";
     this.code = code;
     this.body = body;
     this.retryAfterSeconds = opts.retryAfterSeconds;
+    this.storage = opts.storage === true;
   }
 
   get status(): number {

@@ -85,7 +85,7 @@ export class Metrics {
   readonly eventsAccepted = new Counter("sluice_events_accepted_total", "Events stored by the gateway, by source.");
   readonly eventsDuplicate = new Counter("sluice_events_duplicate_total", "Events acknowledged but not stored again (same messageId), by source.");
   readonly eventsSuppressed = new Counter("sluice_events_suppressed_total", "Events dropped at intake by a regulation, by source.");
-  readonly eventsRejected = new Counter("sluice_events_rejected_total", "Event requests refused (4xx, or 503 when the database cannot be written), by status.");
+  readonly eventsRejected = new Counter("sluice_events_rejected_total", "Event requests refused (4xx, or 503: the database cannot be written, or a webhook source's lookup failed), by status.");
   readonly deliveries = new Counter("sluice_deliveries_total", "Delivery attempts by destination type and outcome.");
   readonly residentBytes = new Gauge("sluice_process_resident_bytes", "Resident memory of the process.", () => process.memoryUsage().rss);
   readonly heapBytes = new Gauge("sluice_js_heap_bytes", "JavaScript heap in use on the main thread.", () => process.memoryUsage().heapUsed);

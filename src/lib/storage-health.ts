@@ -52,6 +52,7 @@ export function describeStorageFailure(err: unknown): string {
 export function storageUnavailable(err: unknown, what: string): AppError {
   return new AppError("UNAVAILABLE", `${what}: ${describeStorageFailure(err)}; retry in ${STORAGE_RETRY_AFTER_SECONDS} s`, undefined, {
     retryAfterSeconds: STORAGE_RETRY_AFTER_SECONDS,
+    storage: true,
   });
 }
 

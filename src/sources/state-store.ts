@@ -43,7 +43,7 @@ function asRedisText(v: unknown): string {
 function unavailable(err: unknown, onError?: (err: unknown) => void): never {
   if (err instanceof AppError) throw err;
   onError?.(err);
-  throw new AppError("UNAVAILABLE", "webhook source state could not be read or written; retry later", undefined, { retryAfterSeconds: 5 });
+  throw new AppError("UNAVAILABLE", "webhook source state could not be read or written; retry later", undefined, { retryAfterSeconds: 5, storage: true });
 }
 
 /** One workspace's view of the store, as a mapping sees it. */

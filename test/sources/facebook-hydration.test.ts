@@ -114,11 +114,19 @@ test("a lead becomes an identify whose traits carry its answers; the Graph API w
   ]);
 });
 
+/** A counter's value in /metrics, summed over its labels. */
+const metric = async (name: string) =>
+  [...(await (await fetch(`${s.url}/metrics`)).text()).matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "gm"))].reduce((sum, m) => sum + Number(m[1]), 0);
+
 test("a Graph API 500 answers the webhook 503 with Retry-After and stores nothing; the redelivery after it recovers is stored once", async () => {
   const id = "2200000000000001";
   answers.set(id, () => new Response("oops", { status: 500 }));
+  const [storageBefore, rejectedBefore] = [await metric("sluice_events_storage_rejected_total"), await metric("sluice_events_rejected_total")];
   const failed = await post(withToken.writeKey, notification(id));
   expect(failed.status).toBe(503);
+  // Facebook's 503, not the database's: a refused call, not a storage refusal.
+  expect(await metric("sluice_events_rejected_total")).toBe(rejectedBefore + 1);
+  expect(await metric("sluice_events_storage_rejected_total")).toBe(storageBefore);
   expect(failed.headers.get("retry-after")).toBe("60");
   expect(await failed.text()).toBe(`could not fetch lead ${id} from the Graph API (the Graph API answered 500); nothing was stored, send it again`);
   expect(await stored(withToken.id, id)).toEqual([]);

@@ -68,6 +68,7 @@ export const INSERT_TIMEOUT_MS = 5000;
 export function databaseUnavailable(reason: string, cause?: unknown): AppError {
   const e = new AppError("UNAVAILABLE", `events could not be stored: ${reason}; retry in ${STORAGE_RETRY_AFTER_SECONDS} s`, undefined, {
     retryAfterSeconds: STORAGE_RETRY_AFTER_SECONDS,
+    storage: true,
   });
   Object.assign(e, { reason, cause });
   return e;
