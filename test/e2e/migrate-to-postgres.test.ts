@@ -157,8 +157,9 @@ function addDuplicateAndUnroutedEvent(dir: string) {
 }
 
 /**
- * Tracking plans and the event catalog have no writer yet (issue 49 is being built): a row in
- * each, written here, so the copy is tested on them too. Only where the run left one empty.
+ * Rows the run above does not make (it stores no tracking plan, checks no event against one, and
+ * ends before the catalog writes): one in each such table, written here, so the copy is tested on
+ * them too. Only where the run left one empty.
  */
 function fillTablesNoApiWritesYet(dir: string) {
   const db = new Database(join(dir, "sluice.db"));
@@ -170,6 +171,15 @@ function fillTablesNoApiWritesYet(dir: string) {
       tracking_plan_versions: ["INSERT INTO tracking_plan_versions VALUES (?, 'tp-1', 1, '{\"name\":\"Plan\",\"events\":[]}', '[]', 1)", [ws]],
       catalog_models: ["INSERT INTO catalog_models VALUES (?, ?, 'track', 'Order Completed', 1, 2, 3, '{\"2026-12-07\":3}', '{}', 0)", [ws, src]],
       catalog_overflow: ["INSERT INTO catalog_overflow VALUES (?, ?, 1, 5)", [src, ws]],
+      tracking_plan_violation_counts: [
+        "INSERT INTO tracking_plan_violation_counts (workspace_id, source_id, day, type, event, violation_type, property, count) VALUES (?, ?, '2026-12-07', 'track', 'Order Completed', 'Datatype-Mismatch', '/properties/total', 3)",
+        [ws, src],
+      ],
+      tracking_plan_dropped_counts: ["INSERT INTO tracking_plan_dropped_counts (workspace_id, source_id, day, type, event, count) VALUES (?, ?, '2026-12-07', 'track', 'Signed Up', 2)", [ws, src]],
+      tracking_plan_dropped_events: [
+        "INSERT INTO tracking_plan_dropped_events (workspace_id, source_id, event_id, at, type, event, violation_type, error, violations) VALUES (?, ?, 1, 1, 'track', 'Signed Up', 'Unplanned-Event', 'Unplanned-Event', '[]')",
+        [ws, src],
+      ],
     };
     for (const [table, [sql, params]] of Object.entries(rows)) {
       const exists = db.query(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '${table}'`).get();

@@ -9,8 +9,7 @@ import m5 from "./0005_sources-rudder-definition.sql" with { type: "text" };
 import m6 from "./0006_http-default-mapping.sql" with { type: "text" };
 import m7 from "./0007_webhook-sources.sql" with { type: "text" };
 import m8 from "./0008_tracking-plans-catalog.sql" with { type: "text" };
-import m9 from "./0009_tracking-plan-counts.sql" with { type: "text" };
-import m10 from "./0010_deliveries-annotation.sql" with { type: "text" };
+import m9 from "./0009_tracking-plans-counts-annotation.sql" with { type: "text" };
 
 export const migrationSql: Record<string, string> = {
   "0000_init": m0,
@@ -22,8 +21,7 @@ export const migrationSql: Record<string, string> = {
   "0006_http-default-mapping": m6,
   "0007_webhook-sources": m7,
   "0008_tracking-plans-catalog": m8,
-  "0009_tracking-plan-counts": m9,
-  "0010_deliveries-annotation": m10,
+  "0009_tracking-plans-counts-annotation": m9,
 };
 
 export { journal };

@@ -83,7 +83,7 @@ export const trackingPlanDroppedCounts = pgTable(
 export const trackingPlanDroppedEvents = pgTable(
   "tracking_plan_dropped_events",
   {
-    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    id: bigint("id", { mode: "number" }).primaryKey().generatedByDefaultAsIdentity(),
     workspaceId: text("workspace_id").notNull(),
     sourceId: text("source_id").notNull(),
     eventId: bigint("event_id", { mode: "number" }).notNull(),
