@@ -297,10 +297,10 @@ test("restore is refused while a server holds the data dir (so is a second serve
 }, 60_000);
 
 test("a restored server delivers what was queued at backup time", async () => {
-  // The destination's port is chosen now and stays closed until after the restore.
-  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
-  const port = probe.port;
-  probe.stop(true);
+  // The destination answers 503 until after the backup (held, so no other process can take its
+  // port meanwhile); the sink takes the port over after the restore.
+  const down = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("down", { status: 503 }) });
+  const port = down.port;
   const server = await spawnSluice({ args: ["--retry-backoff-ms", "200"] });
   const src = await createSource(server.url);
   const dst = await api(server.url, "POST", "/v2/destinations", {
@@ -312,7 +312,7 @@ test("a restored server delivers what was queued at backup time", async () => {
   expect(dst.status).toBe(201);
   const ids = Array.from({ length: 30 }, (_, i) => `q-${i}`);
   expect((await sendBatch(server.url, src.writeKey, ids)).status).toBe(200);
-  // Fanned out and tried at least once against the closed port: queued for a retry.
+  // Fanned out and tried at least once against the refusing destination: queued for a retry.
   const dbFile = join(server.dataDir, "sluice.db");
   await waitFor(
     () => {
@@ -329,6 +329,7 @@ test("a restored server delivers what was queued at backup time", async () => {
   const copy = join(dir, "queued.db");
   expect((await sluice("backup", "--data-dir", server.dataDir, "--out", copy)).code).toBe(0);
   await stop(server);
+  await down.stop(true);
 
   const fresh = join(tempDir("sluice-restored-"), "data");
   const restored = await sluice("restore", "--from", copy, "--data-dir", fresh);
