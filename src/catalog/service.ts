@@ -3,6 +3,7 @@ import type { SourceSettings } from "../../db/schema";
 import type { AuthContext, Scoped } from "../control-plane/context";
 import { findSourceRow } from "../control-plane/sources";
 import { notFound } from "../lib/errors";
+import { isValidatedEventType } from "../tracking-plans/validate";
 import { draftJsonSchema } from "./draft";
 import { daysFrom, firstDayKept } from "./merge";
 import { type SourcePolicy, exampleAllowed } from "./observer";
@@ -85,9 +86,6 @@ export async function getCatalogEvent(ctx: Scoped<CatalogContext>, type: string,
   return { ...present(row, policyOf(source.settings ?? {}), ctx.now()), jsonSchema: draftJsonSchema(row) };
 }
 
-/** The event types a tracking plan validates (alias is never checked, as in RudderStack). */
-const PLANNED_TYPES = new Set(["track", "identify", "group", "page", "screen"]);
-
 /**
  * A tracking plan drafted from a source's traffic in one call: one planned event per model the
  * catalog holds (each track name, each other type), its rules the model's draft JSON Schema. The
@@ -95,7 +93,7 @@ const PLANNED_TYPES = new Set(["track", "identify", "group", "page", "screen"]);
  */
 export async function draftTrackingPlan(ctx: Scoped<CatalogContext>, sourceId: string) {
   const source = await findSourceRow(ctx, sourceId);
-  const rows = (await ctx.catalog.models(source.id)).filter((r) => PLANNED_TYPES.has(r.type));
+  const rows = (await ctx.catalog.models(source.id)).filter((r) => isValidatedEventType(r.type));
   rows.sort((a, b) => ORDER.event(a, b));
   return {
     name: `${source.name} draft`,

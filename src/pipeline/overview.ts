@@ -14,6 +14,7 @@
  * Settled minutes are counted once and kept in memory (see SettledMinutes), so a request reads
  * about the last minute's rows; after a start the first request counts the whole range once.
  */
+import { utcDay } from "../tracking-plans/violation-counts";
 import { Elysia, type Static, t } from "elysia";
 import { withWorkspace } from "../control-plane/routes";
 import type { Scoped } from "../control-plane/context";
@@ -327,7 +328,7 @@ export function parsePlanDays(raw: string | undefined): number {
 export async function trackingPlanStats(ctx: Scoped<PipelineApiContext>, days = 7): Promise<TrackingPlanStats> {
   const today = Math.floor(ctx.now() / DAY);
   const first = today - (days - 1);
-  const dayStarts = Array.from({ length: days }, (_, i) => new Date((first + i) * DAY).toISOString().slice(0, 10));
+  const dayStarts = Array.from({ length: days }, (_, i) => utcDay((first + i) * DAY));
   const index = new Map(dayStarts.map((d, i) => [d, i]));
   const rows = await ctx.stats.trackingPlanCounts(ctx.workspaceId, dayStarts[0]!);
   const total = { violations: new Array<number>(days).fill(0), dropped: new Array<number>(days).fill(0) };

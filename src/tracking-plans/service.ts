@@ -9,7 +9,7 @@ import { findSourceRow } from "../control-plane/sources";
 import { commit } from "../control-plane/config-store";
 import { type CompiledTrackingPlan, compileTrackingPlan, parseTrackingPlan } from "./plan";
 import { parseTrackingPlanSettings } from "./settings";
-import { validateEvent } from "./validate";
+import { isValidatedEventType, validateEvent } from "./validate";
 import type { CatalogStore } from "../catalog/store";
 import type { PlanProblem, PlanVersionRow, TrackingPlanStore } from "./store";
 import { utcDay } from "./violation-counts";
@@ -171,8 +171,6 @@ export async function previewTrackingPlan(ctx: ScopedContext, deps: TrackingPlan
   };
 }
 
-/** The types a plan governs (alias and the rest are never validated, so never unplanned). */
-const VALIDATED_TYPES = new Set(["track", "identify", "page", "screen", "group"]);
 /** Violation rows the report lists at most (most in the last 7 days first). */
 const REPORT_VIOLATION_ROWS = 500;
 const DAY_MS = 86_400_000;
@@ -198,7 +196,7 @@ export async function trackingPlanReport(ctx: ScopedContext, deps: TrackingPlanD
   const stored = settings?.planId ? await deps.store.version(ctx.workspaceId, settings.planId, settings.planVersion || undefined) : undefined;
   const planRow = stored ? await deps.store.plan(ctx.workspaceId, stored.planId) : undefined;
   const planned = stored ? parseTrackingPlan(stored.plan).events : [];
-  const models = deps.catalog ? (await deps.catalog.models(row.id)).filter((m) => VALIDATED_TYPES.has(m.type)) : [];
+  const models = deps.catalog ? (await deps.catalog.models(row.id)).filter((m) => isValidatedEventType(m.type)) : [];
 
   const keyOf = (type: string, event: string) => `${type}\u0000${type === "track" ? event : ""}`;
   const seen = new Map(models.map((m) => [keyOf(m.type, m.event), m]));
@@ -214,26 +212,10 @@ export async function trackingPlanReport(ctx: ScopedContext, deps: TrackingPlanD
     : [];
 
   const [violationRows, droppedRows] = await Promise.all([deps.store.violationCounts(row.id, from), deps.store.droppedCounts(row.id, from)]);
-  const violations = new Map<string, { type: string; event: string; violationType: string; property: string; today: number; last7Days: number }>();
-  for (const v of violationRows) {
-    if (v.day > today) continue;
-    const key = `${v.type}\u0000${v.event}\u0000${v.violationType}\u0000${v.property}`;
-    let e = violations.get(key);
-    if (!e) violations.set(key, (e = { type: v.type, event: v.event, violationType: v.violationType, property: v.property, today: 0, last7Days: 0 }));
-    e.last7Days += v.count;
-    if (v.day === today) e.today += v.count;
-  }
-  const dropped = new Map<string, { type: string; event: string; today: number; last7Days: number }>();
-  for (const d of droppedRows) {
-    if (d.day > today) continue;
-    const key = `${d.type}\u0000${d.event}`;
-    let e = dropped.get(key);
-    if (!e) dropped.set(key, (e = { type: d.type, event: d.event, today: 0, last7Days: 0 }));
-    e.last7Days += d.count;
-    if (d.day === today) e.today += d.count;
-  }
+  const violations = tallyDays(violationRows, today, (v) => `${v.type}\u0000${v.event}\u0000${v.violationType}\u0000${v.property}`, (v) => ({ type: v.type, event: v.event, violationType: v.violationType, property: v.property }));
+  const dropped = tallyDays(droppedRows, today, (d) => `${d.type}\u0000${d.event}`, (d) => ({ type: d.type, event: d.event }));
   const byCount = (a: { today: number; last7Days: number }, b: { today: number; last7Days: number }) => b.last7Days - a.last7Days || b.today - a.today;
-  const violationList = [...violations.values()].sort(byCount);
+  const violationList = violations.sort(byCount);
   const sum = (list: Array<{ today: number; last7Days: number }>) => list.reduce((t, e) => ({ today: t.today + e.today, last7Days: t.last7Days + e.last7Days }), { today: 0, last7Days: 0 });
   return {
     sourceId: row.id,
@@ -245,9 +227,23 @@ export async function trackingPlanReport(ctx: ScopedContext, deps: TrackingPlanD
     seenNotPlanned,
     violations: violationList.slice(0, REPORT_VIOLATION_ROWS),
     violationRows: violationList.length,
-    dropped: [...dropped.values()].sort(byCount),
-    totals: { violations: sum(violationList), dropped: sum([...dropped.values()]) },
+    dropped: dropped.sort(byCount),
+    totals: { violations: sum(violationList), dropped: sum(dropped) },
   };
+}
+
+/** Daily count rows summed per key over the 7 days read, and for `today` alone (days after it, from a clock ahead elsewhere, left out). */
+function tallyDays<R extends { day: string; count: number }, E>(rows: readonly R[], today: string, keyOf: (r: R) => string, make: (r: R) => E): Array<E & { today: number; last7Days: number }> {
+  const out = new Map<string, E & { today: number; last7Days: number }>();
+  for (const r of rows) {
+    if (r.day > today) continue;
+    const key = keyOf(r);
+    let e = out.get(key);
+    if (!e) out.set(key, (e = { ...make(r), today: 0, last7Days: 0 }));
+    e.last7Days += r.count;
+    if (r.day === today) e.today += r.count;
+  }
+  return [...out.values()];
 }
 
 /** A source's newest dropped events (at most DROPPED_EVENTS_KEPT are kept), newest first, with the stored event. */

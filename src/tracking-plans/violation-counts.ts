@@ -42,6 +42,9 @@ export function violationProperty(v: Violation): string {
   return v.property ? `${at}/${v.property.replaceAll("~", "~0").replaceAll("/", "~1")}` : at;
 }
 
+const violationKey = (v: ViolationCount) => `${v.sourceId}\u0000${v.day}\u0000${v.type}\u0000${v.event}\u0000${v.violationType}\u0000${v.property}`;
+const droppedKey = (d: DroppedCount) => `${d.sourceId}\u0000${d.day}\u0000${d.type}\u0000${d.event}`;
+
 export class TrackingPlanCounts {
   private violations = new Map<string, ViolationCount>();
   private dropped = new Map<string, DroppedCount>();
@@ -64,20 +67,9 @@ export class TrackingPlanCounts {
     const day = this.dayOf(at);
     const type = String(message.type);
     const event = type === "track" && typeof message.event === "string" ? message.event : "";
-    for (const v of violations) {
-      const property = violationProperty(v);
-      const key = `${sourceId}\u0000${day}\u0000${type}\u0000${event}\u0000${v.type}\u0000${property}`;
-      const c = this.violations.get(key);
-      if (c) c.count++;
-      else if (this.size < MAX_KEYS) this.violations.set(key, { workspaceId, sourceId, day, type, event, violationType: v.type, property, count: 1 });
-      else this.lost++;
-    }
+    for (const v of violations) this.addTo(this.violations, { workspaceId, sourceId, day, type, event, violationType: v.type, property: violationProperty(v), count: 1 }, violationKey);
     if (!drop) return;
-    const key = `${sourceId}\u0000${day}\u0000${type}\u0000${event}`;
-    const c = this.dropped.get(key);
-    if (c) c.count++;
-    else if (this.size < MAX_KEYS) this.dropped.set(key, { workspaceId, sourceId, day, type, event, count: 1 });
-    else this.lost++;
+    this.addTo(this.dropped, { workspaceId, sourceId, day, type, event, count: 1 }, droppedKey);
     let list = this.droppedEvents.get(sourceId);
     if (!list) this.droppedEvents.set(sourceId, (list = []));
     if (list.length >= DROPPED_EVENTS_KEPT) list.shift();
@@ -105,20 +97,8 @@ export class TrackingPlanCounts {
 
   /** A flush that failed: its counts go back, to be written with the next one. */
   restore(flush: TrackingPlanCountsFlush): void {
-    for (const v of flush.violations) {
-      const key = `${v.sourceId}\u0000${v.day}\u0000${v.type}\u0000${v.event}\u0000${v.violationType}\u0000${v.property}`;
-      const c = this.violations.get(key);
-      if (c) c.count += v.count;
-      else if (this.size < MAX_KEYS) this.violations.set(key, v);
-      else this.lost += v.count;
-    }
-    for (const d of flush.dropped) {
-      const key = `${d.sourceId}\u0000${d.day}\u0000${d.type}\u0000${d.event}`;
-      const c = this.dropped.get(key);
-      if (c) c.count += d.count;
-      else if (this.size < MAX_KEYS) this.dropped.set(key, d);
-      else this.lost += d.count;
-    }
+    for (const v of flush.violations) this.addTo(this.violations, v, violationKey);
+    for (const d of flush.dropped) this.addTo(this.dropped, d, droppedKey);
     for (const e of flush.droppedEvents) {
       let list = this.droppedEvents.get(e.sourceId);
       if (!list) this.droppedEvents.set(e.sourceId, (list = []));
@@ -129,6 +109,15 @@ export class TrackingPlanCounts {
       list.sort((a, b) => a.at - b.at);
       if (list.length > DROPPED_EVENTS_KEPT) this.droppedEvents.set(id, list.slice(-DROPPED_EVENTS_KEPT));
     }
+  }
+
+  /** Adds a count to its key's, or keeps it as the key's first; beyond MAX_KEYS keys, counts it lost. */
+  private addTo<C extends { count: number }>(map: Map<string, C>, row: C, keyOf: (c: C) => string): void {
+    const key = keyOf(row);
+    const c = map.get(key);
+    if (c) c.count += row.count;
+    else if (this.size < MAX_KEYS) map.set(key, row);
+    else this.lost += row.count;
   }
 
   private dayOf(ms: number): string {

@@ -14,7 +14,7 @@
 import { isIP } from "node:net";
 import { Duplex } from "node:stream";
 import { connect as tlsConnect, type ConnectionOptions } from "node:tls";
-import { Client, utils } from "ssh2";
+import { Client, type ParsedKey, utils } from "ssh2";
 
 export interface SshSettings {
   /** The address to connect to (the outbound policy's pinned one) and the name it was given. */
@@ -26,18 +26,25 @@ export interface SshSettings {
   hostKey?: string;
 }
 
-/** Why a private key or host key cannot be used, or undefined when it can. */
-export function sshKeyProblem(privateKey: string): string | undefined {
-  const parsed = utils.parseKey(privateKey);
+/** The key a text holds (OpenSSH or PEM), or why it holds none. */
+function parsedKey(text: string): ParsedKey | string {
+  const parsed = utils.parseKey(text.trim());
   if (parsed instanceof Error) return parsed.message;
-  if (Array.isArray(parsed) && !parsed.length) return "no key found";
-  const key = Array.isArray(parsed) ? parsed[0]! : parsed;
+  const key = Array.isArray(parsed) ? parsed[0] : parsed;
+  return key ?? "no key found";
+}
+
+/** Why a private key cannot be used, or undefined when it can. */
+export function sshKeyProblem(privateKey: string): string | undefined {
+  const key = parsedKey(privateKey);
+  if (typeof key === "string") return key;
   return key.isPrivateKey() ? undefined : "is a public key, not a private one";
 }
 
+/** Why a host key is no SSH public key, or undefined when it is one. */
 export function sshHostKeyProblem(hostKey: string): string | undefined {
-  const parsed = utils.parseKey(hostKey.trim());
-  return parsed instanceof Error ? parsed.message : undefined;
+  const key = parsedKey(hostKey);
+  return typeof key === "string" ? key : undefined;
 }
 
 /**
@@ -107,7 +114,7 @@ export class SshTunnel {
   private connection(): Promise<Client> {
     this.client ??= new Promise<Client>((resolve, reject) => {
       const c = new Client();
-      const expected = this.ssh.hostKey ? utils.parseKey(this.ssh.hostKey.trim()) : undefined;
+      const expected = this.ssh.hostKey ? parsedKey(this.ssh.hostKey) : undefined;
       c.on("ready", () => resolve(c));
       c.on("error", (e) => {
         this.client = undefined;
@@ -123,7 +130,7 @@ export class SshTunnel {
         privateKey: this.ssh.privateKey,
         readyTimeout: Math.min(this.timeoutMs, 10_000),
         keepaliveInterval: 30_000,
-        hostVerifier: expected && !(expected instanceof Error) ? (key: Buffer) => (Array.isArray(expected) ? expected[0]! : expected).getPublicSSH().equals(key) : undefined,
+        hostVerifier: expected && typeof expected !== "string" ? (key: Buffer) => expected.getPublicSSH().equals(key) : undefined,
       });
     });
     return this.client;
